@@ -1,0 +1,41 @@
+--[[
+  authorize-4: admit one authenticated request that moves no money (reads, governance, support):
+  the token must still be the account's (rotation and revocation take effect at once, on every
+  instance), the agent must be active, and the token's sliding-window rate limit must allow it.
+  Paid requests never come here: debit-10 makes the same checks in its own single round trip.
+
+  KEYS[1] account hash                {s}:acct:<acct>
+  KEYS[2] agent hash                  {s}:agent:<acct>:<agent|_owner>
+  KEYS[3] rate window, current minute {s}:rl:<acct>:<agent>:<window>
+  KEYS[4] rate window, previous minute
+
+  ARGV[1] now, epoch ms
+  ARGV[2] SHA-256 of the presented token
+  ARGV[3] agent id, '' for the owner token
+  ARGV[4] rate limit, requests per minute
+
+  Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms_to_window_end, limit}
+        | {UNAUTHORIZED|AGENT_KILLED|AGENT_REVOKED, 0}
+]]
+
+local S_OK, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 2, 3, 4, 5
+local WINDOW_MS = 60000
+local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
+
+if agent_id == '' then
+  if redis.call('HGET', KEYS[1], 'owner') ~= token_hash then return {S_UNAUTHORIZED, 0} end
+else
+  local agent = redis.call('HMGET', KEYS[2], 'token', 'state')
+  if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+  if agent[2] == 'revoked' then return {S_REVOKED, 0} end
+  if agent[2] == 'killed' then return {S_KILLED, 0} end
+end
+
+local elapsed = now % WINDOW_MS
+local current = tonumber(redis.call('GET', KEYS[3]) or '0')
+local previous = tonumber(redis.call('GET', KEYS[4]) or '0')
+local weighted = math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current
+if weighted >= limit then return {S_RATE, 0, WINDOW_MS - elapsed, limit} end
+redis.call('INCR', KEYS[3])
+redis.call('PEXPIRE', KEYS[3], WINDOW_MS * 2)
+return {S_OK, limit - weighted - 1, WINDOW_MS - elapsed}

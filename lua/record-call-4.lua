@@ -1,0 +1,39 @@
+--[[
+  record-call-4: file the outcome of a finished call (metadata only, never payloads): the account's
+  recent-calls list for /v1/activity, the outbox (so Postgres keeps it), the shard's public
+  counters, and the stored answer of an Idempotency-Key. Not a money decision: the money moved in
+  debit/refund already.
+
+  KEYS[1] recent calls list   {s}:calls:<acct>
+  KEYS[2] shard counters      {s}:stats
+  KEYS[3] idempotency record  {s}:idem:<acct>:<key>  (never written without a key)
+  KEYS[4] outbox stream       {s}:outbox
+
+  ARGV[1] call record, JSON
+  ARGV[2] call id
+  ARGV[3] credits kept by the call (0 when refunded)
+  ARGV[4] '1' when the call counts as organic (succeeded, not refunded)
+  ARGV[5] '' without a key; 'store' to keep the answer for replay; 'release' to free the key
+  ARGV[6] the answer to replay, JSON (with 'store')
+  ARGV[7] how many recent calls the list keeps
+
+  Returns {OK}
+]]
+
+local record, call_id, charged = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+redis.call('LPUSH', KEYS[1], record)
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[7]) - 1)
+if ARGV[4] == '1' then
+  redis.call('HINCRBY', KEYS[2], 'organic_calls_routed', 1)
+  redis.call('HINCRBY', KEYS[2], 'credits_honored', charged)
+end
+if ARGV[5] == 'store' then
+  redis.call('HSET', KEYS[3], 'state', 'done', 'response', ARGV[6])
+  redis.call('EXPIRE', KEYS[3], 86400)
+elseif ARGV[5] == 'release' then
+  -- A refunded call keeps nothing: the same key may be retried and will be charged then.
+  redis.call('DEL', KEYS[3])
+end
+redis.call('XADD', KEYS[4], '*', 'kind', 'call', 'id', call_id .. ':call', 'rec', record)
+return {0}

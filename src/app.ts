@@ -1,0 +1,57 @@
+/**
+ * createApp(services) → the Elysia app. Tests drive it with app.handle(new Request(...)).
+ * One onError turns every failure into the spec's flat error body.
+ */
+import { Elysia, ValidationError } from 'elysia'
+import { ApiError } from './errors'
+import { randomId } from './auth/tokens'
+import type { Services } from './services'
+import { accountRoutes } from './modules/account'
+import { callRoutes } from './modules/call'
+import type { KeyLookup } from './modules/call/service'
+import { catalogRoutes } from './modules/catalog'
+import { publicRoutes } from './modules/public'
+import { signupRoutes } from './modules/signup'
+import { buildOpenApi } from './openapi'
+
+export interface AppExtensions {
+  /** The vault's key lookup for byok capabilities (none configured → no vaulted keys). */
+  vaultedKey?: KeyLookup
+}
+
+export function createApp(s: Services, ext: AppExtensions = {}) {
+  const vaultedKey: KeyLookup = ext.vaultedKey ?? (async () => null)
+  let openapi: unknown = null
+  const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
+  const app = new Elysia()
+    .onRequest(({ request }) => {
+      const len = Number(request.headers.get('content-length') ?? '0')
+      if (len > s.cfg.MAX_BODY_BYTES)
+        return new ApiError('BAD_REQUEST', { field: 'body', expected: `at most ${s.cfg.MAX_BODY_BYTES} bytes` }).toResponse(413)
+    })
+    .onError(({ code, error, request }) => {
+      if (error instanceof ApiError) return error.toResponse()
+      if (code === 'VALIDATION') return validationError(error as ValidationError).toResponse()
+      if (code === 'PARSE') return new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' }).toResponse()
+      if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' }).toResponse()
+      const requestId = randomId(8)
+      s.log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, error: String(error) })
+      return new ApiError('INTERNAL', { request_id: requestId }).toResponse()
+    })
+    .use(signupRoutes(s))
+    .use(catalogRoutes(s))
+    .use(callRoutes(s, vaultedKey))
+    .use(accountRoutes(s))
+    .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
+  routes.routes = app.routes as unknown as typeof routes.routes
+  return app
+}
+
+export type App = ReturnType<typeof createApp>
+
+/** TypeBox validation failure → BAD_REQUEST naming the field and the expected shape. */
+function validationError(e: ValidationError): ApiError {
+  const first = e.all?.[0] as { path?: string; message?: string; schema?: { description?: string } } | undefined
+  const field = first?.path ? first.path.replace(/^\//, '').replace(/\//g, '.') : e.type
+  return new ApiError('BAD_REQUEST', { field: field || 'body', expected: first?.message ?? 'a valid value' })
+}

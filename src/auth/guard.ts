@@ -1,0 +1,83 @@
+/**
+ * Admission of every request that is not a paid call: resolves the bearer, checks in the account's
+ * slot that the token is current and its agent active, and counts the request against the rate
+ * limit (per token when authenticated, per client IP otherwise) — one script, one round trip.
+ * errors: UNAUTHORIZED, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, FORBIDDEN (operator surfaces).
+ */
+import { ApiError } from '../errors'
+import type { LedgerContext } from '../ledger/context'
+import { denial } from '../ledger/denials'
+import { rateHeaders, windowsAt } from '../ledger/windows'
+import { ScriptStatus as S } from '../redis/codes'
+import type { Principal, TokenResolver } from './principal'
+
+export interface Admitted {
+  principal: Principal
+  headers: Record<string, string>
+}
+
+export class Guard {
+  private trusted: Set<string>
+  constructor(
+    private ctx: LedgerContext,
+    readonly tokens: TokenResolver,
+  ) {
+    this.trusted = new Set(ctx.cfg.TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean))
+  }
+
+  /** A protected request: valid bearer, active agent, within the token's rate limit. */
+  async admit(bearer: string | undefined, ip: string): Promise<Admitted> {
+    const principal = await this.tokens.resolve(bearer)
+    if (!principal) {
+      // An unknown bearer is an unauthenticated request: it counts against the IP's limit.
+      await this.admitAnonymous(ip)
+      throw new ApiError('UNAUTHORIZED')
+    }
+    const { keys, cfg } = this.ctx
+    const now = this.ctx.clock.now()
+    const w = windowsAt(now)
+    const { accountId: acct, agentId } = principal
+    const reply = await this.ctx.scripts.authorize(
+      [keys.account(acct), keys.agent(acct, agentId), keys.rateWindow(acct, agentId, w.rate), keys.rateWindow(acct, agentId, w.prevRate)],
+      [now, principal.tokenHash, agentId ?? '', cfg.RATE_LIMIT_PER_TOKEN],
+    )
+    if (reply[0] !== S.OK) throw denial(reply, { agentId, resetsAt: w.resetsAt })
+    return { principal, headers: rateHeaders(cfg.RATE_LIMIT_PER_TOKEN, Number(reply[1]), Number(reply[2])) }
+  }
+
+  /** Operator-only surfaces: the owner token, never an agent token. */
+  async admitOperator(bearer: string | undefined, ip: string): Promise<Admitted> {
+    const a = await this.admit(bearer, ip)
+    if (a.principal.agentId !== null) throw new ApiError('FORBIDDEN', { role: 'account operator (owner token)' })
+    return a
+  }
+
+  /** A request with no (valid) bearer: counted per client IP. */
+  async admitAnonymous(ip: string): Promise<Record<string, string>> {
+    const { keys, cfg } = this.ctx
+    const now = this.ctx.clock.now()
+    const w = windowsAt(now)
+    const reply = await this.ctx.scripts.rateLimit([keys.ipRateWindow(ip, w.rate), keys.ipRateWindow(ip, w.prevRate)], [now, cfg.RATE_LIMIT_PER_IP])
+    if (reply[0] !== S.OK) throw denial([S.RATE_LIMITED, 0, reply[2]!, cfg.RATE_LIMIT_PER_IP], { agentId: null, resetsAt: w.resetsAt })
+    return rateHeaders(cfg.RATE_LIMIT_PER_IP, Number(reply[1]), Number(reply[2]))
+  }
+
+  /** Public routes: per token when a valid bearer comes along, else per IP. */
+  async admitAny(bearer: string | undefined, ip: string): Promise<Record<string, string>> {
+    if (bearer && (await this.tokens.resolve(bearer))) return (await this.admit(bearer, ip)).headers
+    return this.admitAnonymous(ip)
+  }
+
+  /**
+   * The client address for the per-IP limit: the socket's, unless the socket is a configured
+   * trusted proxy, then the nearest untrusted address of X-Forwarded-For.
+   */
+  clientIp(request: Request, socketIp: string | undefined): string {
+    const ip = socketIp ?? '127.0.0.1'
+    if (!this.trusted.has(ip)) return ip
+    const xff = request.headers.get('x-forwarded-for')
+    if (!xff) return ip
+    const hops = xff.split(',').map((s) => s.trim()).filter(Boolean).reverse()
+    return hops.find((h) => !this.trusted.has(h)) ?? ip
+  }
+}

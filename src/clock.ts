@@ -1,0 +1,41 @@
+/**
+ * The one clock. Scripts never read Redis TIME: "now" is passed in from here, so tests can place
+ * calls on either side of the HKT midnight and expire vault links without sleeping.
+ */
+export interface Clock {
+  now(): number
+}
+
+export const systemClock: Clock = { now: () => Date.now() }
+
+/** A clock tests move by hand. */
+export class ManualClock implements Clock {
+  constructor(private ms: number = Date.now()) {}
+  now(): number {
+    return this.ms
+  }
+  set(ms: number): void {
+    this.ms = ms
+  }
+  advance(ms: number): void {
+    this.ms += ms
+  }
+}
+
+const HKT_OFFSET_MS = 8 * 3600 * 1000
+const DAY_MS = 86400 * 1000
+
+/** Days since the epoch in Hong Kong time (UTC+8): the window of daily caps. */
+export function hktDay(ms: number): number {
+  return Math.floor((ms + HKT_OFFSET_MS) / DAY_MS)
+}
+
+/** Epoch ms of the next 00:00 HKT after `ms`. */
+export function nextHktMidnight(ms: number): number {
+  return (hktDay(ms) + 1) * DAY_MS - HKT_OFFSET_MS
+}
+
+/** HKT calendar month as `YYYY-MM`: the period of the auto-refill ceiling. */
+export function hktMonth(ms: number): string {
+  return new Date(ms + HKT_OFFSET_MS).toISOString().slice(0, 7)
+}

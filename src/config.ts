@@ -1,0 +1,102 @@
+/**
+ * Every environment variable the service reads (CONTRACT §1), validated once at boot.
+ * A bad value stops the process with a message naming the variable and what it expects.
+ */
+import { Type as T, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+const Int = (def: number, min = 0) => T.Integer({ default: def, minimum: min })
+
+export const ConfigSchema = T.Object({
+  /** HTTP port. @default 8080 */
+  PORT: Int(8080, 0),
+  /** Absolute base used in enable_url, status_url and vault links. @default http://localhost:$PORT */
+  BASE_URL: T.Optional(T.String({ pattern: '^https?://' })),
+  /** Primary ledger. @default redis://127.0.0.1:6379 */
+  REDIS_URL: T.String({ default: 'redis://127.0.0.1:6379', pattern: '^rediss?://' }),
+  /** `host:port,...` selects Redis Cluster instead of REDIS_URL. */
+  REDIS_CLUSTER_NODES: T.Optional(T.String({ pattern: '^[^,:]+:\\d+(,[^,:]+:\\d+)*$' })),
+  /** Namespace of every Redis key (tests use a random one per file). @default pab */
+  REDIS_KEY_PREFIX: T.String({ default: 'pab', pattern: '^[A-Za-z0-9_-]+$' }),
+  /** Postgres for the durable ledger; unset → embedded PGlite in PGLITE_DIR. */
+  DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://' })),
+  /** Where the embedded PGlite keeps its files. @default ./data/pg */
+  PGLITE_DIR: T.String({ default: './data/pg' }),
+  /** Providers and capabilities (CONTRACT §4). @default built-in catalog.json */
+  CATALOG_FILE: T.Optional(T.String()),
+  /** Founder bearer for /admin/*; unset → founder surfaces answer NOT_CONFIGURED. */
+  ADMIN_TOKEN: T.Optional(T.String({ minLength: 16 })),
+  /** 32 bytes, base64: the vault's key-encryption key. */
+  VAULT_MASTER_KEY: T.Optional(T.String()),
+  /** `sandbox` (development only) or `stripe`. @default sandbox */
+  PAYMENTS: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { default: 'sandbox' }),
+  STRIPE_SECRET_KEY: T.Optional(T.String()),
+  STRIPE_WEBHOOK_SECRET: T.Optional(T.String()),
+  STRIPE_API_BASE: T.Optional(T.String()),
+  /** Requests per minute per token. @default 60 */
+  RATE_LIMIT_PER_TOKEN: Int(60, 1),
+  /** Unauthenticated requests per minute per client IP. @default 10 */
+  RATE_LIMIT_PER_IP: Int(10, 1),
+  /** Comma-separated proxy addresses whose X-Forwarded-For is trusted for the per-IP limit. */
+  TRUSTED_PROXIES: T.String({ default: '' }),
+  /** Account daily spend cap, credits. @default 20000 */
+  DEFAULT_DAILY_CAP: Int(20000),
+  /** Account balance cap, credits. @default 100000 */
+  DEFAULT_BALANCE_CAP: Int(100000),
+  /** Requests per account per HKT day on unpriced routes. @default 1000 */
+  UNPRICED_DAILY_REQUEST_CAP: Int(1000),
+  /** Proxy response cap in bytes. @default 2097152 */
+  PROXY_MAX_RESPONSE_BYTES: Int(2097152, 1),
+  /** Request body limit in bytes. @default 1048576 */
+  MAX_BODY_BYTES: Int(1048576, 1),
+  /** Signups per hour that trip the trial-abuse alarm. @default 200 */
+  SIGNUP_ALARM_PER_HOUR: Int(200, 1),
+  /** Outgoing mail; unset → .eml files under ./data/mail/. */
+  SMTP_URL: T.Optional(T.String()),
+  /** Credits per US dollar. @default 1000 */
+  CREDITS_PER_USD: Int(1000, 1),
+  /** Flusher batch size (outbox entries per shard per round). @default 500 */
+  FLUSH_BATCH: Int(500, 1),
+  /** Flusher idle poll interval in ms. @default 50 */
+  FLUSH_INTERVAL_MS: Int(50, 1),
+  /** Set to 0 to run an API instance without its own flusher. @default 1 */
+  FLUSHER: T.Union([T.Literal('0'), T.Literal('1')], { default: '1' }),
+  /** `json` structured logs or `silent`. @default json */
+  LOG: T.Union([T.Literal('json'), T.Literal('silent')], { default: 'json' }),
+})
+
+export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }
+
+export class ConfigError extends Error {}
+
+/** Parses an env-like record; throws ConfigError naming every bad variable. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const known = Object.keys(ConfigSchema.properties)
+  const raw: Record<string, unknown> = {}
+  for (const k of known) if (env[k] !== undefined && env[k] !== '') raw[k] = env[k]
+  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw))
+  const errors = [...Value.Errors(ConfigSchema, withDefaults)]
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `  ${e.path.slice(1)}=${JSON.stringify(raw[e.path.slice(1)])}: ${e.message}`)
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)
+  }
+  const cfg = withDefaults as Static<typeof ConfigSchema>
+  if (cfg.VAULT_MASTER_KEY !== undefined && Buffer.from(cfg.VAULT_MASTER_KEY, 'base64').length !== 32)
+    throw new ConfigError('invalid configuration:\n  VAULT_MASTER_KEY: expected 32 bytes, base64-encoded')
+  if (cfg.PAYMENTS === 'stripe' && (!cfg.STRIPE_SECRET_KEY || !cfg.STRIPE_WEBHOOK_SECRET))
+    throw new ConfigError('invalid configuration:\n  PAYMENTS=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET')
+  return { ...cfg, BASE_URL: (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '') }
+}
+
+/** For the entry point: parse process.env or exit with the message. */
+export function loadConfigOrExit(): Config {
+  try {
+    return parseConfig(process.env)
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message)
+      process.exit(2)
+    }
+    throw e
+  }
+}

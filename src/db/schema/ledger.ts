@@ -1,0 +1,44 @@
+import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+
+/**
+ * The durable copy of the Redis ledger. Entries are immutable; a refund or a bonus is a new row
+ * whose `refId` names the entry it corrects. `id` is generated before the Redis write, so a
+ * redelivered outbox entry is a no-op (ON CONFLICT DO NOTHING).
+ */
+export const ledgerEntries = pgTable(
+  'ledger_entries',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    agentId: text('agent_id'),
+    /** grant | debit | refund | referral | topup */
+    kind: text('kind').notNull(),
+    /** Signed credits: debits negative. */
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    balanceAfter: bigint('balance_after', { mode: 'number' }).notNull(),
+    callId: text('call_id'),
+    refId: text('ref_id'),
+    target: text('target'),
+    at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
+    streamId: text('stream_id').notNull(),
+  },
+  (t) => [index('ledger_entries_account_at').on(t.accountId, t.at)],
+)
+
+/** Call metadata for /v1/activity (never payloads). */
+export const calls = pgTable(
+  'calls',
+  {
+    callId: text('call_id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    agentId: text('agent_id'),
+    slug: text('slug').notNull(),
+    charged: integer('charged').notNull(),
+    refunded: integer('refunded').notNull(),
+    outcome: text('outcome').notNull(),
+    httpStatus: integer('http_status'),
+    latencyMs: integer('latency_ms').notNull(),
+    at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('calls_account_at').on(t.accountId, t.at, t.callId)],
+)

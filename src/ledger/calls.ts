@@ -1,0 +1,53 @@
+/**
+ * The metadata of finished calls: filed by record-call-4 into the recent list, the outbox and the
+ * public counters, and stored for Idempotency-Key replays.
+ */
+import type { LedgerContext } from './context'
+import { RECENT_CALLS } from './context'
+
+/** One activity entry (CONTRACT §5): metadata only, never payloads. */
+export interface CallRecord {
+  call_id: string
+  slug: string
+  agent_id: string | null
+  charged: number
+  refunded: boolean
+  /** ok | provider_4xx | provider_error | timeout | too_large */
+  outcome: string
+  http_status: number | null
+  latency_ms: number
+  at: string
+}
+
+export interface RecordOptions {
+  idempotencyKey?: string
+  /** The answer to store for replays (successful calls only). */
+  replay?: string
+}
+
+export async function recordCall(ctx: LedgerContext, accountId: string, rec: CallRecord, opt: RecordOptions = {}): Promise<void> {
+  const { keys } = ctx
+  const shard = keys.shardOf(accountId)
+  const idemMode = opt.idempotencyKey === undefined ? '' : opt.replay !== undefined ? 'store' : 'release'
+  await ctx.scripts.recordCall(
+    [keys.recentCalls(accountId), keys.stats(shard), keys.idempotency(accountId, opt.idempotencyKey ?? null), keys.outbox(shard)],
+    [
+      JSON.stringify({ ...rec, account_id: accountId }),
+      rec.call_id,
+      rec.refunded ? 0 : rec.charged,
+      rec.refunded || rec.outcome !== 'ok' ? '0' : '1',
+      idemMode,
+      opt.replay ?? '',
+      RECENT_CALLS,
+    ],
+  )
+}
+
+/** The newest calls Redis still holds for the account, newest first. */
+export async function recentCalls(ctx: LedgerContext, accountId: string): Promise<CallRecord[]> {
+  const rows = await ctx.redis.lrange(ctx.keys.recentCalls(accountId), 0, RECENT_CALLS - 1)
+  return rows.map((r) => {
+    const { account_id: _omit, ...rec } = JSON.parse(r) as CallRecord & { account_id: string }
+    return rec
+  })
+}

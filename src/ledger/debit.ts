@@ -1,0 +1,69 @@
+/**
+ * Debit one paid request in a single round trip (debit-10).
+ * errors: UNAUTHORIZED, AGENT_*, RATE_LIMITED, POLICY_DENIED, DAILY_CAP_REACHED, REQUEST_CAP_REACHED,
+ *         CONFLICT (idempotency), PAYMENT_REQUIRED (thrown by the caller via `insufficient`).
+ */
+import type { Principal } from '../auth/principal'
+import { randomId } from '../auth/tokens'
+import { ScriptStatus as S } from '../redis/codes'
+import { DAY_KEY_TTL_S, type LedgerContext } from './context'
+import { denial } from './denials'
+import { windowsAt } from './windows'
+
+export interface DebitRequest {
+  principal: Principal
+  /** Capability slug or `proxy:<provider>`. */
+  target: string
+  price: number
+  unpriced: boolean
+  /** Idempotency-Key header and the request's fingerprint, when the client sent a key. */
+  idempotency?: { key: string; fingerprint: string }
+}
+
+export type DebitOutcome =
+  | { kind: 'debited'; callId: string; balance: number; referrerId: string | null; day: number; at: number }
+  | { kind: 'replay'; response: string }
+  | { kind: 'insufficient'; balance: number; price: number }
+
+export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<DebitOutcome> {
+  const { keys, cfg } = ctx
+  const { accountId: acct, agentId, tokenHash } = req.principal
+  const now = ctx.clock.now()
+  const w = windowsAt(now)
+  const callId = 'call_' + randomId()
+  const reply = await ctx.scripts.debit(
+    [
+      keys.account(acct),
+      keys.agent(acct, agentId),
+      keys.spentToday(acct, w.day),
+      keys.agentSpentToday(acct, agentId, w.day),
+      keys.unpricedRequestsToday(acct, w.day),
+      keys.rateWindow(acct, agentId, w.rate),
+      keys.rateWindow(acct, agentId, w.prevRate),
+      keys.call(acct, callId),
+      keys.idempotency(acct, req.idempotency?.key ?? null),
+      keys.outbox(keys.shardOf(acct)),
+    ],
+    [
+      now,
+      tokenHash,
+      agentId ?? '',
+      req.target,
+      req.price,
+      req.unpriced ? '1' : '0',
+      callId,
+      cfg.RATE_LIMIT_PER_TOKEN,
+      cfg.DEFAULT_DAILY_CAP,
+      cfg.UNPRICED_DAILY_REQUEST_CAP,
+      req.idempotency?.fingerprint ?? '',
+      DAY_KEY_TTL_S,
+      acct,
+    ],
+  )
+  const status = reply[0] as number
+  if (status === S.OK)
+    return { kind: 'debited', callId, balance: Number(reply[1]), referrerId: (reply[2] as string) || null, day: w.day, at: now }
+  if (status === S.REPLAY) return { kind: 'replay', response: String(reply[2]) }
+  if (status === S.INSUFFICIENT_BALANCE) return { kind: 'insufficient', balance: Number(reply[1]), price: Number(reply[2]) }
+  throw denial(reply, { agentId, resetsAt: w.resetsAt })
+}

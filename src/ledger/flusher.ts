@@ -1,0 +1,193 @@
+/**
+ * The write-behind flusher: moves outbox entries (one Redis Stream per shard) into Postgres.
+ *
+ * - Reads with a consumer group; an entry is XACKed (and deleted) only after the Postgres
+ *   transaction holding it committed. A crash between commit and ack redelivers the entry, and the
+ *   unique entry id turns the second insert into a no-op: nothing is lost, nothing doubled.
+ * - Postgres down never blocks calls: entries simply wait in the stream; this loop retries with
+ *   backoff and drains the backlog once Postgres answers again.
+ * - Entries left pending by a dead consumer are reclaimed (XAUTOCLAIM) after STALE_MS.
+ * errors / metrics: `stats()` reports batches, entries, failures and the last error; `lag()` the
+ * unflushed entry count and the age of the oldest one.
+ */
+import { hostname } from 'node:os'
+import { randomId } from '../auth/tokens'
+import type { Database } from '../db/client'
+import { SHARDS } from '../redis/keys'
+import type { LedgerContext } from './context'
+import { SINKS, type OutboxEntry } from './sinks'
+
+const GROUP = 'flusher'
+const STALE_MS = 30_000
+const MAX_BACKOFF_MS = 5_000
+
+export interface FlusherOptions {
+  batch: number
+  intervalMs: number
+  onError?: (err: unknown) => void
+}
+
+export class Flusher {
+  readonly consumer = `${hostname()}-${process.pid}-${randomId(4)}`
+  private running = false
+  private loop: Promise<void> | null = null
+  private lastReclaim = 0
+  private wake: (() => void) | null = null
+  private counters = { batches: 0, entries: 0, failures: 0, lastError: null as string | null, lastFlushAt: 0 }
+
+  constructor(
+    private ctx: LedgerContext,
+    private db: Database,
+    private opt: FlusherOptions,
+  ) {}
+
+  private stream(shard: number): string {
+    return this.ctx.keys.outbox(shard)
+  }
+
+  async ensureGroups(): Promise<void> {
+    await Promise.all(
+      Array.from({ length: SHARDS }, async (_, s) => {
+        try {
+          await this.ctx.redis.xgroup('CREATE', this.stream(s), GROUP, '0', 'MKSTREAM')
+        } catch (e) {
+          if (!String(e).includes('BUSYGROUP')) throw e
+        }
+      }),
+    )
+  }
+
+  start(): void {
+    if (this.running) return
+    this.running = true
+    this.loop = this.run()
+  }
+
+  /** Stops the loop, then drains what is left for at most `timeoutMs`. */
+  async stop(timeoutMs = 5_000): Promise<void> {
+    this.running = false
+    this.wake?.()
+    await this.loop
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      try {
+        if ((await this.flushOnce()) === 0) return
+      } catch {
+        return
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    let backoff = this.opt.intervalMs
+    await this.ensureGroups().catch((e) => this.fail(e))
+    while (this.running) {
+      let moved = 0
+      try {
+        moved = await this.flushOnce()
+        backoff = this.opt.intervalMs
+      } catch (e) {
+        this.fail(e)
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+      }
+      if (moved === 0 && this.running) await this.sleep(backoff)
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms)
+      this.wake = () => {
+        clearTimeout(t)
+        resolve()
+      }
+    })
+  }
+
+  private fail(e: unknown): void {
+    this.counters.failures++
+    this.counters.lastError = e instanceof Error ? e.message : String(e)
+    this.opt.onError?.(e)
+  }
+
+  /** One round over every shard: read, write in one transaction, ack. Returns entries moved. */
+  async flushOnce(): Promise<number> {
+    if (Date.now() - this.lastReclaim > STALE_MS) {
+      this.lastReclaim = Date.now()
+      await this.reclaimStale()
+    }
+    const perShard = await Promise.all(Array.from({ length: SHARDS }, (_, s) => this.read(s)))
+    const all = perShard.flat()
+    if (all.length === 0) return 0
+    await this.write(all)
+    await Promise.all(
+      perShard.map((entries, s) => {
+        if (entries.length === 0) return null
+        const ids = entries.map((e) => e.streamId)
+        return this.ctx.redis.multi().xack(this.stream(s), GROUP, ...ids).xdel(this.stream(s), ...ids).exec()
+      }),
+    )
+    this.counters.batches++
+    this.counters.entries += all.length
+    this.counters.lastFlushAt = Date.now()
+    return all.length
+  }
+
+  /** This consumer's unacked entries first (a failed commit leaves them there), else new ones. */
+  private async read(shard: number): Promise<OutboxEntry[]> {
+    const key = this.stream(shard)
+    for (const from of ['0', '>']) {
+      const res = (await this.ctx.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', this.opt.batch, 'STREAMS', key, from)) as
+        | [string, [string, string[]][]][]
+        | null
+      const rows = res?.[0]?.[1] ?? []
+      if (rows.length > 0) return rows.map(([streamId, fields]) => parseEntry(streamId, fields))
+    }
+    return []
+  }
+
+  private async write(entries: OutboxEntry[]): Promise<void> {
+    const byKind = new Map<string, OutboxEntry[]>()
+    for (const e of entries) {
+      const list = byKind.get(e.kind) ?? []
+      list.push(e)
+      byKind.set(e.kind, list)
+    }
+    for (const kind of byKind.keys()) if (!SINKS[kind]) throw new Error(`outbox: no sink for entry kind "${kind}"`)
+    await this.db.transaction(async (tx) => {
+      for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list)
+    })
+  }
+
+  private async reclaimStale(): Promise<void> {
+    await Promise.all(
+      Array.from({ length: SHARDS }, (_, s) =>
+        this.ctx.redis.xautoclaim(this.stream(s), GROUP, this.consumer, STALE_MS, '0-0', 'COUNT', 1000, 'JUSTID').catch(() => null),
+      ),
+    )
+  }
+
+  /** Unflushed entries and the age of the oldest, over every shard. */
+  async lag(): Promise<{ entries: number; oldest_ms: number }> {
+    const now = Date.now()
+    const per = await Promise.all(
+      Array.from({ length: SHARDS }, async (_, s) => {
+        const key = this.stream(s)
+        const [len, first] = await Promise.all([this.ctx.redis.xlen(key), this.ctx.redis.xrange(key, '-', '+', 'COUNT', 1)])
+        const firstId = first[0]?.[0]
+        return { len, age: firstId ? now - Number(firstId.split('-')[0]) : 0 }
+      }),
+    )
+    return { entries: per.reduce((a, p) => a + p.len, 0), oldest_ms: Math.max(0, ...per.map((p) => p.age)) }
+  }
+
+  stats() {
+    return { ...this.counters, running: this.running, consumer: this.consumer }
+  }
+}
+
+function parseEntry(streamId: string, fields: string[]): OutboxEntry {
+  const f: Record<string, string> = {}
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!
+  return { streamId, kind: f.kind ?? '', fields: f }
+}

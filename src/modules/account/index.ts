@@ -1,0 +1,27 @@
+import { Elysia } from 'elysia'
+import { bearerAuth, http, type Http } from '../../http'
+import type { Services } from '../../services'
+import { ActivityQuery, ActivityResponse, BalanceResponse } from './model'
+import { activityOf, balanceOf } from './service'
+
+export const accountRoutes = (s: Services, h: Http = http(s)) =>
+  new Elysia()
+    .use(bearerAuth)
+    .get(
+      '/v1/balance',
+      async ({ bearer, request, server, set }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return balanceOf(s, principal.accountId)
+      },
+      { response: { 200: BalanceResponse }, detail: { summary: 'Balance, caps and top-up links' } },
+    )
+    .get(
+      '/v1/activity',
+      async ({ bearer, request, server, set, query }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return activityOf(s, principal.accountId, query.limit ?? 50, query.cursor)
+      },
+      { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: 'Recent calls (metadata only) and the balance' } },
+    )

@@ -1,0 +1,33 @@
+import { Type as T } from '@sinclair/typebox'
+
+export const BalanceResponse = T.Object({
+  balance: T.Integer({ description: 'Credits' }),
+  balance_cap: T.Integer(),
+  daily_cap: T.Integer(),
+  spent_today: T.Integer({ description: 'Credits spent in the current HKT day' }),
+  resets_at: T.String({ description: 'Next 00:00 HKT, ISO 8601' }),
+  links: T.Object({ topup: T.String(), enable_auto_refill: T.String() }),
+})
+
+export const ActivityQuery = T.Object({
+  limit: T.Optional(T.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: T.Optional(T.String({ maxLength: 200 })),
+})
+
+export const ActivityEntry = T.Object({
+  call_id: T.String(),
+  slug: T.String(),
+  agent_id: T.Union([T.String(), T.Null()]),
+  charged: T.Integer(),
+  refunded: T.Boolean(),
+  outcome: T.String({ description: 'ok | provider_4xx | provider_error | timeout | network | too_large' }),
+  http_status: T.Union([T.Integer(), T.Null()]),
+  latency_ms: T.Integer(),
+  at: T.String(),
+})
+
+export const ActivityResponse = T.Object({
+  balance: T.Integer(),
+  calls: T.Array(ActivityEntry),
+  next_cursor: T.Union([T.String(), T.Null()]),
+})

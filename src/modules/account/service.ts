@@ -1,0 +1,88 @@
+/**
+ * Balance and activity of an account. Activity merges the newest calls still in Redis with the
+ * older ones Postgres holds, newest first, paged by an opaque cursor; with Postgres down it still
+ * serves what Redis has.
+ * errors: BAD_REQUEST (cursor).
+ */
+import { and, desc, eq, lt, or } from 'drizzle-orm'
+import { calls } from '../../db/schema'
+import { ApiError } from '../../errors'
+import { recentCalls, type CallRecord } from '../../ledger/calls'
+import { windowsAt } from '../../ledger/windows'
+import type { Services } from '../../services'
+import { accountLinks } from './payment'
+
+export async function balanceOf(s: Services, accountId: string) {
+  const { redis, keys } = s.ctx
+  const w = windowsAt(s.ctx.clock.now())
+  const [fields, spent] = await Promise.all([
+    redis.hmget(keys.account(accountId), 'balance', 'daily_cap', 'balance_cap', 'mref'),
+    redis.get(keys.spentToday(accountId, w.day)),
+  ])
+  const [balance, dailyCap, balanceCap, mref] = fields
+  return {
+    balance: Number(balance ?? 0),
+    balance_cap: Number(balanceCap ?? s.cfg.DEFAULT_BALANCE_CAP),
+    daily_cap: Number(dailyCap ?? s.cfg.DEFAULT_DAILY_CAP),
+    spent_today: Number(spent ?? 0),
+    resets_at: w.resetsAt,
+    links: accountLinks(s, mref ?? ''),
+  }
+}
+
+interface Cursor {
+  at: string
+  id: string
+}
+
+const newestFirst = (a: CallRecord, b: CallRecord) => (a.at === b.at ? (a.call_id < b.call_id ? 1 : -1) : a.at < b.at ? 1 : -1)
+const before = (r: CallRecord, c: Cursor | null) => !c || r.at < c.at || (r.at === c.at && r.call_id < c.id)
+
+function decodeCursor(raw: string | undefined): Cursor | null {
+  if (!raw) return null
+  try {
+    const c = JSON.parse(Buffer.from(raw, 'base64url').toString()) as Cursor
+    if (typeof c.at === 'string' && typeof c.id === 'string' && !Number.isNaN(Date.parse(c.at))) return c
+  } catch {}
+  throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
+}
+
+export async function activityOf(s: Services, accountId: string, limit: number, rawCursor: string | undefined) {
+  const cursor = decodeCursor(rawCursor)
+  const [bal, recent] = await Promise.all([s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance'), recentCalls(s.ctx, accountId)])
+  const merged = new Map<string, CallRecord>()
+  for (const r of recent) if (before(r, cursor)) merged.set(r.call_id, r)
+  try {
+    const older = await s.db.db
+      .select()
+      .from(calls)
+      .where(
+        and(
+          eq(calls.accountId, accountId),
+          cursor ? or(lt(calls.at, new Date(cursor.at)), and(eq(calls.at, new Date(cursor.at)), lt(calls.callId, cursor.id))) : undefined,
+        ),
+      )
+      .orderBy(desc(calls.at), desc(calls.callId))
+      .limit(limit + 1)
+    for (const r of older)
+      if (!merged.has(r.callId))
+        merged.set(r.callId, {
+          call_id: r.callId,
+          slug: r.slug,
+          agent_id: r.agentId,
+          charged: r.charged,
+          refunded: r.refunded === 1,
+          outcome: r.outcome,
+          http_status: r.httpStatus,
+          latency_ms: r.latencyMs,
+          at: r.at.toISOString(),
+        })
+  } catch (e) {
+    s.log.warn('activity_postgres_unavailable', { error: String(e) })
+  }
+  const page = [...merged.values()].sort(newestFirst)
+  const items = page.slice(0, limit)
+  const last = items[items.length - 1]
+  const next = page.length > limit && last ? Buffer.from(JSON.stringify({ at: last.at, id: last.call_id })).toString('base64url') : null
+  return { balance: Number(bal ?? 0), calls: items, next_cursor: next }
+}

@@ -1,0 +1,35 @@
+import { Elysia, t } from 'elysia'
+import { ApiError } from '../../errors'
+import { bearerAuth } from '../../http'
+import type { Services } from '../../services'
+import { CallResponse } from './model'
+import { callCapability, type KeyLookup } from './service'
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+
+export const callRoutes = (s: Services, vaultedKey: KeyLookup) =>
+  new Elysia().use(bearerAuth).post(
+    '/v1/call/:slug',
+    async ({ bearer, params, request }) => {
+      const principal = await s.guard.tokens.resolve(bearer)
+      if (!principal) throw new ApiError('UNAUTHORIZED')
+      const idempotencyKey = request.headers.get('idempotency-key')
+      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
+        throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
+      const answer = await callCapability(s, vaultedKey, {
+        principal,
+        slug: params.slug,
+        rawBody: await request.text(),
+        idempotencyKey,
+      })
+      return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
+    },
+    {
+      // The raw body is read here: it is hashed for Idempotency-Key and validated against the
+      // capability's own params schema, which Elysia cannot know at route definition.
+      parse: 'none',
+      params: t.Object({ slug: t.String() }),
+      detail: { summary: 'Call a capability; debits its price, refunded when the provider fails' },
+      response: { 200: CallResponse },
+    },
+  )

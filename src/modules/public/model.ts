@@ -1,0 +1,17 @@
+import { Type as T } from '@sinclair/typebox'
+
+export const StatusResponse = T.Object({
+  status: T.Union([T.Literal('ok'), T.Literal('degraded')]),
+  version: T.String(),
+  redis: T.Union([T.Literal('ok'), T.Literal('down')]),
+  postgres: T.Union([T.Literal('ok'), T.Literal('down')]),
+  ledger_lag: T.Object({ entries: T.Integer(), oldest_ms: T.Integer() }),
+  signups: T.Union([T.Literal('open'), T.Literal('paused')]),
+  paused: T.Array(T.String()),
+  unavailable: T.Array(T.String()),
+})
+
+export const PublicStatsResponse = T.Object({
+  organic_calls_routed: T.Integer({ description: 'Successful, non-refunded calls and proxy requests' }),
+  credits_honored: T.Integer({ description: 'Credits those calls debited' }),
+})

@@ -1,0 +1,67 @@
+/**
+ * The OpenAPI 3 document, built from the routes themselves: every route's body, query and
+ * response schemas are the same TypeBox models that validate it, and every error response is the
+ * registry's flat body. Nothing here is written by hand per route.
+ */
+import { ERRORS } from './errors'
+import { VERSION } from './modules/public/service'
+
+interface RouteLike {
+  method: string
+  path: string
+  hooks?: {
+    body?: unknown
+    query?: unknown
+    params?: unknown
+    response?: Record<string, unknown>
+    detail?: { summary?: string }
+  }
+}
+
+const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json'])
+
+/** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
+const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+
+export function buildOpenApi(app: { routes: RouteLike[] }) {
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const r of app.routes) {
+    const path = r.path.replace(/:(\w+)/g, '{$1}')
+    const h = r.hooks ?? {}
+    const op: Record<string, unknown> = {
+      summary: h.detail?.summary,
+      responses: {
+        ...Object.fromEntries(
+          Object.entries(h.response ?? {}).map(([status, schema]) => [status, { description: 'OK', content: { 'application/json': { schema: plain(schema) } } }]),
+        ),
+        default: { description: 'Structured error (see /errors.md)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+    }
+    const parameters: unknown[] = []
+    for (const [where, schema] of [['path', h.params], ['query', h.query]] as const) {
+      const props = (schema as { properties?: Record<string, unknown>; required?: string[] } | undefined)?.properties ?? {}
+      const required = new Set((schema as { required?: string[] } | undefined)?.required ?? [])
+      for (const [name, s] of Object.entries(props)) parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: plain(s) })
+    }
+    if (parameters.length) op.parameters = parameters
+    if (h.body) op.requestBody = { required: true, content: { 'application/json': { schema: plain(h.body) } } }
+    if (!PUBLIC.has(r.path)) op.security = [{ bearer: [] }]
+    ;(paths[path] ??= {})[r.method.toLowerCase()] = op
+  }
+  return {
+    openapi: '3.0.3',
+    info: { title: 'Prepaid API Balance', version: VERSION, description: 'A prepaid, capped, auditable API balance for AI agents.' },
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error', 'message'],
+          properties: { error: { type: 'string', enum: Object.keys(ERRORS) }, message: { type: 'string' } },
+          additionalProperties: true,
+        },
+      },
+    },
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The ONLY place Redis keys are built. Layout and rationale: docs/redis-keys.md.
+ *
+ * Every key of one account carries the hash tag of the account's shard, `{s:NN}`, so every money
+ * script touches one hash slot and runs unchanged on Redis Cluster. The shard (not the account id)
+ * is the tag so that the transactional outbox can be one stream per shard: the flusher then reads a
+ * fixed, small set of streams instead of one per account. Referred accounts are placed in their
+ * referrer's shard, which lets the referral bonus credit both sides in one script.
+ */
+export const SHARDS = 16
+
+export type Shard = number
+
+/** Account ids embed their shard: `acc_07_<random>`. */
+export function shardOfAccount(accountId: string): Shard {
+  const m = /^acc_(\d{2})_/.exec(accountId)
+  if (!m) throw new Error(`not an account id: ${accountId}`)
+  return Number(m[1])
+}
+
+const OWNER = '_owner'
+
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  private tag(shard: Shard): string {
+    return `${this.prefix}:{s:${String(shard).padStart(2, '0')}}`
+  }
+
+  shardOf(acct: string): Shard {
+    return shardOfAccount(acct)
+  }
+
+  private acctTag(acct: string): string {
+    return this.tag(shardOfAccount(acct))
+  }
+
+  // ---- per account (one slot) ----
+  account(acct: string): string {
+    return `${this.acctTag(acct)}:acct:${acct}`
+  }
+  /** The agent's state and policy; for the owner a key that is never written. */
+  agent(acct: string, agentId: string | null): string {
+    return `${this.acctTag(acct)}:agent:${acct}:${agentId ?? OWNER}`
+  }
+  /** Set of the account's agent ids (listing without SCAN). */
+  agents(acct: string): string {
+    return `${this.acctTag(acct)}:agents:${acct}`
+  }
+  spentToday(acct: string, day: number): string {
+    return `${this.acctTag(acct)}:spent:${acct}:${day}`
+  }
+  agentSpentToday(acct: string, agentId: string | null, day: number): string {
+    return `${this.acctTag(acct)}:aspent:${acct}:${agentId ?? OWNER}:${day}`
+  }
+  unpricedRequestsToday(acct: string, day: number): string {
+    return `${this.acctTag(acct)}:reqs:${acct}:${day}`
+  }
+  /** Sliding-window rate counter of one token for one minute window. */
+  rateWindow(acct: string, agentId: string | null, window: number): string {
+    return `${this.acctTag(acct)}:rl:${acct}:${agentId ?? OWNER}:${window}`
+  }
+  /** What a refund must reverse: price, agent, day. Lives 2 days. */
+  call(acct: string, callId: string): string {
+    return `${this.acctTag(acct)}:call:${callId}`
+  }
+  idempotency(acct: string, key: string | null): string {
+    return `${this.acctTag(acct)}:idem:${acct}:${key ?? ''}`
+  }
+  recentCalls(acct: string): string {
+    return `${this.acctTag(acct)}:calls:${acct}`
+  }
+
+  // ---- per shard ----
+  outbox(shard: Shard): string {
+    return `${this.tag(shard)}:outbox`
+  }
+  /** Public counters of the shard (summed over shards by /v1/public-stats). */
+  stats(shard: Shard): string {
+    return `${this.tag(shard)}:stats`
+  }
+
+  // ---- global lookups (single-key commands, any slot) ----
+  token(hash: string): string {
+    return `${this.prefix}:tok:${hash}`
+  }
+  email(email: string): string {
+    return `${this.prefix}:email:${email}`
+  }
+  publicRef(ref: string): string {
+    return `${this.prefix}:ref:${ref}`
+  }
+  /** Mandate consent ref → account (the /mandate?ref= page). */
+  mandateRef(ref: string): string {
+    return `${this.prefix}:mref:${ref}`
+  }
+  ipRateWindow(ip: string, window: number): string {
+    return `${this.prefix}:{ip:${ip}}:rl:${window}`
+  }
+  /** Set of paused capability slugs. */
+  paused(): string {
+    return `${this.prefix}:paused`
+  }
+  /** Signup alarm state and its hourly counter. */
+  signupsPaused(): string {
+    return `${this.prefix}:signups:paused`
+  }
+  signupCount(hour: number): string {
+    return `${this.prefix}:signups:${hour}`
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Loads every script of lua/ once and registers it with ioredis `defineCommand`, which calls it by
+ * SHA (EVALSHA) and falls back to EVAL after a NOSCRIPT (e.g. after SCRIPT FLUSH or a restart).
+ * The number of KEYS comes from the file name, `<verb>-<N>.lua`.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { RedisClient } from './client'
+
+export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
+
+export const SCRIPT_NAMES = ['debit', 'refund', 'recordCall', 'createAccount', 'referralBonus', 'rateLimit', 'authorize'] as const
+export type ScriptName = (typeof SCRIPT_NAMES)[number]
+
+export interface LuaScript {
+  file: string
+  name: ScriptName
+  numberOfKeys: number
+  lua: string
+}
+
+const camel = (s: string) => s.replace(/-(\w)/g, (_, c: string) => c.toUpperCase())
+
+export function readScripts(dir = LUA_DIR): LuaScript[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .map((file) => {
+      const m = /^(.+)-(\d+)\.lua$/.exec(file)
+      if (!m) throw new Error(`lua/${file}: expected <verb>-<N>.lua`)
+      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, file), 'utf8') }
+    })
+}
+
+type Reply = (string | number | null)[]
+export type ScriptFn = (keys: string[], argv: (string | number)[]) => Promise<Reply>
+
+export type Scripts = Record<ScriptName, ScriptFn>
+
+/** Registers every script on the client and returns typed callers. */
+export function loadScripts(redis: RedisClient): Scripts {
+  const out = {} as Scripts
+  for (const s of readScripts()) {
+    redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua })
+    const call = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>)[s.name]!.bind(redis)
+    out[s.name] = (keys, argv) => {
+      if (keys.length !== s.numberOfKeys) throw new Error(`${s.file}: ${keys.length} keys given`)
+      return call(...keys, ...argv)
+    }
+  }
+  for (const n of SCRIPT_NAMES) if (!out[n]) throw new Error(`lua/: no script for ${n}`)
+  return out
+}
