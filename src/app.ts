@@ -8,19 +8,12 @@ import { randomId } from './auth/tokens'
 import type { Services } from './services'
 import { accountRoutes } from './modules/account'
 import { callRoutes } from './modules/call'
-import type { KeyLookup } from './modules/call/service'
 import { catalogRoutes } from './modules/catalog'
 import { publicRoutes } from './modules/public'
 import { signupRoutes } from './modules/signup'
 import { buildOpenApi } from './openapi'
 
-export interface AppExtensions {
-  /** The vault's key lookup for byok capabilities (none configured → no vaulted keys). */
-  vaultedKey?: KeyLookup
-}
-
-export function createApp(s: Services, ext: AppExtensions = {}) {
-  const vaultedKey: KeyLookup = ext.vaultedKey ?? (async () => null)
+export function createApp(s: Services) {
   let openapi: unknown = null
   const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
   const app = new Elysia()
@@ -40,7 +33,7 @@ export function createApp(s: Services, ext: AppExtensions = {}) {
     })
     .use(signupRoutes(s))
     .use(catalogRoutes(s))
-    .use(callRoutes(s, vaultedKey))
+    .use(callRoutes(s))
     .use(accountRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes

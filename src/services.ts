@@ -16,6 +16,12 @@ import { loadScripts } from './redis/scripts'
 import { PauseWatcher } from './modules/catalog/pauses'
 import { Log } from './log'
 
+/**
+ * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
+ * Throws KEY_UNREADABLE when a stored key fails to decrypt.
+ */
+export type KeyLookup = (accountId: string, providerId: string) => Promise<string | null>
+
 export interface Services {
   cfg: Config
   ctx: LedgerContext
@@ -25,6 +31,7 @@ export interface Services {
   flusher: Flusher
   pauses: PauseWatcher
   log: Log
+  vaultedKey: KeyLookup
   startedAt: number
   close(): Promise<void>
 }
@@ -61,6 +68,8 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     flusher,
     pauses,
     log,
+    // Replaced by the vault once it is configured (issue 4); until then no account has a key.
+    vaultedKey: async () => null,
     startedAt: Date.now(),
     async close() {
       pauses.stop()

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import Redis from 'ioredis'
-import { createApp, type App, type AppExtensions } from '../../src/app'
+import { createApp, type App } from '../../src/app'
 import { ManualClock, type Clock } from '../../src/clock'
 import { parseConfig } from '../../src/config'
 import { buildServices, type Services } from '../../src/services'
@@ -104,7 +104,6 @@ export interface TestAppOptions {
   clock?: Clock
   catalog?: (fakeUrl: string) => unknown
   flusherDatabaseUrl?: string
-  ext?: AppExtensions
   /** Share an existing database (a second instance of the same deployment). */
   database?: { name: string; url: string }
   prefix?: string
@@ -133,7 +132,7 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
   const clock = (opt.clock as ManualClock) ?? new ManualClock(Date.now())
   const cfg = parseConfig(env)
   const s = await buildServices(cfg, { clock, env, flusherDatabaseUrl: opt.flusherDatabaseUrl })
-  const app = createApp(s, opt.ext)
+  const app = createApp(s)
   const redis = new Redis(REDIS_URL)
 
   const req: TestApp['req'] = async (method, path, o = {}) => {

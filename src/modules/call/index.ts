@@ -3,11 +3,11 @@ import { ApiError } from '../../errors'
 import { bearerAuth } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
-import { callCapability, type KeyLookup } from './service'
+import { callCapability } from './service'
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
-export const callRoutes = (s: Services, vaultedKey: KeyLookup) =>
+export const callRoutes = (s: Services) =>
   new Elysia().use(bearerAuth).post(
     '/v1/call/:slug',
     async ({ bearer, params, request }) => {
@@ -16,7 +16,7 @@ export const callRoutes = (s: Services, vaultedKey: KeyLookup) =>
       const idempotencyKey = request.headers.get('idempotency-key')
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
-      const answer = await callCapability(s, vaultedKey, {
+      const answer = await callCapability(s, {
         principal,
         slug: params.slug,
         rawBody: await request.text(),

@@ -29,14 +29,11 @@ export interface CallAnswer {
   body: string
 }
 
-/** Resolves the key the upstream sees: the caller's vaulted key for byok, else the house key. */
-export type KeyLookup = (accountId: string, providerId: string) => Promise<string | null>
-
-export async function callCapability(s: Services, vaultedKey: KeyLookup, input: CallInput): Promise<CallAnswer> {
+export async function callCapability(s: Services, input: CallInput): Promise<CallAnswer> {
   const cap = s.catalog.require(input.slug)
   const params = parseParams(input.rawBody)
   s.catalog.checkParams(cap, params)
-  const apiKey = await providerKey(s, vaultedKey, cap, input.principal.accountId)
+  const apiKey = await providerKey(s, cap, input.principal.accountId)
 
   const { principal } = input
   const outcome = await debit(s.ctx, {
@@ -116,10 +113,10 @@ function parseParams(raw: string): unknown {
   }
 }
 
-async function providerKey(s: Services, vaultedKey: KeyLookup, cap: Capability, accountId: string): Promise<string> {
+async function providerKey(s: Services, cap: Capability, accountId: string): Promise<string> {
   const provider = s.catalog.providers.get(cap.provider)!
   if (cap.lane === 'byok') {
-    const key = await vaultedKey(accountId, provider.id)
+    const key = await s.vaultedKey(accountId, provider.id)
     if (!key) throw new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     return key
   }
