@@ -7,7 +7,7 @@
  *   /hang           never answers (the caller's timeout must fire)
  *   /big/<bytes>    a body of that size (with Content-Length)
  *   /chunked/<bytes> a body of that size, chunked (no Content-Length)
- *   /reset          closes the connection without an answer
+ *   /reset          starts a body, then breaks the connection
  * Tests may replace `handler` to script anything else.
  */
 export interface Seen {
@@ -83,8 +83,16 @@ async function defaultAnswer(path: string, seen: Seen, req: Request, srv: { time
       )
     }
     case 'reset':
-      // Abort by throwing: Bun closes the socket without a response.
-      throw new Error('reset')
+      // Headers, a first chunk, then the connection breaks mid-body.
+      return new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode('{"partial":'))
+            setTimeout(() => c.error(new Error('reset')), 5)
+          },
+        }),
+        { headers: { 'content-type': 'application/json' } },
+      )
     default:
       return Response.json({ error: 'no such fake route', path }, { status: 404 })
   }

@@ -58,6 +58,7 @@ export function testCatalog(fakeUrl: string) {
     providers: {
       fake: { base_url: fakeUrl, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'] } },
       fakebyok: { base_url: fakeUrl, auth: { header: 'x-api-key' }, byok: true, proxy: { price: 2, paths: ['/v1/'] } },
+      dead: { base_url: 'http://127.0.0.1:1', key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' } },
       nokey: { base_url: fakeUrl, key_env: 'NOKEY_NEVER_SET', auth: { header: 'authorization', scheme: 'Bearer' } },
     },
     capabilities: [
@@ -75,6 +76,7 @@ export function testCatalog(fakeUrl: string) {
       cap('test.free', '/echo', { lane: 'free', price: 0 }),
       cap('test.byok', '/echo', { provider: 'fakebyok', lane: 'byok', price: 1 }),
       cap('test.nokey', '/echo', { provider: 'nokey' }),
+      cap('test.refused', '/echo', { provider: 'dead' }),
     ],
   }
 }
@@ -127,6 +129,9 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     LOG: 'silent',
     FAKE_HOUSE_KEY: 'house-secret-key',
     BASE_URL: 'http://pab.test',
+    // Generous limits by default; the rate-limit tests set their own.
+    RATE_LIMIT_PER_IP: '1000000',
+    RATE_LIMIT_PER_TOKEN: '1000000',
     ...opt.env,
   }
   const clock = (opt.clock as ManualClock) ?? new ManualClock(Date.now())

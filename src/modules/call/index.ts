@@ -16,12 +16,11 @@ export const callRoutes = (s: Services) =>
       const idempotencyKey = request.headers.get('idempotency-key')
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
-      const answer = await callCapability(s, {
-        principal,
-        slug: params.slug,
-        rawBody: await request.text(),
-        idempotencyKey,
-      })
+      const rawBody = await request.text()
+      // Content-Length is checked on arrival (app.ts); a chunked body is measured here.
+      if (Buffer.byteLength(rawBody) > s.cfg.MAX_BODY_BYTES)
+        return new ApiError('BAD_REQUEST', { field: 'body', expected: `at most ${s.cfg.MAX_BODY_BYTES} bytes` }).toResponse(413)
+      const answer = await callCapability(s, { principal, slug: params.slug, rawBody, idempotencyKey })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },
     {

@@ -1,0 +1,64 @@
+/**
+ * Ledger invariants, read from the real stores: balance ≥ 0 and balance = Σ credits − Σ debits of
+ * the account's entries — in Redis (the outbox stream, before the flusher acks it) and in Postgres
+ * (after the flush), each entry exactly once.
+ */
+import { eq, sql } from 'drizzle-orm'
+import { ledgerEntries } from '../../src/db/schema'
+import { MONEY_KINDS } from '../../src/ledger/sinks'
+import type { TestApp } from './harness'
+
+export interface StreamEntry {
+  id: string
+  kind: string
+  acct: string
+  amount: number
+  bal: number
+}
+
+const MONEY = new Set<string>(MONEY_KINDS)
+
+/** Money entries of an account still in its shard's outbox stream (unflushed). */
+export async function outboxMoney(t: TestApp, acct: string): Promise<StreamEntry[]> {
+  const keys = t.s.ctx.keys
+  const rows = await t.s.ctx.redis.xrange(keys.outbox(keys.shardOf(acct)), '-', '+')
+  return rows
+    .map(([, f]) => {
+      const o: Record<string, string> = {}
+      for (let i = 0; i < f.length; i += 2) o[f[i]!] = f[i + 1]!
+      return o
+    })
+    .filter((o) => MONEY.has(o.kind!) && o.acct === acct)
+    .map((o) => ({ id: o.id!, kind: o.kind!, acct: o.acct!, amount: Number(o.amount), bal: Number(o.bal) }))
+}
+
+export async function redisBalance(t: TestApp, acct: string): Promise<number> {
+  return Number(await t.s.ctx.redis.hget(t.s.ctx.keys.account(acct), 'balance'))
+}
+
+export async function pgLedger(t: TestApp, acct: string) {
+  const rows = await t.s.db.db
+    .select({ n: sql<number>`count(*)::int`, distinct: sql<number>`count(distinct ${ledgerEntries.id})::int`, sum: sql<number>`coalesce(sum(${ledgerEntries.amount}),0)::bigint` })
+    .from(ledgerEntries)
+    .where(eq(ledgerEntries.accountId, acct))
+  return { count: Number(rows[0]!.n), distinct: Number(rows[0]!.distinct), sum: Number(rows[0]!.sum) }
+}
+
+/** Asserts the Redis-side invariant; returns the entries for further checks. */
+export async function checkRedisInvariant(t: TestApp, acct: string): Promise<StreamEntry[]> {
+  const entries = await outboxMoney(t, acct)
+  const balance = await redisBalance(t, acct)
+  const sum = entries.reduce((a, e) => a + e.amount, 0)
+  if (balance < 0) throw new Error(`balance ${balance} < 0`)
+  if (balance !== sum) throw new Error(`balance ${balance} ≠ Σ entries ${sum}`)
+  const ids = new Set(entries.map((e) => e.id))
+  if (ids.size !== entries.length) throw new Error('duplicate entry ids in the outbox')
+  return entries
+}
+
+/** Runs the flusher until the outbox is empty. */
+export async function flushAll(t: TestApp): Promise<void> {
+  await t.s.flusher.ensureGroups()
+  for (let i = 0; i < 100; i++) if ((await t.s.flusher.flushOnce()) === 0) return
+  throw new Error('outbox did not drain')
+}
