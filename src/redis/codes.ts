@@ -21,4 +21,6 @@ export enum ScriptStatus {
   ALREADY_APPLIED = 15,
   NOT_FOUND = 16,
   BALANCE_CAP = 17,
+  LINK_INVALID = 18,
+  LINK_USED = 19,
 }

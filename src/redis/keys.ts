@@ -94,6 +94,10 @@ export class Keys {
   mandateRef(ref: string): string {
     return `${this.prefix}:mref:${ref}`
   }
+  /** A vault link, under the SHA-256 of its code (the code itself is never stored). */
+  vaultLink(codeHash: string): string {
+    return `${this.prefix}:vlink:${codeHash}`
+  }
   ipRateWindow(ip: string, window: number): string {
     return `${this.prefix}:{ip:${ip}}:rl:${window}`
   }
