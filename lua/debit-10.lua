@@ -149,9 +149,10 @@ if balance < price then
   count_request(); return {S_BALANCE, balance, price}
 end
 
--- All checks passed: the writes.
+-- All checks passed: the writes. (`0 - price`, not `-price`: Lua prints -0 as "-0", which
+-- Redis refuses as an integer on the free lane.)
 count_request()
-balance = redis.call('HINCRBY', KEYS[1], 'balance', -price)
+balance = redis.call('HINCRBY', KEYS[1], 'balance', 0 - price)
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price)
   redis.call('EXPIRE', KEYS[3], day_ttl)
@@ -172,5 +173,5 @@ if idem_fp ~= '' then
   redis.call('EXPIRE', KEYS[9], 86400)
 end
 redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-  'agent', agent_id, 'amount', -price, 'bal', balance, 'call', call_id, 'target', target, 'at', now)
+  'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now)
 return {S_OK, balance, acct[5] or '', spent}

@@ -1,5 +1,5 @@
 /**
- * The metadata of finished calls: filed by record-call-4 into the recent list, the outbox and the
+ * The metadata of finished calls: filed by record-call-5 into the recent list, the outbox and the
  * public counters, and stored for Idempotency-Key replays.
  */
 import type { LedgerContext } from './context'
@@ -30,7 +30,13 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
   const shard = keys.shardOf(accountId)
   const idemMode = opt.idempotencyKey === undefined ? '' : opt.replay !== undefined ? 'store' : 'release'
   await ctx.scripts.recordCall(
-    [keys.recentCalls(accountId), keys.stats(shard), keys.idempotency(accountId, opt.idempotencyKey ?? null), keys.outbox(shard)],
+    [
+      keys.recentCalls(accountId),
+      keys.stats(shard),
+      keys.idempotency(accountId, opt.idempotencyKey ?? null),
+      keys.outbox(shard),
+      keys.call(accountId, rec.call_id),
+    ],
     [
       JSON.stringify({ ...rec, account_id: accountId }),
       rec.call_id,

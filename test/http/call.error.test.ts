@@ -131,6 +131,19 @@ describe('provider failures are refunded exactly once', () => {
     await checkRedisInvariant(t, a.account_id)
   })
 
+  test('a call that kept its charge can never be refunded later', async () => {
+    const a = await t.signup()
+    const ok = await call(a.token, 'test.echo')
+    const bad = await call(a.token, 'test.bad')
+    await Bun.sleep(20) // the record that settles the call is filed just after the answer
+    const { refund } = await import('../../src/ledger/refund')
+    for (const r of [ok, bad]) {
+      const late = await refund(t.s.ctx, { accountId: a.account_id, agentId: null, callId: r.body.call_id, day: 0, reason: 'late' })
+      expect(late.applied).toBe(false)
+    }
+    expect(await redisBalance(t, a.account_id)).toBe(490)
+  })
+
   test('a provider 4xx is the caller’s fault: charged and passed through', async () => {
     const a = await t.signup()
     const r = await call(a.token, 'test.bad')

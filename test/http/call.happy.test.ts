@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { hktDay } from '../../src/clock'
 import { startTestApp, type TestApp } from '../helpers/harness'
 
 let t: TestApp
@@ -42,5 +43,14 @@ describe('signup → search → call', () => {
     expect(JSON.stringify(seen)).not.toContain(a.token)
     const bal = await t.req('GET', '/v1/balance', { token: a.token })
     expect(bal.body).toMatchObject({ balance: 495, spent_today: 5 })
+  })
+
+  test('the free lane debits nothing and counts the request', async () => {
+    const a = await t.signup()
+    const r = await t.req('POST', '/v1/call/test.free', { token: a.token, body: {} })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ charged: 0, balance: 500 })
+    const day = t.s.ctx.keys.unpricedRequestsToday(a.account_id, hktDay(t.clock.now()))
+    expect(await t.s.ctx.redis.get(day)).toBe('1')
   })
 })

@@ -1,13 +1,15 @@
 --[[
-  record-call-4: file the outcome of a finished call (metadata only, never payloads): the account's
+  record-call-5: file the outcome of a finished call (metadata only, never payloads): the account's
   recent-calls list for /v1/activity, the outbox (so Postgres keeps it), the shard's public
   counters, and the stored answer of an Idempotency-Key. Not a money decision: the money moved in
-  debit/refund already.
+  debit/refund already. A call that kept its charge is marked settled here, so a stray late refund
+  of it can never apply.
 
   KEYS[1] recent calls list   {s}:calls:<acct>
   KEYS[2] shard counters      {s}:stats
   KEYS[3] idempotency record  {s}:idem:<acct>:<key>  (never written without a key)
   KEYS[4] outbox stream       {s}:outbox
+  KEYS[5] call record         {s}:call:<call_id>
 
   ARGV[1] call record, JSON
   ARGV[2] call id
@@ -24,6 +26,8 @@ local record, call_id, charged = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 redis.call('LPUSH', KEYS[1], record)
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[7]) - 1)
+-- Refunds run before the record is filed, so a call still 'debited' here kept its charge.
+if redis.call('HGET', KEYS[5], 'state') == 'debited' then redis.call('HSET', KEYS[5], 'state', 'settled') end
 if ARGV[4] == '1' then
   redis.call('HINCRBY', KEYS[2], 'organic_calls_routed', 1)
   redis.call('HINCRBY', KEYS[2], 'credits_honored', charged)
