@@ -23,4 +23,8 @@ export enum ScriptStatus {
   BALANCE_CAP = 17,
   LINK_INVALID = 18,
   LINK_USED = 19,
+  /** Governance: a per-account limit (e.g. agent tokens) is reached. */
+  LIMIT_REACHED = 20,
+  /** The signup alarm refused this signup (signups are paused). */
+  SIGNUPS_PAUSED = 21,
 }

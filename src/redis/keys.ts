@@ -105,11 +105,22 @@ export class Keys {
   paused(): string {
     return `${this.prefix}:paused`
   }
-  /** Signup alarm state and its hourly counter. */
+  /**
+   * Signup alarm: the pause flag and the signups admitted in the last hour (a sorted set by time).
+   * Both carry the `{signups}` tag because signup-gate-2 reads and writes them in one script.
+   */
   signupsPaused(): string {
-    return `${this.prefix}:signups:paused`
+    return `${this.prefix}:{signups}:paused`
   }
-  signupCount(hour: number): string {
-    return `${this.prefix}:signups:${hour}`
+  signupsRecent(): string {
+    return `${this.prefix}:{signups}:recent`
+  }
+  /** Spend alarm: credits spent per capability slug in one clock hour (hash slug → credits). */
+  capabilitySpend(hour: number): string {
+    return `${this.prefix}:alarm:spend:${hour}`
+  }
+  /** Spend alarm: capabilities whose alarm already tripped in that hour (trip once per hour). */
+  spendAlarmTripped(hour: number): string {
+    return `${this.prefix}:alarm:tripped:${hour}`
   }
 }

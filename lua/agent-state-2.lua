@@ -1,0 +1,40 @@
+--[[
+  agent-state-2: kill, revive or revoke one agent token, checked and written in the agent's slot so
+  the very next request on any instance (debit-10, authorize-4) sees the new state. Revocation is
+  permanent: nothing moves a revoked agent again. Repeating the current state changes nothing.
+
+  KEYS[1] agent hash     {s}:agent:<acct>:<agent>
+  KEYS[2] outbox stream  {s}:outbox
+
+  ARGV[1] now, epoch ms
+  ARGV[2] account id
+  ARGV[3] agent id
+  ARGV[4] action: kill | revive | revoke
+
+  Returns {OK, version} | {ALREADY_APPLIED, version} (already in that state)
+        | {AGENT_REVOKED, 0} (kill or revive of a revoked agent) | {NOT_FOUND, 0}
+]]
+
+local S_OK, S_REVOKED, S_ALREADY, S_NOT_FOUND = 0, 4, 15, 16
+local TARGET = { kill = 'killed', revive = 'active', revoke = 'revoked' }
+
+local now, acct, agent_id, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local target = TARGET[action]
+if not target then return redis.error_reply('agent-state: unknown action ' .. tostring(action)) end
+
+local cur = redis.call('HMGET', KEYS[1], 'token', 'state', 'v')
+if not cur[1] then return {S_NOT_FOUND, 0} end
+if cur[2] == 'revoked' and target ~= 'revoked' then return {S_REVOKED, 0} end
+if cur[2] == target then return {S_ALREADY, tonumber(cur[3])} end
+
+redis.call('HSET', KEYS[1], 'state', target, 'changed', now)
+local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
+
+local a = redis.call('HMGET', KEYS[1], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
+local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
+  'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
+if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
+if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
+if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
+redis.call('XADD', KEYS[2], '*', unpack(e))
+return {S_OK, v}

@@ -1,0 +1,61 @@
+--[[
+  set-policy-2: change policy fields of one account or one agent, and append the resulting full
+  policy to the outbox in the same script. The debit script reads these fields on every call, so a
+  change holds from the very next call on every instance. PUT /v1/policies runs one of these per
+  account/agent inside a single MULTI, so a request's changes become visible all at once.
+
+  KEYS[1] the account hash {s}:acct:<acct>  or  the agent hash {s}:agent:<acct>:<agent>
+  KEYS[2] outbox stream    {s}:outbox
+
+  ARGV[1] now, epoch ms
+  ARGV[2] entity: account | agent
+  ARGV[3] account id
+  ARGV[4] agent id ('' for the account)
+  ARGV[5..] triplets: field, op (set | del), value
+            account fields: daily_cap, allow, balance_cap; agent fields: daily_cap, allow, per_call_max
+
+  Returns {OK, version} | {NOT_FOUND, 0}
+]]
+
+local S_OK, S_NOT_FOUND = 0, 16
+local FIELDS = {
+  account = { daily_cap = true, allow = true, balance_cap = true },
+  agent = { daily_cap = true, allow = true, per_call_max = true },
+}
+-- The field whose presence proves the hash is a real account or agent (never create one here).
+local WITNESS = { account = 'balance', agent = 'token' }
+
+local now, entity, acct, agent_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local allowed = FIELDS[entity]
+if not allowed then return redis.error_reply('set-policy: unknown entity ' .. tostring(entity)) end
+for i = 5, #ARGV, 3 do
+  if not allowed[ARGV[i]] then return redis.error_reply('set-policy: field ' .. ARGV[i] .. ' is not a policy of ' .. entity) end
+  if ARGV[i + 1] ~= 'set' and ARGV[i + 1] ~= 'del' then return redis.error_reply('set-policy: bad op ' .. tostring(ARGV[i + 1])) end
+end
+if redis.call('HEXISTS', KEYS[1], WITNESS[entity]) == 0 then return {S_NOT_FOUND, 0} end
+
+for i = 5, #ARGV, 3 do
+  if ARGV[i + 1] == 'set' then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+  else redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+
+local e
+local v
+if entity == 'account' then
+  v = redis.call('HINCRBY', KEYS[1], 'policy_v', 1)
+  local a = redis.call('HMGET', KEYS[1], 'daily_cap', 'allow', 'balance_cap')
+  e = {'kind', 'account_policy', 'id', acct .. ':policy:v' .. v, 'acct', acct, 'v', v, 'at', now}
+  if a[1] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[1] end
+  if a[2] then e[#e + 1] = 'allow'; e[#e + 1] = a[2] end
+  if a[3] then e[#e + 1] = 'balance_cap'; e[#e + 1] = a[3] end
+else
+  v = redis.call('HINCRBY', KEYS[1], 'v', 1)
+  local a = redis.call('HMGET', KEYS[1], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
+  e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
+    'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
+  if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
+  if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
+  if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
+end
+redis.call('XADD', KEYS[2], '*', unpack(e))
+return {S_OK, v}
