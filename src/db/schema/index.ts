@@ -1,3 +1,5 @@
 export * from './accounts'
 export * from './ledger'
 export * from './vault'
+export * from './governance'
+export * from './support'
