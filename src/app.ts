@@ -44,7 +44,19 @@ export type App = ReturnType<typeof createApp>
 
 /** TypeBox validation failure → BAD_REQUEST naming the field and the expected shape. */
 function validationError(e: ValidationError): ApiError {
-  const first = e.all?.[0] as { path?: string; message?: string; schema?: { description?: string } } | undefined
+  const first = e.all?.[0] as { path?: string; message?: string; schema?: Record<string, unknown> } | undefined
   const field = first?.path ? first.path.replace(/^\//, '').replace(/\//g, '.') : e.type
-  return new ApiError('BAD_REQUEST', { field: field || 'body', expected: first?.message ?? 'a valid value' })
+  return new ApiError('BAD_REQUEST', { field: field || e.type || 'body', expected: expectedShape(first?.schema) ?? first?.message ?? 'a valid value' })
+}
+
+/** "integer, minimum 1, maximum 200": the schema of the failing field, said plainly. */
+function expectedShape(schema: Record<string, unknown> | undefined): string | null {
+  if (!schema) return null
+  const type = schema.anyOf ? 'number' : (schema.type as string | undefined)
+  if (!type) return null
+  const bounds = ['minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format']
+    .filter((k) => schema[k] !== undefined)
+    .map((k) => `${k} ${String(schema[k])}`)
+  if (Array.isArray(schema.enum)) bounds.push(`one of ${(schema.enum as unknown[]).join(', ')}`)
+  return [type, ...bounds].join(', ')
 }

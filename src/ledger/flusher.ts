@@ -6,7 +6,7 @@
  *   unique entry id turns the second insert into a no-op: nothing is lost, nothing doubled.
  * - Postgres down never blocks calls: entries simply wait in the stream; this loop retries with
  *   backoff and drains the backlog once Postgres answers again.
- * - Entries left pending by a dead consumer are reclaimed (XAUTOCLAIM) after STALE_MS.
+ * - Entries left pending by a dead consumer are reclaimed (XAUTOCLAIM) after `staleMs`.
  * errors / metrics: `stats()` reports batches, entries, failures and the last error; `lag()` the
  * unflushed entry count and the age of the oldest one.
  */
@@ -18,12 +18,13 @@ import type { LedgerContext } from './context'
 import { SINKS, type OutboxEntry } from './sinks'
 
 const GROUP = 'flusher'
-const STALE_MS = 30_000
 const MAX_BACKOFF_MS = 5_000
 
 export interface FlusherOptions {
   batch: number
   intervalMs: number
+  /** Entries pending this long on another consumer are taken over (it is presumed dead). */
+  staleMs?: number
   onError?: (err: unknown) => void
 }
 
@@ -40,6 +41,10 @@ export class Flusher {
     private db: Database,
     private opt: FlusherOptions,
   ) {}
+
+  private get staleMs(): number {
+    return this.opt.staleMs ?? 30_000
+  }
 
   private stream(shard: number): string {
     return this.ctx.keys.outbox(shard)
@@ -112,7 +117,7 @@ export class Flusher {
 
   /** One round over every shard: read, write in one transaction, ack. Returns entries moved. */
   async flushOnce(): Promise<number> {
-    if (Date.now() - this.lastReclaim > STALE_MS) {
+    if (Date.now() - this.lastReclaim > this.staleMs) {
       this.lastReclaim = Date.now()
       await this.reclaimStale()
     }
@@ -162,7 +167,7 @@ export class Flusher {
   private async reclaimStale(): Promise<void> {
     await Promise.all(
       Array.from({ length: SHARDS }, (_, s) =>
-        this.ctx.redis.xautoclaim(this.stream(s), GROUP, this.consumer, STALE_MS, '0-0', 'COUNT', 1000, 'JUSTID').catch(() => null),
+        this.ctx.redis.xautoclaim(this.stream(s), GROUP, this.consumer, this.staleMs, '0-0', 'COUNT', 1000, 'JUSTID').catch(() => null),
       ),
     )
   }

@@ -2,6 +2,7 @@
  * Where each kind of outbox entry lands in Postgres. Every insert is idempotent on the entry's own
  * id, so redelivery after a crash between commit and ack changes nothing.
  */
+import { eq } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accounts, calls, ledgerEntries } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
@@ -83,6 +84,12 @@ const accountSink: Sink = async (tx, entries) => {
 }
 
 export const SINKS: Record<string, Sink> = {
+/** A rotated owner token: the durable copy follows the newest hash (rotations are rare, row by row). */
+const ownerSink: Sink = async (tx, entries) => {
+  for (const { fields: f } of entries)
+    await tx.update(accounts).set({ ownerTokenHash: f.owner! }).where(eq(accounts.id, f.acct!))
+}
+
   ...Object.fromEntries(MONEY_KINDS.map((k) => [k, ledgerSink])),
   call: callSink,
   account: accountSink,

@@ -21,7 +21,7 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
       async ({ bearer, request, server, set, query }) => {
         const { principal, headers } = await h.member(bearer, request, server)
         set.headers = headers
-        return activityOf(s, principal.accountId, query.limit ?? 50, query.cursor)
+        return activityOf(s, principal.accountId, query.limit, query.cursor)
       },
       { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: 'Recent calls (metadata only) and the balance' } },
     )

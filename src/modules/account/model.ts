@@ -9,10 +9,13 @@ export const BalanceResponse = T.Object({
   links: T.Object({ topup: T.String(), enable_auto_refill: T.String() }),
 })
 
+// Query strings arrive as text; the service checks the range so the error can name `limit`.
 export const ActivityQuery = T.Object({
-  limit: T.Optional(T.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: T.Optional(T.String({ maxLength: 200 })),
+  limit: T.Optional(T.String({ pattern: '^[0-9]{1,4}$', description: 'Page size, 1..200 (default 50)' })),
+  cursor: T.Optional(T.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
 })
+
+export const ACTIVITY_MAX_LIMIT = 200
 
 export const ActivityEntry = T.Object({
   call_id: T.String(),

@@ -10,6 +10,7 @@ import { ApiError } from '../../errors'
 import { recentCalls, type CallRecord } from '../../ledger/calls'
 import { windowsAt } from '../../ledger/windows'
 import type { Services } from '../../services'
+import { ACTIVITY_MAX_LIMIT } from './model'
 import { accountLinks } from './payment'
 
 export async function balanceOf(s: Services, accountId: string) {
@@ -47,7 +48,10 @@ function decodeCursor(raw: string | undefined): Cursor | null {
   throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
 }
 
-export async function activityOf(s: Services, accountId: string, limit: number, rawCursor: string | undefined) {
+export async function activityOf(s: Services, accountId: string, rawLimit: string | undefined, rawCursor: string | undefined) {
+  const limit = rawLimit === undefined ? 50 : Number(rawLimit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_MAX_LIMIT)
+    throw new ApiError('BAD_REQUEST', { field: 'limit', expected: `an integer from 1 to ${ACTIVITY_MAX_LIMIT}` })
   const cursor = decodeCursor(rawCursor)
   const [bal, recent] = await Promise.all([s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance'), recentCalls(s.ctx, accountId)])
   const merged = new Map<string, CallRecord>()

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '5', RATE_LIMIT_PER_IP: '3', TRUSTED_PROXIES: '127.0.0.1' } })
+  // Place the clock at the start of a minute so the window arithmetic is deterministic.
+  t.clock.set(Math.ceil(Date.now() / 60_000) * 60_000 + 1_000)
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const fromIp = (ip: string) => ({ 'x-forwarded-for': ip })
+
+describe('rate limits', () => {
+  test('per token: the 6th request in a minute → RATE_LIMITED with Retry-After and RateLimit-* headers', async () => {
+    const a = await t.signup(undefined)
+    const rs = []
+    for (let i = 0; i < 6; i++) rs.push(await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} }))
+    expect(rs.slice(0, 5).every((r) => r.status === 200)).toBe(true)
+    const last = rs[5]!
+    expect(last.status).toBe(429)
+    expect(last.body.error).toBe('RATE_LIMITED')
+    expect(last.body.retry_after_s).toBeGreaterThan(0)
+    expect(last.headers.get('retry-after')).toBe(String(last.body.retry_after_s))
+    expect(last.headers.get('ratelimit-limit')).toBe('5')
+    expect(last.headers.get('ratelimit-remaining')).toBe('0')
+    // Paid calls and reads share the token's budget, and a refused request costs nothing.
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+    expect(Number(await t.s.ctx.redis.hget(t.s.ctx.keys.account(a.account_id), 'balance'))).toBe(495)
+  })
+
+  test('the window slides: a minute later the token may call again', async () => {
+    const a = await t.signup(undefined)
+    for (let i = 0; i < 5; i++) await t.req('GET', '/v1/balance', { token: a.token })
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+    t.clock.advance(120_000)
+    const r = await t.req('GET', '/v1/balance', { token: a.token })
+    expect(r.status).toBe(200)
+    expect(r.headers.get('ratelimit-remaining')).toBe('4')
+  })
+
+  test('per IP for unauthenticated requests, keyed by X-Forwarded-For from a trusted proxy', async () => {
+    const ip = '203.0.113.7'
+    const rs = []
+    for (let i = 0; i < 4; i++) rs.push(await t.req('GET', '/v1/search?q=echo', { headers: fromIp(ip) }))
+    expect(rs.map((r) => r.status)).toEqual([200, 200, 200, 429])
+    expect(rs[3]!.body.error).toBe('RATE_LIMITED')
+    // Another client is unaffected; an invalid bearer counts as unauthenticated.
+    expect((await t.req('GET', '/v1/search?q=echo', { headers: fromIp('203.0.113.8') })).status).toBe(200)
+    const bad = await t.req('GET', '/v1/balance', { token: 'sk_' + 'B'.repeat(43), headers: fromIp(ip) })
+    expect(bad.status).toBe(429)
+  })
+
+  test('an untrusted socket cannot choose its IP with X-Forwarded-For', async () => {
+    const { Guard } = await import('../../src/auth/guard')
+    const g = new Guard({ ...t.s.ctx, cfg: { ...t.s.cfg, TRUSTED_PROXIES: '' } }, t.s.guard.tokens)
+    const req = new Request('http://x/', { headers: { 'x-forwarded-for': '1.2.3.4' } })
+    expect(g.clientIp(req, '198.51.100.1')).toBe('198.51.100.1')
+    expect(t.s.guard.clientIp(req, '127.0.0.1')).toBe('1.2.3.4')
+  })
+})
