@@ -20,6 +20,8 @@ import { SINKS, type OutboxEntry } from './sinks'
 const GROUP = 'flusher'
 const MAX_BACKOFF_MS = 5_000
 
+export type FlushObserver = (entries: OutboxEntry[]) => Promise<void>
+
 export interface FlusherOptions {
   batch: number
   intervalMs: number
@@ -34,6 +36,7 @@ export class Flusher {
   private loop: Promise<void> | null = null
   private lastReclaim = 0
   private wake: (() => void) | null = null
+  private observers: FlushObserver[] = []
   private counters = { batches: 0, entries: 0, failures: 0, lastError: null as string | null, lastFlushAt: 0 }
 
   constructor(
@@ -135,7 +138,20 @@ export class Flusher {
     this.counters.batches++
     this.counters.entries += all.length
     this.counters.lastFlushAt = Date.now()
+    await this.notify(all)
     return all.length
+  }
+
+  /**
+   * Registers a consumer of every committed batch (the spend alarm aggregates here, so the paid
+   * call path pays nothing for it). Called after the ack: an entry is observed at most once.
+   */
+  observe(fn: FlushObserver): void {
+    this.observers.push(fn)
+  }
+
+  private async notify(entries: OutboxEntry[]): Promise<void> {
+    for (const fn of this.observers) await fn(entries).catch((e) => this.opt.onError?.(e))
   }
 
   /** This consumer's unacked entries first (a failed commit leaves them there), else new ones. */
