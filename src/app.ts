@@ -11,6 +11,7 @@ import { callRoutes } from './modules/call'
 import { catalogRoutes } from './modules/catalog'
 import { publicRoutes } from './modules/public'
 import { signupRoutes } from './modules/signup'
+import { vaultRoutes } from './modules/vault'
 import { buildOpenApi } from './openapi'
 
 export function createApp(s: Services) {
@@ -35,6 +36,7 @@ export function createApp(s: Services) {
     .use(catalogRoutes(s))
     .use(callRoutes(s))
     .use(accountRoutes(s))
+    .use(vaultRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return app

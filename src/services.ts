@@ -15,6 +15,7 @@ import { Keys } from './redis/keys'
 import { loadScripts } from './redis/scripts'
 import { PauseWatcher } from './modules/catalog/pauses'
 import { Log } from './log'
+import { KeyVault } from './vault/store'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -58,6 +59,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     onError: (e) => log.warn('flush_failed', { error: e instanceof Error ? e.message : String(e) }),
   })
   const pauses = new PauseWatcher(ctx, catalog)
+  const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
   await pauses.refresh()
   return {
     cfg,
@@ -68,8 +70,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     flusher,
     pauses,
     log,
-    // Replaced by the vault once it is configured (issue 4); until then no account has a key.
-    vaultedKey: async () => null,
+    vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
     startedAt: Date.now(),
     async close() {
       pauses.stop()
