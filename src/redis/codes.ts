@@ -27,4 +27,25 @@ export enum ScriptStatus {
   LIMIT_REACHED = 20,
   /** The signup alarm refused this signup (signups are paused). */
   SIGNUPS_PAUSED = 21,
+
+  // Money in (mandate, refills, top-ups, parked payments): a block of its own from 40, so that
+  // codes added above in parallel never collide with these.
+  /** No enabled mandate with a saved card. */
+  NO_MANDATE = 40,
+  /** Enabling needs the saved-card consent flow first. */
+  CONSENT_REQUIRED = 41,
+  /** Another refill of this account is in flight (the refill lock). */
+  REFILL_IN_FLIGHT = 42,
+  /** The balance is not below the threshold (or the amount is zero): nothing to do. */
+  REFILL_NOT_NEEDED = 43,
+  /** Auto-refill waits after a declined charge. */
+  REFILL_BACKOFF = 44,
+  /** The explicit top-up of this HKT day already ran. */
+  TOPUP_TODAY = 45,
+  /** The month's auto-refill ceiling would be passed. */
+  CEILING_REACHED = 46,
+  /** A paid charge would pass the balance cap: parked for founder review. */
+  PARKED = 47,
+  /** A parked payment is not in the state the decision needs. */
+  WRONG_STATE = 48,
 }

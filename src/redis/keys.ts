@@ -70,8 +70,36 @@ export class Keys {
   recentCalls(acct: string): string {
     return `${this.acctTag(acct)}:calls:${acct}`
   }
+  /** Auto-refill mandate: limits, saved card, and the one refill in flight (the refill lock). */
+  mandate(acct: string): string {
+    return `${this.acctTag(acct)}:mandate:${acct}`
+  }
+  /** Credits refilled under the mandate in one HKT month (`YYYY-MM`): the ceiling's window. */
+  refills(acct: string, month: string): string {
+    return `${this.acctTag(acct)}:refills:${acct}:${month}`
+  }
+  /** The explicit top-up (POST /v1/topup) of one HKT day: at most one. */
+  topupDay(acct: string, day: number): string {
+    return `${this.acctTag(acct)}:topup:${acct}:${day}`
+  }
+  /** A card charge already credited or parked: dedupe of webhook replays and retries. */
+  charge(acct: string, chargeId: string): string {
+    return `${this.acctTag(acct)}:charge:${acct}:${chargeId}`
+  }
+  /** Throttle of token-recovery e-mails: one per account per minute. */
+  recoveryMailed(acct: string): string {
+    return `${this.acctTag(acct)}:recmail:${acct}`
+  }
 
   // ---- per shard ----
+  /** A card payment parked because it would pass the balance cap (id `pk_NN_…` names the shard). */
+  parked(shard: Shard, id: string): string {
+    return `${this.tag(shard)}:parked:${id}`
+  }
+  /** The shard's parked payments awaiting the founder (sorted set by time). */
+  parkedQueue(shard: Shard): string {
+    return `${this.tag(shard)}:parkedq`
+  }
   outbox(shard: Shard): string {
     return `${this.tag(shard)}:outbox`
   }
@@ -97,6 +125,14 @@ export class Keys {
   /** A vault link, under the SHA-256 of its code (the code itself is never stored). */
   vaultLink(codeHash: string): string {
     return `${this.prefix}:vlink:${codeHash}`
+  }
+  /** A token-recovery link (/rotate?code=), under the SHA-256 of its code; same record as a vault link. */
+  recoveryLink(codeHash: string): string {
+    return `${this.prefix}:rlink:${codeHash}`
+  }
+  /** A processed Stripe webhook event id: a replayed delivery is acknowledged and skipped. */
+  webhookEvent(eventId: string): string {
+    return `${this.prefix}:whevt:${eventId}`
   }
   ipRateWindow(ip: string, window: number): string {
     return `${this.prefix}:{ip:${ip}}:rl:${window}`

@@ -1,0 +1,109 @@
+/**
+ * The payments gateway: the only code that talks to a card processor. Two implementations:
+ * `sandbox` (development only: no money moves, the test card 4242 4242 4242 4242 is approved and
+ * every other number declined) and `stripe` (the official SDK). Callers never learn which one runs;
+ * credits are decided by the ledger scripts, never here.
+ */
+
+/** Auto-refill limits, in credits. */
+export interface Limits {
+  threshold: number
+  refill: number
+  ceiling: number
+}
+
+export interface Card {
+  brand: string
+  last4: string
+}
+
+/** A card saved for off-session charges. */
+export interface SavedCard extends Card {
+  customerId: string
+  paymentMethodId: string
+}
+
+export interface ConsentRequest {
+  accountId: string
+  /** The mandate ref of the consent page (/mandate?ref=). */
+  ref: string
+  email: string
+  limits: Limits
+  /** The gateway customer from an earlier consent, reused so one owner is one customer. */
+  customerId: string | null
+  /** The page's form fields (sandbox: `card`). */
+  form: Record<string, string>
+}
+
+export type ConsentResult =
+  /** Saved at once (sandbox). `consentId` identifies this consent for idempotent completion. */
+  | { kind: 'saved'; card: SavedCard; consentId: string }
+  /** The owner continues at the processor (Stripe Checkout in setup mode). */
+  | { kind: 'redirect'; url: string; customerId: string }
+  | { kind: 'declined'; message: string }
+
+export interface ConsentCompletion {
+  accountId: string
+  consentId: string
+  card: SavedCard
+  limits: Limits
+}
+
+export interface ChargeRequest {
+  accountId: string
+  card: SavedCard
+  credits: number
+  cents: number
+  /** Idempotency key at the processor: a retried request never charges twice. */
+  attemptId: string
+  purpose: 'refill' | 'topup'
+  /** HKT month of the reservation: lets a late webhook credit the right ceiling window. */
+  month: string
+}
+
+export type ChargeOutcome =
+  | { kind: 'paid'; chargeId: string }
+  | { kind: 'declined'; code: string; message: string }
+  /** The bank wants the card holder present (SCA): only a new consent can fix it. */
+  | { kind: 'authentication_required'; message: string }
+  /** Network failure or still processing: the outcome arrives later by webhook, if at all. */
+  | { kind: 'unknown'; message: string }
+
+export interface CheckoutRequest {
+  accountId: string
+  ref: string
+  credits: number
+  cents: number
+  label: string
+  form: Record<string, string>
+}
+
+export type CheckoutResult =
+  | { kind: 'redirect'; url: string }
+  /** Paid at once (sandbox); the credit is applied like a Stripe checkout webhook. */
+  | { kind: 'paid'; chargeId: string }
+  | { kind: 'declined'; message: string }
+
+/** A verified processor event, reduced to what the ledger needs. */
+export type GatewayEvent =
+  | { type: 'consent_completed'; eventId: string; completion: ConsentCompletion }
+  | { type: 'checkout_paid'; eventId: string; accountId: string; credits: number; chargeId: string }
+  | { type: 'charge_succeeded'; eventId: string; accountId: string; credits: number; chargeId: string; attemptId: string; month: string; purpose: 'refill' | 'topup' }
+  | { type: 'ignored'; eventId: string; eventType: string }
+
+export class WebhookSignatureError extends Error {}
+
+export interface PaymentGateway {
+  readonly mode: 'sandbox' | 'stripe'
+  startConsent(req: ConsentRequest): Promise<ConsentResult>
+  /** Stripe's return page: the completed setup session, or null when it is not (yet) complete. */
+  completeConsent(sessionId: string): Promise<ConsentCompletion | null>
+  charge(req: ChargeRequest): Promise<ChargeOutcome>
+  /** Detach the card at the processor (DELETE /v1/mandate forgets it there too). */
+  forgetCard(card: SavedCard): Promise<void>
+  startCheckout(req: CheckoutRequest): Promise<CheckoutResult>
+  /** Refund a charge in full (a rejected parked payment). */
+  refund(chargeId: string, idempotencyKey: string): Promise<void>
+  /** Verifies the signature and reduces the event; throws WebhookSignatureError when forged. */
+  webhook(rawBody: string, signature: string | null): Promise<GatewayEvent>
+}
