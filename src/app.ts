@@ -12,6 +12,10 @@ import { catalogRoutes } from './modules/catalog'
 import { publicRoutes } from './modules/public'
 import { signupRoutes } from './modules/signup'
 import { vaultRoutes } from './modules/vault'
+import { agentRoutes } from './modules/agents'
+import { policyRoutes } from './modules/policies'
+import { supportRoutes } from './modules/support'
+import { adminRoutes } from './modules/admin'
 import { buildOpenApi } from './openapi'
 
 export function createApp(s: Services) {
@@ -37,6 +41,10 @@ export function createApp(s: Services) {
     .use(callRoutes(s))
     .use(accountRoutes(s))
     .use(vaultRoutes(s))
+    .use(agentRoutes(s))
+    .use(policyRoutes(s))
+    .use(supportRoutes(s))
+    .use(adminRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return app

@@ -15,6 +15,7 @@ import { Keys } from './redis/keys'
 import { loadScripts } from './redis/scripts'
 import { PauseWatcher } from './modules/catalog/pauses'
 import { Log } from './log'
+import { SpendAlarm } from './alarms/spend'
 import { KeyVault } from './vault/store'
 
 /**
@@ -59,6 +60,12 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     onError: (e) => log.warn('flush_failed', { error: e instanceof Error ? e.message : String(e) }),
   })
   const pauses = new PauseWatcher(ctx, catalog)
+  const spendAlarm = new SpendAlarm(
+    ctx,
+    { alarmOf: (slug) => catalog.capabilities.get(slug)?.spend_alarm, pause: (slug) => pauses.pause(slug) },
+    (slug, spend, alarm) => log.warn('spend_alarm_tripped', { slug, spend, alarm }),
+  )
+  flusher.observe((entries) => spendAlarm.observe(entries))
   const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
   await pauses.refresh()
   return {

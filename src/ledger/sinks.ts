@@ -4,6 +4,7 @@
  */
 import { eq } from 'drizzle-orm'
 import type { Database } from '../db/client'
+import { accountPolicySink, agentSink } from './governance-sinks'
 import { accounts, calls, ledgerEntries } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
 import type { CallRecord } from './calls'
@@ -83,14 +84,17 @@ const accountSink: Sink = async (tx, entries) => {
     .onConflictDoNothing({ target: accounts.id })
 }
 
-export const SINKS: Record<string, Sink> = {
 /** A rotated owner token: the durable copy follows the newest hash (rotations are rare, row by row). */
 const ownerSink: Sink = async (tx, entries) => {
   for (const { fields: f } of entries)
     await tx.update(accounts).set({ ownerTokenHash: f.owner! }).where(eq(accounts.id, f.acct!))
 }
 
+export const SINKS: Record<string, Sink> = {
   ...Object.fromEntries(MONEY_KINDS.map((k) => [k, ledgerSink])),
   call: callSink,
   account: accountSink,
+  owner: ownerSink,
+  agent: agentSink,
+  account_policy: accountPolicySink,
 }

@@ -7,6 +7,7 @@ import type { TokenResolver } from '../../auth/principal'
 import { ApiError } from '../../errors'
 import { SIGNUP_CREDITS, type LedgerContext } from '../../ledger/context'
 import { createAccount, newAccountId } from '../../ledger/accounts'
+import { admitSignup, releaseSignup } from '../../alarms/signups'
 
 export async function signup(ctx: LedgerContext, body: { email: string; origin?: string; referred_by?: string }) {
   const { redis, keys } = ctx
@@ -17,15 +18,19 @@ export async function signup(ctx: LedgerContext, body: { email: string; origin?:
     if (!referrerId) throw new ApiError('BAD_REQUEST', { field: 'referred_by', expected: "an existing account's public_ref" })
   }
   const id = newAccountId(referrerId)
+  await admitSignup(ctx, id)
   // The e-mail claim is the uniqueness guard: one SET NX, whichever instance wins.
-  if ((await redis.set(keys.email(email), id, 'NX')) === null) throw new ApiError('EMAIL_EXISTS')
+  if ((await redis.set(keys.email(email), id, 'NX')) === null) {
+    await releaseSignup(ctx, id)
+    throw new ApiError('EMAIL_EXISTS')
+  }
   const token = newToken('owner')
   const tokenHash = hashToken(token)
   let created: Awaited<ReturnType<typeof createAccount>>
   try {
     created = await createAccount(ctx, id, { email, origin: body.origin ?? null, ownerTokenHash: tokenHash, referrerId })
   } catch (e) {
-    await redis.del(keys.email(email))
+    await Promise.all([redis.del(keys.email(email)), releaseSignup(ctx, id)])
     throw e
   }
   await Promise.all([

@@ -1,0 +1,25 @@
+/**
+ * Admission to the founder surfaces (/admin/*): `Authorization: Bearer $ADMIN_TOKEN`, compared in
+ * constant time. A valid owner or agent token is FORBIDDEN there (it is known, just not allowed);
+ * anything else is UNAUTHORIZED and counts against the client IP's rate limit, so guessing the
+ * founder token is throttled like any unauthenticated request.
+ * errors: NOT_CONFIGURED (no ADMIN_TOKEN), FORBIDDEN, UNAUTHORIZED, RATE_LIMITED.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { ApiError } from '../errors'
+import type { Guard } from './guard'
+
+// Hashing first gives both sides one length, so the comparison leaks neither content nor length.
+const digest = (s: string) => createHash('sha256').update(s).digest()
+
+export function isFounderToken(bearer: string, adminToken: string): boolean {
+  return timingSafeEqual(digest(bearer), digest(adminToken))
+}
+
+export async function admitFounder(adminToken: string | undefined, guard: Guard, bearer: string | undefined, ip: string): Promise<void> {
+  if (!adminToken) throw new ApiError('NOT_CONFIGURED', { feature: 'the founder surfaces (ADMIN_TOKEN)' })
+  if (bearer && isFounderToken(bearer, adminToken)) return
+  if (bearer && (await guard.tokens.resolve(bearer))) throw new ApiError('FORBIDDEN', { role: 'founder (service owner)' })
+  await guard.admitAnonymous(ip)
+  throw new ApiError('UNAUTHORIZED')
+}

@@ -1,0 +1,116 @@
+/**
+ * Agent tokens over their scripts: create-agent-3 and agent-state-2 write, every read is plain
+ * hash reads in the account's slot. The state lives where debit-10 and authorize-4 read it, so a
+ * kill, revive or revoke holds from the very next request on every instance.
+ * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
+ *         agent limit).
+ */
+import { hashToken, newToken, randomId } from '../auth/tokens'
+import { ApiError } from '../errors'
+import type { LedgerContext } from '../ledger/context'
+import { windowsAt } from '../ledger/windows'
+import { ScriptStatus as S } from '../redis/codes'
+import { decodeAllowlist } from './allowlist'
+
+/** Every agent ever created stays listed (revoked ones too), so the set is bounded. */
+export const MAX_AGENTS = 1000
+
+export const AGENT_ID = /^agt_[A-Za-z0-9_-]{22}$/
+
+export type AgentState = 'active' | 'killed' | 'revoked'
+
+export interface AgentView {
+  id: string
+  name: string
+  state: AgentState
+  daily_cap: number | null
+  allowlist: string[] | null
+  per_call_max: number | null
+  spent_today: number
+  created_at: string
+}
+
+export interface NewAgent {
+  name: string
+  daily_cap: number | null
+  /** Already encoded by encodeAllowlist: null = allow everything. */
+  allow: string | null
+  per_call_max: number | null
+}
+
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created'] as const
+
+const optNum = (v: string | null) => (v === null ? null : Number(v))
+
+/** The agents of an account (all of them, or the given ids), oldest first; unknown ids skipped. */
+export async function readAgents(ctx: LedgerContext, acct: string, ids?: string[]): Promise<AgentView[]> {
+  const { redis, keys } = ctx
+  const day = windowsAt(ctx.clock.now()).day
+  const list = ids ?? (await redis.smembers(keys.agents(acct)))
+  const rows = await Promise.all(
+    list.map(async (id) => {
+      const [f, spent] = await Promise.all([redis.hmget(keys.agent(acct, id), ...FIELDS), redis.get(keys.agentSpentToday(acct, id, day))])
+      const [token, name, state, dailyCap, allow, perCallMax, created] = f
+      if (!token) return null
+      return {
+        id,
+        name: name ?? '',
+        state: (state ?? 'active') as AgentState,
+        daily_cap: optNum(dailyCap ?? null),
+        allowlist: decodeAllowlist(allow),
+        per_call_max: optNum(perCallMax ?? null),
+        spent_today: Number(spent ?? 0),
+        created_at: new Date(Number(created)).toISOString(),
+        created: Number(created),
+      }
+    }),
+  )
+  return rows
+    .filter((r) => r !== null)
+    .sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+    .map(({ created: _c, ...view }) => view)
+}
+
+export async function readAgent(ctx: LedgerContext, acct: string, id: string): Promise<AgentView> {
+  const [agent] = AGENT_ID.test(id) ? await readAgents(ctx, acct, [id]) : []
+  if (!agent) throw notFound()
+  return agent
+}
+
+/** Creates an agent and its token (returned once; only the hash is stored). */
+export async function createAgent(ctx: LedgerContext, acct: string, a: NewAgent): Promise<{ agent: AgentView; token: string }> {
+  const { redis, keys } = ctx
+  const id = 'agt_' + randomId()
+  const token = newToken('agent')
+  const tokenHash = hashToken(token)
+  // The token mapping first: once the agent is listed, its token already resolves.
+  await redis.set(keys.token(tokenHash), `${acct}|${id}`)
+  const reply = await ctx.scripts.createAgent(
+    [keys.agent(acct, id), keys.agents(acct), keys.outbox(keys.shardOf(acct))],
+    [ctx.clock.now(), acct, id, tokenHash, a.name, MAX_AGENTS, a.daily_cap ?? '', a.allow === null ? '0' : '1', a.allow ?? '', a.per_call_max ?? ''],
+  )
+  if (reply[0] !== S.OK) {
+    await redis.del(keys.token(tokenHash))
+    if (reply[0] === S.LIMIT_REACHED)
+      throw new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} agent tokens, the most allowed (revoked ones count)` })
+    throw new Error(`create-agent ${id}: status ${reply[0]}`)
+  }
+  return { agent: await readAgent(ctx, acct, id), token }
+}
+
+export type AgentAction = 'kill' | 'revive' | 'revoke'
+
+/** Moves an agent; repeating the current state is a no-op that answers the agent as it is. */
+export async function changeAgentState(ctx: LedgerContext, acct: string, id: string, action: AgentAction): Promise<AgentView> {
+  if (!AGENT_ID.test(id)) throw notFound()
+  const { keys } = ctx
+  const reply = await ctx.scripts.agentState([keys.agent(acct, id), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, id, action])
+  if (reply[0] === S.NOT_FOUND) throw notFound()
+  if (reply[0] === S.AGENT_REVOKED)
+    throw new ApiError('CONFLICT', { reason: `agent ${id} is revoked, and revocation is permanent; create a new agent token instead` })
+  return readAgent(ctx, acct, id)
+}
+
+function notFound(): ApiError {
+  return new ApiError('NOT_FOUND', { resource: 'agent' })
+}

@@ -1,0 +1,92 @@
+/**
+ * Account and agent policies: read from the hash fields debit-10 enforces, written by set-policy-2.
+ * A change touching the account and several agents runs all its scripts in one MULTI (they share
+ * the account's slot), so the next call on any instance sees either none or all of it.
+ * errors: NOT_FOUND (an agent id that is not the account's).
+ */
+import type { LedgerContext } from '../ledger/context'
+import { ApiError } from '../errors'
+import { ScriptStatus as S } from '../redis/codes'
+import { decodeAllowlist } from './allowlist'
+import { AGENT_ID } from './agents'
+
+/** One field change: a value to set, or null to remove the field (= no limit / default). */
+export type FieldChanges = Record<string, string | number | null>
+
+export interface PolicyChange {
+  account?: FieldChanges
+  agents?: Record<string, FieldChanges>
+}
+
+export interface AccountPolicy {
+  daily_cap: number
+  balance_cap: number
+  allowlist: string[] | null
+}
+
+export interface AgentPolicy {
+  daily_cap: number | null
+  allowlist: string[] | null
+  per_call_max: number | null
+}
+
+const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
+
+export async function readAccountPolicy(ctx: LedgerContext, acct: string): Promise<AccountPolicy> {
+  const [dailyCap, allow, balanceCap] = await ctx.redis.hmget(ctx.keys.account(acct), 'daily_cap', 'allow', 'balance_cap')
+  return {
+    daily_cap: Number(dailyCap ?? ctx.cfg.DEFAULT_DAILY_CAP),
+    balance_cap: Number(balanceCap ?? ctx.cfg.DEFAULT_BALANCE_CAP),
+    allowlist: decodeAllowlist(allow),
+  }
+}
+
+/** Policies of the account's agents that can still act (revoked ones are gone for good). */
+export async function readAgentPolicies(ctx: LedgerContext, acct: string, only?: string): Promise<Record<string, AgentPolicy>> {
+  const { redis, keys } = ctx
+  const ids = only ? [only] : await redis.smembers(keys.agents(acct))
+  const rows = await Promise.all(ids.map((id) => redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max')))
+  const out: Record<string, AgentPolicy> = {}
+  ids
+    .map((id, i) => [id, rows[i]!] as const)
+    .filter(([, r]) => r[0] && r[1] !== 'revoked')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .forEach(([id, [, , dailyCap, allow, perCallMax]]) => {
+      out[id] = { daily_cap: optNum(dailyCap), allowlist: decodeAllowlist(allow), per_call_max: optNum(perCallMax) }
+    })
+  return out
+}
+
+function triplets(changes: FieldChanges): (string | number)[] {
+  return Object.entries(changes).flatMap(([field, v]) => (v === null ? [field, 'del', ''] : [field, 'set', v]))
+}
+
+/**
+ * Applies a change atomically. Every agent id must be the account's: agents are never deleted,
+ * so a check made before the MULTI still holds inside it.
+ */
+export async function applyPolicyChange(ctx: LedgerContext, acct: string, change: PolicyChange): Promise<void> {
+  const { redis, keys } = ctx
+  const agentIds = Object.keys(change.agents ?? {})
+  const exists = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hexists(keys.agent(acct, id), 'token') : 0)))
+  const missing = agentIds.find((_, i) => exists[i] !== 1)
+  if (missing !== undefined) throw new ApiError('NOT_FOUND', { resource: 'agent', agent_id: missing })
+
+  const now = ctx.clock.now()
+  const outbox = keys.outbox(keys.shardOf(acct))
+  const calls: [string, (string | number)[]][] = []
+  if (change.account && Object.keys(change.account).length > 0) calls.push([keys.account(acct), [now, 'account', acct, '', ...triplets(change.account)]])
+  for (const [id, fields] of Object.entries(change.agents ?? {}))
+    if (Object.keys(fields).length > 0) calls.push([keys.agent(acct, id), [now, 'agent', acct, id, ...triplets(fields)]])
+  if (calls.length === 0) return
+
+  // defineCommand registers set-policy-2 on transactions too (EVAL on first use per connection).
+  const multi = redis.multi() as unknown as { setPolicy(...a: (string | number)[]): void; exec(): Promise<[Error | null, unknown][] | null> }
+  for (const [hash, argv] of calls) multi.setPolicy(hash, outbox, ...argv)
+  const results = await multi.exec()
+  if (!results) throw new Error('set-policy: transaction aborted')
+  for (const [err, reply] of results) {
+    if (err) throw err
+    if ((reply as number[])[0] === S.NOT_FOUND) throw new ApiError('NOT_FOUND', { resource: change.agents ? 'agent' : 'account' })
+  }
+}

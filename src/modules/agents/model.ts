@@ -1,0 +1,45 @@
+import { Type as T } from '@sinclair/typebox'
+import { AllowlistSchema } from '../../governance/allowlist'
+import { Credits } from '../../governance/model'
+
+const OptionalCredits = (description: string) => T.Union([Credits, T.Null()], { description })
+
+export const AgentState = T.Union([T.Literal('active'), T.Literal('killed'), T.Literal('revoked')])
+
+export const CreateAgentBody = T.Object(
+  {
+    name: T.String({ minLength: 1, maxLength: 64, pattern: '\\S', description: 'Shown in listings and activity' }),
+    daily_cap: T.Optional(OptionalCredits('Credits this agent may spend per HKT day; null = no agent-level cap')),
+    allowlist: T.Optional(AllowlistSchema),
+    per_call_max: T.Optional(OptionalCredits('Most credits one call of this agent may cost; null = no limit')),
+  },
+  { additionalProperties: false },
+)
+
+const policyFields = {
+  daily_cap: T.Union([T.Integer(), T.Null()]),
+  allowlist: T.Union([T.Array(T.String()), T.Null()]),
+  per_call_max: T.Union([T.Integer(), T.Null()]),
+}
+
+export const Agent = T.Object({
+  id: T.String(),
+  name: T.String(),
+  state: AgentState,
+  ...policyFields,
+  spent_today: T.Integer({ description: 'Credits spent this HKT day' }),
+  created_at: T.String({ format: 'date-time' }),
+})
+
+export const CreatedAgent = T.Object({
+  id: T.String(),
+  name: T.String(),
+  token: T.String({ description: 'The agent token (ak_...); shown once' }),
+  state: AgentState,
+  ...policyFields,
+  created_at: T.String({ format: 'date-time' }),
+})
+
+export const AgentList = T.Object({ agents: T.Array(Agent) })
+
+export const AgentParams = T.Object({ id: T.String({ maxLength: 64 }) })

@@ -1,0 +1,31 @@
+import { Elysia } from 'elysia'
+import { bearerAuth, http, type Http } from '../../http'
+import type { Services } from '../../services'
+import { Policies, PoliciesPatch } from './model'
+import { policiesOf, putPolicies } from './service'
+
+export const policyRoutes = (s: Services, h: Http = http(s)) =>
+  new Elysia()
+    .use(bearerAuth)
+    .get(
+      '/v1/policies',
+      async ({ bearer, request, server, set }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return policiesOf(s.ctx, principal)
+      },
+      { response: { 200: Policies }, detail: { summary: 'Caps and allowlists of the account and its agents (an agent token sees its own)' } },
+    )
+    .put(
+      '/v1/policies',
+      async ({ bearer, request, server, set, body }) => {
+        const { principal, headers } = await h.operator(bearer, request, server)
+        set.headers = headers
+        return putPolicies(s.ctx, principal.accountId, body)
+      },
+      {
+        body: PoliciesPatch,
+        response: { 200: Policies },
+        detail: { summary: 'Change caps and allowlists (operator); applied at once, all or nothing; answers the full policies' },
+      },
+    )

@@ -1,0 +1,47 @@
+/**
+ * Policies (CONTRACT §5): the account's daily cap, balance cap and allowlist, and each agent's
+ * daily cap, allowlist and per-call maximum — exactly the fields debit-10 enforces.
+ * An agent token reads only its own agent's policy; only the owner token may change them.
+ * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (pattern), NOT_FOUND (agent id).
+ */
+import type { Principal } from '../../auth/principal'
+import { ApiError } from '../../errors'
+import { encodeAllowlist } from '../../governance/allowlist'
+import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from '../../governance/policies'
+import type { LedgerContext } from '../../ledger/context'
+
+export async function policiesOf(ctx: LedgerContext, p: Pick<Principal, 'accountId' | 'agentId'>) {
+  const [account, agents] = await Promise.all([readAccountPolicy(ctx, p.accountId), readAgentPolicies(ctx, p.accountId, p.agentId ?? undefined)])
+  return { account, agents }
+}
+
+interface Patch {
+  daily_cap?: number | null
+  allowlist?: string[] | null
+  per_call_max?: number | null
+  balance_cap?: unknown
+}
+
+export interface PoliciesPatch {
+  account?: Patch
+  agents?: Record<string, Patch>
+}
+
+export async function putPolicies(ctx: LedgerContext, acct: string, body: PoliciesPatch) {
+  if (body.account && 'balance_cap' in body.account)
+    throw new ApiError('FORBIDDEN', { role: 'founder (service owner): the balance cap is not the operator\'s to change' })
+  const change: PolicyChange = {}
+  if (body.account) change.account = fields(body.account, 'account')
+  if (body.agents) change.agents = Object.fromEntries(Object.entries(body.agents).map(([id, p]) => [id, fields(p, `agents.${id}`)]))
+  await applyPolicyChange(ctx, acct, change)
+  return policiesOf(ctx, { accountId: acct, agentId: null })
+}
+
+/** Request fields → hash fields; null removes a field (no limit, or the default). */
+function fields(p: Patch, at: string): FieldChanges {
+  const out: FieldChanges = {}
+  if (p.daily_cap !== undefined) out.daily_cap = p.daily_cap
+  if (p.per_call_max !== undefined) out.per_call_max = p.per_call_max
+  if (p.allowlist !== undefined) out.allow = encodeAllowlist(p.allowlist, `${at}.allowlist`)
+  return out
+}

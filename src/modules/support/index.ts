@@ -1,0 +1,43 @@
+import { Elysia } from 'elysia'
+import { admitFounder } from '../../auth/founder'
+import { bearerAuth, http, type Http } from '../../http'
+import type { Services } from '../../services'
+import { SupportBody, SupportCreated, SupportParams, SupportPatch, SupportProblem } from './model'
+import { fileProblem, moveProblem, problemView } from './service'
+
+export const supportRoutes = (s: Services, h: Http = http(s)) =>
+  new Elysia()
+    .use(bearerAuth)
+    .post(
+      '/v1/support',
+      async ({ bearer, request, server, set, body }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        set.status = 201
+        return fileProblem(s, principal, body)
+      },
+      { body: SupportBody, response: { 201: SupportCreated }, detail: { summary: 'File a structured problem (metadata only); poll its status_url' } },
+    )
+    .get(
+      '/v1/support/:id',
+      async ({ bearer, request, server, set, params }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return problemView(s.db.db, params.id, principal.accountId)
+      },
+      { params: SupportParams, response: { 200: SupportProblem }, detail: { summary: 'A support problem of this account: status and updates' } },
+    )
+    // The founder's side of the same state machine lives with it.
+    .patch(
+      '/admin/support/:id',
+      async ({ bearer, request, server, params, body }) => {
+        await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
+        return moveProblem(s, params.id, body)
+      },
+      {
+        params: SupportParams,
+        body: SupportPatch,
+        response: { 200: SupportProblem },
+        detail: { summary: 'Founder: move a support problem forward (open → acknowledged → resolved) and/or add a note' },
+      },
+    )

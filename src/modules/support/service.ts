@@ -1,0 +1,83 @@
+/**
+ * Structured support problems: filed by an account (owner or agent token), read back at the
+ * status_url by that account only, moved forward by the founder (open → acknowledged → resolved,
+ * with optional notes). Not money, so written straight to Postgres.
+ * errors: NOT_FOUND (unknown id or another account's), CONFLICT (a move backwards, or nothing new).
+ */
+import { and, asc, eq } from 'drizzle-orm'
+import { randomId } from '../../auth/tokens'
+import type { Principal } from '../../auth/principal'
+import type { Database } from '../../db/client'
+import { supportProblems, supportUpdates } from '../../db/schema'
+import { ApiError } from '../../errors'
+import type { Services } from '../../services'
+import { STATUSES } from './model'
+
+type Status = (typeof STATUSES)[number]
+
+export interface NewProblem {
+  category: string
+  slug?: string
+  call_id?: string
+  error_code?: string
+  http_status?: number
+  summary: string
+}
+
+export async function fileProblem(s: Services, p: Principal, body: NewProblem) {
+  const id = 'sup_' + randomId()
+  const now = new Date(s.ctx.clock.now())
+  await s.db.db.insert(supportProblems).values({
+    id,
+    accountId: p.accountId,
+    agentId: p.agentId,
+    category: body.category,
+    slug: body.slug ?? null,
+    callId: body.call_id ?? null,
+    errorCode: body.error_code ?? null,
+    httpStatus: body.http_status ?? null,
+    summary: body.summary,
+    status: 'open',
+    createdAt: now,
+    updatedAt: now,
+  })
+  return { id, status: 'open' as const, status_url: `${s.cfg.BASE_URL}/v1/support/${id}` }
+}
+
+/** The problem as its status_url shows it; `accountId` null = the founder's view. */
+export async function problemView(db: Database, id: string, accountId: string | null) {
+  const where = accountId === null ? eq(supportProblems.id, id) : and(eq(supportProblems.id, id), eq(supportProblems.accountId, accountId))
+  const [row] = await db.select().from(supportProblems).where(where)
+  if (!row) throw new ApiError('NOT_FOUND', { resource: 'support problem' })
+  const updates = await db.select().from(supportUpdates).where(eq(supportUpdates.problemId, id)).orderBy(asc(supportUpdates.id))
+  return {
+    id: row.id,
+    status: row.status,
+    category: row.category,
+    slug: row.slug,
+    call_id: row.callId,
+    error_code: row.errorCode,
+    http_status: row.httpStatus,
+    summary: row.summary,
+    created_at: row.createdAt.toISOString(),
+    updates: updates.map((u) => ({ status: u.status, note: u.note, at: u.at.toISOString() })),
+  }
+}
+
+const rank = (st: string) => STATUSES.indexOf(st as Status)
+
+/** The founder's move: forward only; a note alone is allowed, an empty repeat is not. */
+export async function moveProblem(s: Services, id: string, patch: { status?: string; note?: string }) {
+  const now = new Date(s.ctx.clock.now())
+  await s.db.db.transaction(async (tx) => {
+    const [row] = await tx.select({ status: supportProblems.status }).from(supportProblems).where(eq(supportProblems.id, id)).for('update')
+    if (!row) throw new ApiError('NOT_FOUND', { resource: 'support problem' })
+    const next = patch.status ?? row.status
+    if (rank(next) < rank(row.status))
+      throw new ApiError('CONFLICT', { reason: `the problem is ${row.status}; it only moves forward (open → acknowledged → resolved)` })
+    if (next === row.status && patch.note === undefined) throw new ApiError('CONFLICT', { reason: `the problem is already ${row.status}` })
+    await tx.update(supportProblems).set({ status: next, updatedAt: now }).where(eq(supportProblems.id, id))
+    await tx.insert(supportUpdates).values({ problemId: id, status: next, note: patch.note ?? null, at: now })
+  })
+  return problemView(s.db.db, id, null)
+}
