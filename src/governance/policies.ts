@@ -2,7 +2,7 @@
  * Account and agent policies: read from the hash fields debit-10 enforces, written by set-policy-2.
  * A change touching the account and several agents runs all its scripts in one MULTI (they share
  * the account's slot), so the next call on any instance sees either none or all of it.
- * errors: NOT_FOUND (an agent id that is not the account's).
+ * errors: NOT_FOUND (an agent id that is not the account's), CONFLICT (a revoked agent).
  */
 import type { LedgerContext } from '../ledger/context'
 import { ApiError } from '../errors'
@@ -62,15 +62,18 @@ function triplets(changes: FieldChanges): (string | number)[] {
 }
 
 /**
- * Applies a change atomically. Every agent id must be the account's: agents are never deleted,
- * so a check made before the MULTI still holds inside it.
+ * Applies a change atomically. Every agent id must be the account's and not revoked. Agents are
+ * never deleted, so the existence check made before the MULTI still holds in it; an agent revoked
+ * in between at worst receives a policy it will never use.
  */
 export async function applyPolicyChange(ctx: LedgerContext, acct: string, change: PolicyChange): Promise<void> {
   const { redis, keys } = ctx
   const agentIds = Object.keys(change.agents ?? {})
-  const exists = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hexists(keys.agent(acct, id), 'token') : 0)))
-  const missing = agentIds.find((_, i) => exists[i] !== 1)
+  const found = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hmget(keys.agent(acct, id), 'token', 'state') : [null, null])))
+  const missing = agentIds.find((_, i) => !found[i]![0])
   if (missing !== undefined) throw new ApiError('NOT_FOUND', { resource: 'agent', agent_id: missing })
+  const revoked = agentIds.find((_, i) => found[i]![1] === 'revoked')
+  if (revoked !== undefined) throw new ApiError('CONFLICT', { reason: `agent ${revoked} is revoked for good; its policy no longer matters` })
 
   const now = ctx.clock.now()
   const outbox = keys.outbox(keys.shardOf(acct))

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { admitFounder } from '../../auth/founder'
 import { bearerAuth, http, type Http } from '../../http'
+import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
 import { AccountParams, BalanceCapBody, BalanceCapResponse, CapabilityState, SignupsState, SlugParams } from './model'
 import { reopenSignups, setBalanceCap, setPaused } from './service'
@@ -41,6 +42,6 @@ export const adminRoutes = (s: Services, h: Http = http(s)) => {
         await founder(bearer, request, server)
         return setBalanceCap(s, params.id, body.balance_cap)
       },
-      { params: AccountParams, body: BalanceCapBody, response: { 200: BalanceCapResponse }, detail: { summary: "Founder: set an account's balance cap (credits)" } },
+      { params: AccountParams, body: BalanceCapBody, transform: rejectUnknownFields(BalanceCapBody), response: { 200: BalanceCapResponse }, detail: { summary: "Founder: set an account's balance cap (credits)" } },
     )
 }

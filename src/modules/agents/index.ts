@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { changeAgentState, readAgents, type AgentAction } from '../../governance/agents'
 import { bearerAuth, http, type Http } from '../../http'
+import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
 import { Agent, AgentList, AgentParams, CreateAgentBody, CreatedAgent } from './model'
 import { createAgentFor } from './service'
@@ -23,7 +24,7 @@ export const agentRoutes = (s: Services, h: Http = http(s)) => {
         set.status = 201
         return createAgentFor(s.ctx, principal.accountId, body)
       },
-      { body: CreateAgentBody, response: { 201: CreatedAgent }, detail: { summary: 'Create a named agent token (shown once) with its own caps and allowlist' } },
+      { body: CreateAgentBody, transform: rejectUnknownFields(CreateAgentBody), response: { 201: CreatedAgent }, detail: { summary: 'Create a named agent token (shown once) with its own caps and allowlist' } },
     )
     .get(
       '/v1/agents',

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
+import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
 import { Policies, PoliciesPatch } from './model'
 import { policiesOf, putPolicies } from './service'
@@ -25,6 +26,7 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
       },
       {
         body: PoliciesPatch,
+        transform: rejectUnknownFields(PoliciesPatch),
         response: { 200: Policies },
         detail: { summary: 'Change caps and allowlists (operator); applied at once, all or nothing; answers the full policies' },
       },

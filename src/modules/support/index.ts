@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { admitFounder } from '../../auth/founder'
 import { bearerAuth, http, type Http } from '../../http'
+import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
 import { SupportBody, SupportCreated, SupportParams, SupportPatch, SupportProblem } from './model'
 import { fileProblem, moveProblem, problemView } from './service'
@@ -16,7 +17,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
         set.status = 201
         return fileProblem(s, principal, body)
       },
-      { body: SupportBody, response: { 201: SupportCreated }, detail: { summary: 'File a structured problem (metadata only); poll its status_url' } },
+      { body: SupportBody, transform: rejectUnknownFields(SupportBody), response: { 201: SupportCreated }, detail: { summary: 'File a structured problem (metadata only); poll its status_url' } },
     )
     .get(
       '/v1/support/:id',
@@ -37,6 +38,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
       {
         params: SupportParams,
         body: SupportPatch,
+        transform: rejectUnknownFields(SupportPatch),
         response: { 200: SupportProblem },
         detail: { summary: 'Founder: move a support problem forward (open → acknowledged → resolved) and/or add a note' },
       },

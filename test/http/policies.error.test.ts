@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+async function setup() {
+  const owner = await t.signup()
+  const agent = (await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'a' } })).body as { id: string; token: string }
+  const before = (await t.req('GET', '/v1/policies', { token: owner.token })).body
+  const unchanged = async () => expect((await t.req('GET', '/v1/policies', { token: owner.token })).body).toEqual(before)
+  return { owner, agent, unchanged }
+}
+
+describe('policy errors', () => {
+  test('balance_cap is founder-only → FORBIDDEN, and nothing else of the request applies', async () => {
+    const { owner, unchanged } = await setup()
+    const r = await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: 5, balance_cap: 1_000_000 } } })
+    expect(r.status).toBe(403)
+    expect(r.body.error).toBe('FORBIDDEN')
+    expect(r.body.role).toContain('founder')
+    await unchanged()
+  })
+
+  test("an unknown or another account's agent id → NOT_FOUND, all or nothing", async () => {
+    const { owner, agent, unchanged } = await setup()
+    const other = await setup()
+    for (const id of [other.agent.id, 'agt_AAAAAAAAAAAAAAAAAAAAAA', 'nope']) {
+      const r = await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: 1 }, agents: { [agent.id]: { daily_cap: 1 }, [id]: { daily_cap: 1 } } } })
+      expect([id, r.status, r.body.error, r.body.agent_id]).toEqual([id, 404, 'NOT_FOUND', id])
+    }
+    await unchanged()
+    await other.unchanged()
+  })
+
+  test('a revoked agent → CONFLICT (revocation is permanent)', async () => {
+    const { owner, agent } = await setup()
+    await t.req('DELETE', `/v1/agents/${agent.id}`, { token: owner.token })
+    const r = await t.req('PUT', '/v1/policies', { token: owner.token, body: { agents: { [agent.id]: { daily_cap: 1 } } } })
+    expect(r.status).toBe(409)
+    expect(r.body.error).toBe('CONFLICT')
+  })
+
+  test('malformed changes → BAD_REQUEST naming the field; nothing applies', async () => {
+    const { owner, agent, unchanged } = await setup()
+    const cases: [unknown, string][] = [
+      [{ account: { daily_cap: -1 } }, 'account.daily_cap'],
+      [{ account: { daily_cap: 'lots' } }, 'account.daily_cap'],
+      [{ account: { allowlist: ['ok.slug', 'no spaces'] } }, 'account.allowlist.1'],
+      [{ account: { allowlist: ['PROXY:openai'] } }, 'account.allowlist.0'],
+      [{ account: { dailycap: 5 } }, 'account.dailycap'],
+      [{ accounts: {} }, 'accounts'],
+      [{ agents: { [agent.id]: { per_call_max: -3 } } }, `agents.${agent.id}.per_call_max`],
+      [{ agents: { [agent.id]: { allowlist: ['a\nb'] } } }, `agents.${agent.id}.allowlist.0`],
+      [{ agents: { [agent.id]: { balance_cap: 1 } } }, `agents.${agent.id}.balance_cap`],
+    ]
+    for (const [body, field] of cases) {
+      const r = await t.req('PUT', '/v1/policies', { token: owner.token, body })
+      expect([JSON.stringify(body), r.status, r.body.error, r.body.field]).toEqual([JSON.stringify(body), 400, 'BAD_REQUEST', field])
+    }
+    await unchanged()
+  })
+
+  test('GET /v1/policies needs a bearer', async () => {
+    expect((await t.req('GET', '/v1/policies')).status).toBe(401)
+  })
+})
