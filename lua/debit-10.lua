@@ -4,6 +4,9 @@
   rate limit, allowlists, per-call max, agent daily cap, account daily cap, unpriced request cap,
   balance. Then debits and appends the ledger entry to the shard's outbox stream in the same script
   (transactional outbox), so a debit and its entry can never be separated.
+  It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
+  present only while auto-refill is enabled; kept by set-mandate-3), so the flag costs no extra key
+  and no extra round trip. The script decides nothing about the refill: reserve-refill-4 does.
 
   KEYS[1]  account hash                 {s}:acct:<acct>
   KEYS[2]  agent hash                   {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
@@ -31,11 +34,12 @@
   ARGV[13] account id (named in the ledger entry)
 
   Returns {status, balance, a, b}:
-    OK                   {0, balance_after, pending referrer's account id or '', account_spent_today}
+    OK                   {0, balance_after, pending referrer's account id or '', account_spent_today,
+                          refill_due: 1 when balance_after < refill_below, else 0}
     REPLAY               {1, 0, stored_response_json}
     RATE_LIMITED         {5, 0, retry_after_ms, limit}
     DENIED_*, *_CAP_*    {code, balance, cap, spent_or_used}
-    INSUFFICIENT_BALANCE {12, balance, price}
+    INSUFFICIENT_BALANCE {12, balance, price, refill_due: 1 when balance < refill_below, else 0}
     others               {code, 0}
 ]]
 
@@ -73,7 +77,7 @@ local function allowed(list, name)
 end
 
 -- 1. token and agent state
-local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer')
+local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
 local agent = nil
@@ -145,8 +149,12 @@ if unpriced then
 end
 
 -- 8. balance
+-- An enabled mandate's threshold: a balance under it asks the app for a background refill.
+local function refill_due(b)
+  return (acct[6] and b < tonumber(acct[6])) and 1 or 0
+end
 if balance < price then
-  count_request(); return {S_BALANCE, balance, price}
+  count_request(); return {S_BALANCE, balance, price, refill_due(balance)}
 end
 
 -- All checks passed: the writes. (`0 - price`, not `-price`: Lua prints -0 as "-0", which
@@ -174,4 +182,4 @@ if idem_fp ~= '' then
 end
 redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
   'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now)
-return {S_OK, balance, acct[5] or '', spent}
+return {S_OK, balance, acct[5] or '', spent, refill_due(balance)}

@@ -11,6 +11,12 @@ export interface LedgerContext {
   scripts: Scripts
   clock: Clock
   cfg: Config
+  /**
+   * Called (fire-and-forget) when a debit leaves the balance under the enabled mandate's threshold,
+   * or finds it too low: starts the background auto-refill. Set by services.ts; every caller of
+   * debit() (the call path and the proxy) gets the trigger without knowing about it.
+   */
+  onRefillDue?: (accountId: string) => void
 }
 
 /** Day-windowed keys live two days: long enough for a refund that crosses midnight. */

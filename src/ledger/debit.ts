@@ -61,6 +61,10 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
     ],
   )
   const status = reply[0] as number
+  // debit-10's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
+  // in the background and never delays or fails this request.
+  const refillFlag = status === S.OK ? reply[4] : status === S.INSUFFICIENT_BALANCE ? reply[3] : 0
+  if (Number(refillFlag) === 1) ctx.onRefillDue?.(acct)
   if (status === S.OK)
     return { kind: 'debited', callId, balance: Number(reply[1]), referrerId: (reply[2] as string) || null, day: w.day, at: now }
   if (status === S.REPLAY) return { kind: 'replay', response: String(reply[2]) }

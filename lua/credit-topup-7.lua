@@ -1,0 +1,76 @@
+--[[
+  credit-topup-7: credit one paid card charge — an auto-refill, an agent's top-up, or a credit pack
+  a human bought — exactly once and within the balance cap. The charge id is the dedupe key: the
+  synchronous refill path, Stripe's webhook and every replay of it credit one charge once between
+  them. A charge that would take the balance past the cap is not credited but parked for the
+  founder: the money is already taken, so only a human may decide to credit or refund it.
+  A refill or top-up also counts against its month's ceiling and releases the refill lock it held.
+
+  KEYS[1] account hash                  {s}:acct:<acct>
+  KEYS[2] mandate hash                  {s}:mandate:<acct>
+  KEYS[3] refills of the charge's month {s}:refills:<acct>:<YYYY-MM>  (not written for a pack)
+  KEYS[4] charge record                 {s}:charge:<acct>:<charge_id>
+  KEYS[5] parked payment                {s}:parked:<parked_id>  (written only when parking)
+  KEYS[6] parked queue of the shard     {s}:parkedq
+  KEYS[7] outbox stream                 {s}:outbox
+
+  ARGV[1] now, epoch ms (app clock)
+  ARGV[2] account id
+  ARGV[3] charge id (the processor's: Stripe PaymentIntent id, sandbox charge id)
+  ARGV[4] credits
+  ARGV[5] kind: 'refill' | 'topup' | 'pack'
+  ARGV[6] attempt id whose lock this charge settles; '' for a pack
+  ARGV[7] parked id to use if the charge must be parked (pk_<shard>_<random>)
+  ARGV[8] gateway ('sandbox' | 'stripe')
+  ARGV[9] TTL of the charge record, s
+  ARGV[10] TTL of the month's refills, s
+
+  Returns {OK, balance, credits} | {PARKED, balance, balance_cap, parked_id}
+        | {ALREADY_APPLIED, balance, 'credited'|'parked', parked_id or ''} | {NOT_FOUND}
+]]
+
+local S_OK, S_ALREADY, S_NOT_FOUND, S_PARKED = 0, 15, 16, 47
+
+local now, acct, charge = ARGV[1], ARGV[2], ARGV[3]
+local credits = tonumber(ARGV[4])
+local kind, attempt, parked_id = ARGV[5], ARGV[6], ARGV[7]
+
+local a = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap')
+if not a[1] then return {S_NOT_FOUND} end
+local balance = tonumber(a[1])
+local cap = tonumber(a[2] or '0')
+
+local seen = redis.call('HMGET', KEYS[4], 'state', 'parked')
+local holds_lock = attempt ~= '' and redis.call('HGET', KEYS[2], 'pending') == attempt
+
+-- Decided. Whatever the outcome, the attempt is settled: its lock is released.
+if holds_lock then
+  redis.call('HDEL', KEYS[2], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
+end
+if seen[1] then return {S_ALREADY, balance, seen[1], seen[2] or ''} end
+
+-- Credit or park: both count against the month's ceiling.
+if kind ~= 'pack' then
+  redis.call('HINCRBY', KEYS[3], 'refilled', credits)
+  redis.call('HINCRBY', KEYS[3], 'count', 1)
+  redis.call('EXPIRE', KEYS[3], tonumber(ARGV[10]))
+end
+
+if balance + credits > cap then
+  redis.call('HSET', KEYS[5], 'acct', acct, 'charge', charge, 'credits', credits, 'kind', kind,
+    'gateway', ARGV[8], 'state', 'parked', 'at', now)
+  redis.call('ZADD', KEYS[6], now, parked_id)
+  redis.call('HSET', KEYS[4], 'state', 'parked', 'parked', parked_id)
+  redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
+  redis.call('XADD', KEYS[7], '*', 'kind', 'parked', 'id', parked_id .. ':parked', 'pid', parked_id,
+    'acct', acct, 'charge', charge, 'credits', credits, 'pkind', kind, 'gateway', ARGV[8],
+    'state', 'parked', 'at', now)
+  return {S_PARKED, balance, cap, parked_id}
+end
+
+balance = redis.call('HINCRBY', KEYS[1], 'balance', credits)
+redis.call('HSET', KEYS[4], 'state', 'credited')
+redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
+redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
+  'amount', credits, 'bal', balance, 'ref', charge, 'target', kind, 'at', now)
+return {S_OK, balance, credits}

@@ -1,0 +1,49 @@
+--[[
+  release-refill-4: the processor refused a refill's charge. Frees the refill lock and the day's
+  top-up (a declined top-up did not happen), remembers the failure, and:
+  - 'declined' in auto mode: no new auto attempt before `retry_after` — a card is not hammered on
+    every paid call;
+  - 'authentication_required': the bank wants the card holder present, which an off-session refill
+    never is, so the mandate is disabled and its card forgotten here until a new consent
+    (the owner is told through the consent page, enable_url).
+  Only the attempt that holds the lock releases it.
+
+  KEYS[1] mandate hash                      {s}:mandate:<acct>
+  KEYS[2] account hash                      {s}:acct:<acct>
+  KEYS[3] top-up of the attempt's HKT day   {s}:topup:<acct>:<day>
+  KEYS[4] outbox stream                     {s}:outbox
+
+  ARGV[1] now, epoch ms (app clock)
+  ARGV[2] account id
+  ARGV[3] attempt id
+  ARGV[4] outcome: 'declined' | 'authentication_required'
+  ARGV[5] failure code from the processor
+  ARGV[6] auto-refill back-off after a decline, ms
+
+  Returns {OK, mode} | {ALREADY_APPLIED} (the lock is not, or no longer, this attempt's)
+]]
+
+local S_OK, S_ALREADY = 0, 15
+local now, acct, attempt, outcome = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+
+local m = redis.call('HMGET', KEYS[1], 'pending', 'pending_mode')
+if m[1] ~= attempt then return {S_ALREADY} end
+local mode = m[2]
+
+redis.call('HDEL', KEYS[1], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
+if mode == 'topup' and redis.call('GET', KEYS[3]) == attempt then redis.call('DEL', KEYS[3]) end
+redis.call('HSET', KEYS[1], 'last_failure', ARGV[5], 'last_failure_at', now)
+
+if outcome == 'authentication_required' then
+  redis.call('HDEL', KEYS[1], 'brand', 'last4', 'pm', 'retry_after')
+  redis.call('HSET', KEYS[1], 'enabled', '0', 'disabled_reason', 'authentication_required')
+  redis.call('HDEL', KEYS[2], 'refill_below')
+  local s = redis.call('HMGET', KEYS[1], 'threshold', 'refill', 'ceiling', 'customer', 'gateway')
+  redis.call('XADD', KEYS[4], '*', 'kind', 'mandate', 'id', acct .. ':mandate:' .. now, 'acct', acct,
+    'enabled', '0', 'threshold', s[1] or '', 'refill', s[2] or '', 'ceiling', s[3] or '',
+    'brand', '', 'last4', '', 'customer', s[4] or '', 'gateway', s[5] or '',
+    'reason', 'authentication_required', 'at', now)
+elseif mode == 'auto' then
+  redis.call('HSET', KEYS[1], 'retry_after', now + tonumber(ARGV[6]))
+end
+return {S_OK, mode}

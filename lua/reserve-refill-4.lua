@@ -1,0 +1,71 @@
+--[[
+  reserve-refill-4: may this account's saved card be charged now? The decision taken before any
+  charge, for the background auto-refill ('auto') and for the agent's explicit top-up ('topup').
+  Every rule is checked first; then the refill is reserved. The mandate's `pending` fields are the
+  refill lock — one refill in flight per account, across every instance — and they hold until
+  credit-topup-7 (paid) or release-refill-4 (refused) settles the attempt. A lock whose holder died
+  lapses at `pending_until` (longer than the gateway's longest call with its retries).
+
+  KEYS[1] account hash               {s}:acct:<acct>
+  KEYS[2] mandate hash               {s}:mandate:<acct>
+  KEYS[3] refills of this HKT month  {s}:refills:<acct>:<YYYY-MM>
+  KEYS[4] top-up of this HKT day     {s}:topup:<acct>:<day>  (written in 'topup' mode only)
+
+  ARGV[1] now, epoch ms (app clock)
+  ARGV[2] mode: 'auto' | 'topup'
+  ARGV[3] credits to charge; '' = the mandate's refill
+  ARGV[4] attempt id (also the processor's idempotency key)
+  ARGV[5] HKT month 'YYYY-MM' of KEYS[3]
+  ARGV[6] HKT day number of KEYS[4]
+  ARGV[7] how long the lock holds, ms
+  ARGV[8] TTL of the day marker, s
+  ARGV[9] this deployment's gateway: a card saved through another one cannot be charged
+  ARGV[10] balance cap when the account has none of its own
+
+  Returns {OK, credits, customer, payment_method, balance}
+        | {NO_MANDATE} | {REFILL_IN_FLIGHT} | {REFILL_NOT_NEEDED, balance, threshold}
+        | {REFILL_BACKOFF, retry_after_ms} | {TOPUP_TODAY}
+        | {CEILING_REACHED, refilled, ceiling, credits} | {BALANCE_CAP, balance, balance_cap, credits}
+        | {NOT_FOUND}
+]]
+
+local S_OK, S_NOT_FOUND, S_CAP = 0, 16, 17
+local S_NO_MANDATE, S_IN_FLIGHT, S_NOT_NEEDED, S_BACKOFF, S_TODAY, S_CEILING = 40, 42, 43, 44, 45, 46
+
+local now = tonumber(ARGV[1])
+local mode = ARGV[2]
+local attempt = ARGV[4]
+local hold_ms = tonumber(ARGV[7])
+
+local acct = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap')
+if not acct[1] then return {S_NOT_FOUND} end
+local balance = tonumber(acct[1])
+local cap = tonumber(acct[2] or ARGV[10])
+
+-- enabled, limits, card, back-off, and the refill in flight (if any)
+local m = redis.call('HMGET', KEYS[2], 'enabled', 'threshold', 'refill', 'ceiling', 'customer', 'pm',
+  'gateway', 'retry_after', 'pending', 'pending_until')
+if m[1] ~= '1' or not m[6] or m[7] ~= ARGV[9] then return {S_NO_MANDATE} end
+local threshold = tonumber(m[2] or '0')
+local credits = tonumber(ARGV[3] ~= '' and ARGV[3] or (m[3] or '0'))
+local ceiling = tonumber(m[4] or '0')
+
+if m[9] and tonumber(m[10] or '0') > now then return {S_IN_FLIGHT} end
+if credits <= 0 then return {S_NOT_NEEDED, balance, threshold} end
+if mode == 'auto' then
+  if m[8] and tonumber(m[8]) > now then return {S_BACKOFF, tonumber(m[8]) - now} end
+  if balance >= threshold then return {S_NOT_NEEDED, balance, threshold} end
+else
+  if redis.call('EXISTS', KEYS[4]) == 1 then return {S_TODAY} end
+end
+local refilled = tonumber(redis.call('HGET', KEYS[3], 'refilled') or '0')
+if refilled + credits > ceiling then return {S_CEILING, refilled, ceiling, credits} end
+if balance + credits > cap then return {S_CAP, balance, cap, credits} end
+
+-- All checks passed: take the lock.
+redis.call('HSET', KEYS[2], 'pending', attempt, 'pending_amount', credits, 'pending_until', now + hold_ms,
+  'pending_month', ARGV[5], 'pending_mode', mode, 'pending_day', ARGV[6])
+if mode == 'topup' then
+  redis.call('SET', KEYS[4], attempt, 'EX', tonumber(ARGV[8]))
+end
+return {S_OK, credits, m[5] or '', m[6], balance}

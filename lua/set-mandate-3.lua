@@ -1,0 +1,88 @@
+--[[
+  set-mandate-3: every change of an auto-refill mandate — a completed consent, new limits,
+  enable/disable, forgetting the card. The mandate lives in the account's slot, and the account
+  hash mirrors its threshold as `refill_below` exactly while it is enabled, so debit-10 can flag a
+  refill from the hash it already reads (no extra key, no extra round trip on the paid path).
+  Each change appends a `mandate` snapshot to the outbox: Postgres keeps the durable copy.
+
+  KEYS[1] mandate hash   {s}:mandate:<acct>
+  KEYS[2] account hash   {s}:acct:<acct>
+  KEYS[3] outbox stream  {s}:outbox
+
+  ARGV[1] now, epoch ms (app clock)
+  ARGV[2] account id
+  ARGV[3] op: 'consent' | 'update' | 'forget' | 'customer'
+    consent:  ARGV[4] card brand, [5] last4, [6] gateway customer, [7] payment method,
+              [8] threshold, [9] refill, [10] ceiling, [11] consent id, [12] gateway
+              (a consent id already applied is not applied again: the return page and the webhook
+              both complete the same setup)
+    update:   ARGV[4] threshold, [5] refill, [6] ceiling, [7] enabled '1'|'0'; '' = unchanged
+    forget:   ARGV[4] reason written to the snapshot
+    customer: ARGV[4] gateway customer id (one customer per account across consents)
+
+  Returns {OK, customer, payment_method} (forget: the card just forgotten)
+        | {ALREADY_APPLIED} | {CONSENT_REQUIRED} (enable without a saved card) | {NOT_FOUND}
+]]
+
+local S_OK, S_ALREADY, S_NOT_FOUND, S_CONSENT = 0, 15, 16, 41
+local now, acct, op = ARGV[1], ARGV[2], ARGV[3]
+
+if redis.call('EXISTS', KEYS[2]) == 0 then return {S_NOT_FOUND} end
+
+-- The durable copy: the whole mandate as it now is (minus the card's processor ids).
+local function snapshot(reason)
+  local m = redis.call('HMGET', KEYS[1], 'enabled', 'threshold', 'refill', 'ceiling', 'brand', 'last4', 'customer', 'gateway')
+  redis.call('XADD', KEYS[3], '*', 'kind', 'mandate', 'id', acct .. ':mandate:' .. now, 'acct', acct,
+    'enabled', m[1] or '0', 'threshold', m[2] or '', 'refill', m[3] or '', 'ceiling', m[4] or '',
+    'brand', m[5] or '', 'last4', m[6] or '', 'customer', m[7] or '', 'gateway', m[8] or '',
+    'reason', reason, 'at', now)
+end
+
+-- refill_below = threshold while enabled, absent otherwise (read by debit-10).
+local function mirror()
+  local m = redis.call('HMGET', KEYS[1], 'enabled', 'threshold')
+  if m[1] == '1' and m[2] then
+    redis.call('HSET', KEYS[2], 'refill_below', m[2])
+  else
+    redis.call('HDEL', KEYS[2], 'refill_below')
+  end
+end
+
+if op == 'consent' then
+  if redis.call('HGET', KEYS[1], 'consent_id') == ARGV[11] then return {S_ALREADY} end
+  redis.call('HSET', KEYS[1], 'brand', ARGV[4], 'last4', ARGV[5], 'customer', ARGV[6], 'pm', ARGV[7],
+    'threshold', ARGV[8], 'refill', ARGV[9], 'ceiling', ARGV[10], 'consent_id', ARGV[11],
+    'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
+  redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after')
+  mirror()
+  snapshot('consent')
+  return {S_OK, ARGV[6], ARGV[7]}
+end
+
+if op == 'update' then
+  if ARGV[7] == '1' and not redis.call('HGET', KEYS[1], 'pm') then return {S_CONSENT} end
+  local names = {'threshold', 'refill', 'ceiling', 'enabled'}
+  for i, name in ipairs(names) do
+    if ARGV[3 + i] ~= '' then redis.call('HSET', KEYS[1], name, ARGV[3 + i]) end
+  end
+  if ARGV[7] == '1' then redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after') end
+  mirror()
+  snapshot('update')
+  return {S_OK}
+end
+
+if op == 'forget' then
+  local card = redis.call('HMGET', KEYS[1], 'customer', 'pm')
+  redis.call('HDEL', KEYS[1], 'brand', 'last4', 'pm', 'retry_after')
+  redis.call('HSET', KEYS[1], 'enabled', '0')
+  mirror()
+  snapshot(ARGV[4])
+  return {S_OK, card[1] or '', card[2] or ''}
+end
+
+if op == 'customer' then
+  redis.call('HSET', KEYS[1], 'customer', ARGV[4])
+  return {S_OK}
+end
+
+return redis.error_reply('set-mandate: unknown op ' .. tostring(op))
