@@ -13,7 +13,14 @@ export function createRedis(cfg: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES
       const [host, port] = hp.split(':')
       return { host: host!, port: Number(port) }
     })
-    return new Cluster(nodes, { enableAutoPipelining: true, redisOptions: { maxRetriesPerRequest: 3 } })
+    return new Cluster(nodes, {
+      enableAutoPipelining: true,
+      // ioredis cannot find the key of XGROUP/XINFO (it follows a subcommand), so it sends them to
+      // any node; batched into an auto-pipeline, the MOVED replies are not followed. Sent alone,
+      // they are redirected like any other command.
+      autoPipeliningIgnoredCommands: ['xgroup', 'xinfo'],
+      redisOptions: { maxRetriesPerRequest: 3 },
+    })
   }
   return new Redis(cfg.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 3 })
 }

@@ -10,7 +10,9 @@ import postgres from 'postgres'
 import Redis from 'ioredis'
 import { createApp, type App } from '../../src/app'
 import { ManualClock, type Clock } from '../../src/clock'
-import { parseConfig } from '../../src/config'
+import { parseConfig, type Config } from '../../src/config'
+import { createRedis, masters } from '../../src/redis/client'
+import { listen, type Listener } from '../../src/listen'
 import { buildServices, type Services } from '../../src/services'
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
 
@@ -91,6 +93,8 @@ export interface TestApp {
   prefix: string
   req(method: string, path: string, opt?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<TestResponse>
   signup(email?: string, extra?: Record<string, unknown>): Promise<{ token: string; account_id: string; public_ref: string; balance: number }>
+  /** Starts a real listening server (the production listener, src/listen.ts) on loopback; returns its base URL. */
+  listen(): Promise<string>
   close(): Promise<void>
 }
 
@@ -138,8 +142,9 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
   const cfg = parseConfig(env)
   const s = await buildServices(cfg, { clock, env, flusherDatabaseUrl: opt.flusherDatabaseUrl })
   const app = createApp(s)
-  const redis = new Redis(REDIS_URL)
+  const redis = new Redis(env.REDIS_URL)
 
+  let listener: Listener | undefined
   const req: TestApp['req'] = async (method, path, o = {}) => {
     const headers: Record<string, string> = { ...o.headers }
     if (o.token) headers.authorization = `Bearer ${o.token}`
@@ -171,13 +176,29 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
       if (r.status !== 201) throw new Error(`signup failed: ${r.status} ${r.text}`)
       return r.body
     },
+    async listen() {
+      listener ??= await listen(app, { port: 0, hostname: '127.0.0.1', maxBodyBytes: cfg.MAX_BODY_BYTES })
+      return listener.url
+    },
     async close() {
+      await listener?.stop(true)
       await s.close()
       fake.stop()
-      await deleteKeys(redis, prefix)
+      await deleteAppKeys(cfg, prefix)
       redis.disconnect()
       if (ownDb) await ownDb.drop()
     },
+  }
+}
+
+/** Deletes the prefix's keys wherever the app kept them: its one Redis, or every cluster master. */
+export async function deleteAppKeys(cfg: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>, prefix: string): Promise<void> {
+  const client = createRedis(cfg)
+  try {
+    await client.ping() // a cluster client learns its masters on connect
+    for (const node of masters(client)) await deleteKeys(node, prefix)
+  } finally {
+    client.disconnect()
   }
 }
 
@@ -186,6 +207,7 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   do {
     const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
     cursor = next
-    if (batch.length) await redis.unlink(...batch)
+    // One UNLINK per key: a cluster node refuses a multi-key UNLINK across slots.
+    if (batch.length) await batch.reduce((p, k) => p.unlink(k), redis.pipeline()).exec()
   } while (cursor !== '0')
 }

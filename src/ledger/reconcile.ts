@@ -1,0 +1,101 @@
+/**
+ * The ledger of an account as the two stores hold it together: the rows Postgres already has and
+ * the money entries still waiting in the shard's outbox stream, united by entry id (an entry that
+ * was committed but not yet acked is in both, and counts once). Its sum is what the Redis balance
+ * must be; `ledger:rebuild` writes it back when Redis lost data, and the tests check it.
+ */
+import { eq, inArray } from 'drizzle-orm'
+import type { Database } from '../db/client'
+import { ledgerEntries } from '../db/schema'
+import type { LedgerContext } from './context'
+import { MONEY_KINDS } from './sinks'
+
+export interface LedgerLine {
+  id: string
+  kind: string
+  account: string
+  amount: number
+  /** The balance right after this entry, as the script that wrote it saw it. */
+  balanceAfter: number
+  callId: string | null
+  at: number
+  /** Where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
+  in: 'outbox' | 'postgres' | 'both'
+}
+
+export interface AccountLedger {
+  account: string
+  lines: LedgerLine[]
+  sum: number
+  postgres: { count: number; sum: number }
+  outbox: { count: number; sum: number }
+}
+
+const MONEY = new Set<string>(MONEY_KINDS)
+
+function fieldsOf(raw: string[]): Record<string, string> {
+  const f: Record<string, string> = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i]!] = raw[i + 1]!
+  return f
+}
+
+/** Money entries of the given accounts still in one shard's outbox (read in pages, never all at once). */
+export async function outboxLines(ctx: LedgerContext, shard: number, accounts: Set<string>): Promise<LedgerLine[]> {
+  const key = ctx.keys.outbox(shard)
+  const out: LedgerLine[] = []
+  let from = '-'
+  for (;;) {
+    const page = await ctx.redis.xrange(key, from, '+', 'COUNT', 1000)
+    for (const [, raw] of page) {
+      const f = fieldsOf(raw)
+      if (!MONEY.has(f.kind!) || !accounts.has(f.acct!)) continue
+      out.push({ id: f.id!, kind: f.kind!, account: f.acct!, amount: Number(f.amount), balanceAfter: Number(f.bal), callId: f.call || null, at: Number(f.at), in: 'outbox' })
+    }
+    if (page.length < 1000) return out
+    from = '(' + page.at(-1)![0]
+  }
+}
+
+export async function postgresLines(db: Database, accounts: string[]): Promise<LedgerLine[]> {
+  if (accounts.length === 0) return []
+  const rows = await db.select().from(ledgerEntries).where(accounts.length === 1 ? eq(ledgerEntries.accountId, accounts[0]!) : inArray(ledgerEntries.accountId, accounts))
+  return rows.map((r) => ({ id: r.id, kind: r.kind, account: r.accountId, amount: r.amount, balanceAfter: r.balanceAfter, callId: r.callId, at: r.at.getTime(), in: 'postgres' as const }))
+}
+
+/** The united ledger of each account (all accounts of one shard are read with one pass over its stream). */
+export async function accountLedgers(ctx: LedgerContext, db: Database, accounts: string[]): Promise<Map<string, AccountLedger>> {
+  const byShard = new Map<number, Set<string>>()
+  for (const a of accounts) {
+    const s = ctx.keys.shardOf(a)
+    byShard.set(s, (byShard.get(s) ?? new Set()).add(a))
+  }
+  const [pg, ...streams] = await Promise.all([postgresLines(db, accounts), ...[...byShard].map(([s, set]) => outboxLines(ctx, s, set))])
+  const out = new Map<string, AccountLedger>()
+  for (const a of accounts) out.set(a, { account: a, lines: [], sum: 0, postgres: { count: 0, sum: 0 }, outbox: { count: 0, sum: 0 } })
+  const byId = new Map<string, LedgerLine>()
+  for (const l of pg!) {
+    byId.set(l.id, l)
+    const led = out.get(l.account)!
+    led.postgres.count++
+    led.postgres.sum += l.amount
+  }
+  for (const l of streams.flat()) {
+    const led = out.get(l.account)!
+    led.outbox.count++
+    led.outbox.sum += l.amount
+    const seen = byId.get(l.id)
+    if (seen) seen.in = 'both'
+    else byId.set(l.id, l)
+  }
+  for (const l of byId.values()) {
+    const led = out.get(l.account)!
+    led.lines.push(l)
+    led.sum += l.amount
+  }
+  for (const led of out.values()) led.lines.sort((x, y) => x.at - y.at || x.id.localeCompare(y.id))
+  return out
+}
+
+export async function accountLedger(ctx: LedgerContext, db: Database, account: string): Promise<AccountLedger> {
+  return (await accountLedgers(ctx, db, [account])).get(account)!
+}
