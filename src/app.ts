@@ -16,6 +16,7 @@ import { agentRoutes } from './modules/agents'
 import { policyRoutes } from './modules/policies'
 import { supportRoutes } from './modules/support'
 import { adminRoutes } from './modules/admin'
+import { proxyRoutes } from './proxy'
 import { buildOpenApi } from './openapi'
 
 export function createApp(s: Services) {
@@ -45,6 +46,7 @@ export function createApp(s: Services) {
     .use(policyRoutes(s))
     .use(supportRoutes(s))
     .use(adminRoutes(s))
+    .use(proxyRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return app

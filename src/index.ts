@@ -1,6 +1,7 @@
 /** Entry point: configuration, services, listen; drain the flusher on shutdown. */
 import { createApp } from './app'
 import { loadConfigOrExit } from './config'
+import { listen } from './listen'
 import { ensureRedis } from './redis/embedded'
 import { buildServices } from './services'
 
@@ -8,7 +9,8 @@ const cfg = loadConfigOrExit()
 await ensureRedis(cfg)
 const services = await buildServices(cfg)
 const app = createApp(services)
-app.listen({ port: cfg.PORT, maxRequestBodySize: cfg.MAX_BODY_BYTES + 1024 })
+// node:http, not app.listen: the proxy's path safety needs the raw request target (see listen.ts).
+await listen(app, { port: cfg.PORT, maxBodyBytes: cfg.MAX_BODY_BYTES })
 if (cfg.FLUSHER === '1') services.flusher.start()
 services.pauses.start()
 services.log.info('listening', { port: app.server?.port, base_url: cfg.BASE_URL, postgres: cfg.DATABASE_URL ? 'external' : 'pglite' })

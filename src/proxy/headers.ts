@@ -1,0 +1,78 @@
+/**
+ * Header policy of the proxy, both directions. Our credentials (`authorization`, `x-api-key`),
+ * `host`, cookies, forwarding metadata and hop-by-hop headers (RFC 9110 §7.6.1, plus any named in
+ * `Connection`) never cross; the provider key is injected from the catalog's `auth` and its static
+ * headers fill in what the client did not send. The key is masked wherever a response would echo it.
+ */
+import { authHeaders } from '../modules/call/upstream'
+import type { Provider } from '../modules/catalog/service'
+import { maskKey } from './scrub'
+
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]
+
+const REQUEST_DROP = new Set([
+  ...HOP_BY_HOP,
+  'host',
+  'authorization',
+  'x-api-key',
+  'cookie',
+  'expect',
+  // The proxy asks for identity encoding so the key scrubber sees plain bytes (see upstreamHeaders).
+  'accept-encoding',
+  // Who the client is stays with us.
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+])
+
+const RESPONSE_DROP = new Set([
+  ...HOP_BY_HOP,
+  'set-cookie',
+  // Advertises the provider's alternative transports as if they were ours.
+  'alt-svc',
+])
+
+function connectionTokens(value: string | null): Set<string> {
+  if (!value) return new Set()
+  return new Set(value.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean))
+}
+
+export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string): Headers {
+  const out = new Headers()
+  const named = connectionTokens(incoming.get('connection'))
+  const authHeader = provider.auth.header.toLowerCase()
+  incoming.forEach((value, name) => {
+    if (REQUEST_DROP.has(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
+    out.set(name, value)
+  })
+  for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
+    // The auth header is always ours; a static header (e.g. anthropic-version) only fills a gap,
+    // since the client's SDK knows which API version it speaks.
+    if (name.toLowerCase() === authHeader || !out.has(name)) out.set(name, value)
+  }
+  out.set('accept-encoding', 'identity')
+  return out
+}
+
+export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Record<string, string>): Headers {
+  const out = new Headers()
+  const named = connectionTokens(upstream.get('connection'))
+  upstream.forEach((value, name) => {
+    if (RESPONSE_DROP.has(name) || named.has(name)) return
+    out.set(name, maskKey(value, apiKey))
+  })
+  for (const [name, value] of Object.entries(extra)) out.set(name, value)
+  return out
+}

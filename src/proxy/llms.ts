@@ -1,0 +1,117 @@
+/**
+ * `/llms-full.txt`: the proxy routes, written for an LLM agent to read and act on — each route's
+ * price or request cap, whose key it uses, how to authenticate, and base-URL settings to paste
+ * into the OpenAI and Anthropic SDKs. Built from the catalog, so it never lists a route that
+ * does not exist.
+ */
+import type { Config } from '../config'
+import type { Catalog, Provider } from '../modules/catalog/service'
+
+function keyStyle(p: Provider): string {
+  if (p.byok) return 'bring-your-own-key only: your vaulted key (POST /v1/keys/link gives a one-time link to store it); without one → VAULT_KEY_MISSING (409)'
+  if (!p.houseKey) return 'your vaulted key (POST /v1/keys/link); this deployment has no house key for it, so without one → API_UNAVAILABLE (503)'
+  return "the service's house key, or your own if you vaulted one (POST /v1/keys/link)"
+}
+
+function cost(p: Provider, cfg: Config): string {
+  const price = p.proxy!.price
+  if (price === 0) return `unpriced (0 credits); counted against the daily request cap of ${cfg.UNPRICED_DAILY_REQUEST_CAP} requests per account (resets 00:00 HKT) → REQUEST_CAP_REACHED (429)`
+  return `${price} credits per request ($${(price / cfg.CREDITS_PER_USD).toFixed(3)}), flat, debited before forwarding`
+}
+
+export function llmsFullText(catalog: Catalog, cfg: Config): string {
+  const base = cfg.BASE_URL
+  const routes = [...catalog.providers.values()].filter((p) => p.proxy)
+  const has = (id: string) => routes.some((p) => p.id === id)
+  const lines: string[] = [
+    '# Prepaid API Balance — native passthrough proxy',
+    '',
+    '> Point an existing provider SDK at this service instead of at the provider. Requests and responses keep the',
+    "> provider's own API shape (streaming included). The service injects the provider key, applies your account's",
+    '> governance (allowlists, caps, balance) before forwarding, and debits the route price from your prepaid balance.',
+    '',
+    '## Authentication',
+    '',
+    '- Use YOUR token from POST /v1/signup (owner `sk_…` or agent `ak_…`) as the SDK api key. Never send a provider key.',
+    '- Either header works: `Authorization: Bearer <token>` (OpenAI-style SDKs) or `x-api-key: <token>` (Anthropic SDK).',
+    '- Both are stripped before forwarding; the provider only ever sees its own key.',
+    '',
+    '## Routes',
+    '',
+    `Every route is \`ANY ${base}/proxy/{provider}/{path}\`; {path} must start with one of the allowed prefixes.`,
+    'Paths with `..`, `.`, `//`, `\\`, `@`, a scheme or percent-encoded versions of those are refused (PROXY_BAD_PATH).',
+    '',
+  ]
+  if (routes.length === 0) lines.push('No proxy routes are configured on this deployment.', '')
+  for (const p of routes) {
+    lines.push(
+      `### proxy:${p.id}`,
+      '',
+      `- Forwards: ${base}/proxy/${p.id}{path} → ${p.base_url}{path}`,
+      `- Allowed path prefixes: ${p.proxy!.paths.map((x) => `\`${x}\``).join(', ')}`,
+      `- Cost: ${cost(p, cfg)}`,
+      `- Provider key: ${keyStyle(p)}`,
+      `- Injected as: \`${p.auth.header}: ${p.auth.scheme ? `${p.auth.scheme} ` : ''}<key>\`${p.headers ? `; plus, if you do not send them: ${Object.keys(p.headers).map((h) => `\`${h}\``).join(', ')}` : ''}`,
+      `- Allowlist pattern: \`proxy:${p.id}\``,
+      `- Example: curl ${base}/proxy/${p.id}${p.proxy!.paths[0]}… -H "Authorization: Bearer $TOKEN"`,
+      '',
+    )
+  }
+  lines.push('## SDK settings (copy-paste)', '')
+  if (has('openai'))
+    lines.push(
+      'OpenAI SDK (JavaScript):',
+      '',
+      '```js',
+      "import OpenAI from 'openai'",
+      `const client = new OpenAI({ baseURL: '${base}/proxy/openai/v1', apiKey: process.env.PAB_TOKEN })`,
+      "await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] })",
+      '```',
+      '',
+      'OpenAI SDK (Python):',
+      '',
+      '```python',
+      'from openai import OpenAI',
+      `client = OpenAI(base_url="${base}/proxy/openai/v1", api_key=os.environ["PAB_TOKEN"])`,
+      '```',
+      '',
+    )
+  if (has('anthropic'))
+    lines.push(
+      'Anthropic SDK (JavaScript) — the SDK appends /v1/messages itself, so the base URL stops at the provider:',
+      '',
+      '```js',
+      "import Anthropic from '@anthropic-ai/sdk'",
+      `const client = new Anthropic({ baseURL: '${base}/proxy/anthropic', apiKey: process.env.PAB_TOKEN })`,
+      "await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hi' }] })",
+      '```',
+      '',
+      'Anthropic SDK (Python):',
+      '',
+      '```python',
+      'from anthropic import Anthropic',
+      `client = Anthropic(base_url="${base}/proxy/anthropic", api_key=os.environ["PAB_TOKEN"])`,
+      '```',
+      '',
+    )
+  for (const p of routes.filter((r) => r.id !== 'openai' && r.id !== 'anthropic'))
+    lines.push(`Any other SDK for ${p.id}: set its base URL to ${base}/proxy/${p.id} (plus the API version segment if the SDK expects it in the base) and its api key to your token.`, '')
+  lines.push(
+    '## What to expect',
+    '',
+    `- Responses over ${cfg.PROXY_MAX_RESPONSE_BYTES} bytes: RESPONSE_TOO_LARGE (502) if announced by Content-Length; a streamed body that crosses it is cut off. Either way the debit is refunded.`,
+    '- Provider 5xx or unreachable provider: PROVIDER_ERROR (502), debit refunded. Provider 4xx: passed through as sent, charged.',
+    '- A client that disconnects mid-request aborts the upstream request; the debit stands.',
+    '- Each response carries `x-pab-call-id`, `x-pab-charged` and `x-pab-balance`; every request appears in GET /v1/activity as `proxy:{provider}`.',
+    `- Rate limit: ${cfg.RATE_LIMIT_PER_TOKEN} requests per minute per token (RATE_LIMITED, 429, with Retry-After).`,
+    '- Low balance: PAYMENT_REQUIRED (402) with `human_readable` — relay it to your user verbatim.',
+    '- Every error is JSON `{"error": CODE, "message": …}`; the full list with remedies is at /errors.md.',
+    '',
+    '## Other surfaces',
+    '',
+    '- Capabilities with a flat per-call price: GET /v1/search?q=… then POST /v1/call/{slug}.',
+    '- Balance and caps: GET /v1/balance, GET /v1/policies. Everything: /openapi.json.',
+    '',
+  )
+  return lines.join('\n')
+}

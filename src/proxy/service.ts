@@ -1,0 +1,162 @@
+/**
+ * One proxied request: path safety (raw target) → who is calling → which provider key → the debit
+ * (debit-10: token, agent state, rate limit, allowlists incl. `proxy:<provider>`, caps, request cap
+ * for unpriced routes, balance) → the upstream request, both bodies streamed → settlement: refund
+ * on provider failure or the response cap, file the call for activity and the public counters.
+ * errors: PROXY_BAD_PATH, PROXY_UNKNOWN_PROVIDER, UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
+ *         API_UNAVAILABLE, every denial of debit-10, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
+ *         RESPONSE_TOO_LARGE (refunded).
+ */
+import type { Principal } from '../auth/principal'
+import { ApiError } from '../errors'
+import { applyReferralBonus } from '../ledger/accounts'
+import { recordCall, type CallRecord } from '../ledger/calls'
+import { debit } from '../ledger/debit'
+import { refund } from '../ledger/refund'
+import { paymentRequired } from '../modules/account/payment'
+import type { Provider } from '../modules/catalog/service'
+import type { Services } from '../services'
+import { downstreamHeaders, upstreamHeaders } from './headers'
+import { resolveProxyTarget } from './path'
+import { relay, type RelayEnd } from './relay'
+
+export interface ProxyInput {
+  /** The request target as sent (see raw-target.ts). */
+  raw: string
+  ip: string
+}
+
+/** Outcome of a proxied request as filed in activity; the refunded ones give the debit back. */
+type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large' | 'client_closed'
+const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large'])
+
+export async function proxyRequest(s: Services, request: Request, input: ProxyInput): Promise<Response> {
+  const target = resolveProxyTarget(input.raw, s.catalog.providers)
+  const { provider } = target
+  const principal = await authenticate(s, request, input.ip)
+  const apiKey = await providerKey(s, provider, principal.accountId)
+
+  const price = provider.proxy.price
+  const slug = `proxy:${provider.id}`
+  const d = await debit(s.ctx, { principal, target: slug, price, unpriced: price === 0, idempotency: undefined })
+  if (d.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, d.balance, d.price)
+  if (d.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
+
+  const started = performance.now()
+  let httpStatus: number | null = null
+  let settled: Promise<number | null> | null = null
+  /** Files the request once; returns the balance after the refund when there was one. */
+  const settle = (outcome: Outcome): Promise<number | null> =>
+    (settled ??= (async () => {
+      const refunded = REFUNDED.has(outcome)
+      const rec: CallRecord = {
+        call_id: d.callId,
+        slug,
+        agent_id: principal.agentId,
+        charged: price,
+        refunded,
+        outcome,
+        http_status: httpStatus,
+        latency_ms: Math.round(performance.now() - started),
+        at: new Date(d.at).toISOString(),
+      }
+      let balance: number | null = null
+      if (refunded) {
+        const r = await refund(s.ctx, { accountId: principal.accountId, agentId: principal.agentId, callId: d.callId, day: d.day, reason: outcome })
+        balance = r.balance
+      }
+      // Filing the metadata and the referral bonus never delay the bytes.
+      void recordCall(s.ctx, principal.accountId, rec).catch((e) => s.log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
+      if (outcome === 'ok' && d.referrerId)
+        void applyReferralBonus(s.ctx, principal.accountId, d.referrerId, d.callId).catch((e) =>
+          s.log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) }),
+        )
+      return balance
+    })())
+
+  const upstream = new AbortController()
+  const abortUpstream = () => upstream.abort()
+  // A client that goes away takes its upstream request with it.
+  if (request.signal.aborted) abortUpstream()
+  else request.signal.addEventListener('abort', abortUpstream, { once: true })
+
+  const method = request.method
+  const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
+  let res: Response
+  try {
+    res = await fetch(provider.base_url + target.path + target.query, {
+      method,
+      headers: upstreamHeaders(request.headers, provider, apiKey),
+      body: withBody ? request.body : undefined,
+      duplex: 'half',
+      redirect: 'manual',
+      signal: upstream.signal,
+      // Bytes pass through as sent; upstreamHeaders asks for identity encoding anyway.
+      decompress: false,
+    } as RequestInit)
+  } catch {
+    if (request.signal.aborted) {
+      await settle('client_closed')
+      return new Response(null, { status: 499 })
+    }
+    const balance = await settle('network')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: null, balance })
+  }
+  httpStatus = res.status
+
+  // Redirects are not followed, and not handed to the client either: its SDK would follow the
+  // Location with our token in x-api-key to a host the catalog never named.
+  if (res.status >= 500 || (res.status >= 300 && res.status < 400 && res.headers.has('location'))) {
+    abortUpstream()
+    const balance = await settle('provider_error')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+  }
+  const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
+  const declared = Number(res.headers.get('content-length') ?? '0')
+  if (declared > cap) {
+    abortUpstream()
+    const balance = await settle('too_large')
+    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+  }
+
+  const done: Outcome = res.status >= 400 ? 'provider_4xx' : 'ok'
+  const headers = downstreamHeaders(res.headers, apiKey, {
+    'x-pab-call-id': d.callId,
+    'x-pab-charged': String(price),
+    'x-pab-balance': String(d.balance),
+  })
+  if (!res.body) {
+    void settle(done)
+    return new Response(null, { status: res.status, headers })
+  }
+  const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
+  const body = relay(res.body, {
+    cap,
+    // A content-encoded body (an upstream that ignored identity) cannot be scanned; it passes as is.
+    apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,
+    abortUpstream,
+    clientGone: () => request.signal.aborted,
+    onEnd: (how) => settle(ends[how]),
+  })
+  return new Response(body, { status: res.status, headers })
+}
+
+/** Our token in `Authorization: Bearer` (OpenAI-style SDKs) or `x-api-key` (Anthropic's SDK). */
+async function authenticate(s: Services, request: Request, ip: string): Promise<Principal> {
+  const auth = request.headers.get('authorization')
+  const bearer = auth && /^bearer /i.test(auth) ? auth.slice(7).trim() : undefined
+  const apiKey = request.headers.get('x-api-key') ?? undefined
+  const principal = (await s.guard.tokens.resolve(bearer)) ?? (await s.guard.tokens.resolve(apiKey))
+  if (principal) return principal
+  await s.guard.admitAnonymous(ip)
+  throw new ApiError('UNAUTHORIZED')
+}
+
+/** The caller's vaulted key first, else the house key; a byok provider never uses a house key. */
+async function providerKey(s: Services, provider: Provider, accountId: string): Promise<string> {
+  const vaulted = await s.vaultedKey(accountId, provider.id)
+  if (vaulted) return vaulted
+  if (provider.byok) throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
+  if (!provider.houseKey) throw new ApiError('API_UNAVAILABLE', { slug: `proxy:${provider.id}`, capabilities_url: '/capabilities' })
+  return provider.houseKey
+}
