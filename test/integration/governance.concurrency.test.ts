@@ -1,0 +1,107 @@
+/**
+ * Caps under concurrency: every cap is checked and charged in the one debit script, so no burst,
+ * however it interleaves, passes any cap by a single credit.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { hktDay } from '../../src/clock'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '100000', RATE_LIMIT_PER_IP: '100000' } })
+})
+afterAll(async () => {
+  await t.close()
+})
+
+type Res = Awaited<ReturnType<TestApp['req']>>
+
+async function newAgent(ownerToken: string, body: Record<string, unknown>) {
+  const r = await t.req('POST', '/v1/agents', { token: ownerToken, body })
+  expect(r.status).toBe(201)
+  return r.body as { id: string; token: string }
+}
+
+describe('caps under concurrency', () => {
+  test('8 agents racing their own caps (30) and the account cap (100) at once: no cap passed by a credit', async () => {
+    const AGENTS = 8
+    const AGENT_CAP = 30
+    const ACCOUNT_CAP = 100
+    const owner = await t.signup()
+    await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: ACCOUNT_CAP } } })
+    const fleet = await Promise.all(Array.from({ length: AGENTS }, (_, i) => newAgent(owner.token, { name: `racer-${i}`, daily_cap: AGENT_CAP })))
+
+    // Each agent: 10 calls at 5 credits and 10 at 1 credit, all 160 requests in flight together.
+    const jobs = fleet.flatMap((ag) => Array.from({ length: 20 }, (_, i) => ({ ag, slug: i % 2 === 0 ? 'test.echo' : 'test.cheap', price: i % 2 === 0 ? 5 : 1 })))
+    const results: { ag: { id: string }; price: number; r: Res }[] = await Promise.all(
+      jobs.map(async (j) => ({ ...j, r: await t.req('POST', `/v1/call/${j.slug}`, { token: j.ag.token, body: {} }) })),
+    )
+
+    const day = hktDay(t.clock.now())
+    const { redis, keys } = t.s.ctx
+    let total = 0
+    for (const ag of fleet) {
+      const spent = results.filter((x) => x.ag === ag && x.r.status === 200).reduce((s, x) => s + x.price, 0)
+      expect(spent).toBeLessThanOrEqual(AGENT_CAP)
+      expect(Number(await redis.get(keys.agentSpentToday(owner.account_id, ag.id, day)))).toBe(spent)
+      total += spent
+    }
+    expect(total).toBeLessThanOrEqual(ACCOUNT_CAP)
+    // The fleet could spend 240: the account cap must have refused calls, so it was filled to
+    // within one 5-credit call of the cap.
+    expect(total).toBeGreaterThan(ACCOUNT_CAP - 5)
+    expect(Number(await redis.get(keys.spentToday(owner.account_id, day)))).toBe(total)
+    expect(await redisBalance(t, owner.account_id)).toBe(500 - total)
+    await checkRedisInvariant(t, owner.account_id)
+
+    // Every refusal is a cap refusal whose numbers justify it: spent + price > cap.
+    for (const { r, price } of results.filter((x) => x.r.status !== 200)) {
+      if (r.body.error === 'POLICY_DENIED') {
+        expect(r.body.rule).toBe('agent_daily_cap')
+        expect(r.body.cap).toBe(AGENT_CAP)
+      } else {
+        expect(r.body.error).toBe('DAILY_CAP_REACHED')
+        expect(r.body.cap).toBe(ACCOUNT_CAP)
+      }
+      expect(r.body.spent + price).toBeGreaterThan(r.body.cap)
+    }
+    const listed = (await t.req('GET', '/v1/agents', { token: owner.token })).body.agents as { id: string; spent_today: number }[]
+    expect(listed.reduce((s, x) => s + x.spent_today, 0)).toBe(total)
+  })
+
+  test('50 simultaneous first calls of a new agent: spend ≤ its cap (5-credit calls: exactly 2 of 50 pass a cap of 12)', async () => {
+    const owner = await t.signup()
+    const ag = await newAgent(owner.token, { name: 'fresh', daily_cap: 12 })
+    const rs = await Promise.all(Array.from({ length: 50 }, () => t.req('POST', '/v1/call/test.echo', { token: ag.token, body: {} })))
+    expect(rs.filter((r) => r.status === 200)).toHaveLength(2)
+    expect(rs.filter((r) => r.body.rule === 'agent_daily_cap')).toHaveLength(48)
+    expect(await redisBalance(t, owner.account_id)).toBe(490)
+  })
+
+  test('50 simultaneous first calls of a new agent at 1 credit: the cap of 12 is spent exactly, never passed', async () => {
+    const owner = await t.signup()
+    const ag = await newAgent(owner.token, { name: 'fresh-cheap', daily_cap: 12 })
+    const rs = await Promise.all(Array.from({ length: 50 }, () => t.req('POST', '/v1/call/test.cheap', { token: ag.token, body: {} })))
+    expect(rs.filter((r) => r.status === 200)).toHaveLength(12)
+    const balances = rs.filter((r) => r.status === 200).map((r) => r.body.balance as number)
+    expect(new Set(balances).size).toBe(12)
+    expect(await redisBalance(t, owner.account_id)).toBe(488)
+    await checkRedisInvariant(t, owner.account_id)
+  })
+
+  test('a kill racing a burst: once the kill has answered, not one more call of that agent is charged', async () => {
+    const owner = await t.signup()
+    const ag = await newAgent(owner.token, { name: 'runaway' })
+    const burst = Array.from({ length: 40 }, () => t.req('POST', '/v1/call/test.cheap', { token: ag.token, body: {} }))
+    const kill = await t.req('POST', `/v1/agents/${ag.id}/kill`, { token: owner.token })
+    expect(kill.body.state).toBe('killed')
+    const balanceAtKill = await redisBalance(t, owner.account_id)
+    const rs = await Promise.all(burst)
+    // Calls already debited when the kill landed finish; anything after it is refused.
+    const after = await Promise.all(Array.from({ length: 20 }, () => t.req('POST', '/v1/call/test.cheap', { token: ag.token, body: {} })))
+    expect(after.every((r) => r.body.error === 'AGENT_KILLED')).toBe(true)
+    expect(await redisBalance(t, owner.account_id)).toBe(balanceAtKill)
+    expect(rs.every((r) => r.status === 200 || r.body.error === 'AGENT_KILLED')).toBe(true)
+  })
+})
