@@ -1,0 +1,57 @@
+/**
+ * One load run with autocannon, as a child process (Node when present: autocannon is a Node tool,
+ * and a separate client process keeps its CPU out of the servers' event loops).
+ */
+import { join } from 'node:path'
+
+export interface LoadOptions {
+  url: string
+  connections: number
+  durationS: number
+  body: string
+  headers: Record<string, string>
+}
+
+export interface LoadResult {
+  reqPerSec: number
+  p50: number
+  p99: number
+  ok: number
+  non2xx: number
+  errors: number
+  timeouts: number
+  durationS: number
+  /** CPU the client itself used, in % of one core. */
+  clientCpuPct: number
+}
+
+const AUTOCANNON = join(import.meta.dir, '..', '..', 'node_modules', 'autocannon', 'autocannon.js')
+
+export function clientRuntime(): string[] {
+  const node = Bun.which('node')
+  return node ? [node] : [process.execPath]
+}
+
+export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+  const args = [...clientRuntime(), AUTOCANNON, '--json', '-c', String(o.connections), '-d', String(o.durationS), '-m', 'POST', '-b', o.body]
+  for (const [k, v] of Object.entries(o.headers)) args.push('-H', `${k}=${v}`)
+  args.push(o.url)
+  const started = performance.now()
+  const proc = Bun.spawn(args, { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`autocannon exited with ${code}: ${err.slice(-2000)}`)
+  const r = JSON.parse(out.slice(out.indexOf('{')))
+  const wallS = (performance.now() - started) / 1000
+  const cpuUs = Number(proc.resourceUsage()?.cpuTime.total ?? 0n)
+  return {
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok: r['2xx'],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    durationS: r.duration,
+    clientCpuPct: Math.round((cpuUs / 1e6 / wallS) * 100),
+  }
+}

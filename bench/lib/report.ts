@@ -1,0 +1,150 @@
+/**
+ * The "Paid call (issue 2)" section of bench/RESULTS.md, rendered from one run. The script
+ * replaces only the text between its own markers, so other sections of the file (the proxy
+ * bench) are never touched.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { LedgerCheck } from './ledger-check'
+import type { LoadResult } from './load'
+
+export const BEGIN = '<!-- paid-call:begin (written by bench/run.ts; do not edit by hand) -->'
+export const END = '<!-- paid-call:end -->'
+
+export interface Row {
+  round: number
+  name: string
+  load: LoadResult
+  machineBusyPct: number
+  cpu: Record<string, number>
+  loadAfter: string
+}
+
+export interface Report {
+  command: string
+  at: string
+  machine: string[]
+  nproc: number
+  background: { loadBefore: string; busyPct: number }
+  connections: number
+  durationS: number
+  warmupS: number
+  rows: Row[]
+  medians: Record<string, { reqPerSec: number; p50: number; p99: number }>
+  ledger: LedgerCheck
+  loadAfter: string
+}
+
+export const THROUGHPUT_TARGET = 0.8
+/** Other processes using more than this (% of one core) during a row make the run a busy one. */
+export const BUSY_OTHERS_PCT = 25
+export const P99_TARGET_MS = 10
+
+const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
+const f2 = (n: number) => n.toFixed(2)
+const met = (ok: boolean) => (ok ? '**met**' : '**NOT met**')
+
+export function verdict(r: Report) {
+  const none = { reqPerSec: NaN, p50: NaN, p99: NaN }
+  const paid = r.medians['paid call'] ?? none
+  const pass = r.medians['passthrough'] ?? none
+  const direct = r.medians['upstream direct'] ?? none
+  const paidRows = r.rows.filter((x) => x.name === 'paid call')
+  const clean = r.rows.every((x) => x.load.non2xx === 0 && x.load.errors === 0 && x.load.timeouts === 0)
+  const ratio = paid.reqPerSec / pass.reqPerSec
+  return {
+    ratio,
+    paidVsDirect: paid.reqPerSec / direct.reqPerSec,
+    passVsDirect: pass.reqPerSec / direct.reqPerSec,
+    throughputMet: clean && ratio >= THROUGHPUT_TARGET,
+    p99Met: clean && paidRows.every((x) => x.load.p99 < P99_TARGET_MS),
+    clean,
+  }
+}
+
+/** Whether other work competed with the bench: the "others" CPU of the measured rows. */
+function busyLine(r: Report): string {
+  const others = r.rows.map((x) => x.cpu.others ?? 0)
+  const max = Math.max(...others)
+  const range = `${Math.min(...others)}–${max}% of a core`
+  const busy = max > BUSY_OTHERS_PCT || r.background.busyPct >= 10
+  return busy
+    ? `- During the measured rows, processes outside the bench used ${range} (the "others" column): **the machine was busy with other work; every row is depressed by it, and unevenly.**`
+    : `- During the measured rows, processes outside the bench used ${range}: the machine was quiet.`
+}
+
+export function render(r: Report): string {
+  const v = verdict(r)
+  const L: string[] = []
+  L.push('## Paid call (issue 2)', '', BEGIN, '')
+  L.push(`Command (from the project root; \`npx bun run bench ...\` is the same): \`${r.command}\``, '')
+  L.push(`Run at ${r.at}. ${r.connections} connections, ${r.warmupS} s warm-up (discarded) then ${r.durationS} s measured per row, same POST body to every row.`, '')
+  L.push('Machine:', '')
+  for (const m of r.machine) L.push(`- ${m}`)
+  L.push(
+    `- Before the run: load average ${r.background.loadBefore}; the machine was ${r.background.busyPct}% busy (of all cores) over a 2 s sample with nothing of the bench running.`,
+    busyLine(r),
+    `- After the run: load average ${r.loadAfter}.`,
+    '',
+  )
+  L.push('| Round | Row | req/s | p50 ms | p99 ms | 2xx | non-2xx | errors+timeouts |')
+  L.push('|---|---|---:|---:|---:|---:|---:|---:|')
+  for (const x of r.rows)
+    L.push(`| ${x.round} | ${x.name} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${f0(x.load.ok)} | ${x.load.non2xx} | ${x.load.errors + x.load.timeouts} |`)
+  L.push('')
+  L.push('Where the CPU went during each measured row (% of one core; the machine has ' + r.nproc + ' cores), and what one request cost:', '')
+  L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain) | load avg after |')
+  L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  for (const x of r.rows) {
+    const c = x.cpu
+    const us = (pct: number) => Math.round((pct / 100 / Math.max(1, x.load.reqPerSec)) * 1e6)
+    const chain = x.load.clientCpuPct + (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
+    L.push(
+      `| ${x.round} | ${x.name} | ${x.machineBusyPct}% | ${x.load.clientCpuPct} | ${c.upstream ?? '–'} | ${c.hop ?? '–'} | ${c.redis ?? '–'} | ${c.postgres ?? '–'} | ${c.irq ?? '–'} | ${c.steal ?? '–'} | ${c.others ?? '–'} | ` +
+        `${c.hop === undefined ? '–' : us(c.hop)} | ${us(chain)} | ${x.loadAfter} |`,
+    )
+  }
+  L.push('')
+  if (r.rows.some((x) => x.round > 1)) {
+    L.push('Medians over the rounds:', '', '| Row | req/s | p50 ms | p99 ms |', '|---|---:|---:|---:|')
+    for (const [name, m] of Object.entries(r.medians)) L.push(`| ${name} | ${f0(m.reqPerSec)} | ${m.p50} | ${m.p99} |`)
+    L.push('')
+  }
+  L.push('Rows: **upstream direct** = the fake upstream (bench/fake-upstream.ts) alone; **passthrough** = a bare Bun `fetch` forwarder in front of it (bench/passthrough.ts), no ledger; **paid call** = `POST /v1/call/bench.search` with the owner bearer through the whole service (auth, params validation, debit-10, upstream with the house key, record-call-4, the flusher writing to Postgres). "hop" is the passthrough or the service process; "kernel irq" is interrupt and softirq time (loopback networking, charged to no process); "steal" is time the hypervisor gave to other guests; "others" is the rest of the machine\'s busy time (other engineers\' work, this bench\'s orchestrator). Redis and Postgres are shared, so their columns include others\' use too.', '')
+  L.push(
+    'Reading it: every process of a row shares the same cores, so a row\'s throughput is bounded by the CPU its whole chain spends per request (last CPU column), not by the hop alone. ' +
+      `At a fixed ${r.connections} connections the mean latency is about connections / throughput (Little\'s law), so the p99 target moves with the throughput one.`,
+    '',
+  )
+  L.push('Ratios and targets:', '')
+  L.push(`- paid call / passthrough throughput: **${f2(v.ratio)}** (target ≥ ${f2(THROUGHPUT_TARGET)}): ${met(v.throughputMet)}`)
+  L.push(`- paid call p99 at ${r.connections} connections: **${r.rows.filter((x) => x.name === 'paid call').map((x) => `${x.load.p99} ms`).join(', ')}** (target < ${P99_TARGET_MS} ms): ${met(v.p99Met)}`)
+  L.push(`- passthrough / upstream direct: ${f2(v.passVsDirect)}; paid call / upstream direct: ${f2(v.paidVsDirect)}`)
+  if (!v.clean) L.push('- some rows had non-2xx answers or errors: the targets are not met on such a run')
+  L.push('')
+  const g = r.ledger
+  L.push(`Ledger exactness after the run: ${g.exact ? '**exact**' : '**NOT exact**'}`, '')
+  L.push(
+    `- Redis: funded balance ${f0(g.funded)} − final balance ${f0(g.final)} = ${f0(g.spent)} credits = price ${g.price} × ${f0(g.serverOk)} successful calls counted by the service: ${g.redisExact ? 'yes' : '**NO**'}`,
+  )
+  L.push(
+    `- Client: autocannon saw ${f0(g.clientOk)} 2xx on the paid route (warm-ups included); the service completed ${f0(g.serverOk - g.clientOk)} more, within the ≤ ${g.maxInFlightDropped} requests autocannon drops in flight when a run's clock stops: ${g.clientConsistent ? 'consistent' : '**inconsistent**'}`,
+  )
+  if (g.pg)
+    L.push(
+      `- Postgres after the flusher drained (lag ${g.pg.lagEntries}): ${f0(g.pg.debits)} debit and ${g.pg.refunds} refund entries summing to ${f0(g.pg.sum)} credits, ${f0(g.pg.callsOk)} \`ok\` call rows: ${g.pg.exact ? 'match Redis' : '**do NOT match Redis**'}`,
+    )
+  else L.push('- Postgres: not checked (PGlite is private to the service process, or the flusher was off)')
+  L.push('', 'The funding is a direct write of the balance field (bench setup only, no ledger entry), so the check starts from the funded balance.', '', END)
+  return L.join('\n')
+}
+
+/** Replaces this bench's section in RESULTS.md (or appends it); every other byte is kept. */
+export function writeSection(file: string, section: string): void {
+  const header = '# Bench results\n\nEach section is written by its own script; rerun the command it names to refresh it.\n'
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : header
+  const start = text.indexOf('## Paid call (issue 2)')
+  const end = text.indexOf(END)
+  if (start !== -1 && end !== -1 && end > start) text = text.slice(0, start) + section + text.slice(end + END.length)
+  else text = text.replace(/\n*$/, '\n\n') + section + '\n'
+  writeFileSync(file, text)
+}

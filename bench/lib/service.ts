@@ -1,0 +1,152 @@
+/**
+ * Our service as the bench runs it: its own process (`bun run src/index.ts`), a fresh Postgres
+ * database (or PGlite), a random Redis key prefix, a catalog whose one capability points at the
+ * fake upstream, limits opened wide, and one funded account. Afterwards it checks that the ledger
+ * is exact and removes everything it created.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import Redis from 'ioredis'
+import postgres from 'postgres'
+import { Keys } from '../../src/redis/keys'
+import { startChild, waitHttp, type Child } from './proc'
+
+export const ROOT = join(import.meta.dir, '..', '..')
+export const BENCH_SLUG = 'bench.search'
+export const BENCH_PRICE = 5
+/** Enough for any run on this machine: 10^12 credits ≫ price × (calls in a few minutes). */
+const FUND = 1_000_000_000_000
+const HUGE = '1000000000000000'
+const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+export function benchCatalog(upstreamUrl: string) {
+  return {
+    providers: {
+      benchsearch: { base_url: upstreamUrl, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'x-api-key' } },
+    },
+    capabilities: [
+      {
+        slug: BENCH_SLUG,
+        provider: 'benchsearch',
+        lane: 'house',
+        price: BENCH_PRICE,
+        method: 'POST',
+        path: '/search',
+        timeout_ms: 15000,
+        description: 'bench: a search API on loopback',
+        params: { type: 'object', required: ['q'], properties: { q: { type: 'string', minLength: 1 } } },
+      },
+    ],
+  }
+}
+
+export interface BenchService {
+  url: string
+  child: Child
+  prefix: string
+  postgres: 'external' | 'pglite'
+  /** The fresh database, with external Postgres. */
+  dbUrl: string | undefined
+  /** Whether the service runs its write-behind flusher (the production default). */
+  flusher: boolean
+  redis: Redis
+  keys: Keys
+  signup(): Promise<{ accountId: string; token: string }>
+  /** The account's balance as the ledger holds it (the account hash in Redis). */
+  balance(accountId: string): Promise<number>
+  /**
+   * Bench setup only: sets the balance field directly, bypassing the top-up path and its
+   * balance cap, so that no run can drain the account. No ledger entry is written for it, which
+   * is why the ledger check compares debits against the balance *after* this write.
+   */
+  fund(accountId: string): Promise<number>
+  stop(): Promise<void>
+}
+
+export async function startService(o: { port: number; upstreamUrl: string; outDir: string; pglite: boolean; profile?: boolean; flusher?: boolean }): Promise<BenchService> {
+  const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
+  const dbName = `bench_${Math.random().toString(36).slice(2, 10)}`
+  let dbUrl: string | undefined
+  if (!o.pglite) {
+    const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`CREATE DATABASE "${dbName}"`)
+    await admin.end()
+    const u = new URL(PG_ADMIN_URL)
+    u.pathname = `/${dbName}`
+    dbUrl = u.toString()
+  }
+  mkdirSync(o.outDir, { recursive: true })
+  const catalogFile = join(o.outDir, 'catalog.json')
+  writeFileSync(catalogFile, JSON.stringify(benchCatalog(o.upstreamUrl), null, 2))
+  const env: Record<string, string | undefined> = {
+    PORT: String(o.port),
+    DATABASE_URL: dbUrl,
+    PGLITE_DIR: o.pglite ? join(o.outDir, 'pg') : undefined,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
+    LOG: 'silent',
+    CATALOG_FILE: catalogFile,
+    BENCH_HOUSE_KEY: 'bench-house-key',
+    // Limits opened wide: the bench measures the cost of the checks, not their denials.
+    RATE_LIMIT_PER_TOKEN: '1000000000',
+    RATE_LIMIT_PER_IP: '1000000000',
+    DEFAULT_DAILY_CAP: HUGE,
+    DEFAULT_BALANCE_CAP: HUGE,
+    FLUSHER: o.flusher === false ? '0' : '1',
+  }
+  if (!dbUrl) delete env.DATABASE_URL
+  const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`] : []
+  const child = startChild('service', [join(ROOT, 'node_modules', '.bin', 'bun'), ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'))
+  const url = `http://127.0.0.1:${o.port}`
+  await waitHttp(`${url}/status`, child)
+  const redis = new Redis(REDIS_URL, { lazyConnect: false })
+  const keys = new Keys(prefix)
+
+  return {
+    url,
+    child,
+    prefix,
+    postgres: dbUrl ? 'external' : 'pglite',
+    dbUrl,
+    flusher: o.flusher !== false,
+    redis,
+    keys,
+    async signup() {
+      const res = await fetch(`${url}/v1/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: `bench-${prefix}@example.com`, origin: 'bench' }),
+      })
+      const body = (await res.json()) as { account_id: string; token: string }
+      if (res.status !== 201) throw new Error(`signup answered ${res.status}: ${JSON.stringify(body)}`)
+      return { accountId: body.account_id, token: body.token }
+    },
+    async balance(accountId) {
+      return Number(await redis.hget(keys.account(accountId), 'balance'))
+    },
+    async fund(accountId) {
+      await redis.hset(keys.account(accountId), 'balance', FUND)
+      return FUND
+    },
+    async stop() {
+      await child.stop()
+      await deleteKeys(redis, prefix)
+      redis.disconnect()
+      if (dbUrl) {
+        const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
+        await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`)
+        await admin.end()
+      }
+    },
+  }
+}
+
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = next
+    if (batch.length) await redis.unlink(...batch)
+  } while (cursor !== '0')
+}

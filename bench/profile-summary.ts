@@ -1,0 +1,52 @@
+/**
+ * Where the service's CPU went, from a `bun --cpu-prof` profile (`bun run bench --profile` writes
+ * one into bench/.out/): each sample is charged to the first matching part of its stack.
+ * Counts samples, not the profile's time deltas: a delta spans whatever the thread did between two
+ * samples (idle included), so weighting by it inflates whatever runs right after a wait.
+ *
+ *   bun bench/profile-summary.ts bench/.out/paid-call-<ts>/CPU.<...>.cpuprofile
+ */
+export {}
+
+interface Node {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+
+const PARTS: [string, RegExp][] = [
+  ['flusher: drizzle query building', /drizzle-orm/],
+  ['flusher: own code', /ledger\/flusher\.ts/],
+  ['flusher: postgres driver', /node_modules\/postgres\//],
+  ['call: record-call-4', /ledger\/calls\.ts/],
+  ['call: debit-10', /ledger\/debit\.ts/],
+  ['call: upstream fetch', /modules\/call\/upstream\.ts/],
+  ['call: handler, params, response', /modules\/call\//],
+  ['ioredis (auto-pipeline writes, replies)', /ioredis|redis-parser/],
+  ['elysia', /elysia/],
+]
+
+const file = Bun.argv[2]
+if (!file) {
+  console.error('usage: bun bench/profile-summary.ts <file.cpuprofile>')
+  process.exit(2)
+}
+const profile = (await Bun.file(file).json()) as { nodes: Node[]; samples: number[] }
+const byId = new Map<number, Node>()
+const parent = new Map<number, number>()
+for (const n of profile.nodes) {
+  byId.set(n.id, n)
+  for (const c of n.children ?? []) parent.set(c, n.id)
+}
+const counts = new Map<string, number>()
+for (const id of profile.samples) {
+  const stack: string[] = []
+  for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) stack.push(byId.get(cur)!.callFrame.url)
+  const top = byId.get(id)!.callFrame
+  const part = PARTS.find(([, re]) => stack.some((u) => re.test(u)))?.[0] ?? `other: ${top.functionName || '(native/root)'}`
+  counts.set(part, (counts.get(part) ?? 0) + 1)
+}
+const total = profile.samples.length
+console.log(`${total} samples`)
+for (const [part, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 20))
+  console.log(`${((n / total) * 100).toFixed(1).padStart(5)}%  ${part}`)
