@@ -64,7 +64,12 @@ function validationError(e: ValidationError): ApiError {
 /** "integer, minimum 1, maximum 200": the schema of the failing field, said plainly. */
 function expectedShape(schema: Record<string, unknown> | undefined): string | null {
   if (!schema) return null
-  const type = schema.anyOf ? 'number' : (schema.type as string | undefined)
+  if (Array.isArray(schema.anyOf)) {
+    // A union (literals, or t.Numeric's number|string): list what each branch accepts.
+    const branches = (schema.anyOf as Record<string, unknown>[]).map((b) => (b.const !== undefined ? JSON.stringify(b.const) : expectedShape(b)))
+    return branches.filter(Boolean).length ? `one of: ${branches.filter(Boolean).join(' | ')}` : null
+  }
+  const type = schema.type as string | undefined
   if (!type) return null
   const bounds = ['minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format']
     .filter((k) => schema[k] !== undefined)
