@@ -32,7 +32,11 @@ export interface Listener {
   stop(closeActiveConnections?: boolean): Promise<void>
 }
 
-const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+/**
+ * Every Request gets the same origin, whatever Host the client sent: nothing routes by host, links
+ * come from BASE_URL, and Elysia's path parsing assumes a hostname of a certain length.
+ */
+const ORIGIN = 'http://localhost'
 
 export async function listen(app: App, opt: ListenOptions): Promise<Listener> {
   const ips = new WeakMap<Request, { address: string; family: string; port: number }>()
@@ -66,11 +70,10 @@ async function serve(
   let bodyTooLarge = false
   let request: Request
   try {
-    const host = req.headers.host && SAFE_HOST.test(req.headers.host) ? req.headers.host : 'localhost'
     const headers = new Headers()
     for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0'
-    request = new Request(`http://${host}${originForm(raw)}`, {
+    request = new Request(ORIGIN + originForm(raw), {
       method: req.method,
       headers,
       body: hasBody ? bodyStream(req, maxBodyBytes, () => (bodyTooLarge = true)) : undefined,
@@ -152,23 +155,39 @@ async function send(res: ServerResponse, response: Response, method: string | un
     if (name !== 'set-cookie') head.push(name, value)
   })
   for (const cookie of response.headers.getSetCookie()) head.push('set-cookie', cookie)
-  res.writeHead(response.status, head)
   const body = response.body
   if (!body || method === 'HEAD' || response.status === 204 || response.status === 304) {
     void body?.cancel().catch(() => {})
+    res.writeHead(response.status, head)
     res.end()
     return
   }
   const reader = body.getReader()
+  // The head goes out with the first chunk: until a byte exists, a failing body can still be
+  // answered with an error status instead of a 200 that ends early.
+  let first: Awaited<ReturnType<typeof reader.read>>
   try {
+    first = await reader.read()
+  } catch {
+    if (res.destroyed) return
+    return send(res, new ApiError('INTERNAL', { request_id: 'listener' }).toResponse(), method)
+  }
+  res.writeHead(response.status, head)
+  if (first.done) {
+    res.end()
+    return
+  }
+  try {
+    let chunk: Uint8Array = first.value
     for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
       if (res.destroyed) {
         await reader.cancel()
         return
       }
-      if (!res.write(value)) await drained(res)
+      if (!res.write(chunk)) await drained(res)
+      const next = await reader.read()
+      if (next.done) break
+      chunk = next.value
     }
     res.end()
   } catch {

@@ -3,17 +3,21 @@
  * (`GET /llms-full.txt`). The body is never parsed: it streams to the provider as it arrives.
  */
 import { Elysia } from 'elysia'
+import { ApiError } from '../errors'
 import { bearerAuth, http, type Http } from '../http'
 import type { Services } from '../services'
 import { llmsFullText } from './llms'
+import { PROXY_PREFIX, resolveProxyTarget, type ProxyTarget } from './path'
 import { rawTarget } from './raw-target'
 import { proxyRequest } from './service'
 
 const PATH = '/proxy/:provider/*'
 
 export const proxyRoutes = (s: Services, h: Http = http(s)) => {
+  const targets = new WeakMap<Request, ProxyTarget>()
+  const target = (request: Request) => targets.get(request) ?? resolveProxyTarget(rawTarget(request), s.catalog.providers)
   const handler = ({ request, server }: { request: Request; server: Parameters<Http['ip']>[1] }) =>
-    proxyRequest(s, request, { raw: rawTarget(request), ip: h.ip(request, server) })
+    proxyRequest(s, request, { target: target(request), ip: h.ip(request, server) })
   const hook = (method: string) => ({
     parse: 'none' as const,
     detail: {
@@ -22,6 +26,19 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
   })
   let text: string | null = null
   return new Elysia()
+    // Before routing, because the router only knows the resolved URL: a raw target under /proxy/
+    // that a URL parser would move elsewhere (`/proxy/openai/%2e%2e/admin` → `/proxy/admin`), or a
+    // target elsewhere that it would move under /proxy/, is answered here, not by another route.
+    .onRequest(({ request }) => {
+      const raw = rawTarget(request)
+      if (!raw.startsWith(PROXY_PREFIX) && !pathOf(request.url).startsWith(PROXY_PREFIX)) return
+      try {
+        targets.set(request, resolveProxyTarget(raw, s.catalog.providers))
+      } catch (e) {
+        if (e instanceof ApiError) return e.toResponse()
+        throw e
+      }
+    })
     .use(bearerAuth)
     .get(PATH, handler, hook('GET'))
     .post(PATH, handler, hook('POST'))
@@ -36,4 +53,9 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
       },
       { detail: { summary: 'Proxy routes, prices, auth and SDK base URLs, written for an LLM agent' } },
     )
+}
+
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  return start === -1 ? '/' : url.slice(start)
 }

@@ -1,7 +1,9 @@
 /**
  * The response body of a proxied request, relayed chunk by chunk as the upstream sends it (pulled
  * on demand, so nothing is buffered beyond the chunk in flight), counted against the response cap,
- * with the provider key masked. It reports exactly one ending:
+ * with the provider key masked. The caller has already read the first chunk (so that a failure
+ * before any byte can still be answered with an error status); the relay starts with it.
+ * It reports exactly one ending:
  *   complete       the upstream body ended
  *   too_large      the count crossed the cap: upstream aborted, the client's body errors (cut off)
  *   upstream_error the upstream connection failed mid-body: the client's body errors
@@ -28,19 +30,31 @@ export class RelayCutError extends Error {
   }
 }
 
-export function relay(body: ReadableStream<Uint8Array>, opt: RelayOptions): ReadableStream<Uint8Array> {
-  const reader = body.getReader()
+/** What the relay needs of the upstream body's reader. */
+export type ChunkReader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'>
+
+export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions): ReadableStream<Uint8Array> {
   const scrubber = opt.apiKey ? new KeyScrubber(opt.apiKey) : null
-  let bytes = 0
+  let bytes = first.byteLength
+  let pending: Uint8Array | null = first
   let ended = false
   const end = async (how: RelayEnd) => {
     if (ended) return
     ended = true
     await opt.onEnd(how)
   }
+  const emit = (c: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
+    const out = scrubber ? scrubber.push(chunk) : chunk
+    if (out.byteLength) c.enqueue(out)
+  }
   return new ReadableStream<Uint8Array>(
     {
       async pull(c) {
+        if (pending) {
+          emit(c, pending)
+          pending = null
+          return
+        }
         let r: Awaited<ReturnType<typeof reader.read>>
         try {
           r = await reader.read()
@@ -65,8 +79,7 @@ export function relay(body: ReadableStream<Uint8Array>, opt: RelayOptions): Read
           c.error(new RelayCutError('too_large'))
           return
         }
-        const out = scrubber ? scrubber.push(r.value) : r.value
-        if (out.byteLength) c.enqueue(out)
+        emit(c, r.value)
       },
       async cancel() {
         opt.abortUpstream()

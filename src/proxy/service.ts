@@ -1,9 +1,9 @@
 /**
- * One proxied request: path safety (raw target) → who is calling → which provider key → the debit
+ * One proxied request, its path already found safe (path.ts): who is calling → which provider key → the debit
  * (debit-10: token, agent state, rate limit, allowlists incl. `proxy:<provider>`, caps, request cap
  * for unpriced routes, balance) → the upstream request, both bodies streamed → settlement: refund
  * on provider failure or the response cap, file the call for activity and the public counters.
- * errors: PROXY_BAD_PATH, PROXY_UNKNOWN_PROVIDER, UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
+ * errors: UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
  *         API_UNAVAILABLE, every denial of debit-10, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
  *         RESPONSE_TOO_LARGE (refunded).
  */
@@ -17,12 +17,12 @@ import { paymentRequired } from '../modules/account/payment'
 import type { Provider } from '../modules/catalog/service'
 import type { Services } from '../services'
 import { downstreamHeaders, upstreamHeaders } from './headers'
-import { resolveProxyTarget } from './path'
+import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
 
 export interface ProxyInput {
-  /** The request target as sent (see raw-target.ts). */
-  raw: string
+  /** Provider and path, resolved from the raw request target by resolveProxyTarget. */
+  target: ProxyTarget
   ip: string
 }
 
@@ -31,7 +31,7 @@ type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large
 const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large'])
 
 export async function proxyRequest(s: Services, request: Request, input: ProxyInput): Promise<Response> {
-  const target = resolveProxyTarget(input.raw, s.catalog.providers)
+  const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
   const apiKey = await providerKey(s, provider, principal.accountId)
@@ -129,8 +129,31 @@ export async function proxyRequest(s: Services, request: Request, input: ProxyIn
     void settle(done)
     return new Response(null, { status: res.status, headers })
   }
+  // The first chunk is read before answering, so that a body which fails or is already over the cap
+  // before any byte could reach the client still gets an error status rather than a cut 200.
+  const reader = res.body.getReader()
+  let first: Awaited<ReturnType<typeof reader.read>>
+  try {
+    first = await reader.read()
+  } catch {
+    if (request.signal.aborted) {
+      await settle('client_closed')
+      return new Response(null, { status: 499 })
+    }
+    const balance = await settle('provider_error')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+  }
+  if (first.done) {
+    void settle(done)
+    return new Response(null, { status: res.status, headers })
+  }
+  if (first.value.byteLength > cap) {
+    abortUpstream()
+    const balance = await settle('too_large')
+    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+  }
   const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
-  const body = relay(res.body, {
+  const body = relay(reader, first.value, {
     cap,
     // A content-encoded body (an upstream that ignored identity) cannot be scanned; it passes as is.
     apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,

@@ -36,7 +36,7 @@ export function rawRequest(baseUrl: string, target: string, headers: Record<stri
   return new Promise((resolve, reject) => {
     const sock = net.connect(Number(port), hostname, () => sock.write(lines.join('\r\n') + '\r\n\r\n'))
     const chunks: Buffer[] = []
-    sock.on('data', (c) => chunks.push(c))
+    sock.on('data', (c: Buffer) => chunks.push(c))
     sock.on('error', reject)
     sock.on('close', () => {
       const text = Buffer.concat(chunks).toString('utf8')

@@ -98,7 +98,7 @@ describe('Anthropic SDK → /proxy/anthropic', () => {
     const client = new Anthropic({ baseURL: `${base}/proxy/anthropic`, apiKey: a.token, maxRetries: 0 })
     const before = t.fake.seen.length
     const m = await client.messages.create({ model: 'claude-fake', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] })
-    expect(m.content[0]).toEqual({ type: 'text', text: 'w0 w1 w2 w3 w4 ' })
+    expect(m.content[0]).toMatchObject({ type: 'text', text: 'w0 w1 w2 w3 w4 ' })
     const seen = t.fake.seen.slice(before)
     expect(seen).toHaveLength(1)
     expect(seen[0]!.path).toBe('/v1/messages')
@@ -137,7 +137,7 @@ describe('Anthropic SDK → /proxy/anthropic', () => {
     await vaultKey(t, a.token, VAULTED, 'anthropic')
     const client = new Anthropic({ baseURL: `${base}/proxy/anthropic`, apiKey: a.token, maxRetries: 0 })
     const final = await client.messages.stream({ model: 'claude-fake', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }).finalMessage()
-    expect(final.content[0]).toEqual({ type: 'text', text: 'w0 w1 w2 w3 w4 ' })
+    expect(final.content[0]).toMatchObject({ type: 'text', text: 'w0 w1 w2 w3 w4 ' })
     expect(final.stop_reason).toBe('end_turn')
   })
 })
