@@ -43,43 +43,46 @@ export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions)
     ended = true
     await opt.onEnd(how)
   }
-  const emit = (c: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
-    const out = scrubber ? scrubber.push(chunk) : chunk
-    if (out.byteLength) c.enqueue(out)
-  }
+  /** The bytes to pass on for an upstream chunk: masked, minus a held-back tail that may be the key. */
+  const pass = (chunk: Uint8Array) => (scrubber ? scrubber.push(chunk) : chunk)
   return new ReadableStream<Uint8Array>(
     {
+      // A pull must enqueue something or end the stream (a pull that returns empty-handed is not
+      // called again), so it reads on while the scrubber holds a whole chunk back.
       async pull(c) {
         if (pending) {
-          emit(c, pending)
+          const out = pass(pending)
           pending = null
-          return
+          if (out.byteLength) return c.enqueue(out)
         }
-        let r: Awaited<ReturnType<typeof reader.read>>
-        try {
-          r = await reader.read()
-        } catch {
-          const how = opt.clientGone() ? 'client_closed' : 'upstream_error'
-          await end(how)
-          c.error(new RelayCutError(how))
-          return
+        for (;;) {
+          let r: Awaited<ReturnType<typeof reader.read>>
+          try {
+            r = await reader.read()
+          } catch {
+            const how = opt.clientGone() ? 'client_closed' : 'upstream_error'
+            await end(how)
+            c.error(new RelayCutError(how))
+            return
+          }
+          if (r.done) {
+            const tail = scrubber?.flush()
+            if (tail?.byteLength) c.enqueue(tail)
+            await end('complete')
+            c.close()
+            return
+          }
+          bytes += r.value.byteLength
+          if (bytes > opt.cap) {
+            opt.abortUpstream()
+            reader.cancel().catch(() => {})
+            await end('too_large')
+            c.error(new RelayCutError('too_large'))
+            return
+          }
+          const out = pass(r.value)
+          if (out.byteLength) return c.enqueue(out)
         }
-        if (r.done) {
-          const tail = scrubber?.flush()
-          if (tail?.byteLength) c.enqueue(tail)
-          await end('complete')
-          c.close()
-          return
-        }
-        bytes += r.value.byteLength
-        if (bytes > opt.cap) {
-          opt.abortUpstream()
-          reader.cancel().catch(() => {})
-          await end('too_large')
-          c.error(new RelayCutError('too_large'))
-          return
-        }
-        emit(c, r.value)
       },
       async cancel() {
         opt.abortUpstream()

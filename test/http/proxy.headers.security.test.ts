@@ -1,0 +1,144 @@
+/**
+ * Header policy and key secrecy: our token and the client's cookies, host, forwarding metadata and
+ * hop-by-hop headers never reach the provider; the provider key never reaches the client, even
+ * when the provider echoes it back, split across chunks or in a header.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { rawRequest } from '../helpers/proxy'
+import { vaultEnv, vaultKey } from '../helpers/vault'
+
+const HOUSE = 'house-secret-key'
+let t: TestApp
+let base: string
+beforeAll(async () => {
+  t = await startTestApp({ env: { ...vaultEnv(), FAKE_HOUSE_KEY: HOUSE } })
+  base = await t.listen()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+describe('request headers', () => {
+  test('ours, cookies, host, forwarding and hop-by-hop headers are dropped; the provider key is injected', async () => {
+    const a = await t.signup()
+    t.fake.handler = () => Response.json({ ok: true })
+    const r = await rawRequest(
+      base,
+      '/proxy/fake/v1/chat',
+      {
+        Authorization: `Bearer ${a.token}`,
+        'X-Api-Key': a.token,
+        Cookie: 'session=abc',
+        Connection: 'keep-alive, X-Hop-Custom',
+        'X-Hop-Custom': 'must-not-pass',
+        'Keep-Alive': 'timeout=5',
+        'Proxy-Authorization': 'Basic Zm9vOmJhcg==',
+        TE: 'trailers',
+        'X-Forwarded-For': '10.0.0.1',
+        Forwarded: 'for=10.0.0.1',
+        'X-Pab-Internal': 'x',
+        'OpenAI-Organization': 'org-kept',
+        'Content-Type': 'application/json',
+        'Content-Length': '2',
+      },
+      'POST',
+      '{}',
+    )
+    t.fake.handler = null
+    expect(r.status).toBe(200)
+    const seen = t.fake.seen.at(-1)!
+    expect(seen.headers.authorization).toBe(`Bearer ${HOUSE}`)
+    for (const h of ['x-api-key', 'cookie', 'x-hop-custom', 'keep-alive', 'proxy-authorization', 'te', 'x-forwarded-for', 'forwarded', 'x-pab-internal'])
+      expect(seen.headers[h]).toBeUndefined()
+    expect(seen.headers.host).toBe(new URL(t.fake.url).host)
+    expect(seen.headers['openai-organization']).toBe('org-kept')
+    expect(seen.headers['accept-encoding']).toBe('identity')
+    expect(JSON.stringify(seen)).not.toContain(a.token)
+  })
+
+  test('our token in x-api-key alone authenticates (the Anthropic SDK style)', async () => {
+    const a = await t.signup()
+    t.fake.handler = () => Response.json({ ok: true })
+    const r = await t.req('POST', '/proxy/fake/v1/chat', { body: {}, headers: { 'x-api-key': a.token } })
+    t.fake.handler = null
+    expect(r.status).toBe(200)
+    expect(t.fake.seen.at(-1)!.headers.authorization).toBe(`Bearer ${HOUSE}`)
+    expect(JSON.stringify(t.fake.seen.at(-1))).not.toContain(a.token)
+  })
+
+  test('a vaulted key wins over the house key; the byok provider gets it in its own header', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, 'sk-vaulted-fake-0001-WXYZ', 'fakebyok')
+    t.fake.handler = () => Response.json({ ok: true })
+    const r = await t.req('POST', '/proxy/fakebyok/v1/chat', { token: a.token, body: {} })
+    t.fake.handler = null
+    expect(r.status).toBe(200)
+    const seen = t.fake.seen.at(-1)!
+    expect(seen.headers['x-api-key']).toBe('sk-vaulted-fake-0001-WXYZ')
+    expect(seen.headers.authorization).toBeUndefined()
+  })
+
+  test('a static catalog header fills in when the client did not send it', async () => {
+    const a = await t.signup()
+    t.s.catalog.providers.get('fake')!.headers = { 'x-provider-version': '2024-01-01' }
+    t.fake.handler = () => Response.json({ ok: true })
+    await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: {} })
+    await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: {}, headers: { 'x-provider-version': '2025-05-05' } })
+    t.fake.handler = null
+    delete t.s.catalog.providers.get('fake')!.headers
+    expect(t.fake.seen.at(-2)!.headers['x-provider-version']).toBe('2024-01-01')
+    expect(t.fake.seen.at(-1)!.headers['x-provider-version']).toBe('2025-05-05')
+  })
+})
+
+describe('response headers and body', () => {
+  test('set-cookie, hop-by-hop and alt-svc are dropped; our call id, charge and balance are added', async () => {
+    const a = await t.signup()
+    t.fake.handler = () =>
+      Response.json({ ok: true }, { headers: { 'set-cookie': 'cf=1', 'alt-svc': 'h3=":443"', 'x-request-id': 'req_1', connection: 'x-up-hop', 'x-up-hop': '1' } })
+    const r = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    t.fake.handler = null
+    expect(await r.json()).toEqual({ ok: true })
+    expect(r.headers.get('set-cookie')).toBeNull()
+    expect(r.headers.get('alt-svc')).toBeNull()
+    expect(r.headers.get('x-up-hop')).toBeNull()
+    expect(r.headers.get('x-request-id')).toBe('req_1')
+    expect(r.headers.get('x-pab-call-id')).toMatch(/^call_/)
+    expect(r.headers.get('x-pab-charged')).toBe('3')
+    expect(r.headers.get('x-pab-balance')).toBe('497')
+  })
+
+  test('a provider echoing the key — in a header, in a JSON error, split across streamed chunks — shows only a mask', async () => {
+    const a = await t.signup()
+    const mask = '*'.repeat(HOUSE.length)
+    t.fake.handler = () =>
+      Response.json({ error: { message: `Incorrect API key provided: ${HOUSE}.` } }, { status: 401, headers: { 'x-debug-key': HOUSE } })
+    const r = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    const text = await r.text()
+    expect(r.status).toBe(401)
+    expect(text).not.toContain(HOUSE)
+    expect(JSON.parse(text).error.message).toBe(`Incorrect API key provided: ${mask}.`)
+    expect(r.headers.get('x-debug-key')).toBe(mask)
+
+    // The key cut in three pieces across chunks, with pauses so that they arrive as separate reads.
+    const parts = ['data: key=house-sec', 'ret-k', 'ey!\n\n', 'data: house-\n\n']
+    t.fake.handler = () => {
+      let i = 0
+      return new Response(
+        new ReadableStream({
+          async pull(c) {
+            if (i === parts.length) return c.close()
+            if (i > 0) await Bun.sleep(5)
+            c.enqueue(new TextEncoder().encode(parts[i++]!))
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      )
+    }
+    const s = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    const streamed = await s.text()
+    t.fake.handler = null
+    expect(streamed).toBe(`data: key=${mask}!\n\ndata: house-\n\n`)
+  })
+})
