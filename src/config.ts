@@ -59,6 +59,8 @@ export const ConfigSchema = T.Object({
   FLUSH_BATCH: Int(500, 1),
   /** Flusher idle poll interval in ms. @default 50 */
   FLUSH_INTERVAL_MS: Int(50, 1),
+  /** Outbox entries pending this long on a flusher that stopped answering (a crashed process) are taken over. @default 30000 */
+  FLUSH_STALE_MS: Int(30000, 1),
   /** Set to 0 to run an API instance without its own flusher. @default 1 */
   FLUSHER: T.Union([T.Literal('0'), T.Literal('1')], { default: '1' }),
   /** `json` structured logs or `silent`. @default json */

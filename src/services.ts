@@ -57,6 +57,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const flusher = new Flusher(ctx, flusherDb.db, {
     batch: cfg.FLUSH_BATCH,
     intervalMs: cfg.FLUSH_INTERVAL_MS,
+    staleMs: cfg.FLUSH_STALE_MS,
     onError: (e) => log.warn('flush_failed', { error: e instanceof Error ? e.message : String(e) }),
   })
   const pauses = new PauseWatcher(ctx, catalog)

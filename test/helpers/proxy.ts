@@ -30,11 +30,19 @@ export interface RawResponse {
  * Writes one request exactly as given — request line included — to a TCP socket, so that no client
  * library gets to normalize the target first.
  */
-export function rawRequest(baseUrl: string, target: string, headers: Record<string, string> = {}, method = 'GET', body = ''): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  target: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  body = '',
+  /** Another loopback source address (127.0.0.2, …) to look like another client. */
+  localAddress?: string,
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl)
   const lines = [`${method} ${target} HTTP/1.1`, `Host: ${hostname}:${port}`, 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
   return new Promise((resolve, reject) => {
-    const sock = net.connect(Number(port), hostname, () => sock.write(lines.join('\r\n') + '\r\n\r\n' + body))
+    const sock = net.connect({ port: Number(port), host: hostname, localAddress }, () => sock.write(lines.join('\r\n') + '\r\n\r\n' + body))
     const chunks: Buffer[] = []
     sock.on('data', (c: Buffer) => chunks.push(c))
     sock.on('error', reject)
