@@ -33,6 +33,9 @@
   ARGV[12] TTL in seconds of the day-windowed keys
   ARGV[13] account id (named in the ledger entry)
 
+  A call id that has debited already (its call record exists) answers OK again and writes nothing:
+  ioredis resends a script whose reply was lost, and that must never debit twice.
+
   Returns {status, balance, a, b}:
     OK                   {0, balance_after, pending referrer's account id or '', account_spent_today,
                           refill_due: 1 when balance_after < refill_below, else 0}
@@ -80,6 +83,11 @@ end
 local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
+-- The same call id again: the client resent this script after losing its reply (a dropped
+-- connection, a Redis restart). It has debited already: answer OK, write nothing.
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0}
+end
 local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end

@@ -49,7 +49,15 @@ export async function drain(flusher: Flusher): Promise<void> {
   throw new Error('outbox did not drain')
 }
 
-export async function assertLedger(stores: LedgerStores, expectations: Expectation[], opt: { flush?: boolean } = {}): Promise<Map<string, AccountLedger>> {
+export interface LedgerOptions {
+  /** Drain the outbox first (default true). */
+  flush?: boolean
+  /** Acknowledged debits and refunded calls of any of the accounts (load tests do not track which). */
+  debits?: string[]
+  refunded?: string[]
+}
+
+export async function assertLedger(stores: LedgerStores, expectations: Expectation[], opt: LedgerOptions = {}): Promise<Map<string, AccountLedger>> {
   const { ctx, db, flusher } = stores
   const accounts = expectations.map((e) => e.account)
   checkSums(await accountLedgers(ctx, db.db, accounts), await redisBalances(ctx, accounts))
@@ -58,6 +66,7 @@ export async function assertLedger(stores: LedgerStores, expectations: Expectati
   const ledgers = await accountLedgers(ctx, db.db, accounts)
   const balances = await redisBalances(ctx, accounts)
   checkSums(ledgers, balances)
+  const all = new Map<string, { debit: number; refund: number }>()
   for (const e of expectations) {
     const led = ledgers.get(e.account)!
     expect(led.outbox.count, `${e.account}: money entries left in the outbox after the flush`).toBe(0)
@@ -70,6 +79,7 @@ export async function assertLedger(stores: LedgerStores, expectations: Expectati
       const c = per.get(l.callId) ?? { debit: 0, refund: 0 }
       c[l.kind]++
       per.set(l.callId, c)
+      all.set(l.callId, c)
     }
     for (const [call, c] of per) {
       expect(c.debit, `${call}: debits`).toBe(1)
@@ -78,6 +88,8 @@ export async function assertLedger(stores: LedgerStores, expectations: Expectati
     for (const call of e.debits ?? []) expect(per.get(call), `acknowledged debit ${call}`).toEqual({ debit: 1, refund: 0 })
     for (const call of e.refunded ?? []) expect(per.get(call), `refunded call ${call}`).toEqual({ debit: 1, refund: 1 })
   }
+  for (const call of opt.debits ?? []) expect(all.get(call), `acknowledged debit ${call}`).toEqual({ debit: 1, refund: 0 })
+  for (const call of opt.refunded ?? []) expect(all.get(call), `refunded call ${call}`).toEqual({ debit: 1, refund: 1 })
   // The id is the primary key, but a second row for the same money movement under another id
   // would still double a credit: no (call, kind) pair may repeat across the whole table.
   const dup = await db.db.execute(sql`select call_id, kind, count(*)::int as n from ledger_entries where call_id is not null and kind in ('debit','refund') group by call_id, kind having count(*) > 1 limit 5`)

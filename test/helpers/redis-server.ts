@@ -53,7 +53,7 @@ export function removeDir(d: string): void {
 export async function waitPing(port: number, timeoutMs = 10_000): Promise<void> {
   const until = Date.now() + timeoutMs
   while (Date.now() < until) {
-    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }).on('error', () => {})
     try {
       await r.connect()
       // A server still loading its AOF answers LOADING; it is not ready yet.

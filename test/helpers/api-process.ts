@@ -1,0 +1,178 @@
+/**
+ * The service as production runs it — `bun run src/index.ts` in its own process — for the fault
+ * tests that must kill it. The test owns the fake upstream (in its own process), the database
+ * and the Redis; the child only gets env. `ledgerStores()` builds, in the test process, the same
+ * view of Redis and Postgres the child uses, for the invariant checks.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { parseConfig } from '../../src/config'
+import { buildServices, type Services } from '../../src/services'
+import { freePorts, tempDir } from './redis-server'
+import { testCatalog } from './harness'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const running = new Set<Subprocess>()
+process.on('exit', () => {
+  for (const p of running) p.kill('SIGKILL')
+})
+
+export interface ApiProcess {
+  url: string
+  env: Record<string, string>
+  start(): Promise<void>
+  /** SIGKILL: no drain, no shutdown hook. */
+  kill(): Promise<void>
+  /** SIGTERM: the graceful path (drains the flusher). */
+  stop(): Promise<void>
+  log(): Promise<string>
+}
+
+export async function apiProcess(o: { redisUrl?: string; redisClusterNodes?: string; databaseUrl: string; prefix: string; fakeUrl: string; env?: Record<string, string> }): Promise<ApiProcess> {
+  const [port] = await freePorts(1)
+  const dir = tempDir('api')
+  const catalogFile = join(dir, 'catalog.json')
+  writeFileSync(catalogFile, JSON.stringify(testCatalog(o.fakeUrl)))
+  const env: Record<string, string> = {
+    PORT: String(port),
+    DATABASE_URL: o.databaseUrl,
+    REDIS_URL: o.redisUrl ?? 'redis://127.0.0.1:6379',
+    ...(o.redisClusterNodes ? { REDIS_CLUSTER_NODES: o.redisClusterNodes } : {}),
+    REDIS_KEY_PREFIX: o.prefix,
+    CATALOG_FILE: catalogFile,
+    LOG: 'json',
+    FAKE_HOUSE_KEY: 'house-secret-key',
+    BASE_URL: 'http://pab.test',
+    RATE_LIMIT_PER_IP: '100000000',
+    RATE_LIMIT_PER_TOKEN: '100000000',
+    SIGNUP_ALARM_PER_HOUR: '100000',
+    ...o.env,
+  }
+  const logs: string[] = []
+  let proc: Subprocess | null = null
+  const url = `http://127.0.0.1:${port}`
+  const api: ApiProcess = {
+    url,
+    env,
+    async start() {
+      // One log file per start: a restart must not truncate what the killed process wrote.
+      const logFile = join(dir, `api-${logs.length}.log`)
+      logs.push(logFile)
+      proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdout: Bun.file(logFile), stderr: Bun.file(logFile) })
+      running.add(proc)
+      const until = Date.now() + 30_000
+      while (Date.now() < until) {
+        if (proc.exitCode !== null) throw new Error(`the API exited with ${proc.exitCode}: ${await api.log()}`)
+        try {
+          if ((await fetch(`${url}/status`, { signal: AbortSignal.timeout(1000) })).status === 200) return
+        } catch {}
+        await Bun.sleep(50)
+      }
+      throw new Error('the API did not answer /status within 30 s')
+    },
+    async kill() {
+      if (!proc) return
+      proc.kill('SIGKILL')
+      await proc.exited
+      running.delete(proc)
+      proc = null
+    },
+    async stop() {
+      if (!proc) return
+      proc.kill('SIGTERM')
+      const t = setTimeout(() => proc?.kill('SIGKILL'), 10_000)
+      await proc.exited
+      clearTimeout(t)
+      running.delete(proc)
+      proc = null
+    },
+    log: async () => (await Promise.all(logs.map((f) => Bun.file(f).text().catch(() => '')))).join('\n'),
+  }
+  return api
+}
+
+/** Services over the child's Redis prefix and database, for reading and flushing in the test. */
+export async function ledgerStores(env: Record<string, string>): Promise<Services> {
+  const cfg = parseConfig({ ...env, LOG: 'silent', PORT: '0' })
+  return buildServices(cfg, { env })
+}
+
+export interface LoadTally {
+  /** Call ids answered 200. */
+  ok: string[]
+  /** Call ids answered with `refunded: true`. */
+  refunded: string[]
+  /** Answers that were neither (status → count). */
+  other: Map<number, number>
+  /** Requests that got no HTTP answer (connection refused or reset), with the time they failed. */
+  errors: number[]
+  /** Times of answers with a 5xx other than a refunded provider error. */
+  failedAt: number[]
+}
+
+/**
+ * Closed-loop load: `workers` loops, each POSTing one call after another with a token of `tokens`
+ * (in turn), until `stop()`. Every answer is tallied by call id, so the test can later find each
+ * acknowledged debit and each refund in the ledger.
+ */
+export function driveLoad(url: string, tokens: string[], o: { workers: number; slug: (i: number) => string; timeoutMs?: number }) {
+  const tally: LoadTally = { ok: [], refunded: [], other: new Map(), errors: [], failedAt: [] }
+  let running = true
+  let n = 0
+  const worker = async () => {
+    while (running) {
+      const i = n++
+      try {
+        const res = await fetch(`${url}/v1/call/${o.slug(i)}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tokens[i % tokens.length]}`, 'content-type': 'application/json' },
+          body: '{"q":"load"}',
+          signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+        })
+        const body = (await res.json().catch(() => ({}))) as { call_id?: string; refunded?: boolean }
+        if (res.status === 200 && body.call_id) tally.ok.push(body.call_id)
+        else if (body.refunded && body.call_id) tally.refunded.push(body.call_id)
+        else {
+          tally.other.set(res.status, (tally.other.get(res.status) ?? 0) + 1)
+          if (res.status >= 500) tally.failedAt.push(Date.now())
+        }
+      } catch {
+        tally.errors.push(Date.now())
+        await Bun.sleep(10)
+      }
+    }
+  }
+  const loops = Array.from({ length: o.workers }, worker)
+  return {
+    tally,
+    get sent() {
+      return n
+    },
+    async stop() {
+      running = false
+      await Promise.all(loops)
+      return tally
+    },
+  }
+}
+
+export async function signupOver(url: string, n: number, tag: string): Promise<{ token: string; account_id: string }[]> {
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${url}/v1/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `f${i}-${tag}@example.com` }) })
+      if (res.status !== 201) throw new Error(`signup: ${res.status} ${await res.text()}`)
+      return (await res.json()) as { token: string; account_id: string }
+    }),
+  )
+}
+
+export async function waitDrained(url: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs
+  while (Date.now() < until) {
+    const st = (await (await fetch(`${url}/status`)).json()) as { ledger_lag: { entries: number } }
+    if (st.ledger_lag.entries === 0) return
+    await Bun.sleep(100)
+  }
+  throw new Error('the outbox did not drain')
+}
