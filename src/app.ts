@@ -17,6 +17,10 @@ import { policyRoutes } from './modules/policies'
 import { supportRoutes } from './modules/support'
 import { adminRoutes } from './modules/admin'
 import { proxyRoutes } from './proxy'
+import { mandateRoutes } from './modules/mandate'
+import { consentRoutes } from './modules/mandate/consent'
+import { topupRoutes } from './modules/topup'
+import { parkedRoutes } from './modules/parked'
 import { buildOpenApi } from './openapi'
 
 export function createApp(s: Services) {
@@ -47,6 +51,10 @@ export function createApp(s: Services) {
     .use(supportRoutes(s))
     .use(adminRoutes(s))
     .use(proxyRoutes(s))
+    .use(mandateRoutes(s))
+    .use(consentRoutes(s))
+    .use(topupRoutes(s))
+    .use(parkedRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return app

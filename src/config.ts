@@ -52,7 +52,9 @@ export const ConfigSchema = T.Object({
   /** Signups per hour that trip the trial-abuse alarm. @default 200 */
   SIGNUP_ALARM_PER_HOUR: Int(200, 1),
   /** Outgoing mail; unset → .eml files under ./data/mail/. */
-  SMTP_URL: T.Optional(T.String()),
+  SMTP_URL: T.Optional(T.String({ pattern: '^smtps?://' })),
+  /** Where mail goes as `.eml` files when SMTP_URL is unset (tests point it at a temp dir). @default ./data/mail */
+  MAIL_DIR: T.String({ default: './data/mail' }),
   /** Credits per US dollar. @default 1000 */
   CREDITS_PER_USD: Int(1000, 1),
   /** Flusher batch size (outbox entries per shard per round). @default 500 */

@@ -17,6 +17,10 @@ import { PauseWatcher } from './modules/catalog/pauses'
 import { Log } from './log'
 import { SpendAlarm } from './alarms/spend'
 import { KeyVault } from './vault/store'
+import { Mailer } from './mail/mailer'
+import { createGateway } from './payments'
+import type { PaymentGateway } from './payments/gateway'
+import { Refiller } from './modules/mandate/refill'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -34,6 +38,11 @@ export interface Services {
   pauses: PauseWatcher
   log: Log
   vaultedKey: KeyLookup
+  /** The card processor (PAYMENTS: sandbox or stripe). */
+  payments: PaymentGateway
+  mailer: Mailer
+  /** Auto-refill and explicit top-ups under the mandate. */
+  refiller: Refiller
   startedAt: number
   close(): Promise<void>
 }
@@ -68,6 +77,10 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   )
   flusher.observe((entries) => spendAlarm.observe(entries))
   const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
+  const mailer = new Mailer({ smtpUrl: cfg.SMTP_URL, dir: cfg.MAIL_DIR, from: `no-reply@${new URL(cfg.BASE_URL).hostname}`, log })
+  const payments = createGateway(cfg)
+  const refiller = new Refiller({ ctx, cfg, payments, mailer, log })
+  ctx.onRefillDue = (accountId) => refiller.trigger(accountId)
   await pauses.refresh()
   return {
     cfg,
@@ -79,9 +92,14 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     pauses,
     log,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
+    payments,
+    mailer,
+    refiller,
     startedAt: Date.now(),
     async close() {
       pauses.stop()
+      await refiller.stop()
+      await mailer.idle()
       await flusher.stop()
       if (flusherDb !== db) await flusherDb.close()
       await db.close()

@@ -5,6 +5,7 @@
 import { eq } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicySink, agentSink } from './governance-sinks'
+import { mandateSink, parkedSink } from './payment-sinks'
 import { accounts, calls, ledgerEntries } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
 import type { CallRecord } from './calls'
@@ -97,4 +98,6 @@ export const SINKS: Record<string, Sink> = {
   owner: ownerSink,
   agent: agentSink,
   account_policy: accountPolicySink,
+  mandate: mandateSink,
+  parked: parkedSink,
 }

@@ -139,6 +139,8 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     // Likewise the signup alarm (the alarm tests set their own): files that sign up many accounts
     // at one manual-clock instant would trip it otherwise.
     SIGNUP_ALARM_PER_HOUR: '1000000',
+    // Mail (.eml files) stays in this test's temp dir; tests read it via s.cfg.MAIL_DIR.
+    MAIL_DIR: join(dir, 'mail'),
     ...opt.env,
   }
   const clock = (opt.clock as ManualClock) ?? new ManualClock(Date.now())

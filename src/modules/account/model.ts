@@ -6,7 +6,13 @@ export const BalanceResponse = T.Object({
   daily_cap: T.Integer(),
   spent_today: T.Integer({ description: 'Credits spent in the current HKT day' }),
   resets_at: T.String({ description: 'Next 00:00 HKT, ISO 8601' }),
-  links: T.Object({ topup: T.String(), enable_auto_refill: T.String() }),
+  links: T.Object({
+    topup: T.String({ description: 'Page where a human buys a credit pack (Stripe Checkout; sandbox: a test-card form)' }),
+    enable_auto_refill: T.String({ description: 'Saved-card consent page of the auto-refill mandate (/mandate?ref=...)' }),
+    packs: T.Array(
+      T.Object({ credits: T.Integer(), price_usd: T.String({ description: 'e.g. "5.00"' }), url: T.String({ description: 'Payment link of this pack' }) }),
+    ),
+  }),
 })
 
 // Query strings arrive as text; the service checks the range so the error can name `limit`.

@@ -3,10 +3,26 @@
  * for the human, the consent page of the auto-refill mandate, and the top-up route.
  */
 import { ApiError } from '../../errors'
+import { packs } from '../../payments/amounts'
 import type { Services } from '../../services'
 
-export function accountLinks(s: Services, mandateRef: string) {
-  return { topup: `${s.cfg.BASE_URL}/v1/topup`, enable_auto_refill: `${s.cfg.BASE_URL}/mandate?ref=${mandateRef}` }
+/**
+ * Links for the human behind the agent, all keyed by the account's unguessable mandate ref:
+ * `topup` is a page to buy a credit pack (Stripe Checkout, or the sandbox form), `packs` links each
+ * pack directly, `enable_auto_refill` is the saved-card consent page. (The agent's own top-up is
+ * POST /v1/topup, through the mandate.)
+ */
+export function accountLinks(s: Pick<Services, 'cfg'>, mandateRef: string) {
+  const ref = encodeURIComponent(mandateRef)
+  return {
+    topup: `${s.cfg.BASE_URL}/topup?ref=${ref}`,
+    enable_auto_refill: `${s.cfg.BASE_URL}/mandate?ref=${ref}`,
+    packs: packs(s.cfg.CREDITS_PER_USD).map((p) => ({
+      credits: p.credits,
+      price_usd: (p.cents / 100).toFixed(2),
+      url: `${s.cfg.BASE_URL}/topup?ref=${ref}&pack=${p.id}`,
+    })),
+  }
 }
 
 export async function paymentRequired(
@@ -14,15 +30,19 @@ export async function paymentRequired(
   accountId: string,
   balance: number,
   price: number,
-  reason: 'insufficient_balance' | 'no_mandate' = 'insufficient_balance',
+  reason: 'insufficient_balance' | 'no_mandate' | 'card_declined' = 'insufficient_balance',
+  /** card_declined: the card and the processor's words, for the human. */
+  declined?: { card: string; message: string },
 ): Promise<ApiError> {
   const mref = (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
   const links = accountLinks(s, mref)
   const usd = (n: number) => `$${(n / s.cfg.CREDITS_PER_USD).toFixed(2)}`
   const human_readable =
     reason === 'no_mandate'
-      ? `Your agent asked for a top-up, but auto-refill is not set up. To let it refill itself within limits you choose, open ${links.enable_auto_refill} and save a card.`
-      : `Your agent needs ${price} credits (${usd(price)}) for its next call but has ${balance} (${usd(balance)}). Add credits, or let it refill itself within limits you choose by opening ${links.enable_auto_refill}.`
+      ? `Your agent asked for a top-up, but auto-refill is not set up. To let it refill itself within limits you choose, open ${links.enable_auto_refill} and save a card. Or add credits once at ${links.topup}.`
+      : reason === 'card_declined'
+        ? `Your agent tried to top up ${price} credits (${usd(price)}) with your saved card (${declined?.card ?? 'card'}), but it was declined: ${declined?.message ?? 'declined'}. Save another card at ${links.enable_auto_refill}, or add credits at ${links.topup}.`
+        : `Your agent needs ${price} credits (${usd(price)}) for its next call but has ${balance} (${usd(balance)}). Add credits at ${links.topup}, or let it refill itself within limits you choose by opening ${links.enable_auto_refill}.`
   return new ApiError('PAYMENT_REQUIRED', {
     human_readable,
     enable_url: links.enable_auto_refill,

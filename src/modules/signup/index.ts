@@ -1,8 +1,12 @@
 import { Elysia } from 'elysia'
 import type { Services } from '../../services'
 import { bearerAuth, http, type Http } from '../../http'
-import { SignupBody, SignupResponse, RotateResponse } from './model'
+import { ApiError } from '../../errors'
+import { htmlPage, pageAnswer, wantsJson, withHeaders } from '../../lib/html'
+import { SignupBody, SignupResponse, RotateResponse, RotateBody, RotateRequested, RecoveryQuery } from './model'
 import { rotateOwnerToken, signup } from './service'
+import { newTokenPage, recoveryErrorPage } from './pages'
+import { redeemRecovery, requestRecovery } from './recovery'
 
 export const signupRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -18,10 +22,41 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
     )
     .post(
       '/v1/token/rotate',
-      async ({ bearer, request, server, set }) => {
+      async ({ bearer, body, request, server, set }) => {
+        // No bearer, an e-mail: the lost-token path (202, the same answer for every e-mail).
+        if (bearer === undefined && body?.email !== undefined) {
+          set.headers = await h.anonymous(request, server)
+          set.status = 202
+          return requestRecovery(s, body.email)
+        }
         const { principal, headers } = await h.operator(bearer, request, server)
         set.headers = headers
         return rotateOwnerToken(s.ctx, s.guard.tokens, principal.accountId, principal.tokenHash)
       },
-      { response: { 200: RotateResponse }, detail: { summary: 'Replace the owner token (operator bearer)' } },
+      {
+        body: RotateBody,
+        response: { 200: RotateResponse, 202: RotateRequested },
+        detail: {
+          summary:
+            'Replace the owner token: with the operator bearer → 200 {token} at once; without a bearer, {email} → 202 and a one-time link (10 minutes) is e-mailed if the account exists',
+        },
+      },
+    )
+    .get(
+      '/rotate',
+      ({ query, request, server }) =>
+        pageAnswer(s.log, request, async () => {
+          const rate = await h.anonymous(request, server)
+          // A HEAD (link checkers) must not spend the single-use link.
+          if (request.method === 'HEAD') return withHeaders(htmlPage(200, 'Owner token', ''), rate)
+          try {
+            const { token, email } = await redeemRecovery(s, query.code)
+            return withHeaders(newTokenPage(email, token), rate)
+          } catch (e) {
+            if (!(e instanceof ApiError) || (e.code !== 'LINK_INVALID' && e.code !== 'LINK_USED')) throw e
+            if (wantsJson(request)) return new ApiError(e.code, { renew_via: 'POST /v1/token/rotate {"email"}' }).toResponse()
+            return withHeaders(recoveryErrorPage(e), rate)
+          }
+        }),
+      { query: RecoveryQuery, detail: { summary: 'HTML: the e-mailed recovery link; shows a new owner token once and invalidates the old one' } },
     )

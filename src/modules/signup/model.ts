@@ -18,3 +18,17 @@ export const SignupResponse = T.Object({
 })
 
 export const RotateResponse = T.Object({ token: T.String({ description: 'The new owner token; the old one stops working at once' }) })
+
+/** POST /v1/token/rotate: empty with the operator bearer; `{email}` without one (lost token). */
+export const RotateBody = T.Optional(
+  T.Object(
+    { email: T.Optional(T.String({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', description: 'The account e-mail (no bearer)' })) },
+    { additionalProperties: false },
+  ),
+)
+
+export const RotateRequested = T.Object({
+  message: T.String({ description: 'The same answer whether or not an account has this e-mail' }),
+})
+
+export const RecoveryQuery = T.Object({ code: T.Optional(T.String({ maxLength: 100 })) })

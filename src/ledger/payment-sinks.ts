@@ -1,0 +1,69 @@
+/**
+ * Outbox sinks of the money-in records: `mandate` snapshots and `parked` payment states. Both are
+ * rare, so they are written row by row, in stream order, as upserts. A redelivered entry changes
+ * nothing: a mandate row only moves to a newer version, a parked row only to a later state.
+ */
+import { sql } from 'drizzle-orm'
+import { mandates, parkedPayments } from '../db/schema'
+import type { Sink } from './sinks'
+
+/** Stream ids ("ms-seq") of one shard's stream, as one increasing number. */
+function version(streamId: string): bigint {
+  const [ms, seq] = streamId.split('-')
+  return BigInt(ms ?? 0) * 1_000_000n + BigInt(seq ?? 0)
+}
+
+const num = (v: string | undefined) => (v === undefined || v === '' ? null : Number(v))
+const str = (v: string | undefined) => (v === undefined || v === '' ? null : v)
+
+export const mandateSink: Sink = async (tx, entries) => {
+  for (const { streamId, fields: f } of entries) {
+    const row = {
+      accountId: f.acct!,
+      enabled: f.enabled === '1',
+      threshold: num(f.threshold),
+      refill: num(f.refill),
+      ceiling: num(f.ceiling),
+      cardBrand: str(f.brand),
+      cardLast4: str(f.last4),
+      gateway: str(f.gateway),
+      gatewayCustomer: str(f.customer),
+      reason: f.reason ?? 'update',
+      updatedAt: new Date(Number(f.at)),
+      version: version(streamId),
+    }
+    const { accountId: _key, ...set } = row
+    await tx
+      .insert(mandates)
+      .values(row)
+      .onConflictDoUpdate({ target: mandates.accountId, set, setWhere: sql`${mandates.version} < excluded.version` })
+  }
+}
+
+const RANK: Record<string, number> = { parked: 0, approved: 1, rejected: 1 }
+
+export const parkedSink: Sink = async (tx, entries) => {
+  for (const { fields: f } of entries) {
+    const at = new Date(Number(f.at))
+    const decided = f.state !== 'parked'
+    await tx
+      .insert(parkedPayments)
+      .values({
+        id: f.pid!,
+        accountId: f.acct!,
+        chargeId: f.charge!,
+        credits: Number(f.credits),
+        kind: f.pkind ?? '',
+        gateway: f.gateway ?? '',
+        state: f.state!,
+        createdAt: at,
+        decidedAt: decided ? at : null,
+      })
+      .onConflictDoUpdate({
+        target: parkedPayments.id,
+        set: { state: f.state!, decidedAt: decided ? at : null },
+        // Only forward: parked → approved | rejected.
+        setWhere: (RANK[f.state!] ?? 0) > 0 ? sql`${parkedPayments.state} = 'parked'` : sql`false`,
+      })
+  }
+}

@@ -1,0 +1,57 @@
+import { Elysia } from 'elysia'
+import { bearerAuth, http, type Http } from '../../http'
+import type { Services } from '../../services'
+import { MandateResponse, MandateUpdateBody, TopupBody, TopupResponse } from './model'
+import { forgetMandate, getMandate, topup, updateMandate } from './service'
+
+/** The auto-refill mandate (GET: any token of the account; PUT/DELETE: the operator) and POST /v1/topup. */
+export const mandateRoutes = (s: Services, h: Http = http(s)) =>
+  new Elysia()
+    .use(bearerAuth)
+    .get(
+      '/v1/mandate',
+      async ({ bearer, request, server, set }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return getMandate(s, principal.accountId)
+      },
+      { response: { 200: MandateResponse }, detail: { summary: 'The auto-refill mandate: limits, card, this month’s refills, enable_url' } },
+    )
+    .put(
+      '/v1/mandate',
+      async ({ bearer, request, server, set, body }) => {
+        const { principal, headers } = await h.operator(bearer, request, server)
+        set.headers = headers
+        return updateMandate(s, principal.accountId, body)
+      },
+      {
+        body: MandateUpdateBody,
+        response: { 200: MandateResponse },
+        detail: { summary: 'Operator: adjust threshold, refill, ceiling, enabled (enabling needs the consent flow first: CONSENT_REQUIRED)' },
+      },
+    )
+    .delete(
+      '/v1/mandate',
+      async ({ bearer, request, server, set }) => {
+        const { principal, headers } = await h.operator(bearer, request, server)
+        set.headers = headers
+        return forgetMandate(s, principal.accountId)
+      },
+      { response: { 200: MandateResponse }, detail: { summary: 'Operator: disable auto-refill and forget the card (here and at the processor)' } },
+    )
+    .post(
+      '/v1/topup',
+      async ({ bearer, request, server, set, body }) => {
+        const { principal, headers } = await h.member(bearer, request, server)
+        set.headers = headers
+        return topup(s, principal.accountId, body?.amount)
+      },
+      {
+        body: TopupBody,
+        response: { 200: TopupResponse },
+        detail: {
+          summary:
+            "Agent's explicit refill through the owner's mandate: one per HKT day (CONFLICT), within the monthly ceiling (CONFLICT) and the balance cap (BALANCE_CAP); no mandate → 402 PAYMENT_REQUIRED reason no_mandate",
+        },
+      },
+    )

@@ -1,0 +1,82 @@
+/** The saved-card consent pages (/mandate?ref=...), server-rendered, no JavaScript. */
+import { esc, htmlPage } from '../../lib/html'
+import { usd } from '../../payments/amounts'
+import type { Limits } from '../../payments/gateway'
+import type { MandateRecord } from './store'
+
+export interface ConsentView {
+  ref: string
+  email: string
+  mode: 'sandbox' | 'stripe'
+  mandate: MandateRecord
+  /** The values shown in the form (the owner's last input, or the mandate's). */
+  limits: Limits
+  creditsPerUsd: number
+  error?: string
+}
+
+function current(v: ConsentView): string {
+  const m = v.mandate
+  if (m.disabledReason === 'authentication_required')
+    return '<p class="error">Your bank asked to confirm the last auto-refill, so auto-refill was turned off. Save your card again below to turn it back on.</p>'
+  if (m.enabled && m.card)
+    return `<p class="ok">Auto-refill is <strong>on</strong> with the ${esc(m.card.brand)} card ending <strong>${esc(m.card.last4)}</strong>. Saving a card here replaces it.</p>`
+  if (m.card) return `<p>Auto-refill is <strong>off</strong>; a ${esc(m.card.brand)} card ending ${esc(m.card.last4)} is saved.</p>`
+  return '<p>Auto-refill is <strong>off</strong> and no card is saved.</p>'
+}
+
+export function consentPage(v: ConsentView, status = 200): Response {
+  const n = (name: keyof Limits, label: string, hint: string) => `
+<label for="${name}">${label} <small>(credits; ${esc(usd(v.limits[name], v.creditsPerUsd))} now — ${hint})</small></label>
+<input id="${name}" name="${name}" type="number" min="0" step="1" required value="${esc(v.limits[name])}">`
+  const card =
+    v.mode === 'sandbox'
+      ? `
+<label for="card">Card number</label>
+<input id="card" name="card" class="mono" inputmode="numeric" autocomplete="cc-number" required maxlength="23" placeholder="4242 4242 4242 4242">
+<p class="note">Sandbox (development only, no real payments): use the test card 4242 4242 4242 4242. Any other number is declined.</p>
+<button type="submit">Save card and turn on auto-refill</button>`
+      : `
+<button type="submit">Continue to Stripe to save a card</button>
+<p class="note">Stripe collects the card on its own page; this service never sees the number.</p>`
+  return htmlPage(
+    status,
+    'Auto-refill',
+    `<h1>Auto-refill for ${esc(v.email)}</h1>
+<p>Your AI agent spends a prepaid credit balance. With auto-refill, the saved card is charged automatically
+when the balance runs low — only within the limits you set here. You can turn it off at any time.</p>
+${current(v)}
+${v.error ? `<p class="error" role="alert">${esc(v.error)}</p>` : ''}
+<form method="post" action="/mandate?ref=${esc(encodeURIComponent(v.ref))}">
+${n('threshold', 'Refill when the balance drops below', 'the trigger')}
+${n('refill', 'Add this much each time', 'one charge')}
+${n('ceiling', 'Never refill more than this per month', 'the monthly ceiling')}
+${card}
+</form>`,
+  )
+}
+
+export function consentDonePage(email: string, m: MandateRecord, creditsPerUsd: number): Response {
+  const $ = (c: number) => `${c} credits (${usd(c, creditsPerUsd)})`
+  return htmlPage(
+    200,
+    'Auto-refill is on',
+    `<h1 class="ok">Auto-refill is on</h1>
+<p>For <strong>${esc(email)}</strong>, with the ${esc(m.card?.brand ?? 'card')} card ending <strong class="last4">${esc(m.card?.last4 ?? '')}</strong>.</p>
+<ul>
+<li>When the balance drops below ${esc($(m.threshold))}, ${esc($(m.refill))} are added.</li>
+<li>At most ${esc($(m.ceiling))} per calendar month (Hong Kong time).</li>
+</ul>
+<p class="note">You can close this page; your agent can retry now. To change the limits or turn auto-refill off, use
+PUT or DELETE /v1/mandate with your owner token, or come back to this page.</p>`,
+  )
+}
+
+export function consentPendingPage(ref: string): Response {
+  return htmlPage(
+    202,
+    'Waiting for confirmation',
+    `<h1>Waiting for Stripe to confirm your card</h1>
+<p>This usually takes a few seconds. <a href="/mandate?ref=${esc(encodeURIComponent(ref))}">Check the auto-refill page</a>.</p>`,
+  )
+}

@@ -1,0 +1,156 @@
+/**
+ * The auto-refill mandate: read, adjust, forget, and the completion of a saved-card consent.
+ * errors: BAD_REQUEST (limits), CONSENT_REQUIRED (enable before consent), NOT_FOUND (unknown ref).
+ */
+import { ApiError } from '../../errors'
+import { chargeableProblem } from '../../payments/amounts'
+import type { Limits, SavedCard } from '../../payments/gateway'
+import { ScriptStatus as S } from '../../redis/codes'
+import type { Services } from '../../services'
+import { windowsAt } from '../../ledger/windows'
+import { accountLinks, paymentRequired } from '../account/payment'
+import { readMandate, setMandate, type MandateRecord } from './store'
+
+/** Limits are credits; a refill must be chargeable (whole cents, the card minimum). */
+export const MAX_LIMIT = 1_000_000_000
+
+export function limitProblem(cfg: Services['cfg'], l: Partial<Limits>): { field: string; expected: string } | null {
+  for (const field of ['threshold', 'refill', 'ceiling'] as const) {
+    const v = l[field]
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0 || v > MAX_LIMIT))
+      return { field, expected: `an integer number of credits from 0 to ${MAX_LIMIT}` }
+  }
+  if (l.refill !== undefined && l.refill > 0) {
+    const p = chargeableProblem(l.refill, cfg.CREDITS_PER_USD)
+    if (p) return { field: 'refill', expected: `0 or ${p}` }
+  }
+  return null
+}
+
+export interface MandateRef {
+  accountId: string
+  email: string
+  mref: string
+}
+
+/** The account behind a consent ref (/mandate?ref=, /topup?ref=); unknown → NOT_FOUND. */
+export async function resolveRef(s: Services, ref: string | undefined): Promise<MandateRef> {
+  const { redis, keys } = s.ctx
+  const accountId = ref && /^mr_[A-Za-z0-9_-]{10,64}$/.test(ref) ? await redis.get(keys.mandateRef(ref)) : null
+  if (!accountId) throw new ApiError('NOT_FOUND', { resource: 'mandate link' })
+  const email = (await redis.hget(keys.account(accountId), 'email')) ?? ''
+  return { accountId, email, mref: ref! }
+}
+
+export async function enableUrl(s: Services, accountId: string): Promise<string> {
+  const mref = (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
+  return accountLinks(s, mref).enable_auto_refill
+}
+
+export function mandateBody(m: MandateRecord, enable_url: string) {
+  return {
+    enabled: m.enabled,
+    threshold: m.threshold,
+    refill: m.refill,
+    ceiling: m.ceiling,
+    period: 'month' as const,
+    refilled_this_period: m.refilledThisPeriod,
+    card: m.card ? { brand: m.card.brand, last4: m.card.last4 } : null,
+    enable_url,
+    disabled_reason: m.disabledReason,
+    last_failure: m.lastFailure,
+  }
+}
+
+export async function getMandate(s: Services, accountId: string) {
+  const [m, url] = await Promise.all([readMandate(s.ctx, accountId), enableUrl(s, accountId)])
+  return mandateBody(m, url)
+}
+
+export async function updateMandate(s: Services, accountId: string, body: Partial<Limits> & { enabled?: boolean }) {
+  const problem = limitProblem(s.cfg, body)
+  if (problem) throw new ApiError('BAD_REQUEST', problem)
+  const reply = await setMandate(s.ctx, accountId, { op: 'update', ...body })
+  if (reply[0] === S.CONSENT_REQUIRED) throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
+  return getMandate(s, accountId)
+}
+
+/** DELETE /v1/mandate: disabled, and the card forgotten here and at the processor. */
+export async function forgetMandate(s: Services, accountId: string) {
+  const before = await readMandate(s.ctx, accountId)
+  await setMandate(s.ctx, accountId, { op: 'forget', reason: 'deleted' })
+  if (before.card && before.gateway === s.payments.mode) {
+    // Forgotten locally first: even if the processor call fails, no refill can use the card again.
+    await s.payments.forgetCard(before.card).catch((e) =>
+      s.log.error('forget_card_failed', { account_id: accountId, error: e instanceof Error ? e.message : String(e) }),
+    )
+  }
+  return getMandate(s, accountId)
+}
+
+/** A completed consent: the card is saved and the mandate enabled with the owner's limits. */
+export async function applyConsent(s: Services, accountId: string, c: { card: SavedCard; limits: Limits; consentId: string }): Promise<'applied' | 'already'> {
+  const reply = await setMandate(s.ctx, accountId, { op: 'consent', card: c.card, limits: c.limits, consentId: c.consentId, gateway: s.payments.mode })
+  if (reply[0] === S.NOT_FOUND) throw new ApiError('NOT_FOUND', { resource: 'account' })
+  return reply[0] === S.ALREADY_APPLIED ? 'already' : 'applied'
+}
+
+/**
+ * POST /v1/topup: the agent's explicit refill through the owner's mandate.
+ * errors: PAYMENT_REQUIRED (no_mandate, card_declined), CONFLICT (one per HKT day, ceiling, in
+ *         flight, outcome pending), BALANCE_CAP (parked: true when a charge had to be parked),
+ *         CONSENT_REQUIRED (the bank wants the card holder), BAD_REQUEST (amount).
+ */
+export async function topup(s: Services, accountId: string, amount: number | undefined) {
+  if (amount !== undefined) {
+    const p = chargeableProblem(amount, s.cfg.CREDITS_PER_USD)
+    if (p) throw new ApiError('BAD_REQUEST', { field: 'amount', expected: p })
+  }
+  const r = await s.refiller.refill(accountId, 'topup', amount ?? null)
+  switch (r.kind) {
+    case 'credited':
+      return { credits_added: r.credits, balance: r.balance, charge_id: r.chargeId }
+    case 'parked':
+      throw new ApiError('BALANCE_CAP', { balance_cap: r.balanceCap, balance: r.balance, parked: true, parked_id: r.parkedId })
+    case 'declined':
+      throw await paymentRequired(s, accountId, await balanceOf(s, accountId), r.credits, 'card_declined', { card: r.card, message: r.message })
+    case 'authentication_required':
+      throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
+    case 'unknown':
+      throw new ApiError('CONFLICT', { reason: 'the card payment is still being confirmed by the processor; check GET /v1/balance in a minute' })
+    case 'refused':
+      throw await refusal(s, accountId, r.status, r.a, r.b, r.c, amount)
+  }
+}
+
+async function refusal(s: Services, accountId: string, status: S, a: number, b: number, c: number, amount: number | undefined): Promise<ApiError> {
+  switch (status) {
+    case S.NO_MANDATE: {
+      const m = await readMandate(s.ctx, accountId)
+      return paymentRequired(s, accountId, await balanceOf(s, accountId), amount ?? m.refill, 'no_mandate')
+    }
+    case S.TOPUP_TODAY:
+      return new ApiError('CONFLICT', {
+        reason: 'a top-up already ran this HKT day (one per day); auto-refill still works, or try again after 00:00 HKT',
+        resets_at: windowsAt(s.ctx.clock.now()).resetsAt,
+      })
+    case S.CEILING_REACHED:
+      return new ApiError('CONFLICT', {
+        reason: `this refill period is at its ceiling: ${a} of ${b} credits refilled this HKT month, ${c} more would pass it; the operator can raise the ceiling via PUT /v1/mandate`,
+        refilled_this_period: a,
+        ceiling: b,
+      })
+    case S.BALANCE_CAP:
+      return new ApiError('BALANCE_CAP', { balance_cap: b, balance: a, parked: false })
+    case S.REFILL_IN_FLIGHT:
+      return new ApiError('CONFLICT', { reason: 'a refill of this account is already in flight; check GET /v1/balance in a few seconds' })
+    case S.REFILL_NOT_NEEDED:
+      return new ApiError('BAD_REQUEST', { field: 'amount', expected: "a positive number of credits (the mandate's refill is 0)" })
+    default:
+      return new ApiError('NOT_FOUND', { resource: 'account' })
+  }
+}
+
+async function balanceOf(s: Services, accountId: string): Promise<number> {
+  return Number((await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance')) ?? 0)
+}

@@ -1,0 +1,73 @@
+/**
+ * The mandate as Redis holds it (one hash in the account's slot, written only by set-mandate-3,
+ * reserve/credit/release scripts), read into a typed record.
+ */
+import { hktMonth } from '../../clock'
+import type { Config } from '../../config'
+import type { LedgerContext } from '../../ledger/context'
+import type { Limits, SavedCard } from '../../payments/gateway'
+
+export interface MandateRecord extends Limits {
+  enabled: boolean
+  card: SavedCard | null
+  gateway: string | null
+  customerId: string | null
+  disabledReason: string | null
+  lastFailure: { code: string; at: string } | null
+  refilledThisPeriod: number
+}
+
+/** Limits of a mandate nobody has set yet: $1 threshold, $5 refills, $20 a month. */
+export function defaultLimits(cfg: Pick<Config, 'CREDITS_PER_USD'>): Limits {
+  return { threshold: cfg.CREDITS_PER_USD, refill: 5 * cfg.CREDITS_PER_USD, ceiling: 20 * cfg.CREDITS_PER_USD }
+}
+
+const FIELDS = ['enabled', 'threshold', 'refill', 'ceiling', 'brand', 'last4', 'customer', 'pm', 'gateway', 'disabled_reason', 'last_failure', 'last_failure_at'] as const
+
+export async function readMandate(ctx: LedgerContext, acct: string): Promise<MandateRecord> {
+  const { redis, keys } = ctx
+  const [m, refilled] = await Promise.all([
+    redis.hmget(keys.mandate(acct), ...FIELDS),
+    redis.hget(keys.refills(acct, hktMonth(ctx.clock.now())), 'refilled'),
+  ])
+  const [enabled, threshold, refill, ceiling, brand, last4, customer, pm, gateway, disabledReason, lastFailure, lastFailureAt] = m
+  const d = defaultLimits(ctx.cfg)
+  return {
+    enabled: enabled === '1',
+    threshold: threshold ? Number(threshold) : d.threshold,
+    refill: refill ? Number(refill) : d.refill,
+    ceiling: ceiling ? Number(ceiling) : d.ceiling,
+    card: pm && brand && last4 && customer ? { brand, last4, customerId: customer, paymentMethodId: pm } : null,
+    gateway: gateway ?? null,
+    customerId: customer ?? null,
+    disabledReason: disabledReason ?? null,
+    lastFailure: lastFailure ? { code: lastFailure, at: new Date(Number(lastFailureAt)).toISOString() } : null,
+    refilledThisPeriod: Number(refilled ?? 0),
+  }
+}
+
+export type MandateOp =
+  | { op: 'consent'; card: SavedCard; limits: Limits; consentId: string; gateway: string }
+  | { op: 'update'; threshold?: number; refill?: number; ceiling?: number; enabled?: boolean }
+  | { op: 'forget'; reason: string }
+  | { op: 'customer'; customerId: string }
+
+function argsOf(o: MandateOp): (string | number)[] {
+  const opt = (v: number | undefined) => (v === undefined ? '' : v)
+  switch (o.op) {
+    case 'consent':
+      return [o.card.brand, o.card.last4, o.card.customerId, o.card.paymentMethodId, o.limits.threshold, o.limits.refill, o.limits.ceiling, o.consentId, o.gateway]
+    case 'update':
+      return [opt(o.threshold), opt(o.refill), opt(o.ceiling), o.enabled === undefined ? '' : o.enabled ? '1' : '0']
+    case 'forget':
+      return [o.reason]
+    case 'customer':
+      return [o.customerId]
+  }
+}
+
+/** Runs set-mandate-3; returns its status and the tuple's rest. */
+export async function setMandate(ctx: LedgerContext, acct: string, o: MandateOp): Promise<(string | number | null)[]> {
+  const { keys } = ctx
+  return ctx.scripts.setMandate([keys.mandate(acct), keys.account(acct), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, o.op, ...argsOf(o)])
+}

@@ -1,0 +1,25 @@
+import { Type as T } from '@sinclair/typebox'
+
+export const ParkedPayment = T.Object({
+  id: T.String(),
+  account_id: T.String(),
+  charge_id: T.String({ description: "The processor's charge id" }),
+  credits: T.Integer(),
+  kind: T.String({ description: 'pack | refill | topup' }),
+  gateway: T.String(),
+  state: T.String({ description: 'parked | rejecting | approved | rejected' }),
+  at: T.String(),
+})
+
+export const ParkedList = T.Object({ parked: T.Array(ParkedPayment) })
+
+export const ParkedParams = T.Object({ id: T.String({ pattern: '^pk_\\d{2}_[A-Za-z0-9_-]{10,64}$' }) })
+
+export const ParkedDecision = T.Object({
+  id: T.String(),
+  state: T.String(),
+  account_id: T.String(),
+  credits: T.Integer(),
+  charge_id: T.String(),
+  balance: T.Union([T.Integer({ description: 'The account balance after an approval' }), T.Null()]),
+})

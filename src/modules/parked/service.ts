@@ -1,0 +1,73 @@
+/**
+ * Parked card payments: paid, but past the account's balance cap, so held for the founder.
+ * Approve credits them (decide-parked-4); reject refunds them at the processor, claimed first so an
+ * approval cannot race the refund.
+ * errors: NOT_FOUND, CONFLICT (already decided, or the refund failed).
+ */
+import { ApiError } from '../../errors'
+import { decideParked, shardOfParked } from '../../ledger/topup'
+import { SHARDS } from '../../redis/keys'
+import type { Services } from '../../services'
+
+type Row = { id: string; account_id: string; charge_id: string; credits: number; kind: string; gateway: string; state: string; at: string }
+
+function row(id: string, h: Record<string, string>): Row {
+  return {
+    id,
+    account_id: h.acct ?? '',
+    charge_id: h.charge ?? '',
+    credits: Number(h.credits ?? 0),
+    kind: h.kind ?? '',
+    gateway: h.gateway ?? '',
+    state: h.state ?? '',
+    at: new Date(Number(h.at ?? 0)).toISOString(),
+  }
+}
+
+/** Every parked payment awaiting a decision, oldest first, over all shards. */
+export async function listParked(s: Services): Promise<{ parked: Row[] }> {
+  const { redis, keys } = s.ctx
+  const perShard = await Promise.all(
+    Array.from({ length: SHARDS }, async (_, shard) => {
+      const ids = await redis.zrange(keys.parkedQueue(shard), 0, -1)
+      return Promise.all(ids.map(async (id) => row(id, await redis.hgetall(keys.parked(shard, id)))))
+    }),
+  )
+  return { parked: perShard.flat().sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)) }
+}
+
+async function load(s: Services, id: string): Promise<Row> {
+  const shard = shardOfParked(id)
+  const h = shard === null ? {} : await s.ctx.redis.hgetall(s.ctx.keys.parked(shard, id))
+  if (!h.acct) throw new ApiError('NOT_FOUND', { resource: 'parked payment' })
+  return row(id, h)
+}
+
+const decided = (state: string) => new ApiError('CONFLICT', { reason: `this parked payment is already ${state}` })
+
+export async function approveParked(s: Services, id: string) {
+  const p = await load(s, id)
+  const out = await decideParked(s.ctx, id, p.account_id, 'approve')
+  if (out.kind === 'wrong_state') throw decided(out.state)
+  if (out.kind === 'not_found') throw new ApiError('NOT_FOUND', { resource: 'parked payment' })
+  s.log.info('parked_approved', { parked_id: id, account_id: p.account_id, credits: out.credits })
+  return { id, state: 'approved', account_id: p.account_id, credits: out.credits, charge_id: out.chargeId, balance: out.balance }
+}
+
+export async function rejectParked(s: Services, id: string) {
+  const p = await load(s, id)
+  const claim = await decideParked(s.ctx, id, p.account_id, 'claim')
+  if (claim.kind === 'wrong_state') throw decided(claim.state)
+  if (claim.kind === 'not_found') throw new ApiError('NOT_FOUND', { resource: 'parked payment' })
+  try {
+    // Keyed by the parked id: a retried rejection never refunds twice.
+    await s.payments.refund(claim.chargeId, `refund-${id}`)
+  } catch (e) {
+    await decideParked(s.ctx, id, p.account_id, 'unclaim')
+    s.log.error('parked_refund_failed', { parked_id: id, error: e instanceof Error ? e.message : String(e) })
+    throw new ApiError('CONFLICT', { reason: 'the refund failed at the payment processor; the payment is still parked, try again' })
+  }
+  await decideParked(s.ctx, id, p.account_id, 'reject')
+  s.log.info('parked_rejected', { parked_id: id, account_id: p.account_id, credits: claim.credits })
+  return { id, state: 'rejected', account_id: p.account_id, credits: claim.credits, charge_id: claim.chargeId, balance: null }
+}

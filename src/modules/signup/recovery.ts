@@ -1,0 +1,69 @@
+/**
+ * Recovering a lost owner token by e-mail: POST /v1/token/rotate {email} mails a one-time link
+ * (/rotate?code=..., 10 minutes, single use) whose page shows a new owner token once and kills the
+ * old one. The answer is the same, and takes the same time, whether or not the account exists:
+ * the lookup, the link and the mail all happen in the background.
+ * The link record is the vault link's (claim-link-1 enforces expiry and single use atomically);
+ * only the SHA-256 of the code is stored.
+ * errors: LINK_INVALID (malformed, unknown, expired), LINK_USED (second use).
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { randomId } from '../../auth/tokens'
+import { ApiError } from '../../errors'
+import { ScriptStatus as S } from '../../redis/codes'
+import type { Services } from '../../services'
+import { rotateOwnerToken } from './service'
+
+export const RECOVERY_LINK_TTL_MS = 600_000
+/** A used link keeps its record this long, so a reuse says LINK_USED rather than LINK_INVALID. */
+const USED_MARKER_MS = 86_400_000
+/** At most one recovery mail per account per minute: the endpoint cannot be used to flood an inbox. */
+const MAIL_THROTTLE_S = 60
+
+const CODE_RE = /^[A-Za-z0-9_-]{43}$/
+const codeHash = (code: string) => createHash('sha256').update(code).digest('hex')
+
+export const RECOVERY_MESSAGE =
+  'If an account exists for this e-mail, a one-time link to replace its owner token has been sent there. The link works once, for 10 minutes; the old token stops working when it is used.'
+
+export function requestRecovery(s: Services, rawEmail: string): { message: string } {
+  const email = rawEmail.trim().toLowerCase()
+  s.mailer.later(async () => {
+    const { redis, keys } = s.ctx
+    const accountId = await redis.get(keys.email(email))
+    if (!accountId) return null
+    if ((await redis.set(keys.recoveryMailed(accountId), '1', 'EX', MAIL_THROTTLE_S, 'NX')) === null) return null
+    const code = randomBytes(32).toString('base64url')
+    const key = keys.recoveryLink(codeHash(code))
+    const exp = s.ctx.clock.now() + RECOVERY_LINK_TTL_MS
+    await redis.multi().hset(key, 'acct', accountId, 'provider', 'owner-token', 'exp', exp).pexpire(key, RECOVERY_LINK_TTL_MS).exec()
+    s.log.info('token_recovery_mailed', { account_id: accountId })
+    return {
+      to: email,
+      subject: 'Replace your API owner token',
+      text: [
+        'Someone (hopefully you) asked to replace the owner token of your prepaid API balance account.',
+        '',
+        'Open this link to get a new owner token. It works once, within 10 minutes; the old token stops working when you open it:',
+        `${s.cfg.BASE_URL}/rotate?code=${code}`,
+        '',
+        'If you did not ask for this, ignore this e-mail: nothing changes until the link is opened.',
+      ].join('\n'),
+    }
+  })
+  return { message: RECOVERY_MESSAGE }
+}
+
+/** Claims the link (once) and rotates the owner token. */
+export async function redeemRecovery(s: Services, code: string | undefined): Promise<{ token: string; email: string }> {
+  if (!code || !CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
+  const { redis, keys } = s.ctx
+  const reply = await s.ctx.scripts.claimLink([keys.recoveryLink(codeHash(code))], [s.ctx.clock.now(), randomId(8), USED_MARKER_MS])
+  if (reply[0] === S.LINK_USED) throw new ApiError('LINK_USED')
+  if (reply[0] !== S.OK) throw new ApiError('LINK_INVALID')
+  const accountId = String(reply[1])
+  const [oldHash, email] = await redis.hmget(keys.account(accountId), 'owner', 'email')
+  const { token } = await rotateOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
+  s.log.info('token_recovered', { account_id: accountId })
+  return { token, email: email ?? '' }
+}

@@ -1,0 +1,67 @@
+/**
+ * Money a human pays in: credit packs (Stripe Checkout, or the sandbox form) and Stripe's webhook,
+ * which also completes saved-card consents and heals refills whose answer was lost.
+ * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
+ * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
+ */
+import { ApiError } from '../../errors'
+import { creditCharge, type CreditOutcome } from '../../ledger/topup'
+import { WebhookSignatureError, type GatewayEvent } from '../../payments/gateway'
+import type { Services } from '../../services'
+import { applyConsent } from '../mandate/service'
+
+/** Processed event ids are kept past Stripe's 3-day retry window. */
+const EVENT_TTL_S = 30 * 86400
+
+export async function creditPack(s: Services, accountId: string, credits: number, chargeId: string): Promise<CreditOutcome> {
+  const out = await creditCharge(s.ctx, { accountId, chargeId, credits, kind: 'pack', gateway: s.payments.mode })
+  if (out.kind === 'parked') s.log.warn('payment_parked', { account_id: accountId, charge_id: chargeId, credits, parked_id: out.parkedId })
+  return out
+}
+
+/** Applies one verified event; returns what it did (for logs and the webhook's answer). */
+async function apply(s: Services, ev: GatewayEvent): Promise<string> {
+  switch (ev.type) {
+    case 'consent_completed':
+      return `consent_${await applyConsent(s, ev.completion.accountId, ev.completion)}`
+    case 'checkout_paid':
+      return (await creditPack(s, ev.accountId, ev.credits, ev.chargeId)).kind
+    case 'charge_succeeded': {
+      const kind = ev.purpose === 'refill' ? 'refill' : 'topup'
+      const out = await creditCharge(s.ctx, {
+        accountId: ev.accountId,
+        chargeId: ev.chargeId,
+        credits: ev.credits,
+        kind,
+        attemptId: ev.attemptId,
+        month: ev.month,
+        gateway: s.payments.mode,
+      })
+      return out.kind
+    }
+    case 'ignored':
+      return 'ignored'
+  }
+}
+
+export async function receiveWebhook(s: Services, rawBody: string, signature: string | null) {
+  if (s.payments.mode !== 'stripe') throw new ApiError('NOT_CONFIGURED', { feature: 'Stripe webhooks (PAYMENTS=stripe)' })
+  let ev: GatewayEvent
+  try {
+    ev = await s.payments.webhook(rawBody, signature)
+  } catch (e) {
+    if (e instanceof WebhookSignatureError) {
+      s.log.warn('webhook_rejected', { reason: e.message.slice(0, 120) })
+      throw new ApiError('BAD_REQUEST', { field: 'Stripe-Signature', expected: 'a valid signature of this payload by the endpoint secret' })
+    }
+    throw e
+  }
+  const key = s.ctx.keys.webhookEvent(ev.eventId)
+  if (await s.ctx.redis.exists(key)) return { received: true, duplicate: true, result: 'duplicate' }
+  const result = await apply(s, ev)
+  // Marked only once applied: a crash before this line makes Stripe's retry apply it (the credit
+  // script's charge-id dedupe keeps that retry from crediting twice).
+  await s.ctx.redis.set(key, result, 'EX', EVENT_TTL_S)
+  s.log.info('webhook', { event_id: ev.eventId, type: ev.type, result })
+  return { received: true, duplicate: false, result }
+}
