@@ -4,7 +4,6 @@
  */
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError } from './errors'
-import { randomId } from './auth/tokens'
 import type { Services } from './services'
 import { accountRoutes } from './modules/account'
 import { callRoutes } from './modules/call'
@@ -22,11 +21,14 @@ import { consentRoutes } from './modules/mandate/consent'
 import { topupRoutes } from './modules/topup'
 import { parkedRoutes } from './modules/parked'
 import { buildOpenApi } from './openapi'
+import { instrument, observeRoutes, requestId } from './observe'
+import { metricsRoutes } from './modules/metrics'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
   const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
   const app = new Elysia()
+    .use(observeRoutes())
     .onRequest(({ request }) => {
       const len = Number(request.headers.get('content-length') ?? '0')
       if (len > s.cfg.MAX_BODY_BYTES)
@@ -37,10 +39,11 @@ export function createApp(s: Services) {
       if (code === 'VALIDATION') return validationError(error as ValidationError).toResponse()
       if (code === 'PARSE') return new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' }).toResponse()
       if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' }).toResponse()
-      const requestId = randomId(8)
-      s.log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, error: String(error) })
-      return new ApiError('INTERNAL', { request_id: requestId }).toResponse()
+      const id = requestId(request)
+      s.log.error('unhandled', { request_id: id, path: new URL(request.url).pathname, error: String(error) })
+      return new ApiError('INTERNAL', { request_id: id }).toResponse()
     })
+    .use(metricsRoutes(s))
     .use(signupRoutes(s))
     .use(catalogRoutes(s))
     .use(callRoutes(s))
@@ -57,7 +60,7 @@ export function createApp(s: Services) {
     .use(parkedRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
-  return app
+  return instrument(app, s)
 }
 
 export type App = ReturnType<typeof createApp>

@@ -67,6 +67,8 @@ export const ConfigSchema = T.Object({
   FLUSHER: T.Union([T.Literal('0'), T.Literal('1')], { default: '1' }),
   /** `json` structured logs or `silent`. @default json */
   LOG: T.Union([T.Literal('json'), T.Literal('silent')], { default: 'json' }),
+  /** Bearer that GET /metrics requires; unset → /metrics is open (scrape it on a private network). */
+  METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
 })
 
 export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }

@@ -8,6 +8,7 @@ import { buildServices } from './services'
 const cfg = loadConfigOrExit()
 await ensureRedis(cfg)
 const services = await buildServices(cfg)
+services.metrics.withProcessMetrics()
 const app = createApp(services)
 // node:http, not app.listen: the proxy's path safety needs the raw request target (see listen.ts).
 await listen(app, { port: cfg.PORT, maxBodyBytes: cfg.MAX_BODY_BYTES })

@@ -15,6 +15,7 @@ import { Keys } from './redis/keys'
 import { loadScripts } from './redis/scripts'
 import { PauseWatcher } from './modules/catalog/pauses'
 import { Log } from './log'
+import { Metrics } from './metrics'
 import { SpendAlarm } from './alarms/spend'
 import { KeyVault } from './vault/store'
 import { Mailer } from './mail/mailer'
@@ -37,6 +38,8 @@ export interface Services {
   flusher: Flusher
   pauses: PauseWatcher
   log: Log
+  /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
+  metrics: Metrics
   vaultedKey: KeyLookup
   /** The card processor (PAYMENTS: sandbox or stripe). */
   payments: PaymentGateway
@@ -76,6 +79,8 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     (slug, spend, alarm) => log.warn('spend_alarm_tripped', { slug, spend, alarm }),
   )
   flusher.observe((entries) => spendAlarm.observe(entries))
+  const metrics = new Metrics()
+  metrics.watchFlusher(flusher)
   const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
   const mailer = new Mailer({ smtpUrl: cfg.SMTP_URL, dir: cfg.MAIL_DIR, from: `no-reply@${new URL(cfg.BASE_URL).hostname}`, log })
   const payments = createGateway(cfg)
@@ -91,6 +96,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     flusher,
     pauses,
     log,
+    metrics,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
     payments,
     mailer,

@@ -1,0 +1,156 @@
+/**
+ * Prometheus metrics (prom-client), served as text by GET /metrics. One registry per Services, so
+ * two apps in one test process never mix their numbers.
+ *
+ * What the paid path pays: a few counter increments in memory per request, nothing else. Money is
+ * counted where it becomes durable — in the flusher's observer, after the Postgres commit — so each
+ * ledger entry is counted once across all instances, whichever instance wrote it. The outbox lag
+ * is read from Redis only when Prometheus scrapes.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Flusher } from './ledger/flusher'
+import { MONEY_KINDS, type OutboxEntry } from './ledger/sinks'
+
+const MONEY = new Set<string>(MONEY_KINDS)
+
+export class Metrics {
+  readonly registry = new Registry()
+
+  readonly httpRequests = new Counter({
+    name: 'pab_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  })
+  readonly httpDuration = new Histogram({
+    name: 'pab_http_request_duration_seconds',
+    help: 'Time to the response head, by method and route template',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  })
+  readonly apiErrors = new Counter({
+    name: 'pab_api_errors_total',
+    help: 'Structured error answers, by error code',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  })
+  readonly rateLimited = new Counter({
+    name: 'pab_rate_limit_rejections_total',
+    help: 'Requests refused with RATE_LIMITED, by route template',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  })
+  /** For the proxy: bytes relayed, `direction` = upstream (request body) or downstream (response body). */
+  readonly proxyBytes = new Counter({
+    name: 'pab_proxy_bytes_total',
+    help: 'Bytes relayed by the passthrough proxy, by provider and direction',
+    labelNames: ['provider', 'direction'] as const,
+    registers: [this.registry],
+  })
+
+  readonly ledgerEntries = new Counter({
+    name: 'pab_ledger_entries_total',
+    help: 'Money entries committed to Postgres, by kind (grant, debit, refund, referral, topup)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  })
+  readonly ledgerCredits = new Counter({
+    name: 'pab_ledger_credits_total',
+    help: 'Credits moved by committed entries, by kind (absolute value)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  })
+  readonly debits = new Counter({ name: 'pab_debits_total', help: 'Debits committed to the durable ledger', registers: [this.registry] })
+  readonly refunds = new Counter({ name: 'pab_refunds_total', help: 'Refunds committed to the durable ledger', registers: [this.registry] })
+  readonly creditsHonored = new Counter({
+    name: 'pab_credits_honored_total',
+    help: 'Credits kept by successful, non-refunded calls and proxy requests (the public credits_honored)',
+    registers: [this.registry],
+  })
+  readonly organicCalls = new Counter({
+    name: 'pab_organic_calls_total',
+    help: 'Successful, non-refunded calls and proxy requests (the public organic_calls_routed)',
+    registers: [this.registry],
+  })
+  readonly flushLag = new Histogram({
+    name: 'pab_flush_latency_seconds',
+    help: 'From the money write in Redis to its commit in Postgres, per outbox entry',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  })
+
+  /** Counts every batch the flusher committed; registers the scrape-time gauges of its lag. */
+  watchFlusher(flusher: Flusher): void {
+    flusher.observe(async (entries) => this.countCommitted(entries))
+    let counted = { batches: 0, failures: 0 }
+    const delta = (key: 'batches' | 'failures') => {
+      const now = flusher.stats()[key]
+      const d = now - counted[key]
+      counted = { ...counted, [key]: now }
+      return Math.max(0, d)
+    }
+    new Counter({
+      name: 'pab_flush_batches_total',
+      help: 'Outbox batches committed to Postgres and acked by this instance',
+      registers: [this.registry],
+      collect() {
+        this.inc(delta('batches'))
+      },
+    })
+    new Counter({
+      name: 'pab_flush_failures_total',
+      help: 'Flush rounds that failed (Postgres or Redis unavailable); the entries wait and are retried',
+      registers: [this.registry],
+      collect() {
+        this.inc(delta('failures'))
+      },
+    })
+    let lag: Promise<{ entries: number; oldest_ms: number }> | null = null
+    // Both gauges read one lag query per scrape.
+    const readLag = () => (lag ??= flusher.lag().finally(() => setTimeout(() => (lag = null), 0)))
+    new Gauge({
+      name: 'pab_outbox_entries',
+      help: 'Ledger and activity entries waiting in the outbox streams (all shards)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await readLag().catch(() => ({ entries: -1 }))).entries)
+      },
+    })
+    new Gauge({
+      name: 'pab_outbox_oldest_seconds',
+      help: 'Age of the oldest entry waiting in the outbox',
+      registers: [this.registry],
+      async collect() {
+        this.set((await readLag().catch(() => ({ oldest_ms: -1000 }))).oldest_ms / 1000)
+      },
+    })
+  }
+
+  /** Process CPU, memory, event-loop delay (prom-client's defaults); the entry point turns them on. */
+  withProcessMetrics(): this {
+    collectDefaultMetrics({ register: this.registry, prefix: 'pab_' })
+    return this
+  }
+
+  private countCommitted(entries: OutboxEntry[]): void {
+    const now = Date.now()
+    for (const e of entries) {
+      this.flushLag.observe(Math.max(0, now - Number(e.streamId.split('-')[0])) / 1000)
+      const f = e.fields
+      if (e.kind === 'call') {
+        const rec = JSON.parse(f.rec ?? '{}') as { refunded?: boolean; outcome?: string; charged?: number }
+        if (!rec.refunded && rec.outcome === 'ok') {
+          this.organicCalls.inc()
+          this.creditsHonored.inc(rec.charged ?? 0)
+        }
+        continue
+      }
+      if (!MONEY.has(e.kind)) continue
+      this.ledgerEntries.inc({ kind: e.kind })
+      this.ledgerCredits.inc({ kind: e.kind }, Math.abs(Number(f.amount)))
+      if (e.kind === 'debit') this.debits.inc()
+      else if (e.kind === 'refund') this.refunds.inc()
+    }
+  }
+}

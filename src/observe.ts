@@ -1,0 +1,79 @@
+/**
+ * Request-level observability: a request id, the HTTP counters and one JSON log line per request.
+ *
+ * - The id is the caller's `X-Request-Id` when it is a plain short token (so a trace can cross a
+ *   load balancer), else a new random one; it is echoed in the `X-Request-Id` response header and
+ *   named in INTERNAL error bodies, so a user's report finds the log line.
+ * - The log line has method, route template, status, error code and milliseconds to the response
+ *   head. Never the raw path or query (vault codes and token-rotation codes travel in them), never
+ *   headers or bodies.
+ * - Counting is in memory only: no Redis or Postgres work per request.
+ */
+import { Elysia } from 'elysia'
+import { randomId } from './auth/tokens'
+import { ApiError } from './errors'
+import type { Services } from './services'
+
+const ID_RE = /^[A-Za-z0-9._-]{1,64}$/
+
+interface RequestInfo {
+  id: string
+  started: number
+  route?: string
+  code?: string
+}
+
+const info = new WeakMap<Request, RequestInfo>()
+
+/** The id of a request being answered (a fresh one for a Request that never went through the app). */
+export function requestId(request: Request): string {
+  return info.get(request)?.id ?? randomId(8)
+}
+
+/**
+ * Global hooks that note the matched route template and the error code of each request. `use` it
+ * before the routes: Elysia applies a hook only to routes registered after it.
+ */
+export const observeRoutes = () =>
+  new Elysia({ name: 'observe-routes' })
+    .onTransform({ as: 'global' }, ({ request, route }) => {
+      const i = info.get(request)
+      if (i) i.route = route
+    })
+    .onError({ as: 'global' }, ({ request, route, error }) => {
+      const i = info.get(request)
+      if (!i) return
+      i.route ??= route
+      if (error instanceof ApiError) i.code = error.code
+    })
+
+interface Handles {
+  handle(request: Request): Promise<Response>
+}
+
+/** Wraps `app.handle` (what tests and the listener call) with the id, the counters and the log line. */
+export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log'>): A {
+  const inner = app.handle.bind(app)
+  app.handle = async (request: Request) => {
+    const given = request.headers.get('x-request-id')
+    const i: RequestInfo = { id: given && ID_RE.test(given) ? given : randomId(8), started: performance.now() }
+    info.set(request, i)
+    const res = await inner(request)
+    const ms = performance.now() - i.started
+    const route = i.route ?? 'unmatched'
+    const method = request.method
+    const status = res.status
+    s.metrics.httpRequests.inc({ method, route, status })
+    s.metrics.httpDuration.observe({ method, route }, ms / 1000)
+    if (i.code) s.metrics.apiErrors.inc({ code: i.code })
+    if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
+    try {
+      res.headers.set('x-request-id', i.id)
+    } catch {
+      // A Response with immutable headers (none of ours today) simply goes without it.
+    }
+    s.log.info('request', { request_id: i.id, method, route, status, ...(i.code ? { error: i.code } : {}), ms: Math.round(ms * 10) / 10 })
+    return res
+  }
+  return app
+}

@@ -1,0 +1,104 @@
+/**
+ * GET /metrics (Prometheus text) and the per-request id and log line. The money counters move when
+ * the flusher commits (once per entry across instances); the outbox gauges are read on scrape.
+ */
+import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { drain } from '../helpers/invariants'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '5', LOG: 'json' } })
+  t.clock.set(Math.ceil(Date.now() / 60_000) * 60_000 + 1_000)
+})
+afterAll(async () => {
+  await t.close()
+})
+
+/** The value of one sample line (`name{labels} value`), or 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue
+    const labelPart = line.slice(name.length).split(' ')[0]!
+    if (want.every((l) => labelPart.includes(l))) return Number(line.split(' ').at(-1))
+  }
+  return 0
+}
+
+const scrape = async () => {
+  const r = await t.req('GET', '/metrics')
+  expect(r.status).toBe(200)
+  expect(r.headers.get('content-type')).toContain('text/plain')
+  return r.text
+}
+
+describe('GET /metrics', () => {
+  test('requests by route template and status; money counters after the flush; outbox lag on scrape', async () => {
+    const before = await scrape()
+    const a = await t.signup()
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })).status).toBe(502)
+    await Bun.sleep(20) // the call records are filed just after the answers
+    const pending = await scrape()
+    expect(sample(pending, 'pab_http_requests_total', { method: 'POST', route: '/v1/call/:slug', status: '200' })).toBe(
+      sample(before, 'pab_http_requests_total', { method: 'POST', route: '/v1/call/:slug', status: '200' }) + 1,
+    )
+    expect(sample(pending, 'pab_http_requests_total', { route: '/v1/call/:slug', status: '502' })).toBeGreaterThanOrEqual(1)
+    expect(sample(pending, 'pab_api_errors_total', { code: 'PROVIDER_ERROR' })).toBeGreaterThanOrEqual(1)
+    expect(sample(pending, 'pab_outbox_entries')).toBeGreaterThan(0)
+
+    await drain(t.s.flusher)
+    const after = await scrape()
+    expect(sample(after, 'pab_outbox_entries')).toBe(0)
+    expect(sample(after, 'pab_debits_total') - sample(before, 'pab_debits_total')).toBe(2)
+    expect(sample(after, 'pab_refunds_total') - sample(before, 'pab_refunds_total')).toBe(1)
+    expect(sample(after, 'pab_credits_honored_total') - sample(before, 'pab_credits_honored_total')).toBe(5)
+    expect(sample(after, 'pab_organic_calls_total') - sample(before, 'pab_organic_calls_total')).toBe(1)
+    expect(sample(after, 'pab_ledger_entries_total', { kind: 'grant' }) - sample(before, 'pab_ledger_entries_total', { kind: 'grant' })).toBe(1)
+    expect(sample(after, 'pab_flush_latency_seconds_count')).toBeGreaterThanOrEqual(5)
+    expect(after).toContain('pab_proxy_bytes_total')
+    expect(after).toContain('pab_flush_failures_total')
+  })
+
+  test('rate-limit rejections are counted by route', async () => {
+    const before = sample(await scrape(), 'pab_rate_limit_rejections_total', { route: '/v1/balance' })
+    const a = await t.signup()
+    for (let i = 0; i < 5; i++) await t.req('GET', '/v1/balance', { token: a.token })
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+    expect(sample(await scrape(), 'pab_rate_limit_rejections_total', { route: '/v1/balance' })).toBe(before + 1)
+  })
+})
+
+describe('request id and the request log line', () => {
+  test('every answer carries an X-Request-Id; a plain one from the caller is kept, anything else replaced', async () => {
+    const fresh = await t.req('GET', '/status')
+    expect(fresh.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9_-]{8,}$/)
+    expect((await t.req('GET', '/status', { headers: { 'x-request-id': 'lb-42.abc' } })).headers.get('x-request-id')).toBe('lb-42.abc')
+    for (const forged of ['x"}{"forged":1', 'has space', 'z'.repeat(65)]) {
+      const r = await t.req('GET', '/status', { headers: { 'x-request-id': forged } })
+      expect(r.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9_-]{8,16}$/)
+    }
+  })
+
+  test('one JSON line per request: id, route template, status, code, ms — never the path, query, token or body', async () => {
+    const a = await t.signup()
+    const spy = spyOn(console, 'log').mockImplementation(() => {})
+    let calls: unknown[][] = []
+    try {
+      await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'secret-payload' }, headers: { 'x-request-id': 'trace-1' } })
+      await t.req('GET', '/rotate?code=rotation-secret-code')
+      await t.req('GET', '/v1/balance', { token: 'sk_' + 'Z'.repeat(43) })
+      calls = [...spy.mock.calls]
+    } finally {
+      spy.mockRestore()
+    }
+    const lines = calls.map((c) => JSON.parse(String(c[0]))).filter((l) => l.msg === 'request')
+    expect(lines).toHaveLength(3)
+    expect(lines[0]).toMatchObject({ level: 'info', request_id: 'trace-1', method: 'POST', route: '/v1/call/:slug', status: 200 })
+    expect(typeof lines[0].ms).toBe('number')
+    expect(lines[2]).toMatchObject({ route: '/v1/balance', status: 401, error: 'UNAUTHORIZED' })
+    const all = JSON.stringify(calls)
+    for (const secret of ['secret-payload', 'rotation-secret-code', a.token, 'Z'.repeat(43), a.account_id]) expect(all).not.toContain(secret)
+  })
+})
