@@ -86,9 +86,9 @@ export class Keys {
   charge(acct: string, chargeId: string): string {
     return `${this.acctTag(acct)}:charge:${acct}:${chargeId}`
   }
-  /** Throttle of token-recovery e-mails: one per account per minute. */
-  recoveryMailed(acct: string): string {
-    return `${this.acctTag(acct)}:recmail:${acct}`
+  /** Throttle of token-recovery e-mails: one per account per (app-clock) minute window. */
+  recoveryMailed(acct: string, minute: number): string {
+    return `${this.acctTag(acct)}:recmail:${acct}:${minute}`
   }
 
   // ---- per shard ----

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
-import { MandateResponse, MandateUpdateBody, TopupBody, TopupResponse } from './model'
+import { rejectUnknownFields } from '../../lib/strict-body'
+import { MandateResponse, MandateUpdateBody, TopupBody, TopupObject, TopupResponse } from './model'
 import { forgetMandate, getMandate, topup, updateMandate } from './service'
 
 /** The auto-refill mandate (GET: any token of the account; PUT/DELETE: the operator) and POST /v1/topup. */
@@ -26,6 +27,8 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
       },
       {
         body: MandateUpdateBody,
+        // A misspelt limit must not be dropped silently: unknown fields → BAD_REQUEST.
+        transform: rejectUnknownFields(MandateUpdateBody),
         response: { 200: MandateResponse },
         detail: { summary: 'Operator: adjust threshold, refill, ceiling, enabled (enabling needs the consent flow first: CONSENT_REQUIRED)' },
       },
@@ -48,6 +51,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
       },
       {
         body: TopupBody,
+        transform: rejectUnknownFields(TopupObject),
         response: { 200: TopupResponse },
         detail: {
           summary:

@@ -26,12 +26,11 @@ export const MandateUpdateBody = T.Object(
   { additionalProperties: false },
 )
 
-export const TopupBody = T.Optional(
-  T.Object(
-    { amount: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT, description: "Credits; defaults to the mandate's refill" })) },
-    { additionalProperties: false },
-  ),
+export const TopupObject = T.Object(
+  { amount: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT, description: "Credits; defaults to the mandate's refill" })) },
+  { additionalProperties: false },
 )
+export const TopupBody = T.Optional(TopupObject)
 
 export const TopupResponse = T.Object({
   credits_added: T.Integer(),

@@ -17,7 +17,7 @@ import { rotateOwnerToken } from './service'
 export const RECOVERY_LINK_TTL_MS = 600_000
 /** A used link keeps its record this long, so a reuse says LINK_USED rather than LINK_INVALID. */
 const USED_MARKER_MS = 86_400_000
-/** At most one recovery mail per account per minute: the endpoint cannot be used to flood an inbox. */
+/** At most one recovery mail per account per clock minute: the endpoint cannot flood an inbox. */
 const MAIL_THROTTLE_S = 60
 
 const CODE_RE = /^[A-Za-z0-9_-]{43}$/
@@ -32,10 +32,12 @@ export function requestRecovery(s: Services, rawEmail: string): { message: strin
     const { redis, keys } = s.ctx
     const accountId = await redis.get(keys.email(email))
     if (!accountId) return null
-    if ((await redis.set(keys.recoveryMailed(accountId), '1', 'EX', MAIL_THROTTLE_S, 'NX')) === null) return null
+    const now = s.ctx.clock.now()
+    const minute = Math.floor(now / (MAIL_THROTTLE_S * 1000))
+    if ((await redis.set(keys.recoveryMailed(accountId, minute), '1', 'EX', 2 * MAIL_THROTTLE_S, 'NX')) === null) return null
     const code = randomBytes(32).toString('base64url')
     const key = keys.recoveryLink(codeHash(code))
-    const exp = s.ctx.clock.now() + RECOVERY_LINK_TTL_MS
+    const exp = now + RECOVERY_LINK_TTL_MS
     await redis.multi().hset(key, 'acct', accountId, 'provider', 'owner-token', 'exp', exp).pexpire(key, RECOVERY_LINK_TTL_MS).exec()
     s.log.info('token_recovery_mailed', { account_id: accountId })
     return {

@@ -1,0 +1,83 @@
+/**
+ * Token recovery must not enumerate accounts, leak a token twice, outlive its 10 minutes, or be
+ * spent by a link checker's HEAD; and it must not flood an inbox.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { get, pathOf, readMails } from '../helpers/money'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const linkOf = (text: string) => pathOf(/(http:\/\/pab\.test\/rotate\?code=[A-Za-z0-9_-]{43})/.exec(text)![1]!)
+
+async function mailedLink(email: string): Promise<string> {
+  const before = readMails(t).length
+  expect((await t.req('POST', '/v1/token/rotate', { body: { email } })).status).toBe(202)
+  await t.s.mailer.idle()
+  const mails = readMails(t)
+  expect(mails.length).toBe(before + 1)
+  return linkOf(mails.at(-1)!.text)
+}
+
+describe('token recovery security', () => {
+  test('the same answer for an existing and an unknown e-mail; no mail for the unknown one', async () => {
+    const email = `known-${t.prefix}@example.com`
+    await t.signup(email)
+    const known = await t.req('POST', '/v1/token/rotate', { body: { email } })
+    const unknown = await t.req('POST', '/v1/token/rotate', { body: { email: `nobody-${t.prefix}@example.com` } })
+    expect(unknown.status).toBe(known.status)
+    expect(unknown.text).toBe(known.text)
+    await t.s.mailer.idle()
+    expect(readMails(t).filter((m) => m.to.startsWith('nobody-'))).toHaveLength(0)
+  })
+
+  test('a link expires after 10 minutes (LINK_INVALID) and the old token keeps working', async () => {
+    const email = `expire-${t.prefix}@example.com`
+    const a = await t.signup(email)
+    const link = await mailedLink(email)
+    t.clock.advance(10 * 60 * 1000)
+    const page = await get(t, link)
+    expect(page.status).toBe(400)
+    expect(page.text).toContain('LINK_INVALID')
+    expect(page.text).toContain('POST /v1/token/rotate')
+    const json = await get(t, link, { accept: 'application/json' })
+    expect(json.body).toMatchObject({ error: 'LINK_INVALID', renew_via: 'POST /v1/token/rotate {"email"}' })
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
+  })
+
+  test('malformed and unknown codes → LINK_INVALID; a HEAD does not spend the link', async () => {
+    for (const code of ['', 'short', 'x'.repeat(43), '../../etc']) expect((await get(t, `/rotate?code=${code}`)).status).toBe(400)
+    const email = `head-${t.prefix}@example.com`
+    const a = await t.signup(email)
+    t.clock.advance(61_000) // past the per-account mail throttle of earlier tests
+    const link = await mailedLink(email)
+    const head = await t.app.handle(new Request(`http://pab.test${link}`, { method: 'HEAD' }))
+    expect(head.status).toBe(200)
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
+    expect((await get(t, link)).status).toBe(200)
+  })
+
+  test('one recovery mail per account per minute', async () => {
+    const email = `flood-${t.prefix}@example.com`
+    await t.signup(email)
+    for (let i = 0; i < 5; i++) expect((await t.req('POST', '/v1/token/rotate', { body: { email } })).status).toBe(202)
+    await t.s.mailer.idle()
+    expect(readMails(t).filter((m) => m.to === email)).toHaveLength(1)
+    t.clock.advance(61_000)
+    await mailedLink(email)
+  })
+
+  test('a malformed e-mail → BAD_REQUEST; neither bearer nor e-mail → UNAUTHORIZED', async () => {
+    const bad = await t.req('POST', '/v1/token/rotate', { body: { email: 'not-an-email' } })
+    expect(bad.status).toBe(400)
+    expect(bad.body.field).toBe('email')
+    expect((await t.req('POST', '/v1/token/rotate')).status).toBe(401)
+    expect((await t.req('POST', '/v1/token/rotate', { body: {} })).status).toBe(401)
+  })
+})
