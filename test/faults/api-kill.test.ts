@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
-import { apiProcess, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
+import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
 import { createTestDatabase, deleteAppKeys } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import type { Services } from '../../src/services'
@@ -40,7 +40,7 @@ test('kill -9 of the API under load loses no acknowledged debit and doubles noth
   // Every seventh call fails upstream and is refunded; the rest cost 1 credit.
   const slug = (i: number) => (i % 7 === 0 ? 'test.fail' : 'test.cheap')
 
-  const before = driveLoad(api.url, tokens, { workers: 24, slug })
+  const before = driveLoad(api.url, tokens, { workers: 24, path: callPath(slug) })
   await Bun.sleep(1500)
   await api.kill()
   const first = await before.stop()
@@ -48,7 +48,7 @@ test('kill -9 of the API under load loses no acknowledged debit and doubles noth
   expect(first.errors.length).toBeGreaterThan(0) // the kill really cut requests off
 
   await api.start()
-  const after = driveLoad(api.url, tokens, { workers: 8, slug })
+  const after = driveLoad(api.url, tokens, { workers: 8, path: callPath(slug) })
   await Bun.sleep(500)
   const second = await after.stop()
   expect(second.errors).toHaveLength(0)

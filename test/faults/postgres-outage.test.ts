@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
 import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'
-import { apiProcess, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
+import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
 import { createTestDatabase, deleteAppKeys } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import type { Services } from '../../src/services'
@@ -43,7 +43,7 @@ const status = async () => (await (await fetch(`${api.url}/status`)).json()) as 
 
 test('Postgres down under load: no call fails, the backlog drains when it returns, nothing lost or doubled', async () => {
   const accounts = await signupOver(api.url, 30, prefix)
-  const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 16, slug: (i) => (i % 9 === 0 ? 'test.fail' : 'test.cheap') })
+  const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 16, path: callPath((i) => (i % 9 === 0 ? 'test.fail' : 'test.cheap')) })
   await Bun.sleep(300)
   relay.down()
   await Bun.sleep(1500)

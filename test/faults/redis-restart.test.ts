@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
-import { apiProcess, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
+import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
 import { createTestDatabase } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
@@ -45,7 +45,7 @@ const GRACE_MS = 1_000
 
 test('SCRIPT FLUSH and a Redis restart under load: no failure outside the restart window, no acknowledged debit lost', async () => {
   const accounts = await signupOver(api.url, 30, 'fr')
-  const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 16, slug: (i) => (i % 9 === 0 ? 'test.fail' : 'test.cheap') })
+  const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 16, path: callPath((i) => (i % 9 === 0 ? 'test.fail' : 'test.cheap')) })
   await Bun.sleep(300)
 
   const admin = new Redis(redis.url)

@@ -29,11 +29,22 @@ export interface ApiProcess {
   log(): Promise<string>
 }
 
-export async function apiProcess(o: { redisUrl?: string; redisClusterNodes?: string; databaseUrl: string; prefix: string; fakeUrl: string; env?: Record<string, string> }): Promise<ApiProcess> {
+export interface ApiProcessOptions {
+  redisUrl?: string
+  redisClusterNodes?: string
+  databaseUrl: string
+  prefix: string
+  fakeUrl: string
+  env?: Record<string, string>
+  /** The catalog (default: the HTTP tests' testCatalog). */
+  catalog?: (fakeUrl: string) => unknown
+}
+
+export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
   const [port] = await freePorts(1)
   const dir = tempDir('api')
   const catalogFile = join(dir, 'catalog.json')
-  writeFileSync(catalogFile, JSON.stringify(testCatalog(o.fakeUrl)))
+  writeFileSync(catalogFile, JSON.stringify((o.catalog ?? testCatalog)(o.fakeUrl)))
   const env: Record<string, string> = {
     PORT: String(port),
     DATABASE_URL: o.databaseUrl,
@@ -99,10 +110,12 @@ export async function ledgerStores(env: Record<string, string>): Promise<Service
 }
 
 export interface LoadTally {
-  /** Call ids answered 200. */
+  /** Call ids answered 200 with a complete body. */
   ok: string[]
   /** Call ids answered with `refunded: true`. */
   refunded: string[]
+  /** Call ids of proxied answers whose body broke off after the status line (the provider reset). */
+  cut: string[]
   /** Answers that were neither (status → count). */
   other: Map<number, number>
   /** Requests that got no HTTP answer (connection refused or reset), with the time they failed. */
@@ -112,34 +125,50 @@ export interface LoadTally {
 }
 
 /**
- * Closed-loop load: `workers` loops, each POSTing one call after another with a token of `tokens`
- * (in turn), until `stop()`. Every answer is tallied by call id, so the test can later find each
- * acknowledged debit and each refund in the ledger.
+ * Closed-loop load: `workers` loops, each POSTing one request after another to `path(i)` with a
+ * token of `tokens` (in turn), until `stop()`. Every answer is tallied by call id (the JSON body's
+ * `call_id`, or the proxy's `x-pab-call-id` header), so the test can later find each acknowledged
+ * debit and each refund in the ledger.
  */
-export function driveLoad(url: string, tokens: string[], o: { workers: number; slug: (i: number) => string; timeoutMs?: number }) {
-  const tally: LoadTally = { ok: [], refunded: [], other: new Map(), errors: [], failedAt: [] }
+export function driveLoad(url: string, tokens: string[], o: { workers: number; path: (i: number) => string; timeoutMs?: number }) {
+  const tally: LoadTally = { ok: [], refunded: [], cut: [], other: new Map(), errors: [], failedAt: [] }
   let running = true
   let n = 0
   const worker = async () => {
     while (running) {
       const i = n++
+      let res: Response
       try {
-        const res = await fetch(`${url}/v1/call/${o.slug(i)}`, {
+        res = await fetch(url + o.path(i), {
           method: 'POST',
           headers: { authorization: `Bearer ${tokens[i % tokens.length]}`, 'content-type': 'application/json' },
           body: '{"q":"load"}',
           signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
         })
-        const body = (await res.json().catch(() => ({}))) as { call_id?: string; refunded?: boolean }
-        if (res.status === 200 && body.call_id) tally.ok.push(body.call_id)
-        else if (body.refunded && body.call_id) tally.refunded.push(body.call_id)
-        else {
-          tally.other.set(res.status, (tally.other.get(res.status) ?? 0) + 1)
-          if (res.status >= 500) tally.failedAt.push(Date.now())
-        }
       } catch {
         tally.errors.push(Date.now())
         await Bun.sleep(10)
+        continue
+      }
+      const header = res.headers.get('x-pab-call-id')
+      let text: string
+      try {
+        text = await res.text()
+      } catch {
+        if (header) tally.cut.push(header)
+        else tally.errors.push(Date.now())
+        continue
+      }
+      let body: { call_id?: string; refunded?: boolean } = {}
+      try {
+        body = JSON.parse(text)
+      } catch {}
+      const callId = body.call_id ?? header
+      if (res.status === 200 && callId) tally.ok.push(callId)
+      else if (body.refunded && callId) tally.refunded.push(callId)
+      else {
+        tally.other.set(res.status, (tally.other.get(res.status) ?? 0) + 1)
+        if (res.status >= 500) tally.failedAt.push(Date.now())
       }
     }
   }
@@ -156,6 +185,9 @@ export function driveLoad(url: string, tokens: string[], o: { workers: number; s
     },
   }
 }
+
+/** `/v1/call/<slug>` of the slug `pick(i)`. */
+export const callPath = (pick: (i: number) => string) => (i: number) => `/v1/call/${pick(i)}`
 
 export async function signupOver(url: string, n: number, tag: string): Promise<{ token: string; account_id: string }[]> {
   return Promise.all(
