@@ -1,0 +1,59 @@
+/** A test app in Stripe mode, its SDK pointed at the loopback fake, plus webhook delivery. */
+import { startFakeStripe, type FakeStripe, type SignedEvent } from '../fakes/stripe'
+import { startTestApp, type TestApp, type TestResponse } from './harness'
+import { consentPath, postForm } from './money'
+
+export interface StripeTestApp {
+  t: TestApp
+  stripe: FakeStripe
+  close(): Promise<void>
+}
+
+export async function startStripeApp(env: Record<string, string> = {}): Promise<StripeTestApp> {
+  const stripe = startFakeStripe()
+  const t = await startTestApp({
+    env: { PAYMENTS: 'stripe', STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret, STRIPE_API_BASE: stripe.url, ...env },
+  })
+  return {
+    t,
+    stripe,
+    async close() {
+      await t.close()
+      stripe.stop()
+    },
+  }
+}
+
+/** Delivers a webhook as Stripe would (raw body, Stripe-Signature header). */
+export async function deliver(t: TestApp, ev: SignedEvent, signature = ev.signature): Promise<TestResponse> {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' }
+  if (signature) headers['stripe-signature'] = signature
+  const res = await t.app.handle(new Request('http://pab.test/webhooks/stripe', { method: 'POST', headers, body: ev.payload }))
+  const text = await res.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.status, headers: res.headers, body, text }
+}
+
+/** The setup session the consent page sent the owner to. */
+export function sessionIdOf(location: string): string {
+  const id = /\/(cs_test_[A-Za-z0-9]+)$/.exec(location)?.[1]
+  if (!id) throw new Error(`not a checkout url: ${location}`)
+  return id
+}
+
+/** The whole consent: our page → Stripe Checkout (setup) → the human saves `card` → webhook. */
+export async function consentStripe(
+  a: StripeTestApp,
+  token: string,
+  limits: { threshold: number; refill: number; ceiling: number },
+  card = '4242424242424242',
+): Promise<void> {
+  const r = await postForm(a.t, await consentPath(a.t, token), limits)
+  if (r.status !== 303) throw new Error(`consent page: ${r.status} ${r.text.slice(0, 200)}`)
+  const ev = await a.stripe.completeSetup(sessionIdOf(r.headers.get('location')!), card)
+  const w = await deliver(a.t, ev)
+  if (w.status !== 200) throw new Error(`webhook: ${w.status} ${w.text}`)
+}
