@@ -35,6 +35,8 @@ export class Flusher {
   private running = false
   private loop: Promise<void> | null = null
   private lastReclaim = 0
+  /** Per shard: whether this consumer's pending list may hold entries (true at start-up). */
+  private pendingMayExist: boolean[] = Array.from({ length: SHARDS }, () => true)
   private wake: (() => void) | null = null
   private observers: FlushObserver[] = []
   private counters = { batches: 0, entries: 0, failures: 0, lastError: null as string | null, lastFlushAt: 0 }
@@ -127,7 +129,12 @@ export class Flusher {
     const perShard = await Promise.all(Array.from({ length: SHARDS }, (_, s) => this.read(s)))
     const all = perShard.flat()
     if (all.length === 0) return 0
-    await this.write(all)
+    try {
+      await this.write(all)
+    } catch (e) {
+      perShard.forEach((entries, s) => entries.length > 0 && (this.pendingMayExist[s] = true))
+      throw e
+    }
     await Promise.all(
       perShard.map((entries, s) => {
         if (entries.length === 0) return null
@@ -154,17 +161,26 @@ export class Flusher {
     for (const fn of this.observers) await fn(entries).catch((e) => this.opt.onError?.(e))
   }
 
-  /** This consumer's unacked entries first (a failed commit leaves them there), else new ones. */
+  /**
+   * This consumer's unacked entries first (a failed commit, a reclaim or a restart leaves them
+   * there), else new ones. The pending list is only read while it may hold something, so a healthy
+   * round costs one XREADGROUP per shard.
+   */
   private async read(shard: number): Promise<OutboxEntry[]> {
     const key = this.stream(shard)
-    for (const from of ['0', '>']) {
-      const res = (await this.ctx.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', this.opt.batch, 'STREAMS', key, from)) as
-        | [string, [string, string[]][]][]
-        | null
-      const rows = res?.[0]?.[1] ?? []
-      if (rows.length > 0) return rows.map(([streamId, fields]) => parseEntry(streamId, fields))
+    if (this.pendingMayExist[shard]) {
+      const rows = await this.readFrom(key, '0')
+      if (rows.length > 0) return rows
+      this.pendingMayExist[shard] = false
     }
-    return []
+    return this.readFrom(key, '>')
+  }
+
+  private async readFrom(key: string, from: '0' | '>'): Promise<OutboxEntry[]> {
+    const res = (await this.ctx.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', this.opt.batch, 'STREAMS', key, from)) as
+      | [string, [string, string[]][]][]
+      | null
+    return (res?.[0]?.[1] ?? []).map(([streamId, fields]) => parseEntry(streamId, fields))
   }
 
   private async write(entries: OutboxEntry[]): Promise<void> {
@@ -182,9 +198,12 @@ export class Flusher {
 
   private async reclaimStale(): Promise<void> {
     await Promise.all(
-      Array.from({ length: SHARDS }, (_, s) =>
-        this.ctx.redis.xautoclaim(this.stream(s), GROUP, this.consumer, this.staleMs, '0-0', 'COUNT', 1000, 'JUSTID').catch(() => null),
-      ),
+      Array.from({ length: SHARDS }, async (_, s) => {
+        const res = (await this.ctx.redis
+          .xautoclaim(this.stream(s), GROUP, this.consumer, this.staleMs, '0-0', 'COUNT', 1000, 'JUSTID')
+          .catch(() => null)) as [string, string[]] | null
+        if (res && res[1].length > 0) this.pendingMayExist[s] = true
+      }),
     )
   }
 
