@@ -3,13 +3,15 @@
  * app, the same scripts, every account's keys in one slot of its shard, the shards spread over
  * the masters, and the flusher reading one outbox stream per shard on whichever master holds it.
  *
- * Each money path is one `test` below; a new path (top-up, proxy debit, caps) is one more case that
- * ends with `settle()`, which flushes and checks the ledger invariants for the accounts it names.
+ * Each money path is one `test` below; a new path is one more case that ends with `settle()`, which
+ * flushes and checks the ledger invariants for the accounts it names. Caps, kills and policies on
+ * the cluster: governance.happy.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Cluster } from 'ioredis'
 import { Flusher } from '../../src/ledger/flusher'
-import { startTestApp, type TestApp } from '../helpers/harness'
+import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
+import { consentSandbox } from '../helpers/money'
 import { assertLedger, type Expectation } from '../helpers/invariants'
 import { startRedisCluster, type RedisCluster } from './cluster'
 
@@ -17,7 +19,15 @@ let cluster: RedisCluster
 let t: TestApp
 beforeAll(async () => {
   cluster = await startRedisCluster(3)
-  t = await startTestApp({ env: { REDIS_CLUSTER_NODES: cluster.nodes, SIGNUP_ALARM_PER_HOUR: '100000' } })
+  t = await startTestApp({
+    env: { REDIS_CLUSTER_NODES: cluster.nodes, SIGNUP_ALARM_PER_HOUR: '100000' },
+    // A proxy route whose provider refuses connections (port 1), for the proxy's refund.
+    catalog: (fakeUrl) => {
+      const c = testCatalog(fakeUrl)
+      const dead = { base_url: 'http://127.0.0.1:1', key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'] } }
+      return { ...c, providers: { ...c.providers, deadproxy: dead } }
+    },
+  })
 })
 afterAll(async () => {
   await t?.close()
@@ -131,6 +141,35 @@ describe('money paths on a 3-master Redis Cluster', () => {
     survivor.start()
     await survivor.stop(5000)
     await settle(...accounts.map((a) => ({ account: a.account_id, balance: 495 })))
+  })
+
+  test('proxy: a forwarded request is debited once; a refused upstream is refunded once', async () => {
+    const a = await t.signup()
+    // The fake answers 404 on /v1/chat: a provider 4xx is the caller's, charged and passed through.
+    const ok = await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: { q: 1 } })
+    expect(ok.status).toBe(404)
+    const charged = ok.headers.get('x-pab-call-id')!
+    expect(ok.headers.get('x-pab-charged')).toBe('3')
+    const dead = await t.req('POST', '/proxy/deadproxy/v1/chat', { token: a.token, body: { q: 1 } })
+    expect(dead.status).toBe(502)
+    expect(dead.body).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true })
+    await settle({ account: a.account_id, balance: 497, debits: [charged], refunded: [dead.body.call_id] })
+  })
+
+  test('top-up through the mandate, and the background auto-refill below the threshold', async () => {
+    const a = await t.signup()
+    await consentSandbox(t, a.token, { threshold: 200, refill: 1000, ceiling: 10000 })
+    const top = await t.req('POST', '/v1/topup', { token: a.token, body: { amount: 2000 } })
+    expect(top.status, top.text).toBe(200)
+    expect(top.body).toMatchObject({ credits_added: 2000, balance: 2500 })
+    // 300-credit calls take the balance below 200: one auto-refill of 1000 follows in the background.
+    for (let i = 0; i < 8; i++) expect((await call(a.token, 'test.pricey')).status).toBe(200)
+    let balance = 0
+    for (let i = 0; i < 100 && balance !== 1100; i++) {
+      await Bun.sleep(20)
+      balance = (await t.req('GET', '/v1/balance', { token: a.token })).body.balance
+    }
+    await settle({ account: a.account_id, balance: 2500 - 8 * 300 + 1000 })
   })
 
   test('public counters are summed over the shards of every master', async () => {
