@@ -100,7 +100,7 @@ describe('money-in pages in a browser (no JavaScript)', () => {
     const a = await t.signup()
     const { body: bal } = await api('GET', '/v1/balance', a.token)
     const { page, problems } = await openPage()
-    expect((await page.goto(bal.links.topup))!.status()).toBe(200)
+    expect((await page.goto(bal.links.buy_credits))!.status()).toBe(200)
     const form = page.locator('form.pack').first()
     await form.locator('input[name="card"]').fill('4242424242424242')
     const [res] = await Promise.all([page.waitForNavigation(), form.locator('button').click()])

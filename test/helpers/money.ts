@@ -17,7 +17,7 @@ export function pathOf(url: string): string {
 }
 
 export async function postForm(t: TestApp, path: string, fields: Record<string, string | number>, headers: Record<string, string> = {}): Promise<TestResponse> {
-  const body = new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString()
+  const body = new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString()
   const res = await t.app.handle(
     new Request(`http://pab.test${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body }),
   )

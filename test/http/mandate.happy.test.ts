@@ -130,6 +130,6 @@ describe('mandate (sandbox)', () => {
     const rows = await t.s.db.db.select().from(mandates).where(eq(mandates.accountId, a.account_id))
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ enabled: true, threshold: 300, refill: 2000, ceiling: 9000, cardBrand: 'visa', cardLast4: '4242', gateway: 'sandbox', reason: 'update' })
-    expect(JSON.stringify(rows)).not.toContain(GOOD_CARD)
+    expect(JSON.stringify(rows, (_, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(GOOD_CARD)
   })
 })

@@ -23,7 +23,8 @@ describe('POST /v1/topup refusals', () => {
     expect(r.body).toMatchObject({ error: 'PAYMENT_REQUIRED', reason: 'no_mandate', balance: 500, price: 5000 })
     expect(r.body.enable_url).toMatch(/^http:\/\/pab\.test\/mandate\?ref=mr_/)
     expect(r.body.human_readable).toContain(r.body.enable_url)
-    expect(r.body.topup_url).toMatch(/\/topup\?ref=mr_/)
+    expect(r.body.topup_url).toBe('http://pab.test/v1/topup')
+    expect(r.body.human_readable).toMatch(/\/topup\?ref=mr_/)
   })
 
   test('a disabled or deleted mandate is no mandate', async () => {

@@ -50,16 +50,17 @@ describe('POST /v1/topup', () => {
 })
 
 describe('top-up links and credit packs', () => {
-  test('GET /v1/balance links our pack page, each pack, and the consent page', async () => {
+  test('GET /v1/balance links the agent’s top-up, our pack page, each pack, and the consent page', async () => {
     const a = await t.signup()
     const b = await t.req('GET', '/v1/balance', { token: a.token })
-    expect(b.body.links.topup).toMatch(/^http:\/\/pab\.test\/topup\?ref=mr_/)
+    expect(b.body.links.topup).toBe('http://pab.test/v1/topup')
+    expect(b.body.links.buy_credits).toMatch(/^http:\/\/pab\.test\/topup\?ref=mr_/)
     expect(b.body.links.packs).toEqual([
       { credits: 5000, price_usd: '5.00', url: expect.stringMatching(/\/topup\?ref=mr_.*&pack=usd5$/) },
       { credits: 20000, price_usd: '20.00', url: expect.stringMatching(/&pack=usd20$/) },
       { credits: 50000, price_usd: '50.00', url: expect.stringMatching(/&pack=usd50$/) },
     ])
-    const page = await get(t, pathOf(b.body.links.topup))
+    const page = await get(t, pathOf(b.body.links.buy_credits))
     expect(page.status).toBe(200)
     expect(page.text).toContain('5000 credits')
     expect(page.text).toContain('Pay $20.00 (sandbox)')

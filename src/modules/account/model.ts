@@ -7,8 +7,9 @@ export const BalanceResponse = T.Object({
   spent_today: T.Integer({ description: 'Credits spent in the current HKT day' }),
   resets_at: T.String({ description: 'Next 00:00 HKT, ISO 8601' }),
   links: T.Object({
-    topup: T.String({ description: 'Page where a human buys a credit pack (Stripe Checkout; sandbox: a test-card form)' }),
+    topup: T.String({ description: "POST here (with a bearer) for the agent's own top-up through the mandate" }),
     enable_auto_refill: T.String({ description: 'Saved-card consent page of the auto-refill mandate (/mandate?ref=...)' }),
+    buy_credits: T.String({ description: 'Page where a human buys a credit pack once (Stripe Checkout; sandbox: a test-card form)' }),
     packs: T.Array(
       T.Object({ credits: T.Integer(), price_usd: T.String({ description: 'e.g. "5.00"' }), url: T.String({ description: 'Payment link of this pack' }) }),
     ),

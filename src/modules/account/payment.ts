@@ -7,16 +7,17 @@ import { packs } from '../../payments/amounts'
 import type { Services } from '../../services'
 
 /**
- * Links for the human behind the agent, all keyed by the account's unguessable mandate ref:
- * `topup` is a page to buy a credit pack (Stripe Checkout, or the sandbox form), `packs` links each
- * pack directly, `enable_auto_refill` is the saved-card consent page. (The agent's own top-up is
- * POST /v1/topup, through the mandate.)
+ * `topup` is the agent's own top-up (POST, through the mandate). The rest are for the human behind
+ * the agent, keyed by the account's unguessable mandate ref: `enable_auto_refill` is the saved-card
+ * consent page, `buy_credits` a page to buy a credit pack once, `packs` each pack's payment link
+ * (Stripe Checkout; sandbox: our own form).
  */
 export function accountLinks(s: Pick<Services, 'cfg'>, mandateRef: string) {
   const ref = encodeURIComponent(mandateRef)
   return {
-    topup: `${s.cfg.BASE_URL}/topup?ref=${ref}`,
+    topup: `${s.cfg.BASE_URL}/v1/topup`,
     enable_auto_refill: `${s.cfg.BASE_URL}/mandate?ref=${ref}`,
+    buy_credits: `${s.cfg.BASE_URL}/topup?ref=${ref}`,
     packs: packs(s.cfg.CREDITS_PER_USD).map((p) => ({
       credits: p.credits,
       price_usd: (p.cents / 100).toFixed(2),
@@ -39,10 +40,10 @@ export async function paymentRequired(
   const usd = (n: number) => `$${(n / s.cfg.CREDITS_PER_USD).toFixed(2)}`
   const human_readable =
     reason === 'no_mandate'
-      ? `Your agent asked for a top-up, but auto-refill is not set up. To let it refill itself within limits you choose, open ${links.enable_auto_refill} and save a card. Or add credits once at ${links.topup}.`
+      ? `Your agent asked for a top-up, but auto-refill is not set up. To let it refill itself within limits you choose, open ${links.enable_auto_refill} and save a card. Or add credits once at ${links.buy_credits}.`
       : reason === 'card_declined'
-        ? `Your agent tried to top up ${price} credits (${usd(price)}) with your saved card (${declined?.card ?? 'card'}), but it was declined: ${declined?.message ?? 'declined'}. Save another card at ${links.enable_auto_refill}, or add credits at ${links.topup}.`
-        : `Your agent needs ${price} credits (${usd(price)}) for its next call but has ${balance} (${usd(balance)}). Add credits at ${links.topup}, or let it refill itself within limits you choose by opening ${links.enable_auto_refill}.`
+        ? `Your agent tried to top up ${price} credits (${usd(price)}) with your saved card (${declined?.card ?? 'card'}), but it was declined: ${declined?.message ?? 'declined'}. Save another card at ${links.enable_auto_refill}, or add credits at ${links.buy_credits}.`
+        : `Your agent needs ${price} credits (${usd(price)}) for its next call but has ${balance} (${usd(balance)}). Add credits at ${links.buy_credits}, or let it refill itself within limits you choose by opening ${links.enable_auto_refill}.`
   return new ApiError('PAYMENT_REQUIRED', {
     human_readable,
     enable_url: links.enable_auto_refill,

@@ -31,7 +31,7 @@ export async function notifyRefillFailure(
           'Auto-refill will try again in an hour. To use another card, open:',
           links.enable_auto_refill,
           '',
-          `To add credits once instead: ${links.topup}`,
+          `To add credits once instead: ${links.buy_credits}`,
         ]
   s.mailer.send({
     to: email,
