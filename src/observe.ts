@@ -68,7 +68,9 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     if (i.code) s.metrics.apiErrors.inc({ code: i.code })
     if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
     try {
-      res.headers.set('x-request-id', i.id)
+      // A proxied response keeps the provider's own X-Request-Id (the OpenAI SDK reads it, and the
+      // provider's support asks for it); x-pab-call-id names the request on our side.
+      if (!res.headers.has('x-request-id')) res.headers.set('x-request-id', i.id)
     } catch {
       // A Response with immutable headers (none of ours today) simply goes without it.
     }

@@ -64,7 +64,16 @@ export interface BenchService {
   stop(): Promise<void>
 }
 
-export async function startService(o: { port: number; upstreamUrl: string; outDir: string; pglite: boolean; profile?: boolean; flusher?: boolean }): Promise<BenchService> {
+export async function startService(o: {
+  port: number
+  upstreamUrl: string
+  outDir: string
+  pglite: boolean
+  profile?: boolean
+  flusher?: boolean
+  /** Another catalog (the proxy bench's); its house keys must use key_env BENCH_HOUSE_KEY. */
+  catalog?: unknown
+}): Promise<BenchService> {
   const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
   const dbName = `bench_${Math.random().toString(36).slice(2, 10)}`
   let dbUrl: string | undefined
@@ -78,7 +87,7 @@ export async function startService(o: { port: number; upstreamUrl: string; outDi
   }
   mkdirSync(o.outDir, { recursive: true })
   const catalogFile = join(o.outDir, 'catalog.json')
-  writeFileSync(catalogFile, JSON.stringify(benchCatalog(o.upstreamUrl), null, 2))
+  writeFileSync(catalogFile, JSON.stringify(o.catalog ?? benchCatalog(o.upstreamUrl), null, 2))
   const env: Record<string, string | undefined> = {
     PORT: String(o.port),
     DATABASE_URL: dbUrl,

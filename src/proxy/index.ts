@@ -6,6 +6,7 @@ import { Elysia } from 'elysia'
 import { ApiError } from '../errors'
 import { bearerAuth, http, type Http } from '../http'
 import type { Services } from '../services'
+import { ProviderKeys } from './keys'
 import { llmsFullText } from './llms'
 import { PROXY_PREFIX, resolveProxyTarget, type ProxyTarget } from './path'
 import { rawTarget } from './raw-target'
@@ -15,9 +16,11 @@ const PATH = '/proxy/:provider/*'
 
 export const proxyRoutes = (s: Services, h: Http = http(s)) => {
   const targets = new WeakMap<Request, ProxyTarget>()
+  // Read through `s` on each request: the vault's lookup may be swapped in after boot (and is in tests).
+  const keys = new ProviderKeys(() => s.vaultedKey)
   const target = (request: Request) => targets.get(request) ?? resolveProxyTarget(rawTarget(request), s.catalog.providers)
   const handler = ({ request, server }: { request: Request; server: Parameters<Http['ip']>[1] }) =>
-    proxyRequest(s, request, { target: target(request), ip: h.ip(request, server) })
+    proxyRequest(s, keys, request, { target: target(request), ip: h.ip(request, server) })
   const hook = (method: string) => ({
     parse: 'none' as const,
     detail: {

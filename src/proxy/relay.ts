@@ -21,7 +21,8 @@ export interface RelayOptions {
   apiKey: string
   abortUpstream(): void
   clientGone(): boolean
-  onEnd(end: RelayEnd): Promise<unknown> | void
+  /** With the bytes relayed to the client. */
+  onEnd(end: RelayEnd, bytes: number): Promise<unknown> | void
 }
 
 export class RelayCutError extends Error {
@@ -36,15 +37,20 @@ export type ChunkReader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' |
 export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions): ReadableStream<Uint8Array> {
   const scrubber = opt.apiKey ? new KeyScrubber(opt.apiKey) : null
   let bytes = first.byteLength
+  let passed = 0
   let pending: Uint8Array | null = first
   let ended = false
   const end = async (how: RelayEnd) => {
     if (ended) return
     ended = true
-    await opt.onEnd(how)
+    await opt.onEnd(how, passed)
   }
   /** The bytes to pass on for an upstream chunk: masked, minus a held-back tail that may be the key. */
-  const pass = (chunk: Uint8Array) => (scrubber ? scrubber.push(chunk) : chunk)
+  const pass = (chunk: Uint8Array) => {
+    const out = scrubber ? scrubber.push(chunk) : chunk
+    passed += out.byteLength
+    return out
+  }
   return new ReadableStream<Uint8Array>(
     {
       // A pull must enqueue something or end the stream (a pull that returns empty-handed is not
@@ -67,7 +73,10 @@ export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions)
           }
           if (r.done) {
             const tail = scrubber?.flush()
-            if (tail?.byteLength) c.enqueue(tail)
+            if (tail?.byteLength) {
+              passed += tail.byteLength
+              c.enqueue(tail)
+            }
             await end('complete')
             c.close()
             return

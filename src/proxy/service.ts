@@ -14,9 +14,9 @@ import { recordCall, type CallRecord } from '../ledger/calls'
 import { debit } from '../ledger/debit'
 import { refund } from '../ledger/refund'
 import { paymentRequired } from '../modules/account/payment'
-import type { Provider } from '../modules/catalog/service'
 import type { Services } from '../services'
 import { downstreamHeaders, upstreamHeaders } from './headers'
+import type { ProviderKeys } from './keys'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
 
@@ -30,11 +30,11 @@ export interface ProxyInput {
 type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large' | 'client_closed'
 const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large'])
 
-export async function proxyRequest(s: Services, request: Request, input: ProxyInput): Promise<Response> {
+export async function proxyRequest(s: Services, keys: ProviderKeys, request: Request, input: ProxyInput): Promise<Response> {
   const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
-  const apiKey = await providerKey(s, provider, principal.accountId)
+  const apiKey = await keys.get(provider, principal.accountId)
 
   const price = provider.proxy.price
   const slug = `proxy:${provider.id}`
@@ -87,7 +87,7 @@ export async function proxyRequest(s: Services, request: Request, input: ProxyIn
     res = await fetch(provider.base_url + target.path + target.query, {
       method,
       headers: upstreamHeaders(request.headers, provider, apiKey),
-      body: withBody ? request.body : undefined,
+      body: withBody ? countedBody(request, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n)) : undefined,
       duplex: 'half',
       redirect: 'manual',
       signal: upstream.signal,
@@ -159,7 +159,10 @@ export async function proxyRequest(s: Services, request: Request, input: ProxyIn
     apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,
     abortUpstream,
     clientGone: () => request.signal.aborted,
-    onEnd: (how) => settle(ends[how]),
+    onEnd: (how, bytes) => {
+      s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, bytes)
+      return settle(ends[how])
+    },
   })
   return new Response(body, { status: res.status, headers })
 }
@@ -175,11 +178,25 @@ async function authenticate(s: Services, request: Request, ip: string): Promise<
   throw new ApiError('UNAUTHORIZED')
 }
 
-/** The caller's vaulted key first, else the house key; a byok provider never uses a house key. */
-async function providerKey(s: Services, provider: Provider, accountId: string): Promise<string> {
-  const vaulted = await s.vaultedKey(accountId, provider.id)
-  if (vaulted) return vaulted
-  if (provider.byok) throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
-  if (!provider.houseKey) throw new ApiError('API_UNAVAILABLE', { slug: `proxy:${provider.id}`, capabilities_url: '/capabilities' })
-  return provider.houseKey
+/** The request body as it streams to the provider, counted for the metrics; a declared length is taken as is. */
+function countedBody(request: Request, count: (bytes: number) => void): ReadableStream<Uint8Array> | null {
+  const declared = request.headers.get('content-length')
+  if (declared !== null) {
+    count(Number(declared) || 0)
+    return request.body
+  }
+  let n = 0
+  return (
+    request.body?.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, c) {
+          n += chunk.byteLength
+          c.enqueue(chunk)
+        },
+        flush() {
+          count(n)
+        },
+      }),
+    ) ?? null
+  )
 }

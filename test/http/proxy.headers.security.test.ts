@@ -79,6 +79,18 @@ describe('request headers', () => {
     expect(seen.headers.authorization).toBeUndefined()
   })
 
+  test('a vaulted key replaces the house key, and stops being used the moment it is deleted', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, 'sk-own-fake-key-0002-QRST', 'fake')
+    t.fake.handler = () => Response.json({ ok: true })
+    await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: {} })
+    expect(t.fake.seen.at(-1)!.headers.authorization).toBe('Bearer sk-own-fake-key-0002-QRST')
+    expect((await t.req('DELETE', '/v1/keys/fake', { token: a.token })).status).toBe(204)
+    await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: {} })
+    t.fake.handler = null
+    expect(t.fake.seen.at(-1)!.headers.authorization).toBe(`Bearer ${HOUSE}`)
+  })
+
   test('a static catalog header fills in when the client did not send it', async () => {
     const a = await t.signup()
     t.s.catalog.providers.get('fake')!.headers = { 'x-provider-version': '2024-01-01' }

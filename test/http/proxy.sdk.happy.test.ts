@@ -88,6 +88,10 @@ describe('OpenAI SDK → /proxy/openai/v1', () => {
       (r) => r.body.calls?.length === 1,
     )
     expect(act.body.calls[0]).toMatchObject({ slug: 'proxy:openai', charged: 3, refunded: false, outcome: 'ok', http_status: 200 })
+    const bytes = (await t.s.metrics.proxyBytes.get()).values
+    const of = (direction: string) => bytes.find((v) => v.labels.provider === 'openai' && v.labels.direction === direction)?.value ?? 0
+    expect(of('upstream')).toBeGreaterThan(0)
+    expect(of('downstream')).toBeGreaterThan(0)
   })
 })
 

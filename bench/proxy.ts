@@ -1,0 +1,223 @@
+/**
+ * The proxy bench (issue 5): throughput and p50/p99 of the native passthrough proxy next to the
+ * same fake LLM upstream called directly, a bare Bun `fetch` passthrough (streaming, no governance)
+ * and the `@portkey-ai/gateway` npm package (started as its package starts it, on Node, and also
+ * under Bun), for a small JSON completion and a 20-chunk SSE stream; then time to first SSE byte
+ * at concurrency 1. Every server runs in its own process; autocannon (on Node) is the client.
+ * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
+ *
+ *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--ttfb 300] [--no-write]
+ *
+ * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and Postgres at BENCH_PG_URL
+ * (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and drops a database.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { runLoad, type LoadResult } from './lib/load'
+import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
+import { ROOT, startService, type BenchService } from './lib/service'
+import { SSE_CHUNKS } from './proxy-upstream'
+
+const { values: opt } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    connections: { type: 'string', default: '32' },
+    duration: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '1' },
+    ttfb: { type: 'string', default: '300' },
+    'no-write': { type: 'boolean', default: false },
+  },
+})
+const CONNECTIONS = Number(opt.connections)
+const DURATION = Number(opt.duration)
+const WARMUP = Number(opt.warmup)
+const TTFB_N = Number(opt.ttfb)
+const OUT = join(ROOT, 'bench', 'out', 'proxy')
+const RESULTS = join(ROOT, 'bench', 'RESULTS.md')
+const BEGIN = '<!-- proxy:begin (written by bench/proxy.ts; do not edit by hand) -->'
+const END = '<!-- proxy:end -->'
+const BUN = join(ROOT, 'node_modules', '.bin', 'bun')
+const PORTKEY = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js')
+const PRICE = 3
+
+const body = (stream: boolean) => JSON.stringify({ model: 'bench-model', stream, messages: [{ role: 'user', content: 'Say hello.' }] })
+
+interface Target {
+  name: string
+  url: string
+  headers: Record<string, string>
+  pids: () => number[]
+}
+
+interface Row {
+  target: string
+  workload: 'json' | 'sse'
+  load: LoadResult | null
+  failed?: string
+  machineBusyPct?: number
+  cpu?: Record<string, number>
+}
+
+const children: Child[] = []
+const running: { service: BenchService | null } = { service: null }
+
+async function main() {
+  const loadBefore = loadAverage()
+  const ports = { up: freePort(), pass: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort() }
+  const up = `http://127.0.0.1:${ports.up}`
+  const child = (name: string, cmd: string[], env: Record<string, string> = {}) => {
+    const c = startChild(name, cmd, env, join(OUT, `${name}.log`))
+    children.push(c)
+    return c
+  }
+  Bun.spawnSync(['mkdir', '-p', OUT])
+  const upstream = child('upstream', [BUN, join(ROOT, 'bench', 'proxy-upstream.ts')], { PORT: String(ports.up) })
+  const pass = child('passthrough', [BUN, join(ROOT, 'bench', 'proxy-passthrough.ts')], { PORT: String(ports.pass), UPSTREAM_URL: up })
+  const pkNode = child('portkey-node', [Bun.which('node') ?? 'node', PORTKEY, `--port=${ports.pkNode}`, '--headless'])
+  const pkBun = child('portkey-bun', [BUN, PORTKEY, `--port=${ports.pkBun}`, '--headless'])
+  for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
+    await waitHttp(`http://127.0.0.1:${port}/`, c)
+
+  const service = (running.service = await startService({
+    port: ports.svc,
+    upstreamUrl: up,
+    outDir: OUT,
+    pglite: false,
+    catalog: {
+      providers: { openai: { base_url: up, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'] } } },
+      capabilities: [],
+    },
+  }))
+  const acct = await service.signup()
+  await service.fund(acct.accountId)
+
+  const portkey = { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${up}/v1`, authorization: 'Bearer bench-house-key' }
+  const pidOf = (c: Child) => () => [c.proc.pid]
+  const targets: Target[] = [
+    { name: 'upstream direct', url: `${up}/v1/chat/completions`, headers: {}, pids: pidOf(upstream) },
+    { name: 'bare Bun passthrough', url: `http://127.0.0.1:${ports.pass}/v1/chat/completions`, headers: {}, pids: pidOf(pass) },
+    { name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${acct.token}` }, pids: pidOf(service.child) },
+    { name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode) },
+    { name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun) },
+  ]
+
+  const rows: Row[] = []
+  for (const workload of ['json', 'sse'] as const) {
+    for (const t of targets) {
+      const headers = { 'content-type': 'application/json', ...t.headers }
+      const failed = await sanity(t, headers, workload)
+      if (failed) {
+        console.log(`${workload} ${t.name}: skipped (${failed})`)
+        rows.push({ target: t.name, workload, load: null, failed })
+        continue
+      }
+      const o = { url: t.url, connections: CONNECTIONS, body: body(workload === 'sse'), headers }
+      if (WARMUP > 0) await runLoad({ ...o, durationS: WARMUP })
+      const m = await measureCpu({ server: t.pids, upstream: pidOf(upstream), redis: () => pidsByComm('redis-server'), postgres: () => pidsByComm('postgres') }, () => runLoad({ ...o, durationS: DURATION }))
+      console.log(`${workload} ${t.name}: ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, non2xx ${m.value.non2xx}, errors ${m.value.errors}, machine busy ${m.machineBusyPct}%`)
+      rows.push({ target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: m.groupPct })
+    }
+  }
+
+  const ttfb: { target: string; p50?: number; p99?: number; failed?: string }[] = []
+  for (const t of targets) {
+    const r = await firstByte(t, { 'content-type': 'application/json', ...t.headers })
+    console.log(`ttfb ${t.name}: ${'failed' in r ? r.failed : `p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`}`)
+    ttfb.push({ target: t.name, ...r })
+  }
+
+  const balance = await service.balance(acct.accountId)
+  const section = render({ rows, ttfb, loadBefore, loadAfter: loadAverage() })
+  console.log('\n' + section)
+  if (!opt['no-write']) writeSection(section)
+  return balance
+}
+
+/** One request first: a target that cannot serve the workload gets a row that says so, not a number. */
+async function sanity(t: Target, headers: Record<string, string>, workload: 'json' | 'sse'): Promise<string | undefined> {
+  try {
+    const r = await fetch(t.url, { method: 'POST', headers, body: body(workload === 'sse') })
+    const text = await r.text()
+    if (r.status !== 200) return `HTTP ${r.status}: ${text.slice(0, 120).replace(/\s+/g, ' ')}`
+    if (workload === 'sse' && (text.match(/^data: /gm)?.length ?? 0) < SSE_CHUNKS) return `incomplete stream: ${text.slice(0, 120)}`
+    if (workload === 'json' && !text.includes('chat.completion')) return `unexpected body: ${text.slice(0, 120)}`
+  } catch (e) {
+    return String(e)
+  }
+}
+
+/** Time to the first body byte of the SSE stream, one request at a time. */
+async function firstByte(t: Target, headers: Record<string, string>): Promise<{ p50: number; p99: number } | { failed: string }> {
+  const samples: number[] = []
+  for (let i = 0; i < TTFB_N + 20; i++) {
+    const t0 = performance.now()
+    const r = await fetch(t.url, { method: 'POST', headers, body: body(true) })
+    if (r.status !== 200) return { failed: `HTTP ${r.status}` }
+    const reader = r.body!.getReader()
+    const first = await reader.read()
+    const dt = performance.now() - t0
+    if (first.done) return { failed: 'empty body' }
+    while (!(await reader.read()).done) {}
+    if (i >= 20) samples.push(dt) // the first 20 warm the connection pool and the JIT
+  }
+  samples.sort((a, b) => a - b)
+  return { p50: samples[Math.floor(samples.length * 0.5)]!, p99: samples[Math.floor(samples.length * 0.99)]! }
+}
+
+function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: number; failed?: string }[]; loadBefore: string; loadAfter: string }): string {
+  const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
+  const rps = (target: string, w: string) => r.rows.find((x) => x.target === target && x.workload === w)?.load?.reqPerSec ?? NaN
+  const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : 'n/a')
+  const lines = [
+    BEGIN,
+    '## Proxy (issue 5)',
+    '',
+    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP} --ttfb ${TTFB_N}\``,
+    '',
+    `Run at ${new Date().toISOString()} on ${availableParallelism()} cores **shared with other engineers' work** (load average before: ${r.loadBefore}; after: ${r.loadAfter}).`,
+    'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',
+    `Workloads: POST /v1/chat/completions with a small JSON answer, and with \`"stream": true\` a ${SSE_CHUNKS}-chunk SSE stream. "our proxy" is the full path: token, debit-10 (governance and a ${PRICE}-credit debit), header policy, streamed relay with cap and key masking, refund/activity filing.`,
+    '',
+    '| Workload | Target | req/s | p50 ms | p99 ms | non-2xx | errors | machine busy | server CPU % |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const x of r.rows) {
+    if (!x.load) lines.push(`| ${x.workload} | ${x.target} | failed | | | | | | ${x.failed!.replace(/\|/g, '/')} |`)
+    else
+      lines.push(
+        `| ${x.workload} | ${x.target} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${x.load.non2xx} | ${x.load.errors} | ${x.machineBusyPct}% | ${x.cpu?.server ?? ''} |`,
+      )
+  }
+  lines.push('', '| Ratio | JSON | SSE |', '|---|---:|---:|')
+  const pk = (w: string) => (Number.isFinite(rps('Portkey (Node)', w)) ? rps('Portkey (Node)', w) : rps('Portkey (Bun)', w))
+  lines.push(`| our proxy / bare passthrough (target ≥ 0.90) | ${ratio(rps('our proxy', 'json'), rps('bare Bun passthrough', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('bare Bun passthrough', 'sse'))} |`)
+  lines.push(`| our proxy / Portkey on Node (target ≥ 10) | ${ratio(rps('our proxy', 'json'), rps('Portkey (Node)', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('Portkey (Node)', 'sse'))} |`)
+  lines.push(`| our proxy / Portkey under Bun | ${ratio(rps('our proxy', 'json'), rps('Portkey (Bun)', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('Portkey (Bun)', 'sse'))} |`)
+  lines.push(`| our proxy / Portkey (Node where it works, else Bun) | ${ratio(rps('our proxy', 'json'), pk('json'))} | ${ratio(rps('our proxy', 'sse'), pk('sse'))} |`)
+  lines.push(`| our proxy / upstream direct | ${ratio(rps('our proxy', 'json'), rps('upstream direct', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('upstream direct', 'sse'))} |`)
+  lines.push('', `Time to first SSE byte, one request at a time (${TTFB_N} samples after 20 warm-up requests):`, '', '| Target | p50 ms | p99 ms | p50 − direct |', '|---|---:|---:|---:|')
+  const direct = r.ttfb.find((x) => x.target === 'upstream direct')?.p50 ?? NaN
+  for (const x of r.ttfb)
+    lines.push(x.failed ? `| ${x.target} | failed: ${x.failed} | | |` : `| ${x.target} | ${x.p50!.toFixed(3)} | ${x.p99!.toFixed(3)} | ${(x.p50! - direct).toFixed(3)} |`)
+  lines.push(END)
+  return lines.join('\n')
+}
+
+function writeSection(section: string): void {
+  const header = '# Bench results\n\nEach section is written by its own script; rerun the command it names to refresh it.\n'
+  let text = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : header
+  const start = text.indexOf(BEGIN)
+  const end = text.indexOf(END)
+  if (start !== -1 && end > start) text = text.slice(0, start) + section + text.slice(end + END.length)
+  else text = text.replace(/\n*$/, '\n\n') + section + '\n'
+  writeFileSync(RESULTS, text)
+}
+
+try {
+  await main()
+} finally {
+  await running.service?.stop().catch((e: unknown) => console.error('service stop failed', e))
+  for (const c of children) await c.stop()
+}
