@@ -2,7 +2,7 @@
   authorize-4: admit one authenticated request that moves no money (reads, governance, support):
   the token must still be the account's (rotation and revocation take effect at once, on every
   instance), the agent must be active, and the token's sliding-window rate limit must allow it.
-  Paid requests never come here: debit-10 makes the same checks in its own single round trip.
+  Paid requests never come here: debit-12 makes the same checks in its own single round trip.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] agent hash                  {s}:agent:<acct>:<agent|_owner>
@@ -15,7 +15,7 @@
   ARGV[4] rate limit, requests per minute
 
   Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms_to_window_end, limit}
-        | {UNAUTHORIZED|AGENT_KILLED|AGENT_REVOKED, 0}
+        | {UNAUTHORIZED|AGENT_REVOKED, 0} | {AGENT_KILLED, 0, kill_reason (operator | breaker)}
 ]]
 
 local S_OK, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 2, 3, 4, 5
@@ -25,10 +25,10 @@ local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], to
 if agent_id == '' then
   if redis.call('HGET', KEYS[1], 'owner') ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  local agent = redis.call('HMGET', KEYS[2], 'token', 'state')
+  local agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'kill_reason')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if agent[2] == 'revoked' then return {S_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_KILLED, 0} end
+  if agent[2] == 'killed' then return {S_KILLED, 0, agent[3] or 'operator'} end
 end
 
 local elapsed = now % WINDOW_MS

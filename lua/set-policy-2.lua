@@ -12,7 +12,8 @@
   ARGV[3] account id
   ARGV[4] agent id ('' for the account)
   ARGV[5..] triplets: field, op (set | del), value
-            account fields: daily_cap, allow, balance_cap; agent fields: daily_cap, allow, per_call_max
+            account fields: daily_cap, allow, balance_cap; agent fields: daily_cap, allow, per_call_max,
+            brk_credits, brk_same (the runaway-agent breaker, read by debit-12; absent = defaults)
 
   Returns {OK, version} | {NOT_FOUND, 0}
 ]]
@@ -20,7 +21,7 @@
 local S_OK, S_NOT_FOUND = 0, 16
 local FIELDS = {
   account = { daily_cap = true, allow = true, balance_cap = true },
-  agent = { daily_cap = true, allow = true, per_call_max = true },
+  agent = { daily_cap = true, allow = true, per_call_max = true, brk_credits = true, brk_same = true },
 }
 -- The field whose presence proves the hash is a real account or agent (never create one here).
 local WITNESS = { account = 'balance', agent = 'token' }

@@ -20,6 +20,8 @@ import { mandateRoutes } from './modules/mandate'
 import { consentRoutes } from './modules/mandate/consent'
 import { topupRoutes } from './modules/topup'
 import { parkedRoutes } from './modules/parked'
+import { webhookRoutes } from './modules/webhooks'
+import { operatorRoutes } from './modules/operator'
 import { buildOpenApi } from './openapi'
 import { instrument, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
@@ -58,6 +60,8 @@ export function createApp(s: Services) {
     .use(consentRoutes(s))
     .use(topupRoutes(s))
     .use(parkedRoutes(s))
+    .use(webhookRoutes(s))
+    .use(operatorRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return instrument(app, s)

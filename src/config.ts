@@ -69,6 +69,22 @@ export const ConfigSchema = T.Object({
   LOG: T.Union([T.Literal('json'), T.Literal('silent')], { default: 'json' }),
   /** Bearer that GET /metrics requires; unset → /metrics is open (scrape it on a private network). */
   METRICS_TOKEN: T.Optional(T.String({ minLength: 16 })),
+  /** Runaway-agent breaker default: credits one agent may spend per sliding minute before it is killed (0 = off); per-agent `breaker` policy overrides. @default 1000 */
+  BREAKER_CREDITS_PER_MINUTE: Int(1000),
+  /** Runaway-agent breaker default: identical requests (same target and body) one agent may send per sliding minute (0 = off). @default 20 */
+  BREAKER_IDENTICAL_PER_MINUTE: Int(20),
+  /** A debit that takes the balance below this many credits emits `balance.low` (the mandate's threshold wins while auto-refill is on; 0 = off). @default 100 */
+  LOW_BALANCE_ALERT: Int(100),
+  /** Telegram bot token of the operator channel; unset → POST /ops/telegram and /v1/operator/link answer NOT_CONFIGURED. */
+  TELEGRAM_BOT_TOKEN: T.Optional(T.String({ pattern: '^\\d+:[A-Za-z0-9_-]+$' })),
+  /** Secret Telegram echoes in X-Telegram-Bot-Api-Secret-Token (set with setWebhook's secret_token); required with the bot token. */
+  TELEGRAM_WEBHOOK_SECRET: T.Optional(T.String({ pattern: '^[A-Za-z0-9_-]{16,256}$' })),
+  /** Bot API base (tests point it at a loopback fake). @default https://api.telegram.org */
+  TELEGRAM_API_BASE: T.String({ default: 'https://api.telegram.org', pattern: '^https?://' }),
+  /** `1` lets a webhook endpoint be plain http://127.0.0.1 (tests, local development only). @default 0 */
+  WEBHOOKS_ALLOW_INSECURE_LOOPBACK: T.Union([T.Literal('0'), T.Literal('1')], { default: '0' }),
+  /** How often the event delivery worker looks for due webhook and chat deliveries, ms. @default 1000 */
+  EVENT_POLL_MS: Int(1000, 10),
 })
 
 export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }

@@ -13,6 +13,8 @@ const app = createApp(services)
 // node:http, not app.listen: the proxy's path safety needs the raw request target (see listen.ts).
 await listen(app, { port: cfg.PORT, maxBodyBytes: cfg.MAX_BODY_BYTES })
 if (cfg.FLUSHER === '1') services.flusher.start()
+// Safe on every instance: deliveries are claimed with SKIP LOCKED, never sent twice.
+services.deliveries.start()
 services.pauses.start()
 services.log.info('listening', { port: app.server?.port, base_url: cfg.BASE_URL, postgres: cfg.DATABASE_URL ? 'external' : 'pglite' })
 

@@ -22,6 +22,9 @@ import { Mailer } from './mail/mailer'
 import { createGateway } from './payments'
 import type { PaymentGateway } from './payments/gateway'
 import { Refiller } from './modules/mandate/refill'
+import { DeliveryWorker } from './events/deliveries'
+import { notifyCapabilityPaused } from './events/capability-paused'
+import { BotApi } from './telegram/botapi'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -46,6 +49,10 @@ export interface Services {
   mailer: Mailer
   /** Auto-refill and explicit top-ups under the mandate. */
   refiller: Refiller
+  /** Sends owner events to webhooks and linked chats (started by index.ts; tests call runOnce). */
+  deliveries: DeliveryWorker
+  /** The operator channel's Telegram bot; null without TELEGRAM_BOT_TOKEN. */
+  bot: BotApi | null
   startedAt: number
   close(): Promise<void>
 }
@@ -75,7 +82,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const pauses = new PauseWatcher(ctx, catalog)
   const spendAlarm = new SpendAlarm(
     ctx,
-    { alarmOf: (slug) => catalog.capabilities.get(slug)?.spend_alarm, pause: (slug) => pauses.pause(slug) },
+    { alarmOf: (slug) => catalog.capabilities.get(slug)?.spend_alarm, pause: (slug) => pauses.pause(slug, 'spend_alarm') },
     (slug, spend, alarm) => log.warn('spend_alarm_tripped', { slug, spend, alarm }),
   )
   flusher.observe((entries) => spendAlarm.observe(entries))
@@ -86,6 +93,16 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const payments = createGateway(cfg)
   const refiller = new Refiller({ ctx, cfg, payments, mailer, log })
   ctx.onRefillDue = (accountId) => refiller.trigger(accountId)
+  const bot = cfg.TELEGRAM_BOT_TOKEN ? new BotApi(cfg.TELEGRAM_API_BASE, cfg.TELEGRAM_BOT_TOKEN) : null
+  const deliveries = new DeliveryWorker({ db: db.db, clock: ctx.clock, log, pollMs: cfg.EVENT_POLL_MS, bot })
+  // New events were just committed: the worker need not wait for its next poll.
+  flusher.observe(async (entries) => {
+    if (entries.some((e) => e.kind === 'event')) deliveries.poke()
+  })
+  pauses.onPaused = async (slug, reason) => {
+    await notifyCapabilityPaused(db.db, ctx.clock, slug, reason).catch((e) => log.error('capability_paused_event_failed', { slug, error: String(e) }))
+    deliveries.poke()
+  }
   await pauses.refresh()
   return {
     cfg,
@@ -101,10 +118,13 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     payments,
     mailer,
     refiller,
+    deliveries,
+    bot,
     startedAt: Date.now(),
     async close() {
       pauses.stop()
       await refiller.stop()
+      await deliveries.stop()
       await mailer.idle()
       await flusher.stop()
       if (flusherDb !== db) await flusherDb.close()

@@ -1,6 +1,6 @@
 /**
  * Agent tokens over their scripts: create-agent-3 and agent-state-2 write, every read is plain
- * hash reads in the account's slot. The state lives where debit-10 and authorize-4 read it, so a
+ * hash reads in the account's slot. The state lives where debit-12 and authorize-4 read it, so a
  * kill, revive or revoke holds from the very next request on every instance.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
  *         agent limit).
@@ -18,11 +18,14 @@ export const MAX_AGENTS = 1000
 export const AGENT_ID = /^agt_[A-Za-z0-9_-]{22}$/
 
 export type AgentState = 'active' | 'killed' | 'revoked'
+export type KillReason = 'operator' | 'breaker'
 
 export interface AgentView {
   id: string
   name: string
   state: AgentState
+  /** Why a killed agent is killed: `operator` (by hand) or `breaker` (runaway spend); null otherwise. */
+  kill_reason: KillReason | null
   daily_cap: number | null
   allowlist: string[] | null
   per_call_max: number | null
@@ -38,7 +41,7 @@ export interface NewAgent {
   per_call_max: number | null
 }
 
-const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created'] as const
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason'] as const
 
 const optNum = (v: string | null) => (v === null ? null : Number(v))
 
@@ -50,12 +53,13 @@ export async function readAgents(ctx: LedgerContext, acct: string, ids?: string[
   const rows = await Promise.all(
     list.map(async (id) => {
       const [f, spent] = await Promise.all([redis.hmget(keys.agent(acct, id), ...FIELDS), redis.get(keys.agentSpentToday(acct, id, day))])
-      const [token, name, state, dailyCap, allow, perCallMax, created] = f
+      const [token, name, state, dailyCap, allow, perCallMax, created, killReason] = f
       if (!token) return null
       return {
         id,
         name: name ?? '',
         state: (state ?? 'active') as AgentState,
+        kill_reason: state === 'killed' ? ((killReason ?? 'operator') as KillReason) : null,
         daily_cap: optNum(dailyCap ?? null),
         allowlist: decodeAllowlist(allow),
         per_call_max: optNum(perCallMax ?? null),
@@ -100,11 +104,14 @@ export async function createAgent(ctx: LedgerContext, acct: string, a: NewAgent)
 
 export type AgentAction = 'kill' | 'revive' | 'revoke'
 
+/** Where the operator acted, named in the agent.* event: the REST API or the messaging channel. */
+export type ActionVia = 'api' | 'chat'
+
 /** Moves an agent; repeating the current state is a no-op that answers the agent as it is. */
-export async function changeAgentState(ctx: LedgerContext, acct: string, id: string, action: AgentAction): Promise<AgentView> {
+export async function changeAgentState(ctx: LedgerContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api'): Promise<AgentView> {
   if (!AGENT_ID.test(id)) throw notFound()
   const { keys } = ctx
-  const reply = await ctx.scripts.agentState([keys.agent(acct, id), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, id, action])
+  const reply = await ctx.scripts.agentState([keys.agent(acct, id), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, id, action, via])
   if (reply[0] === S.NOT_FOUND) throw notFound()
   if (reply[0] === S.AGENT_REVOKED)
     throw new ApiError('CONFLICT', { reason: `agent ${id} is revoked, and revocation is permanent; create a new agent token instead` })

@@ -1,5 +1,5 @@
 /**
- * Account and agent policies: read from the hash fields debit-10 enforces, written by set-policy-2.
+ * Account and agent policies: read from the hash fields debit-12 enforces, written by set-policy-2.
  * A change touching the account and several agents runs all its scripts in one MULTI (they share
  * the account's slot), so the next call on any instance sees either none or all of it.
  * errors: NOT_FOUND (an agent id that is not the account's), CONFLICT (a revoked agent).
@@ -28,6 +28,8 @@ export interface AgentPolicy {
   daily_cap: number | null
   allowlist: string[] | null
   per_call_max: number | null
+  /** The runaway-agent breaker as it applies (the agent's own values, else the deployment defaults; 0 = rule off). */
+  breaker: { credits_per_minute: number; identical_per_minute: number }
 }
 
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
@@ -45,14 +47,20 @@ export async function readAccountPolicy(ctx: LedgerContext, acct: string): Promi
 export async function readAgentPolicies(ctx: LedgerContext, acct: string, only?: string): Promise<Record<string, AgentPolicy>> {
   const { redis, keys } = ctx
   const ids = only ? [only] : await redis.smembers(keys.agents(acct))
-  const rows = await Promise.all(ids.map((id) => redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max')))
+  const rows = await Promise.all(
+    ids.map((id) => redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same')),
+  )
   const out: Record<string, AgentPolicy> = {}
   ids
     .map((id, i) => [id, rows[i]!] as const)
     .filter(([, r]) => r[0] && r[1] !== 'revoked')
     .sort(([a], [b]) => a.localeCompare(b))
-    .forEach(([id, [, , dailyCap, allow, perCallMax]]) => {
-      out[id] = { daily_cap: optNum(dailyCap), allowlist: decodeAllowlist(allow), per_call_max: optNum(perCallMax) }
+    .forEach(([id, [, , dailyCap, allow, perCallMax, brkCredits, brkSame]]) => {
+      const breaker = {
+        credits_per_minute: optNum(brkCredits) ?? ctx.cfg.BREAKER_CREDITS_PER_MINUTE,
+        identical_per_minute: optNum(brkSame) ?? ctx.cfg.BREAKER_IDENTICAL_PER_MINUTE,
+      }
+      out[id] = { daily_cap: optNum(dailyCap), allowlist: decodeAllowlist(allow), per_call_max: optNum(perCallMax), breaker }
     })
   return out
 }

@@ -1,5 +1,5 @@
 /**
- * Debit one paid request in a single round trip (debit-10).
+ * Debit one paid request in a single round trip (debit-12), the runaway-agent breaker included.
  * errors: UNAUTHORIZED, AGENT_*, RATE_LIMITED, POLICY_DENIED, DAILY_CAP_REACHED, REQUEST_CAP_REACHED,
  *         CONFLICT (idempotency), PAYMENT_REQUIRED (thrown by the caller via `insufficient`).
  */
@@ -18,6 +18,11 @@ export interface DebitRequest {
   unpriced: boolean
   /** Idempotency-Key header and the request's fingerprint, when the client sent a key. */
   idempotency?: { key: string; fingerprint: string }
+  /**
+   * Hash of (target, body): the breaker's "identical requests" rule counts equal ones. Omitted when
+   * the body is not at hand before the debit (the proxy streams it): only the credits rule applies.
+   */
+  fingerprint?: string
 }
 
 export type DebitOutcome =
@@ -43,6 +48,8 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
       keys.call(acct, callId),
       keys.idempotency(acct, req.idempotency?.key ?? null),
       keys.outbox(keys.shardOf(acct)),
+      keys.breakerWindow(acct, agentId, w.rate),
+      keys.breakerWindow(acct, agentId, w.prevRate),
     ],
     [
       now,
@@ -58,10 +65,14 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
       req.idempotency?.fingerprint ?? '',
       DAY_KEY_TTL_S,
       acct,
+      req.fingerprint ?? '',
+      cfg.BREAKER_CREDITS_PER_MINUTE,
+      cfg.BREAKER_IDENTICAL_PER_MINUTE,
+      cfg.LOW_BALANCE_ALERT,
     ],
   )
   const status = reply[0] as number
-  // debit-10's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
+  // debit-12's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
   // in the background and never delays or fails this request.
   const refillFlag = status === S.OK ? reply[4] : status === S.INSUFFICIENT_BALANCE ? reply[3] : 0
   if (Number(refillFlag) === 1) ctx.onRefillDue?.(acct)

@@ -1,6 +1,6 @@
 /**
  * Maps a script's denial tuple to the error registry: the one place where a ScriptStatus becomes an
- * ApiError, so every route that runs debit-10 or authorize-4 answers the same codes and context.
+ * ApiError, so every route that runs debit-12 or authorize-4 answers the same codes and context.
  */
 import { ApiError } from '../errors'
 import { ScriptStatus as S } from '../redis/codes'
@@ -16,7 +16,8 @@ export function denial(reply: Reply, ctx: { agentId: string | null; resetsAt: st
     case S.UNAUTHORIZED:
       return new ApiError('UNAUTHORIZED')
     case S.AGENT_KILLED:
-      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId })
+      // The reason the agent hash stores: `operator` (a kill by hand) or `breaker` (runaway spend).
+      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId, reason: typeof a === 'string' && a ? a : 'operator' })
     case S.AGENT_REVOKED:
       return new ApiError('AGENT_REVOKED', { agent_id: ctx.agentId })
     case S.RATE_LIMITED: {

@@ -5,6 +5,7 @@
 import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicySink, agentSink } from './governance-sinks'
+import { eventSink } from '../events/sink'
 import { mandateSink, parkedSink } from './payment-sinks'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
@@ -117,4 +118,5 @@ export const SINKS: Record<string, Sink> = {
   account_policy: accountPolicySink,
   mandate: mandateSink,
   parked: parkedSink,
+  event: eventSink,
 }

@@ -60,6 +60,13 @@ export class Keys {
   rateWindow(acct: string, agentId: string | null, window: number): string {
     return `${this.acctTag(acct)}:rl:${acct}:${agentId ?? OWNER}:${window}`
   }
+  /**
+   * The runaway-agent breaker's window of one agent for one minute: a hash of `credits` spent and
+   * `f:<fingerprint>` counts of identical requests (debit-12 reads this minute's and the previous).
+   */
+  breakerWindow(acct: string, agentId: string | null, window: number): string {
+    return `${this.acctTag(acct)}:brk:${acct}:${agentId ?? OWNER}:${window}`
+  }
   /** What a refund must reverse: price, agent, day. Lives 2 days. */
   call(acct: string, callId: string): string {
     return `${this.acctTag(acct)}:call:${callId}`
@@ -129,6 +136,14 @@ export class Keys {
   /** A token-recovery link (/rotate?code=), under the SHA-256 of its code; same record as a vault link. */
   recoveryLink(codeHash: string): string {
     return `${this.prefix}:rlink:${codeHash}`
+  }
+  /** A one-time operator-channel link code (POST /v1/operator/link), under the SHA-256 of the code. */
+  operatorLink(codeHash: string): string {
+    return `${this.prefix}:oplink:${codeHash}`
+  }
+  /** A Telegram update already handled: Bot API redeliveries are answered once. */
+  telegramUpdate(updateId: number): string {
+    return `${this.prefix}:tgupd:${updateId}`
   }
   /** A processed Stripe webhook event id: a replayed delivery is acknowledged and skipped. */
   webhookEvent(eventId: string): string {

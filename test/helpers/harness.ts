@@ -139,6 +139,10 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     // Likewise the signup alarm (the alarm tests set their own): files that sign up many accounts
     // at one manual-clock instant would trip it otherwise.
     SIGNUP_ALARM_PER_HOUR: '1000000',
+    // Likewise the runaway-agent breaker (the breaker tests set their own): concurrency tests fire
+    // dozens of identical agent calls at one manual-clock instant.
+    BREAKER_CREDITS_PER_MINUTE: '1000000',
+    BREAKER_IDENTICAL_PER_MINUTE: '1000000',
     // Mail (.eml files) stays in this test's temp dir; tests read it via s.cfg.MAIL_DIR.
     MAIL_DIR: join(dir, 'mail'),
     ...opt.env,

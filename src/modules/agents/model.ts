@@ -26,6 +26,9 @@ export const Agent = T.Object({
   id: T.String(),
   name: T.String(),
   state: AgentState,
+  kill_reason: T.Union([T.Literal('operator'), T.Literal('breaker'), T.Null()], {
+    description: 'Why a killed agent is killed: operator (by hand) or breaker (the runaway-agent breaker); null unless killed',
+  }),
   ...policyFields,
   spent_today: T.Integer({ description: 'Credits spent this HKT day' }),
   created_at: T.String({ format: 'date-time' }),

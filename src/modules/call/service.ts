@@ -2,7 +2,7 @@
  * The paid call: validate → debit (one script) → upstream with the provider key and a timeout →
  * refund on provider failure (idempotent by call id) → file the call's metadata.
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, BYOK_REQUIRED, every denial of
- *         debit-10, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
+ *         debit-12 (AGENT_KILLED with reason breaker included), PAYMENT_REQUIRED, PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { createHash } from 'node:crypto'
 import type { Principal } from '../../auth/principal'
@@ -36,14 +36,15 @@ export async function callCapability(s: Services, input: CallInput): Promise<Cal
   const apiKey = await providerKey(s, cap, input.principal.accountId)
 
   const { principal } = input
+  // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.
+  const requestFingerprint = fingerprint(cap.slug, input.rawBody)
   const outcome = await debit(s.ctx, {
     principal,
     target: cap.slug,
     price: cap.price,
     unpriced: cap.lane === 'free',
-    idempotency: input.idempotencyKey
-      ? { key: input.idempotencyKey, fingerprint: fingerprint(cap.slug, input.rawBody) }
-      : undefined,
+    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
+    fingerprint: requestFingerprint,
   })
   if (outcome.kind === 'replay') return { status: 200, body: outcome.response }
   if (outcome.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, outcome.balance, outcome.price)

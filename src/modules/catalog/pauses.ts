@@ -8,8 +8,12 @@ import type { Catalog } from './service'
 
 const REFRESH_MS = 1000
 
+export type PauseReason = 'founder' | 'spend_alarm'
+
 export class PauseWatcher {
   private timer: ReturnType<typeof setInterval> | null = null
+  /** Told once per pause that changed something (owners hear of it as `capability.paused`). */
+  onPaused: ((slug: string, reason: PauseReason) => Promise<void>) | null = null
   constructor(
     private ctx: LedgerContext,
     private catalog: Catalog,
@@ -28,9 +32,10 @@ export class PauseWatcher {
     this.timer = null
   }
 
-  async pause(slug: string): Promise<void> {
-    await this.ctx.redis.sadd(this.ctx.keys.paused(), slug)
+  async pause(slug: string, reason: PauseReason = 'founder'): Promise<void> {
+    const added = await this.ctx.redis.sadd(this.ctx.keys.paused(), slug)
     await this.refresh()
+    if (added === 1) await this.onPaused?.(slug, reason)
   }
 
   async resume(slug: string): Promise<void> {

@@ -10,10 +10,23 @@ const AccountPolicy = T.Object({
   allowlist: T.Union([T.Array(T.String()), T.Null()]),
 })
 
+const BREAKER_DOC =
+  'The runaway-agent breaker: an agent that spends more than credits_per_minute, or sends more than identical_per_minute ' +
+  'identical requests (same target and body), within a sliding minute is killed at once (AGENT_KILLED, reason "breaker"; ' +
+  'event agent.killed) until the operator revives it. Defaults: 1000 credits and 20 identical requests per minute ' +
+  '(deployment env BREAKER_CREDITS_PER_MINUTE, BREAKER_IDENTICAL_PER_MINUTE); 0 turns a rule off.'
+
 const AgentPolicy = T.Object({
   daily_cap: T.Union([T.Integer(), T.Null()]),
   allowlist: T.Union([T.Array(T.String()), T.Null()]),
   per_call_max: T.Union([T.Integer(), T.Null()]),
+  breaker: T.Object(
+    {
+      credits_per_minute: T.Integer({ description: 'Credits per sliding minute past which the agent is killed (0 = off)' }),
+      identical_per_minute: T.Integer({ description: 'Identical requests per sliding minute past which the agent is killed (0 = off)' }),
+    },
+    { description: BREAKER_DOC },
+  ),
 })
 
 export const Policies = T.Object({
@@ -41,6 +54,15 @@ export const PoliciesPatch = T.Object(
             daily_cap: nullableCredits('null = no agent-level cap'),
             allowlist: T.Optional(AllowlistSchema),
             per_call_max: nullableCredits('null = no per-call limit'),
+            breaker: T.Optional(
+              T.Object(
+                {
+                  credits_per_minute: nullableCredits('null = the deployment default; 0 = off'),
+                  identical_per_minute: T.Optional(T.Union([T.Integer({ minimum: 0, maximum: 1_000_000 }), T.Null()], { description: 'null = the deployment default; 0 = off' })),
+                },
+                { additionalProperties: false, description: BREAKER_DOC },
+              ),
+            ),
           },
           { additionalProperties: false },
         ),

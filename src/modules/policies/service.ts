@@ -1,6 +1,6 @@
 /**
  * Policies (CONTRACT §5): the account's daily cap, balance cap and allowlist, and each agent's
- * daily cap, allowlist and per-call maximum — exactly the fields debit-10 enforces.
+ * daily cap, allowlist and per-call maximum — exactly the fields debit-12 enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (pattern), NOT_FOUND (agent id).
  */
@@ -20,6 +20,7 @@ interface Patch {
   allowlist?: string[] | null
   per_call_max?: number | null
   balance_cap?: unknown
+  breaker?: { credits_per_minute?: number | null; identical_per_minute?: number | null }
 }
 
 export interface PoliciesPatch {
@@ -43,5 +44,7 @@ function fields(p: Patch, at: string): FieldChanges {
   if (p.daily_cap !== undefined) out.daily_cap = p.daily_cap
   if (p.per_call_max !== undefined) out.per_call_max = p.per_call_max
   if (p.allowlist !== undefined) out.allow = encodeAllowlist(p.allowlist, `${at}.allowlist`)
+  if (p.breaker?.credits_per_minute !== undefined) out.brk_credits = p.breaker.credits_per_minute
+  if (p.breaker?.identical_per_minute !== undefined) out.brk_same = p.breaker.identical_per_minute
   return out
 }

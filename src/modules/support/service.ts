@@ -11,6 +11,7 @@ import type { Database } from '../../db/client'
 import { supportProblems, supportUpdates } from '../../db/schema'
 import { ApiError } from '../../errors'
 import type { Services } from '../../services'
+import { persistEvents } from '../../events/store'
 import { STATUSES } from './model'
 
 type Status = (typeof STATUSES)[number]
@@ -66,18 +67,32 @@ export async function problemView(db: Database, id: string, accountId: string | 
 
 const rank = (st: string) => STATUSES.indexOf(st as Status)
 
-/** The founder's move: forward only; a note alone is allowed, an empty repeat is not. */
+/** The founder's move: forward only; a note alone is allowed, an empty repeat is not. The owner's `support.updated` event is written in the same transaction. */
 export async function moveProblem(s: Services, id: string, patch: { status?: string; note?: string }) {
   const now = new Date(s.ctx.clock.now())
   await s.db.db.transaction(async (tx) => {
-    const [row] = await tx.select({ status: supportProblems.status }).from(supportProblems).where(eq(supportProblems.id, id)).for('update')
+    const [row] = await tx
+      .select({ status: supportProblems.status, accountId: supportProblems.accountId })
+      .from(supportProblems)
+      .where(eq(supportProblems.id, id))
+      .for('update')
     if (!row) throw new ApiError('NOT_FOUND', { resource: 'support problem' })
     const next = patch.status ?? row.status
     if (rank(next) < rank(row.status))
       throw new ApiError('CONFLICT', { reason: `the problem is ${row.status}; it only moves forward (open → acknowledged → resolved)` })
     if (next === row.status && patch.note === undefined) throw new ApiError('CONFLICT', { reason: `the problem is already ${row.status}` })
     await tx.update(supportProblems).set({ status: next, updatedAt: now }).where(eq(supportProblems.id, id))
-    await tx.insert(supportUpdates).values({ problemId: id, status: next, note: patch.note ?? null, at: now })
+    const [update] = await tx.insert(supportUpdates).values({ problemId: id, status: next, note: patch.note ?? null, at: now }).returning({ seq: supportUpdates.id })
+    await persistEvents(tx as unknown as Database, [
+      {
+        id: `evt_${id}_u${update!.seq}`,
+        accountId: row.accountId,
+        type: 'support.updated',
+        at: now.getTime(),
+        data: { problem_id: id, status: next, note: patch.note ?? null, status_url: `${s.cfg.BASE_URL}/v1/support/${id}` },
+      },
+    ])
   })
+  s.deliveries.poke()
   return problemView(s.db.db, id, null)
 }

@@ -1,9 +1,18 @@
 --[[
-  debit-10: the one money decision of a paid request (a capability call or a proxied request).
+  debit-12: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of CONTRACT §6 and before any write: token, agent state, idempotency,
   rate limit, allowlists, per-call max, agent daily cap, account daily cap, unpriced request cap,
-  balance. Then debits and appends the ledger entry to the shard's outbox stream in the same script
-  (transactional outbox), so a debit and its entry can never be separated.
+  balance, then the runaway-agent breaker. Then debits and appends the ledger entry to the shard's
+  outbox stream in the same script (transactional outbox), so a debit and its entry can never be
+  separated.
+  The breaker (agents only) is the last check: an agent whose credits or identical requests over
+  the sliding minute would pass its `breaker` policy (agent hash `brk_credits`, `brk_same`; absent =
+  the deployment defaults of ARGV[15..16]; 0 = that rule off) is killed instead of debited: the one
+  write a check makes, done in place of the debit (state killed, `kill_reason` breaker, the agent
+  entry and an `agent.killed` event), answering AGENT_KILLED with reason breaker.
+  Owner events ride the same outbox as `event` entries (src/events/): `balance.low` when this debit
+  takes the balance below the alert threshold, `cap.reached` on the first daily-cap refusal of an
+  HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields).
   It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
   present only while auto-refill is enabled; kept by set-mandate-3), so the flag costs no extra key
   and no extra round trip. The script decides nothing about the refill: reserve-refill-4 does.
@@ -18,6 +27,8 @@
   KEYS[8]  call record (for the refund) {s}:call:<call_id>
   KEYS[9]  idempotency record           {s}:idem:<acct>:<key>  (never written without a key)
   KEYS[10] outbox stream                {s}:outbox
+  KEYS[11] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
+  KEYS[12] breaker window, previous minute
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -32,6 +43,10 @@
   ARGV[11] idempotency fingerprint (method, path and body hash) or '' without a key
   ARGV[12] TTL in seconds of the day-windowed keys
   ARGV[13] account id (named in the ledger entry)
+  ARGV[14] request fingerprint (hash of target and body) for the identical-requests rule, or ''
+  ARGV[15] breaker default: credits per minute (0 = off)
+  ARGV[16] breaker default: identical requests per minute (0 = off)
+  ARGV[17] low-balance alert threshold when auto-refill is off (0 = off)
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
@@ -43,6 +58,7 @@
     RATE_LIMITED         {5, 0, retry_after_ms, limit}
     DENIED_*, *_CAP_*    {code, balance, cap, spent_or_used}
     INSUFFICIENT_BALANCE {12, balance, price, refill_due: 1 when balance < refill_below, else 0}
+    AGENT_KILLED         {3, 0, reason: the agent hash's kill_reason (operator | breaker)}
     others               {code, 0}
 ]]
 
@@ -63,7 +79,20 @@ local request_cap = tonumber(ARGV[10])
 local idem_fp = ARGV[11]
 local day_ttl = tonumber(ARGV[12])
 local account_id = ARGV[13]
+local req_fp = ARGV[14]
+local default_brk_credits = tonumber(ARGV[15])
+local default_brk_same = tonumber(ARGV[16])
+local low_alert = tonumber(ARGV[17])
 local WINDOW_MS = 60000
+local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
+local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
+
+-- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
+local function emit(id, type, data)
+  redis.call('XADD', KEYS[10], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
+    'at', now, 'data', cjson.encode(data))
+end
+local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 -- An allowlist is a newline-separated list of patterns; an absent field means "everything".
 -- A pattern is an exact slug, a glob with '*', or proxy:<provider>.
@@ -92,10 +121,11 @@ local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'daily_cap', 'allow', 'per_call_max')
+  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'daily_cap', 'allow', 'per_call_max',
+    'brk_credits', 'brk_same', 'kill_reason')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if agent[2] == 'revoked' then return {S_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_KILLED, 0} end
+  if agent[2] == 'killed' then return {S_KILLED, 0, agent[8] or 'operator'} end
 end
 
 -- 2. idempotency: a finished key replays its stored answer and charges nothing
@@ -135,24 +165,35 @@ if agent and agent[5] and price > tonumber(agent[5]) then
   count_request(); return {S_PER_CALL, balance, tonumber(agent[5]), price}
 end
 
+-- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
+local function note_cap(hash, mark, scope, cap, used)
+  if redis.call('HGET', hash, mark) == tostring(day) then return end
+  redis.call('HSET', hash, mark, day)
+  emit('evt_' .. call_id .. '_cap', 'cap.reached',
+    {scope = scope, agent_id = agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
+end
+
 -- 6. agent daily cap, then account daily cap: denied when spent + price > cap
 if agent and agent[3] then
   local agent_spent = tonumber(redis.call('GET', KEYS[4]) or '0')
   if agent_spent + price > tonumber(agent[3]) then
-    count_request(); return {S_AGENT_CAP, balance, tonumber(agent[3]), agent_spent}
+    count_request(); note_cap(KEYS[2], 'cap_noted', 'agent', tonumber(agent[3]), agent_spent)
+    return {S_AGENT_CAP, balance, tonumber(agent[3]), agent_spent}
   end
 end
 local daily_cap = tonumber(acct[3] or default_daily_cap)
 local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
 if spent + price > daily_cap then
-  count_request(); return {S_DAILY_CAP, balance, daily_cap, spent}
+  count_request(); note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
+  return {S_DAILY_CAP, balance, daily_cap, spent}
 end
 
 -- 7. unpriced routes: daily request cap instead of a price
 if unpriced then
   local used = tonumber(redis.call('GET', KEYS[5]) or '0')
   if used + 1 > request_cap then
-    count_request(); return {S_REQ_CAP, balance, request_cap, used}
+    count_request(); note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
+    return {S_REQ_CAP, balance, request_cap, used}
   end
 end
 
@@ -163,6 +204,48 @@ local function refill_due(b)
 end
 if balance < price then
   count_request(); return {S_BALANCE, balance, price, refill_due(balance)}
+end
+
+-- 9. runaway-agent breaker: this request's credits, or one more identical request, over the
+-- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
+local brk_on = false
+if agent then
+  local brk_credits = tonumber(agent[6] or default_brk_credits)
+  local brk_same = tonumber(agent[7] or default_brk_same)
+  brk_on = brk_credits > 0 or brk_same > 0
+  local weight = (WINDOW_MS - elapsed) / WINDOW_MS
+  local function windowed(field)
+    local cur = tonumber(redis.call('HGET', KEYS[11], field) or '0')
+    local prev = tonumber(redis.call('HGET', KEYS[12], field) or '0')
+    return math.floor(prev * weight) + cur
+  end
+  local rule, limit, seen = nil, 0, 0
+  if brk_credits > 0 and price > 0 then
+    seen = windowed('credits') + price
+    if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
+  end
+  if not rule and brk_same > 0 and req_fp ~= '' then
+    seen = windowed('f:' .. req_fp) + 1
+    if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
+  end
+  if rule then
+    -- The trip, instead of the debit: the agent is killed exactly as agent-state-2 kills it.
+    count_request()
+    redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
+    local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
+    -- A revived agent starts from an empty window, not from the burst that tripped it.
+    redis.call('DEL', KEYS[11], KEYS[12])
+    local a = redis.call('HMGET', KEYS[2], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
+    local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', account_id, 'agent', agent_id, 'token', a[1],
+      'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
+    if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
+    if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
+    if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
+    redis.call('XADD', KEYS[10], '*', unpack(e))
+    emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
+      {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
+    return {S_KILLED, 0, 'breaker'}
+  end
 end
 
 -- All checks passed: the writes. (`0 - price`, not `-price`: Lua prints -0 as "-0", which
@@ -190,4 +273,15 @@ if idem_fp ~= '' then
 end
 redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
   'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now)
+if brk_on then
+  if price > 0 then redis.call('HINCRBY', KEYS[11], 'credits', price) end
+  if req_fp ~= '' then redis.call('HINCRBY', KEYS[11], 'f:' .. req_fp, 1) end
+  redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2)
+end
+-- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
+local low = tonumber(acct[6] or low_alert)
+if price > 0 and low > 0 and balance < low and balance + price >= low then
+  emit('evt_' .. call_id .. '_low', 'balance.low',
+    {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
+end
 return {S_OK, balance, acct[5] or '', spent, refill_due(balance)}

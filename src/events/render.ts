@@ -1,0 +1,59 @@
+/** An owner event as one chat message: what happened, and the command or link that answers it. */
+import type { EventData, EventType, OwnerEvent } from './types'
+
+type D<T extends EventType> = EventData[T]
+
+const agentName = (d: { name?: string; agent_id: string }) => (d.name ? `"${d.name}" (${d.agent_id})` : d.agent_id)
+
+export function renderEvent(ev: OwnerEvent): string {
+  const d = ev.data as unknown
+  switch (ev.type) {
+    case 'balance.low': {
+      const x = d as D<'balance.low'>
+      return `Balance low: ${x.balance} credits left (alert below ${x.threshold}).${x.auto_refill ? ' Auto-refill is on and starting.' : ' Top up, or turn on auto-refill.'}`
+    }
+    case 'refill.succeeded': {
+      const x = d as D<'refill.succeeded'>
+      return `Refill succeeded: +${x.credits} credits, balance ${x.balance}.`
+    }
+    case 'refill.failed': {
+      const x = d as D<'refill.failed'>
+      const why = x.reason === 'authentication_required' ? 'your bank wants the card holder to confirm the payment' : x.message
+      return `Refill of ${x.credits} credits failed: ${why}.${x.enable_url ? ` Fix it here: ${x.enable_url}` : ''}`
+    }
+    case 'cap.reached': {
+      const x = d as D<'cap.reached'>
+      const what = x.scope === 'agent' ? `Agent ${x.agent_id} reached its daily cap` : x.scope === 'requests' ? 'The daily request cap (unpriced routes) is reached' : 'The account daily cap is reached'
+      const hint = x.scope === 'requests' ? '' : x.scope === 'agent' && x.agent_id ? ` Raise it with /cap ${x.agent_id} <credits>.` : ' Raise it with PUT /v1/policies.'
+      return `${what} (${x.spent} of ${x.cap}); calls are refused until ${x.resets_at}.${hint}`
+    }
+    case 'agent.killed': {
+      const x = d as D<'agent.killed'>
+      if (x.reason === 'breaker')
+        return `Runaway-agent breaker: agent ${agentName(x)} was killed (${x.rule === 'identical_per_minute' ? 'identical requests' : 'credits'} in a minute: ${x.observed}, limit ${x.limit}). Revive it with /revive ${x.agent_id}`
+      return `Agent ${agentName(x)} was killed by the operator (${x.via === 'chat' ? 'chat' : 'API'}). Revive it with /revive ${x.agent_id}`
+    }
+    case 'agent.revived': {
+      const x = d as D<'agent.revived'>
+      return `Agent ${agentName(x)} was revived; its token works again.`
+    }
+    case 'agent.revoked': {
+      const x = d as D<'agent.revoked'>
+      return `Agent ${agentName(x)} was revoked for good.`
+    }
+    case 'capability.paused': {
+      const x = d as D<'capability.paused'>
+      return `Capability ${x.slug} is paused (${x.reason === 'spend_alarm' ? 'its hourly spend alarm tripped' : 'by the service'}); its calls answer API_PAUSED for now.`
+    }
+    case 'payment.parked': {
+      const x = d as D<'payment.parked'>
+      return `A payment of ${x.credits} credits is parked for review: it would pass the balance cap of ${x.balance_cap} (balance ${x.balance}).`
+    }
+    case 'support.updated': {
+      const x = d as D<'support.updated'>
+      return `Support problem ${x.problem_id} is ${x.status}${x.note ? `: ${x.note}` : ''}. ${x.status_url}`
+    }
+    default:
+      return `Event ${String(ev.type)}: ${JSON.stringify(ev.data)}`
+  }
+}

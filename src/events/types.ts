@@ -1,0 +1,78 @@
+/**
+ * The owner events: one typed event per thing an account owner must hear about. An event is born
+ * next to its state change — in the same Lua script as an `event` entry on the account's outbox
+ * stream, or in the same Postgres transaction — so it is never lost, then persisted to `events`
+ * and delivered to the account's webhook endpoint and linked chats (src/events/deliveries.ts).
+ *
+ * Outbox entry of an event (what a Lua script XADDs, what emitEvent() writes):
+ *   kind  'event'
+ *   id    a unique event id fixed before the write (`evt_…`); a redelivered entry is a no-op
+ *   acct  account id
+ *   type  one of EVENT_TYPES
+ *   at    epoch ms (the app clock)
+ *   data  JSON object, the type's payload below
+ */
+export const EVENT_TYPES = [
+  'balance.low',
+  'refill.succeeded',
+  'refill.failed',
+  'cap.reached',
+  'agent.killed',
+  'agent.revived',
+  'agent.revoked',
+  'capability.paused',
+  'payment.parked',
+  'support.updated',
+] as const
+
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export function isEventType(t: string): t is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(t)
+}
+
+/** The payload of each type (`data` of the delivered event). */
+export interface EventData {
+  /** A debit took the balance below the threshold (the mandate's while auto-refill is on, else LOW_BALANCE_ALERT). */
+  'balance.low': { balance: number; threshold: number; auto_refill: boolean; agent_id: string | null; call_id: string }
+  /** An auto-refill or top-up under the mandate was charged and credited. */
+  'refill.succeeded': { credits: number; balance: number; charge_id: string; mode: 'auto' | 'topup' }
+  /** A refill was refused by the card processor: `reason` is `declined` or `authentication_required` (the card holder must confirm at enable_url). */
+  'refill.failed': { credits: number; reason: string; code?: string; message: string; card?: string; enable_url?: string; mode?: 'auto' | 'topup' }
+  /** The first refusal of an HKT day by a cap: `scope` account (daily spend), agent (its daily cap) or requests (unpriced daily request cap). */
+  'cap.reached': { scope: 'account' | 'agent' | 'requests'; agent_id: string | null; cap: number; spent: number; price: number; target: string; resets_at: string }
+  /** `reason` operator (by hand; `via` api or chat) or breaker (with the `rule`, `limit` and `observed` value that tripped it). */
+  'agent.killed': { agent_id: string; name: string; reason: 'operator' | 'breaker'; via?: 'api' | 'chat'; rule?: string; limit?: number; observed?: number; target?: string }
+  'agent.revived': { agent_id: string; name: string; via: 'api' | 'chat'; was_killed_by?: string }
+  'agent.revoked': { agent_id: string; name: string; via: 'api' | 'chat' }
+  /** A capability this account used in the last 7 days was paused (by the founder, or by its spend alarm). */
+  'capability.paused': { slug: string; reason: 'founder' | 'spend_alarm' }
+  /** A card payment that would pass the balance cap waits for the founder's review. */
+  'payment.parked': { parked_id: string; credits: number; balance: number; balance_cap: number; charge_id?: string }
+  /** The founder moved a support problem of this account, or added a note. */
+  'support.updated': { problem_id: string; status: string; note: string | null; status_url: string }
+}
+
+/** An event as stored and delivered. */
+export interface OwnerEvent<T extends EventType = EventType> {
+  id: string
+  accountId: string
+  type: T
+  /** Epoch ms. */
+  at: number
+  data: EventData[T]
+}
+
+/** What one line of docs says of each type (the OpenAPI description and /v1/webhooks validation messages). */
+export const EVENT_DOCS: Record<EventType, string> = {
+  'balance.low': 'a debit took the balance below the low-balance threshold',
+  'refill.succeeded': 'an auto-refill or top-up was charged and credited',
+  'refill.failed': 'a refill was refused (reason: declined, or authentication_required: confirm the card at enable_url)',
+  'cap.reached': 'the first refusal of the day by the account daily cap, an agent daily cap or the request cap',
+  'agent.killed': 'an agent was killed (reason operator, or breaker: the runaway-agent breaker)',
+  'agent.revived': 'a killed agent was revived by the operator',
+  'agent.revoked': 'an agent token was revoked for good',
+  'capability.paused': 'a capability the account uses was paused',
+  'payment.parked': 'a card payment over the balance cap waits for review',
+  'support.updated': 'a support problem of the account moved or got a note',
+}

@@ -1,0 +1,55 @@
+/**
+ * The operator messaging channel (a Telegram bot): link codes for the owner, and the Bot API
+ * webhook that runs chat commands. Telegram proves itself with the secret token it echoes in
+ * `X-Telegram-Bot-Api-Secret-Token` (compared in constant time). Updates are handled once each
+ * (Telegram redelivers until it gets a 2xx), and the answer is always 2xx once the secret is right,
+ * so a command the bot cannot act on is not redelivered forever.
+ * errors: NOT_CONFIGURED (no bot token or webhook secret), UNAUTHORIZED (secret missing or wrong).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { ApiError } from '../../errors'
+import type { Services } from '../../services'
+import { runCommand } from '../../telegram/commands'
+import { newLinkCode } from '../../telegram/links'
+
+const UPDATE_DEDUPE_S = 86400
+const FEATURE = 'the Telegram operator channel (TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET)'
+
+function requireBot(s: Services) {
+  if (!s.bot || !s.cfg.TELEGRAM_WEBHOOK_SECRET) throw new ApiError('NOT_CONFIGURED', { feature: FEATURE })
+  return s.bot
+}
+
+export async function operatorLink(s: Services, accountId: string) {
+  requireBot(s)
+  const { code, expiresAt } = await newLinkCode(s.ctx, accountId)
+  return { code, command: `/link ${code}`, expires_at: new Date(expiresAt).toISOString() }
+}
+
+const digest = (v: string) => createHash('sha256').update(v).digest()
+
+export interface Update {
+  update_id: number
+  message?: { chat: { id: number }; from?: { id: number }; text?: string }
+}
+
+/** True when the header holds the webhook secret; NOT_CONFIGURED without a bot. */
+export function checkTelegramSecret(s: Services, secretHeader: string | null): boolean {
+  requireBot(s)
+  // Digests first: equal lengths for timingSafeEqual, and no early exit on a length mismatch.
+  return !!secretHeader && timingSafeEqual(digest(secretHeader), digest(s.cfg.TELEGRAM_WEBHOOK_SECRET!))
+}
+
+/** Runs one update (the secret already checked by the route). */
+export async function telegramUpdate(s: Services, update: Update): Promise<{ ok: boolean }> {
+  const bot = requireBot(s)
+  const fresh = await s.ctx.redis.set(s.ctx.keys.telegramUpdate(update.update_id), '1', 'EX', UPDATE_DEDUPE_S, 'NX')
+  if (fresh !== 'OK') return { ok: true }
+  const msg = update.message
+  if (!msg?.text || !msg.from) return { ok: true }
+  const who = { chatId: String(msg.chat.id), userId: String(msg.from.id) }
+  const reply = await runCommand({ ctx: s.ctx, db: s.db.db }, who, msg.text)
+  const sent = await bot.sendMessage(who.chatId, reply)
+  if (!sent.ok) s.log.warn('telegram_reply_failed', { chat_id: who.chatId, error: sent.error })
+  return { ok: true }
+}

@@ -1,0 +1,100 @@
+/**
+ * The account's webhook endpoint (one per account), its recent deliveries, and the event feed.
+ * The signing secret is generated here (whsec_ + 32 random bytes, base64: the Standard Webhooks
+ * secret format) and returned only in the answer that generated it.
+ * errors: BAD_REQUEST (url), NOT_FOUND (no endpoint; a bad cursor).
+ */
+import { randomBytes } from 'node:crypto'
+import { and, desc, eq, lt, or } from 'drizzle-orm'
+import { events, eventDeliveries, webhookEndpoints } from '../../db/schema'
+import { checkEndpointUrl } from '../../events/endpoint-url'
+import { ApiError } from '../../errors'
+import type { Services } from '../../services'
+
+const newSecret = () => 'whsec_' + randomBytes(32).toString('base64')
+
+type Row = typeof webhookEndpoints.$inferSelect
+
+const view = (r: Row) => ({ url: r.url, events: r.events, created_at: r.createdAt.toISOString(), updated_at: r.updatedAt.toISOString() })
+
+const notFound = () => new ApiError('NOT_FOUND', { resource: 'webhook endpoint (set one with PUT /v1/webhooks)' })
+
+export async function putWebhook(s: Services, acct: string, body: { url: string; events?: string[] | null; rotate_secret?: boolean }) {
+  const url = checkEndpointUrl(body.url, s.cfg.WEBHOOKS_ALLOW_INSECURE_LOOPBACK === '1')
+  const now = new Date(s.ctx.clock.now())
+  const wanted = body.events ?? null
+  const fresh = newSecret()
+  // One statement: a first PUT inserts with the fresh secret; a later one keeps the stored secret
+  // unless asked to rotate. The secret is shown only when the row came back holding the fresh one.
+  const [row] = await s.db.db
+    .insert(webhookEndpoints)
+    .values({ accountId: acct, url, events: wanted, secret: fresh, createdAt: now, updatedAt: now })
+    .onConflictDoUpdate({
+      target: webhookEndpoints.accountId,
+      set: { url, events: wanted, updatedAt: now, ...(body.rotate_secret ? { secret: fresh } : {}) },
+    })
+    .returning()
+  const generated = row!.secret === fresh
+  return { ...view(row!), secret: generated ? fresh : null }
+}
+
+export async function getWebhook(s: Services, acct: string) {
+  const [row] = await s.db.db.select().from(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct))
+  if (!row) throw notFound()
+  return view(row)
+}
+
+/** Pending deliveries to the removed endpoint are cancelled when the worker reaches them. */
+export async function deleteWebhook(s: Services, acct: string): Promise<void> {
+  const gone = await s.db.db.delete(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct)).returning({ a: webhookEndpoints.accountId })
+  if (gone.length === 0) throw notFound()
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+
+export async function recentDeliveries(s: Services, acct: string, limit: number) {
+  const rows = await s.db.db
+    .select({ d: eventDeliveries, type: events.type })
+    .from(eventDeliveries)
+    .innerJoin(events, eq(events.id, eventDeliveries.eventId))
+    .where(and(eq(eventDeliveries.accountId, acct), eq(eventDeliveries.channel, 'webhook')))
+    .orderBy(desc(eventDeliveries.createdAt), desc(eventDeliveries.id))
+    .limit(limit)
+  return {
+    deliveries: rows.map(({ d, type }) => ({
+      id: d.id,
+      event_id: d.eventId,
+      event_type: type,
+      status: d.status,
+      attempts: d.attempts,
+      next_retry_at: d.status === 'pending' ? d.nextAttemptAt.toISOString() : null,
+      last_response_code: d.lastResponseCode,
+      last_error: d.lastError,
+      last_attempt_at: iso(d.lastAttemptAt),
+      created_at: d.createdAt.toISOString(),
+      delivered_at: iso(d.deliveredAt),
+    })),
+  }
+}
+
+/** The account's events, newest first; the cursor is the last event's (time, id). */
+export async function listEvents(s: Services, acct: string, limit: number, cursor?: string) {
+  let after: { at: Date; id: string } | null = null
+  if (cursor) {
+    const [ms, id] = Buffer.from(cursor, 'base64url').toString().split('|')
+    if (!id || !Number.isFinite(Number(ms))) throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
+    after = { at: new Date(Number(ms)), id }
+  }
+  const rows = await s.db.db
+    .select()
+    .from(events)
+    .where(and(eq(events.accountId, acct), after ? or(lt(events.at, after.at), and(eq(events.at, after.at), lt(events.id, after.id))) : undefined))
+    .orderBy(desc(events.at), desc(events.id))
+    .limit(limit + 1)
+  const page = rows.slice(0, limit)
+  const last = page.at(-1)
+  return {
+    events: page.map((e) => ({ id: e.id, type: e.type, timestamp: e.at.toISOString(), data: e.data as Record<string, unknown> })),
+    next_cursor: rows.length > limit && last ? Buffer.from(`${last.at.getTime()}|${last.id}`).toString('base64url') : null,
+  }
+}

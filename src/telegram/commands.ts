@@ -1,0 +1,133 @@
+/**
+ * The operator's commands in the chat. Every command acts on the account linked to this
+ * (chat, user) pair only, through the same governance services as the REST API (agent-state-2,
+ * set-policy-2): an agent of another account is "not found", exactly as over REST.
+ *
+ *   /link <code>            link this chat to the account that asked for the code (also /start <code>)
+ *   /status                 balance, today's spend against the daily cap, agents by state
+ *   /agents                 the agents with state and today's spend
+ *   /kill <agent>           kill an agent (by id or name)
+ *   /revive <agent>         revive a killed agent (the spec's /revive)
+ *   /cap <agent> <credits>  set an agent's daily cap ("off" removes it)
+ *   /unlink                 stop this chat acting for the account
+ * errors: none thrown; every outcome is a reply text.
+ */
+import { ApiError, renderMessage } from '../errors'
+import { changeAgentState, readAgents, type AgentView } from '../governance/agents'
+import { applyPolicyChange, readAccountPolicy } from '../governance/policies'
+import type { LedgerContext } from '../ledger/context'
+import { windowsAt } from '../ledger/windows'
+import type { Database } from '../db/client'
+import { claimLinkCode, linkChat, linkedAccount, unlinkChat, type ChatUser } from './links'
+
+export const HELP = [
+  'Commands:',
+  '/status — balance, spend today, agents',
+  '/agents — your agents',
+  '/kill <agent> — kill an agent (id or name)',
+  '/revive <agent> — revive a killed agent',
+  '/cap <agent> <credits> — set an agent daily cap ("off" removes it)',
+  '/unlink — stop this chat acting for the account',
+].join('\n')
+
+const NOT_LINKED = 'This chat is not linked to an account. Ask for a code with POST /v1/operator/link (owner token), then send /link <code> here.'
+
+export interface CommandDeps {
+  ctx: LedgerContext
+  db: Database
+}
+
+/** Parses `/cmd@Bot args`; null when the text is not a command. */
+export function parseCommand(text: string): { cmd: string; args: string[] } | null {
+  const m = /^\/([a-z_]+)(?:@\w+)?(?:\s+([\s\S]*))?$/i.exec(text.trim())
+  if (!m) return null
+  return { cmd: m[1]!.toLowerCase(), args: (m[2] ?? '').split(/\s+/).filter(Boolean) }
+}
+
+export async function runCommand(d: CommandDeps, who: ChatUser, text: string): Promise<string> {
+  const parsed = parseCommand(text)
+  if (!parsed) return `Send a command.\n${HELP}`
+  const { cmd, args } = parsed
+  if (cmd === 'link' || cmd === 'start') {
+    if (!args[0]) return cmd === 'start' ? `Hello. ${NOT_LINKED}` : 'Usage: /link <code> (the code from POST /v1/operator/link)'
+    const acct = await claimLinkCode(d.ctx, args[0])
+    if (!acct) return 'That code is unknown, expired or already used. Ask for a new one with POST /v1/operator/link.'
+    await linkChat(d.db, who, acct, d.ctx.clock.now())
+    return `Linked to account ${acct}. Its events will arrive here.\n${HELP}`
+  }
+  if (cmd === 'help') return HELP
+  const acct = await linkedAccount(d.db, who)
+  if (!acct) return NOT_LINKED
+  try {
+    switch (cmd) {
+      case 'status':
+        return await status(d.ctx, acct)
+      case 'agents':
+        return listAgents(await readAgents(d.ctx, acct))
+      case 'kill':
+      case 'revive': {
+        if (args.length !== 1) return `Usage: /${cmd} <agent id or name>`
+        const agent = await findAgent(d.ctx, acct, args[0]!)
+        if (typeof agent === 'string') return agent
+        const after = await changeAgentState(d.ctx, acct, agent.id, cmd, 'chat')
+        return `Agent ${label(after)} is ${after.state}.`
+      }
+      case 'cap': {
+        if (args.length !== 2) return 'Usage: /cap <agent id or name> <credits | off>'
+        const credits = args[1]!.toLowerCase() === 'off' ? null : Number(args[1])
+        if (credits !== null && (!Number.isSafeInteger(credits) || credits < 0 || credits > 1_000_000_000_000))
+          return 'The cap must be a whole number of credits (or "off").'
+        const agent = await findAgent(d.ctx, acct, args[0]!)
+        if (typeof agent === 'string') return agent
+        await applyPolicyChange(d.ctx, acct, { agents: { [agent.id]: { daily_cap: credits } } })
+        return credits === null ? `Agent ${label(agent)} has no daily cap of its own now.` : `Agent ${label(agent)} may spend ${credits} credits per day (HKT).`
+      }
+      case 'unlink':
+        await unlinkChat(d.db, who)
+        return 'Unlinked: this chat no longer acts for the account or receives its events.'
+      default:
+        return `Unknown command /${cmd}.\n${HELP}`
+    }
+  } catch (e) {
+    if (e instanceof ApiError) return renderMessage(e.code, e.context)
+    throw e
+  }
+}
+
+const label = (a: Pick<AgentView, 'id' | 'name'>) => `"${a.name}" (${a.id})`
+
+/** By id, else by unique name (case-insensitive); a reply text when there is no single match. */
+async function findAgent(ctx: LedgerContext, acct: string, ref: string): Promise<AgentView | string> {
+  const all = await readAgents(ctx, acct)
+  const byId = all.find((a) => a.id === ref)
+  if (byId) return byId
+  const byName = all.filter((a) => a.name.toLowerCase() === ref.toLowerCase() && a.state !== 'revoked')
+  if (byName.length === 1) return byName[0]!
+  if (byName.length > 1) return `Several agents are named "${ref}"; use the id (see /agents).`
+  return `No agent "${ref}" on this account (see /agents).`
+}
+
+function listAgents(agents: AgentView[]): string {
+  const live = agents.filter((a) => a.state !== 'revoked')
+  if (live.length === 0) return 'No agents yet (POST /v1/agents creates one).'
+  return live
+    .map((a) => `${a.state === 'killed' ? '⛔' : '✅'} ${a.name} — ${a.id} — ${a.state}${a.kill_reason ? ` (${a.kill_reason})` : ''}, spent today ${a.spent_today}${a.daily_cap !== null ? `/${a.daily_cap}` : ''}`)
+    .join('\n')
+}
+
+async function status(ctx: LedgerContext, acct: string): Promise<string> {
+  const w = windowsAt(ctx.clock.now())
+  const [balance, spent, policy, agents] = await Promise.all([
+    ctx.redis.hget(ctx.keys.account(acct), 'balance'),
+    ctx.redis.get(ctx.keys.spentToday(acct, w.day)),
+    readAccountPolicy(ctx, acct),
+    readAgents(ctx, acct),
+  ])
+  const count = (st: string) => agents.filter((a) => a.state === st).length
+  return [
+    `Account ${acct}`,
+    `Balance: ${Number(balance ?? 0)} credits (cap ${policy.balance_cap})`,
+    `Spent today: ${Number(spent ?? 0)} of ${policy.daily_cap} (resets ${w.resetsAt})`,
+    `Agents: ${count('active')} active, ${count('killed')} killed`,
+  ].join('\n')
+}
