@@ -99,6 +99,8 @@ export class Flusher {
       } catch (e) {
         this.fail(e)
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+        // A Redis that came back empty (no persistence, or rebuilt) has lost the consumer groups.
+        if (String(e).includes('NOGROUP')) await this.ensureGroups().catch((err) => this.fail(err))
       }
       if (moved === 0 && this.running) await this.sleep(backoff)
     }

@@ -14,6 +14,7 @@ export interface LedgerLine {
   id: string
   kind: string
   account: string
+  agent: string | null
   amount: number
   /** The balance right after this entry, as the script that wrote it saw it. */
   balanceAfter: number
@@ -49,7 +50,7 @@ export async function outboxLines(ctx: LedgerContext, shard: number, accounts: S
     for (const [, raw] of page) {
       const f = fieldsOf(raw)
       if (!MONEY.has(f.kind!) || !accounts.has(f.acct!)) continue
-      out.push({ id: f.id!, kind: f.kind!, account: f.acct!, amount: Number(f.amount), balanceAfter: Number(f.bal), callId: f.call || null, at: Number(f.at), in: 'outbox' })
+      out.push({ id: f.id!, kind: f.kind!, account: f.acct!, agent: f.agent || null, amount: Number(f.amount), balanceAfter: Number(f.bal), callId: f.call || null, at: Number(f.at), in: 'outbox' })
     }
     if (page.length < 1000) return out
     from = '(' + page.at(-1)![0]
@@ -59,7 +60,7 @@ export async function outboxLines(ctx: LedgerContext, shard: number, accounts: S
 export async function postgresLines(db: Database, accounts: string[]): Promise<LedgerLine[]> {
   if (accounts.length === 0) return []
   const rows = await db.select().from(ledgerEntries).where(accounts.length === 1 ? eq(ledgerEntries.accountId, accounts[0]!) : inArray(ledgerEntries.accountId, accounts))
-  return rows.map((r) => ({ id: r.id, kind: r.kind, account: r.accountId, amount: r.amount, balanceAfter: r.balanceAfter, callId: r.callId, at: r.at.getTime(), in: 'postgres' as const }))
+  return rows.map((r) => ({ id: r.id, kind: r.kind, account: r.accountId, agent: r.agentId, amount: r.amount, balanceAfter: r.balanceAfter, callId: r.callId, at: r.at.getTime(), in: 'postgres' as const }))
 }
 
 /** The united ledger of each account (all accounts of one shard are read with one pass over its stream). */

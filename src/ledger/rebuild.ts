@@ -1,0 +1,209 @@
+/**
+ * Rebuilding an account in Redis from the durable ledger, for the day Redis loses data
+ * (`bun run ledger:rebuild`, docs/operations.md). The sources, newest wins:
+ *   - Postgres: the account row, its policy and agent projections, its ledger entries;
+ *   - the outbox entries Redis still holds (not yet flushed): money entries, a rotated owner
+ *     token, newer policy or agent versions, an account created since the last flush.
+ * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
+ * still pending), today's spend counters (so the daily caps keep holding), the agents, and the
+ * global lookups (token → account, e-mail, public_ref, consent ref). What cannot come back is
+ * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
+ */
+import { eq } from 'drizzle-orm'
+import { hktDay } from '../clock'
+import type { Database } from '../db/client'
+import { accountPolicies, accounts, agents } from '../db/schema'
+import { randomId } from '../auth/tokens'
+import { ScriptStatus as S } from '../redis/codes'
+import { DAY_KEY_TTL_S, type LedgerContext } from './context'
+import { accountLedger, type AccountLedger } from './reconcile'
+
+interface AgentRow {
+  id: string
+  tokenHash: string
+  name: string
+  state: string
+  createdMs: number
+  version: number
+  dailyCap: number | null
+  allow: string | null
+  perCallMax: number | null
+  spentToday: number
+}
+
+export interface RebuildPlan {
+  account: string
+  balance: number
+  spentToday: number
+  /** Fields of the account hash besides `balance`. */
+  fields: Record<string, string>
+  email: string
+  publicRef: string
+  ownerTokenHash: string
+  agents: AgentRow[]
+  ledger: { entries: number; postgres: number; outbox: number }
+}
+
+export class RebuildError extends Error {}
+
+type Fields = Record<string, string>
+
+function fieldsOf(raw: string[]): Fields {
+  const f: Fields = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i]!] = raw[i + 1]!
+  return f
+}
+
+/** The non-money entries of the account still in the outbox, oldest first. */
+async function pendingState(ctx: LedgerContext, account: string): Promise<Fields[]> {
+  const key = ctx.keys.outbox(ctx.keys.shardOf(account))
+  const out: Fields[] = []
+  let from = '-'
+  for (;;) {
+    const page = await ctx.redis.xrange(key, from, '+', 'COUNT', 1000)
+    for (const [, raw] of page) {
+      const f = fieldsOf(raw)
+      if (f.acct === account && ['account', 'owner', 'account_policy', 'agent'].includes(f.kind!)) out.push(f)
+    }
+    if (page.length < 1000) return out
+    from = '(' + page.at(-1)![0]
+  }
+}
+
+/** Today's spend of the account (or of one agent): debits of today minus the refunds of those debits. */
+function spentToday(led: AccountLedger, day: number, agent?: string): number {
+  const today = new Set<string>()
+  let spent = 0
+  for (const l of led.lines)
+    if (l.kind === 'debit' && l.callId && hktDay(l.at) === day && (agent === undefined || l.agent === agent)) {
+      today.add(l.callId)
+      spent -= l.amount
+    }
+  for (const l of led.lines) if (l.kind === 'refund' && l.callId && today.has(l.callId)) spent -= l.amount
+  return Math.max(0, spent)
+}
+
+export async function planRebuild(ctx: LedgerContext, db: Database, account: string): Promise<RebuildPlan> {
+  const [row] = await db.select().from(accounts).where(eq(accounts.id, account))
+  const [policy] = await db.select().from(accountPolicies).where(eq(accountPolicies.accountId, account))
+  const agentRows = await db.select().from(agents).where(eq(agents.accountId, account))
+  const pending = await pendingState(ctx, account)
+  const led = await accountLedger(ctx, db, account)
+
+  const created = pending.find((f) => f.kind === 'account')
+  if (!row && !created) throw new RebuildError(`${account}: neither Postgres nor the outbox knows this account`)
+  let owner = row?.ownerTokenHash ?? created!.owner!
+  for (const f of pending) if (f.kind === 'owner') owner = f.owner!
+  const email = row?.email ?? created!.email!
+  const publicRef = row?.publicRef ?? created!.public_ref!
+  const referrer = row?.referredBy ?? (created?.referrer || null)
+  const createdMs = row?.createdAt.getTime() ?? Number(created!.at)
+
+  // Policy: the Postgres projection, unless the outbox holds a newer version.
+  let pol = { v: policy?.version ?? 0, dailyCap: policy?.dailyCap ?? null, allow: policy?.allowlist?.join('\n') ?? null, balanceCap: policy?.balanceCap ?? null }
+  for (const f of pending)
+    if (f.kind === 'account_policy' && Number(f.v) > pol.v)
+      pol = { v: Number(f.v), dailyCap: f.daily_cap ? Number(f.daily_cap) : null, allow: f.allow ?? null, balanceCap: f.balance_cap ? Number(f.balance_cap) : null }
+
+  const day = hktDay(ctx.clock.now())
+  const byAgent = new Map<string, AgentRow>()
+  for (const a of agentRows)
+    byAgent.set(a.id, {
+      id: a.id,
+      tokenHash: a.tokenHash,
+      name: a.name,
+      state: a.state,
+      createdMs: a.createdAt.getTime(),
+      version: a.version,
+      dailyCap: a.dailyCap,
+      allow: a.allowlist?.join('\n') ?? null,
+      perCallMax: a.perCallMax,
+      spentToday: 0,
+    })
+  for (const f of pending) {
+    if (f.kind !== 'agent' || Number(f.v) <= (byAgent.get(f.agent!)?.version ?? 0)) continue
+    byAgent.set(f.agent!, {
+      id: f.agent!,
+      tokenHash: f.token!,
+      name: f.name!,
+      state: f.state!,
+      createdMs: Number(f.created),
+      version: Number(f.v),
+      dailyCap: f.daily_cap ? Number(f.daily_cap) : null,
+      allow: f.allow ?? null,
+      perCallMax: f.per_call_max ? Number(f.per_call_max) : null,
+      spentToday: 0,
+    })
+  }
+  for (const a of byAgent.values()) a.spentToday = spentToday(led, day, a.id)
+
+  const fields: Fields = {
+    owner,
+    email,
+    public_ref: publicRef,
+    balance_cap: String(pol.balanceCap ?? ctx.cfg.DEFAULT_BALANCE_CAP),
+    created: String(createdMs),
+  }
+  if (pol.v > 0) fields.policy_v = String(pol.v)
+  if (pol.dailyCap !== null) fields.daily_cap = String(pol.dailyCap)
+  if (pol.allow !== null) fields.allow = pol.allow
+  // The referral bonus is still owed when the account was referred and no bonus entry exists.
+  if (referrer && !led.lines.some((l) => l.id === `${account}:referral:referred`)) fields.referrer = referrer
+
+  return {
+    account,
+    balance: led.sum,
+    spentToday: spentToday(led, day),
+    fields,
+    email,
+    publicRef,
+    ownerTokenHash: owner,
+    agents: [...byAgent.values()],
+    ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
+  }
+}
+
+export interface RebuildResult {
+  account: string
+  restored: boolean
+  /** The balance now in Redis (the restored one, or the one left alone). */
+  balance: number
+  /** When left alone: the balance the ledger says it should be. */
+  expected: number
+}
+
+/**
+ * Writes the plan. An account hash that still exists is left alone (restored: false) unless
+ * `force`; its agents and lookups are then left alone too.
+ */
+export async function applyRebuild(ctx: LedgerContext, plan: RebuildPlan, opt: { force?: boolean } = {}): Promise<RebuildResult> {
+  const { keys, redis } = ctx
+  const acct = plan.account
+  const day = hktDay(ctx.clock.now())
+  // The consent page ref is not kept in Postgres: keep the one Redis still has, else a new one.
+  const existingMref = await redis.hget(keys.account(acct), 'mref')
+  const mref = existingMref ?? 'mr_' + randomId()
+  const reply = await ctx.scripts.restoreAccount(
+    [keys.account(acct), keys.spentToday(acct, day)],
+    [opt.force ? '1' : '0', plan.balance, plan.spentToday, DAY_KEY_TTL_S, ...Object.entries({ ...plan.fields, mref }).flat()],
+  )
+  if (reply[0] === S.ALREADY_APPLIED) return { account: acct, restored: false, balance: Number(reply[1]), expected: plan.balance }
+
+  for (const a of plan.agents) {
+    const hash: Fields = { token: a.tokenHash, name: a.name, state: a.state, created: String(a.createdMs), v: String(a.version) }
+    if (a.dailyCap !== null) hash.daily_cap = String(a.dailyCap)
+    if (a.allow !== null) hash.allow = a.allow
+    if (a.perCallMax !== null) hash.per_call_max = String(a.perCallMax)
+    const m = redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id)
+    if (a.spentToday > 0) m.set(keys.agentSpentToday(acct, a.id, day), a.spentToday, 'EX', DAY_KEY_TTL_S)
+    await m.exec()
+    await redis.set(keys.token(a.tokenHash), `${acct}|${a.id}`)
+  }
+  await Promise.all([
+    redis.set(keys.token(plan.ownerTokenHash), `${acct}|`),
+    redis.set(keys.email(plan.email), acct),
+    redis.set(keys.publicRef(plan.publicRef), acct),
+    redis.set(keys.mandateRef(mref), acct),
+  ])
+  return { account: acct, restored: true, balance: plan.balance, expected: plan.balance }
+}

@@ -1,0 +1,147 @@
+/**
+ * Fault: Redis loses data, and `bun run ledger:rebuild` brings the accounts back from Postgres
+ * plus what the outbox still holds. Runs on its own redis-server without persistence (a restart
+ * empties it); the machine's shared Redis is never touched.
+ *   - total loss (everything flushed, then Redis restarts empty): every account, its agents,
+ *     policy, today's spend and pending referral come back; tokens work; caps still hold; the
+ *     flusher recreates its groups and goes on;
+ *   - partial loss (an account hash evicted while entries are still unflushed): the balance is
+ *     Σ of Postgres ∪ outbox;
+ *   - drift (a balance that disagrees with its ledger) is reported, and fixed with --force.
+ *
+ *   bun test test/faults/redis-data-loss.test.ts
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { assertLedger, drain } from '../helpers/invariants'
+import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+
+let redis: RedisServer
+let t: TestApp
+beforeAll(async () => {
+  redis = await startRedisServer()
+  t = await startTestApp({ env: { REDIS_URL: redis.url } })
+  // A clock in the middle of an HKT day, so no call of this file crosses midnight.
+  const day = 86_400_000
+  t.clock.set(Math.floor((Date.now() + 8 * 3600_000) / day) * day - 8 * 3600_000 + day / 2)
+})
+afterAll(async () => {
+  await t?.close()
+  await redis?.stop()
+})
+
+const ROOT = join(import.meta.dir, '..', '..')
+
+/** `bun run ledger:rebuild -- <args>` as an operator would run it, against this app's stores. */
+async function rebuild(...args: string[]): Promise<{ code: number; lines: Record<string, unknown>[]; summary: Record<string, number> }> {
+  const p = Bun.spawn([process.execPath, 'run', 'ledger:rebuild', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, REDIS_URL: redis.url, REDIS_KEY_PREFIX: t.prefix, DATABASE_URL: t.db.url, LOG: 'silent' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const last = err.split('\n').findLast((l) => l.startsWith('{"summary"'))
+  if (!last) throw new Error(`ledger:rebuild failed (${code}): ${err}`)
+  return { code, lines, summary: JSON.parse(last).summary }
+}
+
+/** Waits for the running flusher to empty the outbox. */
+async function drained(): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await t.s.flusher.lag()).entries === 0) return
+    await Bun.sleep(50)
+  }
+  throw new Error(`the running flusher did not drain the outbox: ${JSON.stringify(t.s.flusher.stats())}`)
+}
+
+const call = (token: string, slug = 'test.echo') => t.req('POST', `/v1/call/${slug}`, { token, body: {} })
+
+describe('ledger:rebuild', () => {
+  test('Redis restarts empty: every account comes back from Postgres, with its agents, caps, spend and pending referral', async () => {
+    // The flusher runs throughout, as in production: it must survive the empty restart.
+    t.s.flusher.start()
+    const owner = await t.signup()
+    const policy = await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: 40 } } })
+    expect(policy.status, policy.text).toBe(200)
+    const agent = await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'worker', daily_cap: 15 } })
+    expect(agent.status, agent.text).toBe(201)
+    for (let i = 0; i < 2; i++) expect((await call(agent.body.token)).status).toBe(200) // agent spent 10
+    expect((await call(owner.token, 'test.fail')).status).toBe(502) // refunded: spends nothing
+    expect((await call(owner.token)).status).toBe(200) // account spent 15 today
+    const rotated = await t.req('POST', '/v1/token/rotate', { token: owner.token })
+    expect(rotated.status).toBe(200)
+    const referrer = await t.signup()
+    const referred = await t.signup(undefined, { referred_by: referrer.public_ref }) // bonus still owed
+    await drained()
+
+    await redis.kill()
+    await redis.start() // empty: no persistence
+    expect(await t.s.ctx.redis.dbsize()).toBe(0)
+    expect((await call(rotated.body.token)).status).toBe(401)
+
+    const r = await rebuild('--all')
+    expect(r.code).toBe(0)
+    expect(r.summary).toMatchObject({ restored: 3, drift: 0, failed: 0 })
+
+    // Balances are back; the new owner token works, the old one does not.
+    expect((await t.req('GET', '/v1/balance', { token: rotated.body.token })).body).toMatchObject({ balance: 485, spent_today: 15 })
+    expect((await t.req('GET', '/v1/balance', { token: owner.token })).status).toBe(401)
+    // The agent's cap remembers today's 10: one more 5 fits, the next does not.
+    expect((await call(agent.body.token)).status).toBe(200)
+    const agentCapped = await call(agent.body.token)
+    expect(agentCapped.status).toBe(403)
+    expect(agentCapped.body).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_daily_cap' })
+    // The account's daily cap of 40 remembers today's 20.
+    for (let i = 0; i < 4; i++) expect((await call(rotated.body.token)).status).toBe(200)
+    expect((await call(rotated.body.token)).body.error).toBe('DAILY_CAP_REACHED')
+    // The referral still pays once, on the first successful call.
+    expect((await call(referred.token)).body.balance).toBe(995)
+    expect((await call(referred.token)).body.balance).toBe(990)
+
+    // The running flusher recreated its consumer groups on the empty Redis and moves the new entries.
+    await drained()
+    await t.s.flusher.stop()
+    await assertLedger(t.s, [
+      { account: owner.account_id, balance: 485 - 25 },
+      { account: referrer.account_id, balance: 1000 },
+      { account: referred.account_id, balance: 990 },
+    ])
+  })
+
+  test('an account hash lost while its entries wait unflushed: the balance is Σ Postgres ∪ outbox', async () => {
+    const a = await t.signup()
+    for (let i = 0; i < 3; i++) await call(a.token)
+    await drain(t.s.flusher)
+    for (let i = 0; i < 4; i++) await call(a.token, 'test.cheap') // still in the outbox
+    await call(a.token, 'test.fail')
+    const { keys, redis: r } = t.s.ctx
+    await r.del(keys.account(a.account_id))
+    expect((await call(a.token)).status).toBe(401)
+
+    const out = await rebuild('--account', a.account_id)
+    expect(out.code).toBe(0)
+    expect(out.lines).toEqual([expect.objectContaining({ account: a.account_id, action: 'restored', balance: 500 - 15 - 4 })])
+    expect((await call(a.token)).body.balance).toBe(476)
+    await assertLedger(t.s, [{ account: a.account_id, balance: 476 }])
+  })
+
+  test('a balance that disagrees with its ledger is reported as drift; --force writes the ledger’s', async () => {
+    const a = await t.signup()
+    await call(a.token)
+    const { keys, redis: r } = t.s.ctx
+    await r.hincrby(keys.account(a.account_id), 'balance', 7)
+    const dry = await rebuild('--account', a.account_id, '--dry-run')
+    expect(dry.lines[0]).toMatchObject({ action: 'plan', balance: 495, in_redis: 502 })
+    const report = await rebuild('--all')
+    expect(report.code).toBe(1)
+    expect(report.lines.find((l) => l.account === a.account_id)).toMatchObject({ action: 'drift', balance: 502, ledger_balance: 495 })
+    expect(Number(await r.hget(keys.account(a.account_id), 'balance'))).toBe(502)
+    const forced = await rebuild('--account', a.account_id, '--force')
+    expect(forced.code).toBe(0)
+    expect(forced.lines[0]).toMatchObject({ action: 'restored', balance: 495 })
+    await assertLedger(t.s, [{ account: a.account_id, balance: 495 }])
+  })
+})
