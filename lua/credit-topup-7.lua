@@ -5,6 +5,8 @@
   them. A charge that would take the balance past the cap is not credited but parked for the
   founder: the money is already taken, so only a human may decide to credit or refund it.
   A refill or top-up also counts against its month's ceiling and releases the refill lock it held.
+  The owner's event rides the same outbox (src/events/): `refill.succeeded` (mode auto, topup or
+  pack) when credited, `payment.parked` when parked; ids fixed by the charge id.
 
   KEYS[1] account hash                  {s}:acct:<acct>
   KEYS[2] mandate hash                  {s}:mandate:<acct>
@@ -65,6 +67,9 @@ if balance + credits > cap then
   redis.call('XADD', KEYS[7], '*', 'kind', 'parked', 'id', parked_id .. ':parked', 'pid', parked_id,
     'acct', acct, 'charge', charge, 'credits', credits, 'pkind', kind, 'gateway', ARGV[8],
     'state', 'parked', 'at', now)
+  redis.call('XADD', KEYS[7], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_parked', 'acct', acct,
+    'type', 'payment.parked', 'at', now, 'data', cjson.encode({parked_id = parked_id, credits = credits,
+      balance = balance, balance_cap = cap, charge_id = charge}))
   return {S_PARKED, balance, cap, parked_id}
 end
 
@@ -73,4 +78,7 @@ redis.call('HSET', KEYS[4], 'state', 'credited')
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
 redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
   'amount', credits, 'bal', balance, 'ref', charge, 'target', kind, 'at', now)
+redis.call('XADD', KEYS[7], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_credited', 'acct', acct,
+  'type', 'refill.succeeded', 'at', now, 'data', cjson.encode({credits = credits, balance = balance,
+    charge_id = charge, mode = kind == 'refill' and 'auto' or kind}))
 return {S_OK, balance, credits}

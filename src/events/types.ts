@@ -35,8 +35,8 @@ export function isEventType(t: string): t is EventType {
 export interface EventData {
   /** A debit took the balance below the threshold (the mandate's while auto-refill is on, else LOW_BALANCE_ALERT). */
   'balance.low': { balance: number; threshold: number; auto_refill: boolean; agent_id: string | null; call_id: string }
-  /** An auto-refill or top-up under the mandate was charged and credited. */
-  'refill.succeeded': { credits: number; balance: number; charge_id: string; mode: 'auto' | 'topup' }
+  /** A charge was credited: an auto-refill or top-up under the mandate, or a credit pack bought once (`mode` pack). */
+  'refill.succeeded': { credits: number; balance: number; charge_id: string; mode: 'auto' | 'topup' | 'pack' }
   /** A refill was refused by the card processor: `reason` is `declined` or `authentication_required` (the card holder must confirm at enable_url). */
   'refill.failed': { credits: number; reason: string; code?: string; message: string; card?: string; enable_url?: string; mode?: 'auto' | 'topup' }
   /** The first refusal of an HKT day by a cap: `scope` account (daily spend), agent (its daily cap) or requests (unpriced daily request cap). */

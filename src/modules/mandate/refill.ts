@@ -22,6 +22,8 @@ import type { Mailer } from '../../mail/mailer'
 import { centsOf } from '../../payments/amounts'
 import type { ChargeOutcome, PaymentGateway } from '../../payments/gateway'
 import { ScriptStatus as S } from '../../redis/codes'
+import { emitEvent } from '../../events/emit'
+import { accountLinks } from '../account/payment'
 import { notifyRefillFailure } from './notify'
 import { readMandate } from './store'
 
@@ -160,6 +162,15 @@ export class Refiller {
     const code = outcome.kind === 'declined' ? outcome.code : 'authentication_required'
     await releaseRefill(ctx, accountId, r, outcome.kind, code)
     log.warn('refill_refused', { account_id: accountId, mode, credits: r.credits, outcome: outcome.kind, code })
+    // Every channel of the owner (webhook, chat) hears it too; the id is fixed by the attempt.
+    const mref = await ctx.redis.hget(ctx.keys.account(accountId), 'mref')
+    await emitEvent(
+      ctx,
+      accountId,
+      'refill.failed',
+      { credits: r.credits, reason: outcome.kind, code, message: outcome.message, card, enable_url: accountLinks(this.d, mref ?? '').enable_auto_refill, mode },
+      { id: `evt_${r.attemptId}_failed` },
+    )
     // The agent hears about an explicit top-up in its answer; the owner must hear about the rest.
     if (mode === 'auto' || outcome.kind === 'authentication_required')
       await notifyRefillFailure(this.d, accountId, { kind: outcome.kind, credits: r.credits, card, message: outcome.message })

@@ -3,7 +3,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
 import { DeliveriesQuery, DeliveryList, EventList, EventsQuery, Webhook, WebhookPut, WebhookSaved } from './model'
-import { deleteWebhook, getWebhook, listEvents, putWebhook, recentDeliveries } from './service'
+import { deleteWebhook, getWebhook, listEvents, pageLimit, putWebhook, recentDeliveries } from './service'
 
 /** Operator-only: an agent token cannot redirect or read the owner's notifications. */
 export const webhookRoutes = (s: Services, h: Http = http(s)) =>
@@ -46,7 +46,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
       async ({ bearer, request, server, set, query }) => {
         const { principal, headers } = await h.operator(bearer, request, server)
         set.headers = headers
-        return recentDeliveries(s, principal.accountId, query.limit ?? 50)
+        return recentDeliveries(s, principal.accountId, pageLimit(query.limit))
       },
       {
         query: DeliveriesQuery,
@@ -59,7 +59,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
       async ({ bearer, request, server, set, query }) => {
         const { principal, headers } = await h.operator(bearer, request, server)
         set.headers = headers
-        return listEvents(s, principal.accountId, query.limit ?? 50, query.cursor)
+        return listEvents(s, principal.accountId, pageLimit(query.limit), query.cursor)
       },
       { query: EventsQuery, response: { 200: EventList }, detail: { summary: "The account's owner events, newest first (the same events webhooks and the chat receive)" } },
     )

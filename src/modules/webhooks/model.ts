@@ -32,9 +32,10 @@ export const WebhookSaved = T.Object({
   }),
 })
 
-export const DeliveriesQuery = T.Object({
-  limit: T.Optional(T.Integer({ minimum: 1, maximum: 200, default: 50 })),
-})
+// Query strings arrive as text; the service checks the range so the error can name `limit`.
+const Limit = T.Optional(T.String({ pattern: '^[0-9]{1,4}$', description: 'Page size, 1..200 (default 50)' }))
+
+export const DeliveriesQuery = T.Object({ limit: Limit })
 
 export const DeliveryList = T.Object({
   deliveries: T.Array(
@@ -55,7 +56,7 @@ export const DeliveryList = T.Object({
 })
 
 export const EventsQuery = T.Object({
-  limit: T.Optional(T.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  limit: Limit,
   cursor: T.Optional(T.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
 })
 

@@ -52,6 +52,14 @@ export async function deleteWebhook(s: Services, acct: string): Promise<void> {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
+export const MAX_LIMIT = 200
+
+export function pageLimit(raw: string | undefined): number {
+  const limit = raw === undefined ? 50 : Number(raw)
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ApiError('BAD_REQUEST', { field: 'limit', expected: `an integer from 1 to ${MAX_LIMIT}` })
+  return limit
+}
+
 export async function recentDeliveries(s: Services, acct: string, limit: number) {
   const rows = await s.db.db
     .select({ d: eventDeliveries, type: events.type })
