@@ -3,6 +3,7 @@
  * response schemas are the same TypeBox models that validate it, and every error response is the
  * registry's flat body. Nothing here is written by hand per route.
  */
+import { OptionalKind } from '@sinclair/typebox'
 import { ERRORS } from './errors'
 import { VERSION } from './modules/public/service'
 
@@ -44,7 +45,9 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
       for (const [name, s] of Object.entries(props)) parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: plain(s) })
     }
     if (parameters.length) op.parameters = parameters
-    if (h.body) op.requestBody = { required: true, content: { 'application/json': { schema: plain(h.body) } } }
+    // A body wrapped in T.Optional (POST /v1/topup, POST /v1/token/rotate) may be left out.
+    const optional = (h.body as Record<symbol, unknown> | undefined)?.[OptionalKind] === 'Optional'
+    if (h.body) op.requestBody = { required: !optional, content: { 'application/json': { schema: plain(h.body) } } }
     if (!PUBLIC.has(r.path)) op.security = [{ bearer: [] }]
     ;(paths[path] ??= {})[r.method.toLowerCase()] = op
   }

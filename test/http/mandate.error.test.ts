@@ -71,6 +71,14 @@ describe('mandate refusals', () => {
     expect(post.status).toBe(404)
   })
 
+  test('the Stripe return page in sandbox mode (or with a foreign session id) completes nothing', async () => {
+    const a = await t.signup()
+    const path = await consentPath(t, a.token)
+    const r = await get(t, path.replace('/mandate?', '/mandate/done?') + '&session_id=cs_test_other')
+    expect(r.status).toBe(202)
+    expect((await t.req('GET', '/v1/mandate', { token: a.token })).body.enabled).toBe(false)
+  })
+
   test('the consent form refuses bad limits with the reason, and saves nothing', async () => {
     const a = await t.signup()
     const path = await consentPath(t, a.token)

@@ -125,6 +125,10 @@ describe('credit packs through Stripe Checkout (payment mode)', () => {
     expect(r.status).toBe(303)
     const sid = sessionIdOf(r.headers.get('location')!)
     expect(stripe.sessions.get(sid)).toMatchObject({ mode: 'payment', amount_total: 500, client_reference_id: acct.account_id, metadata: { purpose: 'pack', credits: '5000' } })
+    // Stripe sends the buyer back to our thank-you page; the credit itself comes by webhook.
+    const back = await get(t, pathOf(stripe.sessions.get(sid)!.success_url))
+    expect(back.status).toBe(200)
+    expect(back.text).toContain('being confirmed')
 
     const ev = await stripe.payCheckout(sid)
     const first = await deliver(t, ev)
