@@ -106,6 +106,20 @@ describe('mandate (sandbox)', () => {
     expect((await pgLedger(t, a.account_id)).sum).toBe(1490)
   })
 
+  test('a proxied request under the threshold starts the refill too (the trigger lives in debit())', async () => {
+    const a = await t.signup()
+    await consentSandbox(t, a.token, { threshold: 499, refill: 1000, ceiling: 5000 })
+    t.fake.handler = () => Response.json({ ok: true })
+    try {
+      const r = await t.req('POST', '/proxy/fake/v1/chat', { token: a.token, body: { q: 1 } })
+      expect(r.status).toBe(200)
+    } finally {
+      t.fake.handler = null
+    }
+    await t.s.refiller.idle()
+    expect(await redisBalance(t, a.account_id)).toBe(500 - 3 + 1000)
+  })
+
   test('a call refused for a too-low balance also starts the refill; the retry then succeeds', async () => {
     const a = await t.signup()
     await consentSandbox(t, a.token, { threshold: 100, refill: 1000, ceiling: 5000 })
