@@ -102,11 +102,13 @@ export class StripeGateway implements PaymentGateway {
     const si = await this.stripe.setupIntents.retrieve(setupIntentId, { expand: ['payment_method'] })
     const pm = si.payment_method
     if (si.status !== 'succeeded' || !pm || typeof pm === 'string' || !pm.card) return null
+    const limits = { threshold: Number(m.threshold), refill: Number(m.refill), ceiling: Number(m.ceiling) }
+    if (!Object.values(limits).every((v) => Number.isSafeInteger(v) && v >= 0)) return null
     return {
       accountId: m.acct!,
       consentId: session.id,
       card: { brand: pm.card.brand, last4: pm.card.last4, customerId, paymentMethodId: pm.id },
-      limits: { threshold: Number(m.threshold), refill: Number(m.refill), ceiling: Number(m.ceiling) },
+      limits,
     }
   }
 
