@@ -1,8 +1,8 @@
 /**
  * Linking a chat to an account without a token ever entering the chat: the owner asks for a
  * one-time code (POST /v1/operator/link, owner token), and sends `/link <code>` to the bot. The code
- * is 128 random bits, stored only as its SHA-256, lives 10 minutes and is consumed atomically
- * (GETDEL): two chats racing with the same code cannot both win.
+ * is 128 random bits, stored only as its SHA-256, lives 10 minutes on the app clock (the Redis TTL
+ * only cleans up) and is consumed atomically (GETDEL): two chats racing with one code cannot both win.
  */
 import { and, eq } from 'drizzle-orm'
 import { hashToken, randomId } from '../auth/tokens'
@@ -15,14 +15,17 @@ export const LINK_CODE = /^[A-Za-z0-9_-]{22}$/
 
 export async function newLinkCode(ctx: LedgerContext, accountId: string): Promise<{ code: string; expiresAt: number }> {
   const code = randomId(16)
-  await ctx.redis.set(ctx.keys.operatorLink(hashToken(code)), accountId, 'EX', LINK_TTL_S)
-  return { code, expiresAt: ctx.clock.now() + LINK_TTL_S * 1000 }
+  const expiresAt = ctx.clock.now() + LINK_TTL_S * 1000
+  await ctx.redis.set(ctx.keys.operatorLink(hashToken(code)), `${accountId}|${expiresAt}`, 'EX', LINK_TTL_S)
+  return { code, expiresAt }
 }
 
 /** The account the code was issued for, once; null when unknown, expired or already used. */
 export async function claimLinkCode(ctx: LedgerContext, code: string): Promise<string | null> {
   if (!LINK_CODE.test(code)) return null
-  return ctx.redis.getdel(ctx.keys.operatorLink(hashToken(code)))
+  const stored = await ctx.redis.getdel(ctx.keys.operatorLink(hashToken(code)))
+  const [accountId, expiresAt] = (stored ?? '').split('|')
+  return accountId && Number(expiresAt) > ctx.clock.now() ? accountId : null
 }
 
 export interface ChatUser {

@@ -9,7 +9,7 @@ export const EventTypeSchema = T.String({ pattern: `^(${EVENT_TYPES.map((t) => t
 export const WebhookPut = T.Object(
   {
     url: T.String({ maxLength: 2048, description: 'HTTPS endpoint that receives the deliveries (POST, JSON, Standard Webhooks signature)' }),
-    events: T.Optional(T.Union([T.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }), T.Null()], { description: 'Event types wanted; null or absent = every type' })),
+    events: T.Optional(T.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true, description: 'Event types wanted; absent = every type' })),
     rotate_secret: T.Optional(T.Boolean({ description: 'Generate a new signing secret (shown once in this answer); the old one stops at once' })),
   },
   { additionalProperties: false },

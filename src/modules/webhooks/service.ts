@@ -19,7 +19,7 @@ const view = (r: Row) => ({ url: r.url, events: r.events, created_at: r.createdA
 
 const notFound = () => new ApiError('NOT_FOUND', { resource: 'webhook endpoint (set one with PUT /v1/webhooks)' })
 
-export async function putWebhook(s: Services, acct: string, body: { url: string; events?: string[] | null; rotate_secret?: boolean }) {
+export async function putWebhook(s: Services, acct: string, body: { url: string; events?: string[]; rotate_secret?: boolean }) {
   const url = checkEndpointUrl(body.url, s.cfg.WEBHOOKS_ALLOW_INSECURE_LOOPBACK === '1')
   const now = new Date(s.ctx.clock.now())
   const wanted = body.events ?? null

@@ -1,0 +1,92 @@
+/**
+ * Who may speak for an account in the operator channel: only Telegram (the webhook secret header,
+ * checked before anything else), only a chat linked with a live one-time code, only the user who
+ * linked it; a redelivered update acts once; the link code comes only to the owner token.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startFakeTelegram, textUpdate, type FakeTelegram } from '../fakes/telegram'
+import { TG_SECRET, telegramEnv, telegramPost } from '../helpers/events'
+import { startTestApp, type TestApp } from '../helpers/harness'
+
+let t: TestApp
+let tg: FakeTelegram
+beforeAll(async () => {
+  tg = startFakeTelegram()
+  t = await startTestApp({ env: telegramEnv(tg) })
+})
+afterAll(async () => {
+  await t.close()
+  tg.stop()
+})
+
+async function linkedOwner(chat: number, user: number) {
+  const owner = await t.signup()
+  const agent = (await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'target' } })).body as { id: string; token: string }
+  const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code as string
+  await telegramPost(t, textUpdate(chat, user, `/link ${code}`))
+  return { owner, agent }
+}
+
+const stateOf = async (owner: { token: string }, id: string) =>
+  ((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents as { id: string; state: string }[]).find((a) => a.id === id)!.state
+
+describe('operator channel security', () => {
+  test('a wrong or missing secret → UNAUTHORIZED before the update is read; nothing runs, nothing is sent', async () => {
+    const { owner, agent } = await linkedOwner(8001, 5)
+    const sent = tg.sent.length
+    for (const secret of ['wrong-secret-0123456789', '', TG_SECRET + 'x']) {
+      const r = await t.req('POST', '/ops/telegram', { body: textUpdate(8001, 5, '/kill target'), headers: secret ? { 'x-telegram-bot-api-secret-token': secret } : {} })
+      expect([secret, r.status, r.body.error]).toEqual([secret, 401, 'UNAUTHORIZED'])
+    }
+    // Without the secret, even a malformed body is UNAUTHORIZED (no hint of the expected shape).
+    expect((await t.req('POST', '/ops/telegram', { body: { nonsense: true } })).status).toBe(401)
+    expect(tg.sent.length).toBe(sent)
+    expect(await stateOf(owner, agent.id)).toBe('active')
+  })
+
+  test('an expired link code links nothing', async () => {
+    const owner = await t.signup()
+    const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code
+    t.clock.advance(601_000)
+    await telegramPost(t, textUpdate(8101, 6, `/link ${code}`))
+    expect(tg.to(8101).at(-1)).toContain('unknown, expired or already used')
+    await telegramPost(t, textUpdate(8101, 6, '/status'))
+    expect(tg.to(8101).at(-1)).toContain('not linked')
+  })
+
+  test('a code used once cannot link a second chat, and a guessed code links nothing', async () => {
+    const owner = await t.signup()
+    const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code
+    await telegramPost(t, textUpdate(8201, 7, `/link ${code}`))
+    expect(tg.to(8201).at(-1)).toContain('Linked')
+    await telegramPost(t, textUpdate(8202, 8, `/link ${code}`))
+    expect(tg.to(8202).at(-1)).toContain('already used')
+    await telegramPost(t, textUpdate(8203, 9, `/link ${'A'.repeat(22)}`))
+    expect(tg.to(8203).at(-1)).toContain('unknown')
+  })
+
+  test('Telegram redelivering one update runs it once', async () => {
+    const { owner, agent } = await linkedOwner(8301, 10)
+    const update = textUpdate(8301, 10, '/kill target')
+    const replies = tg.to(8301).length
+    expect((await telegramPost(t, update)).status).toBe(200)
+    expect((await telegramPost(t, update)).status).toBe(200)
+    expect(tg.to(8301).length).toBe(replies + 1)
+    expect(await stateOf(owner, agent.id)).toBe('killed')
+  })
+
+  test('only the owner token gets a link code; an agent token → FORBIDDEN, none → UNAUTHORIZED', async () => {
+    const { agent } = await linkedOwner(8401, 11)
+    expect((await t.req('POST', '/v1/operator/link', { token: agent.token })).body.error).toBe('FORBIDDEN')
+    expect((await t.req('POST', '/v1/operator/link')).status).toBe(401)
+  })
+
+  test('a chat linked to one account cannot act on another account’s agent even by its exact id', async () => {
+    const mine = await linkedOwner(8501, 12)
+    const other = await linkedOwner(8502, 13)
+    await telegramPost(t, textUpdate(8501, 12, `/kill ${other.agent.id}`))
+    expect(tg.to(8501).at(-1)).toContain('No agent')
+    expect(await stateOf(other.owner, other.agent.id)).toBe('active')
+    expect(await stateOf(mine.owner, mine.agent.id)).toBe('active')
+  })
+})
