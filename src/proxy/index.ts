@@ -8,8 +8,8 @@ import { bearerAuth, http, type Http } from '../http'
 import type { Services } from '../services'
 import { ProviderKeys } from './keys'
 import { llmsFullText } from './llms'
-import { PROXY_PREFIX, resolveProxyTarget, type ProxyTarget } from './path'
-import { rawTarget } from './raw-target'
+import { PROXY_PREFIX, resolveProxyTarget, splitUrl, type ProxyTarget } from './path'
+import { rawPathOf } from './raw-target'
 import { proxyRequest } from './service'
 
 const PATH = '/proxy/:provider/*'
@@ -18,7 +18,8 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
   const targets = new WeakMap<Request, ProxyTarget>()
   // Read through `s` on each request: the vault's lookup may be swapped in after boot (and is in tests).
   const keys = new ProviderKeys(() => s.vaultedKey)
-  const target = (request: Request) => targets.get(request) ?? resolveProxyTarget(rawTarget(request), s.catalog.providers)
+  const resolve = (request: Request) => resolveProxyTarget(request.url, rawPathOf(request), s.catalog.providers)
+  const target = (request: Request) => targets.get(request) ?? resolve(request)
   const handler = ({ request, server }: { request: Request; server: Parameters<Http['ip']>[1] }) =>
     proxyRequest(s, keys, request, { target: target(request), ip: h.ip(request, server) })
   const hook = (method: string) => ({
@@ -33,10 +34,10 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
     // that a URL parser would move elsewhere (`/proxy/openai/%2e%2e/admin` → `/proxy/admin`), or a
     // target elsewhere that it would move under /proxy/, is answered here, not by another route.
     .onRequest(({ request }) => {
-      const raw = rawTarget(request)
-      if (!raw.startsWith(PROXY_PREFIX) && !pathOf(request.url).startsWith(PROXY_PREFIX)) return
+      const raw = rawPathOf(request)
+      if (typeof raw !== 'string' && !splitUrl(request.url).path.startsWith(PROXY_PREFIX)) return
       try {
-        targets.set(request, resolveProxyTarget(raw, s.catalog.providers))
+        targets.set(request, resolve(request))
       } catch (e) {
         if (e instanceof ApiError) return e.toResponse()
         throw e
@@ -58,7 +59,3 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
     )
 }
 
-function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  return start === -1 ? '/' : url.slice(start)
-}

@@ -1,14 +1,16 @@
 /**
- * Path safety of a proxied request, checked on the raw request target before authentication,
- * debit or any upstream connection (CONTRACT §6). The upstream host comes only from the catalog;
- * this decides which path on it may be asked for.
+ * Path safety of a proxied request, checked before authentication, debit or any upstream
+ * connection (CONTRACT §6). The upstream host comes only from the catalog; this decides which path
+ * on it may be asked for. Two spellings are checked: the path as the client sent it (raw-target.ts)
+ * and the URL's path, which is what gets forwarded; a difference between them means a URL parser
+ * rewrote the path, and the request is refused rather than guessed at.
  * errors: PROXY_BAD_PATH (with `reason`), PROXY_UNKNOWN_PROVIDER.
  */
 import { ApiError } from '../errors'
 import type { Provider } from '../modules/catalog/service'
 
 export const PROXY_PREFIX = '/proxy/'
-const MAX_TARGET = 4096
+const MAX_PATH = 4096
 /** Percent-decoding rounds: catches double (%252e) and triple encodings of `.`, `/` and `\`. */
 const DECODE_ROUNDS = 3
 
@@ -24,15 +26,37 @@ function bad(reason: string, extra: Record<string, unknown> = {}): never {
   throw new ApiError('PROXY_BAD_PATH', { reason, ...extra })
 }
 
-export function resolveProxyTarget(raw: string, providers: ReadonlyMap<string, Provider>): ProxyTarget {
-  if (raw.length > MAX_TARGET) bad('too_long')
-  // Absolute-form (`http://host/...`) and authority-form targets name a host: never ours to take.
-  if (!raw.startsWith('/')) bad('absolute_url')
-  if (raw.includes('#')) bad('fragment')
-  const q = raw.indexOf('?')
-  const path = q === -1 ? raw : raw.slice(0, q)
-  const query = q === -1 ? '' : raw.slice(q)
-  const decoded = checkPath(path)
+/** Path and query of an absolute URL (request.url). */
+export function splitUrl(url: string): { path: string; query: string } {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const rest = start === -1 ? '/' : url.slice(start)
+  const q = rest.indexOf('?')
+  return q === -1 ? { path: rest, query: '' } : { path: rest.slice(0, q), query: rest.slice(q) }
+}
+
+/**
+ * @param url  request.url: the path that would be forwarded
+ * @param raw  the path as sent, segments decoded once (string); null when the listener could not
+ *             see it; undefined when the request did not come through the listener
+ */
+export function resolveProxyTarget(url: string, raw: string | null | undefined, providers: ReadonlyMap<string, Provider>): ProxyTarget {
+  const { path, query } = splitUrl(url)
+  if (path.length > MAX_PATH) bad('too_long')
+  if (raw === null) {
+    checkSpellings(path, true)
+    bad('non_canonical')
+  }
+  if (raw !== undefined) {
+    let decoded: string
+    try {
+      decoded = decodeURIComponent(path)
+    } catch {
+      bad('bad_percent_encoding')
+    }
+    checkSpellings(raw, false)
+    if (decoded !== raw) bad('non_canonical')
+  }
+  const decoded = checkSpellings(path, true)
   if (!path.startsWith(PROXY_PREFIX)) bad('not_a_proxy_path')
 
   const slash = path.indexOf('/', PROXY_PREFIX.length)
@@ -50,8 +74,12 @@ export function resolveProxyTarget(raw: string, providers: ReadonlyMap<string, P
   return { provider: provider as ProxyTarget['provider'], path: rest, query }
 }
 
-/** Rejects traversal and host-changing spellings in any decoding of the path; returns the last decoding. */
-function checkPath(path: string): string {
+/**
+ * Rejects traversal and host-changing spellings in `path` and in each of its percent-decodings;
+ * returns the last decoding. `encoded`: the path is still percent-encoded, so a malformed escape is
+ * an error (after a decoding, a "%" is data — a literal percent sign sent as %25).
+ */
+function checkSpellings(path: string, encoded: boolean): string {
   const spellings = [path]
   let cur = path
   for (let i = 0; i < DECODE_ROUNDS; i++) {
@@ -59,9 +87,7 @@ function checkPath(path: string): string {
     try {
       next = decodeURIComponent(cur)
     } catch {
-      // A malformed escape in what the client sent is refused; one that only appears after a
-      // decoding (a literal "%" sent as %25) is data, not an encoding.
-      if (i === 0) bad('bad_percent_encoding')
+      if (i === 0 && encoded) bad('bad_percent_encoding')
       break
     }
     if (next === cur) break
@@ -70,6 +96,7 @@ function checkPath(path: string): string {
   }
   for (const s of spellings) {
     if (/[\x00-\x1f\x7f]/.test(s)) bad('control_character')
+    if (s.includes('#')) bad('fragment')
     if (s.includes('\\')) bad('backslash')
     if (s.includes('//')) bad('double_slash')
     if (s.includes('@')) bad('at_sign')

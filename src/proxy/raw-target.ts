@@ -1,20 +1,20 @@
 /**
- * The request target exactly as the client sent it, before any URL parser resolved `..`,
- * `%2e%2e` or `\`. The listener (src/listen.ts) records it per Request; the proxy's path safety
- * reads it. A Request that did not come through the listener (app.handle in tests) has only its
- * parsed URL, which is also what would be forwarded, so the checks still hold for it.
+ * What the client actually sent as a proxy path, before Bun's URL parser resolved `..`, `%2e%2e`
+ * or `\` in it. Bun.serve builds `request.url` with that parser, but matches its `routes` on the
+ * raw request target and hands the matched segments over as (percent-decoded) `params`; the
+ * listener (src/listen.ts) records them per Request:
+ *   a string   the raw proxy path, each segment decoded once ("/proxy/openai/v1/../x" stays so)
+ *   null       the request reached the fallback: its raw target matched no proxy route, so a
+ *              /proxy/ URL here was made by normalization (or has an empty segment) — unverifiable
+ *   undefined  not from the listener (app.handle in tests): the URL is all there is, and it is
+ *              also exactly what would be forwarded
  */
-const targets = new WeakMap<Request, string>()
+const paths = new WeakMap<Request, string | null>()
 
-export function rememberRawTarget(request: Request, raw: string): void {
-  targets.set(request, raw)
+export function rememberRawPath(request: Request, decodedPath: string | null): void {
+  paths.set(request, decodedPath)
 }
 
-export function rawTarget(request: Request): string {
-  const raw = targets.get(request)
-  if (raw !== undefined) return raw
-  const url = request.url
-  // Skip "scheme://authority": the first '/' after it starts the origin-form target.
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  return start === -1 ? '/' : url.slice(start)
+export function rawPathOf(request: Request): string | null | undefined {
+  return paths.get(request)
 }

@@ -1,5 +1,5 @@
 /**
- * The production listener (src/listen.ts, node:http) serves the whole app, not only the proxy:
+ * The production listener (src/listen.ts) serves the whole app, not only the proxy:
  * ordinary routes, the client address for the per-IP limit, the request body limit on a streamed
  * (chunked) body, and the raw target on non-proxy routes resolved as any HTTP server would.
  */
@@ -27,7 +27,7 @@ describe('the listener', () => {
     expect(((await b.json()) as { balance: number }).balance).toBe(500)
   })
 
-  test('a chunked body past MAX_BODY_BYTES is refused with 413 BAD_REQUEST', async () => {
+  test('a chunked body past MAX_BODY_BYTES is refused with 413 (by Bun, before the app reads it)', async () => {
     const a = await t.signup()
     const big = new ReadableStream({
       start(c) {
@@ -37,7 +37,6 @@ describe('the listener', () => {
     })
     const r = await fetch(`${base}/v1/call/test.echo`, { method: 'POST', body: big, duplex: 'half', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' } } as RequestInit)
     expect(r.status).toBe(413)
-    expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'body' })
   })
 
   test('unauthenticated requests are counted per client address (the socket’s)', async () => {
