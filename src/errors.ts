@@ -81,13 +81,15 @@ export const ERRORS = {
   },
   LINK_INVALID: {
     status: 400,
-    message: 'This vault link is malformed or expired (links live 10 minutes). Request a new one with POST /v1/keys/link.',
-    context: [],
+    message:
+      'This one-time link is malformed or expired (links live 10 minutes). Request a new one: a vault link with POST /v1/keys/link, a token-recovery link with POST /v1/token/rotate {"email"}.',
+    context: ['renew_via'],
   },
   LINK_USED: {
     status: 409,
-    message: 'This vault link was already used; links are single-use. Request a new one with POST /v1/keys/link.',
-    context: [],
+    message:
+      'This one-time link was already used; links are single-use. Request a new one: a vault link with POST /v1/keys/link, a token-recovery link with POST /v1/token/rotate {"email"}.',
+    context: ['renew_via'],
   },
   PROVIDER_ERROR: {
     status: 502,

@@ -91,7 +91,8 @@ describe('the quick-start command', () => {
     const p = Bun.spawn([bun, 'run', 'start'], { cwd: root, env, stdout: 'ignore', stderr: 'pipe' })
     try {
       let status: { status?: string; postgres?: string } = {}
-      for (let i = 0; i < 150 && status.postgres !== 'ok'; i++) {
+      // Generous: PGlite's first start (migrations) is slow when the machine is busy.
+      for (let i = 0; i < 450 && status.postgres !== 'ok'; i++) {
         await Bun.sleep(100)
         status = await fetch(`http://127.0.0.1:${port}/status`).then((r) => r.json() as Promise<typeof status>, () => ({}))
       }
@@ -102,5 +103,5 @@ describe('the quick-start command', () => {
       p.kill('SIGTERM')
       await p.exited
     }
-  }, 30000)
+  }, 60000)
 })
