@@ -16,6 +16,8 @@ export interface LoadResult {
   reqPerSec: number
   p50: number
   p99: number
+  /** 99.9th percentile, ms (the scale bench reports it). */
+  p999: number
   ok: number
   non2xx: number
   errors: number
@@ -47,6 +49,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     reqPerSec: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
+    p999: r.latency.p99_9,
     ok: r['2xx'],
     non2xx: r.non2xx,
     errors: r.errors,

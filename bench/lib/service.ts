@@ -6,8 +6,9 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import Redis from 'ioredis'
+import type Redis from 'ioredis'
 import postgres from 'postgres'
+import { createRedis, masters, type RedisClient } from '../../src/redis/client'
 import { Keys } from '../../src/redis/keys'
 import { startChild, waitHttp, type Child } from './proc'
 
@@ -50,7 +51,7 @@ export interface BenchService {
   dbUrl: string | undefined
   /** Whether the service runs its write-behind flusher (the production default). */
   flusher: boolean
-  redis: Redis
+  redis: RedisClient
   keys: Keys
   signup(): Promise<{ accountId: string; token: string }>
   /** The account's balance as the ledger holds it (the account hash in Redis). */
@@ -73,6 +74,8 @@ export async function startService(o: {
   flusher?: boolean
   /** Another catalog (the proxy bench's); its house keys must use key_env BENCH_HOUSE_KEY. */
   catalog?: unknown
+  /** Run on this Redis Cluster (`host:port,...`) instead of BENCH_REDIS_URL (the scale bench). */
+  redisClusterNodes?: string
 }): Promise<BenchService> {
   const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
   const dbName = `bench_${Math.random().toString(36).slice(2, 10)}`
@@ -105,11 +108,13 @@ export async function startService(o: {
     FLUSHER: o.flusher === false ? '0' : '1',
   }
   if (!dbUrl) delete env.DATABASE_URL
+  if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes
   const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`] : []
   const child = startChild('service', [join(ROOT, 'node_modules', '.bin', 'bun'), ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'))
   const url = `http://127.0.0.1:${o.port}`
   await waitHttp(`${url}/status`, child)
-  const redis = new Redis(REDIS_URL, { lazyConnect: false })
+  const redis = createRedis({ REDIS_URL, REDIS_CLUSTER_NODES: o.redisClusterNodes })
+  await redis.ping() // a cluster client learns its masters on connect
   const keys = new Keys(prefix)
 
   return {
@@ -140,7 +145,7 @@ export async function startService(o: {
     },
     async stop() {
       await child.stop()
-      await deleteKeys(redis, prefix)
+      for (const node of masters(redis)) await deleteKeys(node, prefix)
       redis.disconnect()
       if (dbUrl) {
         const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} })
@@ -156,6 +161,7 @@ async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   do {
     const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
     cursor = next
-    if (batch.length) await redis.unlink(...batch)
+    // One UNLINK per key: a cluster node refuses a multi-key UNLINK across slots.
+    if (batch.length) await batch.reduce((p, k) => p.unlink(k), redis.pipeline()).exec()
   } while (cursor !== '0')
 }
