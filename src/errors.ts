@@ -26,7 +26,8 @@ export const ERRORS = {
   },
   AGENT_KILLED: {
     status: 403,
-    message: 'The operator killed this agent token. Only the operator can revive it (/revive in the operator channel, or POST /v1/agents/{id}/revive).',
+    message:
+      'This agent token was killed (reason: {reason} — "operator" by hand, or "breaker": the runaway-agent breaker saw too many credits or identical requests in a minute). Only the operator can revive it (/revive in the operator channel, or POST /v1/agents/{id}/revive).',
     context: ['agent_id', 'reason'],
   },
   AGENT_REVOKED: {
