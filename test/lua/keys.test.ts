@@ -35,6 +35,7 @@ describe('redis/keys', () => {
           k.agentSpentToday(acct, agentId, day),
           k.unpricedRequestsToday(acct, day),
           k.rateWindow(acct, agentId, day),
+          k.breakerWindow(acct, agentId, day),
           k.call(acct, 'call_1'),
           k.idempotency(acct, idem),
           k.recentCalls(acct),
