@@ -13,6 +13,8 @@
   Owner events ride the same outbox as `event` entries (src/events/): `balance.low` when this debit
   takes the balance below the alert threshold, `cap.reached` on the first daily-cap refusal of an
   HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields).
+  A refusal's only writes come after its decision: the request counted against the rate limit and,
+  for a cap, that once-a-day mark and event.
   It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
   present only while auto-refill is enabled; kept by set-mandate-3), so the flag costs no extra key
   and no extra round trip. The script decides nothing about the refill: reserve-refill-4 does.
