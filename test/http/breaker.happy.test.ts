@@ -115,6 +115,12 @@ describe('runaway-agent breaker', () => {
     expect((await t.req('GET', '/v1/balance', { token: poller!.token })).status).toBe(200)
   })
 
+  test('the owner token is never subject to the breaker (there is no one above it to revive it)', async () => {
+    const owner = await t.signup()
+    const rs = await Promise.all(Array.from({ length: 10 }, () => call(owner.token, 'same')))
+    expect(rs.map((r) => r.status)).toEqual(Array(10).fill(200))
+  })
+
   test('0 turns a rule off: the identical-requests rule disabled lets a loop run until other limits answer', async () => {
     const { owner, agents: [looper] } = await fleet('looper')
     await t.req('PUT', '/v1/policies', { token: owner.token, body: { agents: { [looper!.id]: { breaker: { identical_per_minute: 0 } } } } })
