@@ -1,14 +1,14 @@
 /**
- * GET /metrics (Prometheus text) and the per-request id and log line. The money counters move when
- * the flusher commits (once per entry across instances); the outbox gauges are read on scrape.
+ * GET /metrics (Prometheus text). The money counters move when the flusher commits (once per entry
+ * across instances); the outbox gauges are read on scrape.
  */
-import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { drain } from '../helpers/invariants'
 
 let t: TestApp
 beforeAll(async () => {
-  t = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '5', LOG: 'json' } })
+  t = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '5' } })
   t.clock.set(Math.ceil(Date.now() / 60_000) * 60_000 + 1_000)
 })
 afterAll(async () => {
@@ -67,38 +67,5 @@ describe('GET /metrics', () => {
     for (let i = 0; i < 5; i++) await t.req('GET', '/v1/balance', { token: a.token })
     expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
     expect(sample(await scrape(), 'pab_rate_limit_rejections_total', { route: '/v1/balance' })).toBe(before + 1)
-  })
-})
-
-describe('request id and the request log line', () => {
-  test('every answer carries an X-Request-Id; a plain one from the caller is kept, anything else replaced', async () => {
-    const fresh = await t.req('GET', '/status')
-    expect(fresh.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9_-]{8,}$/)
-    expect((await t.req('GET', '/status', { headers: { 'x-request-id': 'lb-42.abc' } })).headers.get('x-request-id')).toBe('lb-42.abc')
-    for (const forged of ['x"}{"forged":1', 'has space', 'z'.repeat(65)]) {
-      const r = await t.req('GET', '/status', { headers: { 'x-request-id': forged } })
-      expect(r.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9_-]{8,16}$/)
-    }
-  })
-
-  test('one JSON line per request: id, route template, status, code, ms — never the path, query, token or body', async () => {
-    const a = await t.signup()
-    const spy = spyOn(console, 'log').mockImplementation(() => {})
-    let calls: unknown[][] = []
-    try {
-      await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'secret-payload' }, headers: { 'x-request-id': 'trace-1' } })
-      await t.req('GET', '/rotate?code=rotation-secret-code')
-      await t.req('GET', '/v1/balance', { token: 'sk_' + 'Z'.repeat(43) })
-      calls = [...spy.mock.calls]
-    } finally {
-      spy.mockRestore()
-    }
-    const lines = calls.map((c) => JSON.parse(String(c[0]))).filter((l) => l.msg === 'request')
-    expect(lines).toHaveLength(3)
-    expect(lines[0]).toMatchObject({ level: 'info', request_id: 'trace-1', method: 'POST', route: '/v1/call/:slug', status: 200 })
-    expect(typeof lines[0].ms).toBe('number')
-    expect(lines[2]).toMatchObject({ route: '/v1/balance', status: 401, error: 'UNAUTHORIZED' })
-    const all = JSON.stringify(calls)
-    for (const secret of ['secret-payload', 'rotation-secret-code', a.token, 'Z'.repeat(43), a.account_id]) expect(all).not.toContain(secret)
   })
 })
