@@ -35,9 +35,10 @@ describe('request id and the request log line', () => {
 
   test('one JSON line per request: id, route template, status, code, ms — never the path, query, token or body', async () => {
     const spy = spyOn(console, 'log').mockImplementation(() => {})
-    const a = await t.signup()
     let calls: unknown[][] = []
+    let a = { token: '', account_id: '' }
     try {
+      a = await t.signup()
       await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'secret-payload' }, headers: { 'x-request-id': 'trace-1' } })
       await t.req('GET', '/rotate?code=rotation-secret-code')
       await t.req('GET', '/v1/balance', { token: 'sk_' + 'Z'.repeat(43) })
