@@ -3,7 +3,6 @@
  * (`GET /llms-full.txt`). The body is never parsed: it streams to the provider as it arrives.
  */
 import { Elysia } from 'elysia'
-import { ApiError } from '../errors'
 import { bearerAuth, http, type Http } from '../http'
 import type { Services } from '../services'
 import { ProviderKeys } from './keys'
@@ -36,12 +35,8 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
     .onRequest(({ request }) => {
       const raw = rawPathOf(request)
       if (typeof raw !== 'string' && !splitUrl(request.url).path.startsWith(PROXY_PREFIX)) return
-      try {
-        targets.set(request, resolve(request))
-      } catch (e) {
-        if (e instanceof ApiError) return e.toResponse()
-        throw e
-      }
+      // A refusal is thrown: the app's one onError renders it like any other error.
+      targets.set(request, resolve(request))
     })
     .use(bearerAuth)
     .get(PATH, handler, hook('GET'))
