@@ -2,12 +2,14 @@
 import { createApp } from './app'
 import { loadConfigOrExit } from './config'
 import { listen } from './listen'
+import { installProcessGuard } from './process-guard'
 import { ensureRedis } from './redis/embedded'
 import { buildServices } from './services'
 
 const cfg = loadConfigOrExit()
 await ensureRedis(cfg)
 const services = await buildServices(cfg)
+installProcessGuard(services.log)
 services.metrics.withProcessMetrics()
 const app = createApp(services)
 // node:http, not app.listen: the proxy's path safety needs the raw request target (see listen.ts).

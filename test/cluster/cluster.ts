@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import Redis from 'ioredis'
-import { freePorts, removeDir, tempDir, waitPing } from '../helpers/redis-server'
+import { freePorts, removeDir, tempDir, track, waitPing } from '../helpers/redis-server'
 
 export interface RedisCluster {
   ports: number[]
@@ -23,10 +23,12 @@ export async function startRedisCluster(count = 3): Promise<RedisCluster> {
   const dir = tempDir('cluster')
   const procs: Subprocess[] = []
   const clients: Redis[] = []
+  const tracked: (() => void)[] = []
   const stop = async () => {
     for (const c of clients) c.disconnect()
     for (const p of procs) p.kill('SIGKILL')
     await Promise.all(procs.map((p) => p.exited))
+    for (const untrack of tracked) untrack()
     removeDir(dir)
   }
   try {
@@ -49,6 +51,7 @@ export async function startRedisCluster(count = 3): Promise<RedisCluster> {
           { stdout: 'ignore', stderr: 'ignore' },
         ),
       )
+      tracked.push(track(procs.at(-1)!))
     }
     await Promise.all(ports.map((p) => waitPing(p)))
     const create = Bun.spawn(

@@ -14,6 +14,7 @@ import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
 import { consentSandbox } from '../helpers/money'
 import { assertLedger, type Expectation } from '../helpers/invariants'
 import { startRedisCluster, type RedisCluster } from './cluster'
+import { cleanupAll } from '../helpers/cleanup'
 
 let cluster: RedisCluster
 let t: TestApp
@@ -29,10 +30,12 @@ beforeAll(async () => {
     },
   })
 })
-afterAll(async () => {
-  await t?.close()
-  await cluster?.stop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => t?.close(),
+    () => cluster?.stop(),
+  ),
+)
 
 const call = (token: string, slug = 'test.echo', headers: Record<string, string> = {}) =>
   t.req('POST', `/v1/call/${slug}`, { token, body: { q: 'cluster' }, headers })

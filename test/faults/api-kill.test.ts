@@ -13,6 +13,7 @@ import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained,
 import { createTestDatabase, deleteAppKeys } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import type { Services } from '../../src/services'
+import { cleanupAll } from '../helpers/cleanup'
 
 let fake: FakeUpstream
 let db: Awaited<ReturnType<typeof createTestDatabase>>
@@ -26,13 +27,15 @@ beforeAll(async () => {
   api = await apiProcess({ databaseUrl: db.url, prefix, fakeUrl: fake.url, env: { FLUSH_STALE_MS: '300', FLUSH_INTERVAL_MS: '20' } })
   await api.start()
 })
-afterAll(async () => {
-  await api?.kill()
-  await stores?.close()
-  await deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix)
-  fake?.stop()
-  await db?.drop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => api?.dispose(),
+    () => stores?.close(),
+    () => deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix),
+    () => fake?.stop(),
+    () => db?.drop(),
+  ),
+)
 
 test('kill -9 of the API under load loses no acknowledged debit and doubles nothing', async () => {
   const accounts = await signupOver(api.url, 20, prefix)

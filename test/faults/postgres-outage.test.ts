@@ -13,6 +13,7 @@ import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained,
 import { createTestDatabase, deleteAppKeys } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import type { Services } from '../../src/services'
+import { cleanupAll } from '../helpers/cleanup'
 
 let fake: FakeUpstream
 let db: Awaited<ReturnType<typeof createTestDatabase>>
@@ -30,14 +31,16 @@ beforeAll(async () => {
   api = await apiProcess({ databaseUrl: viaRelay.toString(), prefix, fakeUrl: fake.url, env: { FLUSH_INTERVAL_MS: '20' } })
   await api.start()
 })
-afterAll(async () => {
-  await api?.kill()
-  await stores?.close()
-  await deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix)
-  await relay?.close()
-  fake?.stop()
-  await db?.drop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => api?.dispose(),
+    () => stores?.close(),
+    () => deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix),
+    () => relay?.close(),
+    () => fake?.stop(),
+    () => db?.drop(),
+  ),
+)
 
 const status = async () => (await (await fetch(`${api.url}/status`)).json()) as { status: string; postgres: string; ledger_lag: { entries: number } }
 

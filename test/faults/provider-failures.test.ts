@@ -14,6 +14,7 @@ import { apiProcess, driveLoad, ledgerStores, signupOver, waitDrained, type ApiP
 import { createTestDatabase, deleteAppKeys, testCatalog } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import type { Services } from '../../src/services'
+import { cleanupAll } from '../helpers/cleanup'
 
 let fake: FakeUpstream
 let resetter: Server
@@ -58,14 +59,16 @@ beforeAll(async () => {
   api = await apiProcess({ databaseUrl: db.url, prefix, fakeUrl: fake.url, catalog, env: { FLUSH_INTERVAL_MS: '20' } })
   await api.start()
 })
-afterAll(async () => {
-  await api?.kill()
-  await stores?.close()
-  await deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix)
-  fake?.stop()
-  resetter?.close()
-  await db?.drop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => api?.dispose(),
+    () => stores?.close(),
+    () => deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix),
+    () => fake?.stop(),
+    () => resetter?.close(),
+    () => db?.drop(),
+  ),
+)
 
 const PATHS = [
   '/v1/call/test.echo',

@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+import { cleanupAll } from '../helpers/cleanup'
 
 let redis: RedisServer
 let t: TestApp
@@ -26,10 +27,12 @@ beforeAll(async () => {
   const day = 86_400_000
   t.clock.set(Math.floor((Date.now() + 8 * 3600_000) / day) * day - 8 * 3600_000 + day / 2)
 })
-afterAll(async () => {
-  await t?.close()
-  await redis?.stop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => t?.close(),
+    () => redis?.stop(),
+  ),
+)
 
 const ROOT = join(import.meta.dir, '..', '..')
 

@@ -18,6 +18,7 @@ import { createTestDatabase } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
 import type { Services } from '../../src/services'
+import { cleanupAll } from '../helpers/cleanup'
 
 let fake: FakeUpstream
 let db: Awaited<ReturnType<typeof createTestDatabase>>
@@ -32,13 +33,15 @@ beforeAll(async () => {
   api = await apiProcess({ redisUrl: redis.url, databaseUrl: db.url, prefix: 'fr', fakeUrl: fake.url, env: { FLUSH_INTERVAL_MS: '20' } })
   await api.start()
 })
-afterAll(async () => {
-  await api?.kill()
-  await stores?.close()
-  await redis?.stop()
-  fake?.stop()
-  await db?.drop()
-})
+afterAll(() =>
+  cleanupAll(
+    () => api?.dispose(),
+    () => stores?.close(),
+    () => redis?.stop(),
+    () => fake?.stop(),
+    () => db?.drop(),
+  ),
+)
 
 /** How long after Redis answers again a request may still fail (the client's reconnect back-off). */
 const GRACE_MS = 1_000

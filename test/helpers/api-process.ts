@@ -9,14 +9,10 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { parseConfig } from '../../src/config'
 import { buildServices, type Services } from '../../src/services'
-import { freePorts, tempDir } from './redis-server'
+import { freePorts, removeDir, tempDir, track } from './redis-server'
 import { testCatalog } from './harness'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const running = new Set<Subprocess>()
-process.on('exit', () => {
-  for (const p of running) p.kill('SIGKILL')
-})
 
 export interface ApiProcess {
   url: string
@@ -27,6 +23,8 @@ export interface ApiProcess {
   /** SIGTERM: the graceful path (drains the flusher). */
   stop(): Promise<void>
   log(): Promise<string>
+  /** Kills the process and removes its catalog and logs. */
+  dispose(): Promise<void>
 }
 
 export interface ApiProcessOptions {
@@ -62,6 +60,7 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
   }
   const logs: string[] = []
   let proc: Subprocess | null = null
+  let untrack = () => {}
   const url = `http://127.0.0.1:${port}`
   const api: ApiProcess = {
     url,
@@ -71,7 +70,7 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
       const logFile = join(dir, `api-${logs.length}.log`)
       logs.push(logFile)
       proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], { cwd: ROOT, env: { ...process.env, ...env }, stdout: Bun.file(logFile), stderr: Bun.file(logFile) })
-      running.add(proc)
+      untrack = track(proc)
       const until = Date.now() + 30_000
       while (Date.now() < until) {
         if (proc.exitCode !== null) throw new Error(`the API exited with ${proc.exitCode}: ${await api.log()}`)
@@ -86,7 +85,7 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
       if (!proc) return
       proc.kill('SIGKILL')
       await proc.exited
-      running.delete(proc)
+      untrack()
       proc = null
     },
     async stop() {
@@ -95,10 +94,14 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
       const t = setTimeout(() => proc?.kill('SIGKILL'), 10_000)
       await proc.exited
       clearTimeout(t)
-      running.delete(proc)
+      untrack()
       proc = null
     },
     log: async () => (await Promise.all(logs.map((f) => Bun.file(f).text().catch(() => '')))).join('\n'),
+    async dispose() {
+      await api.kill()
+      removeDir(dir)
+    },
   }
   return api
 }

@@ -1,7 +1,9 @@
 /**
  * Private `redis-server` processes for the tests that kill, restart or cluster Redis. They listen on
  * spare loopback ports with their files in a temp dir, so the machine's shared Redis (6379) is never
- * touched, and every process is killed and every dir removed on stop — or at exit if a test died.
+ * touched, and every process is killed and every dir removed on stop. Safety nets when a run dies
+ * early: `bun test` kills the dangling child processes of each file, and a `bun run` script (the
+ * bench) kills and removes what is left at exit.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -11,6 +13,12 @@ import type { Subprocess } from 'bun'
 import Redis from 'ioredis'
 
 const live = new Set<Subprocess>()
+
+/** Registers a child to be killed at exit (the cluster's nodes use it too). */
+export function track(p: Subprocess): () => void {
+  live.add(p)
+  return () => live.delete(p)
+}
 const dirs = new Set<string>()
 process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL')

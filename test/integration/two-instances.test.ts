@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
+import { cleanupAll } from '../helpers/cleanup'
 
 const LIMIT = 600
 let a: TestApp
@@ -17,10 +18,12 @@ beforeAll(async () => {
   a = await startTestApp({ env, clock })
   b = await startTestApp({ env, clock, database: a.db, prefix: a.prefix })
 })
-afterAll(async () => {
-  await b?.close()
-  await a?.close()
-})
+afterAll(() =>
+  cleanupAll(
+    () => b?.close(),
+    () => a?.close(),
+  ),
+)
 
 /** Request i goes to instance a or b in turn. */
 const either = (i: number) => (i % 2 === 0 ? a : b)
