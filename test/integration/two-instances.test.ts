@@ -89,7 +89,8 @@ describe('two instances behind one Redis', () => {
     // How many succeed depends on how soon the refunds land; the ledger must agree either way.
     expect(ok.length).toBeGreaterThan(0)
     expect(refunded.length).toBeGreaterThan(0)
-    expect(new Set(ok.map((r) => r.body.balance)).size).toBe(ok.length)
+    // (Balances after a debit need not be distinct here: a refund in between gives credits back.)
+    expect(ok.every((r) => r.body.balance >= 0)).toBe(true)
     expect(rs.filter((r) => r.status === 402).length + ok.length + refunded.length).toBe(500)
     await assertLedger(a.s, [{ account: acct.account_id, balance: 500 - 5 * ok.length, debits: ok.map((r) => r.body.call_id), refunded: refunded.map((r) => r.body.call_id) }])
   })
