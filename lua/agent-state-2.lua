@@ -1,9 +1,9 @@
 --[[
   agent-state-2: kill, revive or revoke one agent token, checked and written in the agent's slot so
-  the very next request on any instance (debit-12, authorize-4) sees the new state. Revocation is
+  the very next request on any instance (debit-13, authorize-4) sees the new state. Revocation is
   permanent: nothing moves a revoked agent again. Repeating the current state changes nothing.
   A move appends the agent's full row and the owner's event (agent.killed / agent.revived /
-  agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-12
+  agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-13
   stores breaker when it trips); a revive clears it.
 
   KEYS[1] agent hash     {s}:agent:<acct>:<agent>

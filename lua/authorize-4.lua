@@ -2,7 +2,7 @@
   authorize-4: admit one authenticated request that moves no money (reads, governance, support):
   the token must still be the account's (rotation and revocation take effect at once, on every
   instance), the agent must be active, and the token's sliding-window rate limit must allow it.
-  Paid requests never come here: debit-12 makes the same checks in its own single round trip.
+  Paid requests never come here: debit-13 makes the same checks in its own single round trip.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] agent hash                  {s}:agent:<acct>:<agent|_owner>

@@ -1,6 +1,6 @@
 --[[
   rate-limit-2: sliding-window request counter for requests that do not pass through the debit
-  script (reads, governance calls, unauthenticated requests). Same window arithmetic as debit-12.
+  script (reads, governance calls, unauthenticated requests). Same window arithmetic as debit-13.
 
   KEYS[1] counter of the current minute window
   KEYS[2] counter of the previous minute window

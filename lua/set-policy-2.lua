@@ -13,7 +13,7 @@
   ARGV[4] agent id ('' for the account)
   ARGV[5..] triplets: field, op (set | del), value
             account fields: daily_cap, allow, balance_cap; agent fields: daily_cap, allow, per_call_max,
-            brk_credits, brk_same (the runaway-agent breaker, read by debit-12; absent = defaults)
+            brk_credits, brk_same (the runaway-agent breaker, read by debit-13; absent = defaults)
 
   Returns {OK, version} | {NOT_FOUND, 0}
 ]]

@@ -18,6 +18,8 @@ if (cfg.FLUSHER === '1') services.flusher.start()
 // Safe on every instance: deliveries are claimed with SKIP LOCKED, never sent twice.
 services.deliveries.start()
 services.pauses.start()
+// Every instance sweeps; a cut-off call is refunded once whoever finds it.
+services.sweeper.start()
 services.log.info('listening', { port: app.server?.port, base_url: cfg.BASE_URL, postgres: cfg.DATABASE_URL ? 'external' : 'pglite' })
 
 let stopping = false

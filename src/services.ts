@@ -9,6 +9,7 @@ import { TokenResolver } from './auth/principal'
 import { Guard } from './auth/guard'
 import type { LedgerContext } from './ledger/context'
 import { Flusher } from './ledger/flusher'
+import { AbandonedCallSweeper } from './ledger/sweeper'
 import { Catalog } from './modules/catalog/service'
 import { createRedis } from './redis/client'
 import { Keys } from './redis/keys'
@@ -39,6 +40,8 @@ export interface Services {
   catalog: Catalog
   guard: Guard
   flusher: Flusher
+  /** Refunds calls cut off by a crash (debited, never answered). */
+  sweeper: AbandonedCallSweeper
   pauses: PauseWatcher
   log: Log
   /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
@@ -104,6 +107,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     deliveries.poke()
   }
   await pauses.refresh()
+  const sweeper = new AbandonedCallSweeper(ctx, (e) => log.warn('sweep_failed', { error: e instanceof Error ? e.message : String(e) }))
   return {
     cfg,
     ctx,
@@ -111,6 +115,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     catalog,
     guard: new Guard(ctx, new TokenResolver(ctx)),
     flusher,
+    sweeper,
     pauses,
     log,
     metrics,
@@ -123,6 +128,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     startedAt: Date.now(),
     async close() {
       pauses.stop()
+      sweeper.stop()
       await refiller.stop()
       await deliveries.stop()
       await mailer.idle()

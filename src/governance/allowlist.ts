@@ -2,7 +2,7 @@
  * Allowlists (CONTRACT §5): lists of patterns, each a capability slug (`web.search`), a glob with
  * `*` (`openai.*`, `proxy:*`) or a proxy route (`proxy:openai`). `null` allows everything, `[]`
  * nothing. Stored as one hash field of patterns joined by "\n" (field absent = null), which is the
- * form debit-12 matches against.
+ * form debit-13 matches against.
  * errors: BAD_REQUEST (a pattern that could never match a target).
  */
 import { Type as T } from '@sinclair/typebox'

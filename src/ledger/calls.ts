@@ -1,5 +1,5 @@
 /**
- * The metadata of finished calls: filed by record-call-5 into the recent list, the outbox and the
+ * The metadata of finished calls: filed by record-call-6 into the recent list, the outbox and the
  * public counters, and stored for Idempotency-Key replays.
  */
 import type { LedgerContext } from './context'
@@ -12,7 +12,7 @@ export interface CallRecord {
   agent_id: string | null
   charged: number
   refunded: boolean
-  /** ok | provider_4xx | provider_error | timeout | too_large */
+  /** ok | provider_4xx | provider_error | timeout | network | too_large | abandoned (cut off by a crash; refunded by the sweeper) */
   outcome: string
   http_status: number | null
   latency_ms: number
@@ -36,6 +36,7 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
       keys.idempotency(accountId, opt.idempotencyKey ?? null),
       keys.outbox(shard),
       keys.call(accountId, rec.call_id),
+      keys.inflight(shard),
     ],
     [
       JSON.stringify({ ...rec, account_id: accountId }),
@@ -45,6 +46,7 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
       idemMode,
       opt.replay ?? '',
       RECENT_CALLS,
+      accountId,
     ],
   )
 }

@@ -1,5 +1,5 @@
 /**
- * Debit one paid request in a single round trip (debit-12), the runaway-agent breaker included.
+ * Debit one paid request in a single round trip (debit-13), the runaway-agent breaker included.
  * errors: UNAUTHORIZED, AGENT_*, RATE_LIMITED, POLICY_DENIED, DAILY_CAP_REACHED, REQUEST_CAP_REACHED,
  *         CONFLICT (idempotency), PAYMENT_REQUIRED (thrown by the caller via `insufficient`).
  */
@@ -23,7 +23,14 @@ export interface DebitRequest {
    * the body is not at hand before the debit (the proxy streams it): only the credits rule applies.
    */
   fingerprint?: string
+  /**
+   * How long the request may run before a debit that was neither recorded nor refunded counts as
+   * cut off (an API crash) and the sweeper refunds it. @default 30 minutes (long proxy streams)
+   */
+  abandonAfterMs?: number
 }
+
+export const DEFAULT_ABANDON_AFTER_MS = 30 * 60_000
 
 export type DebitOutcome =
   | { kind: 'debited'; callId: string; balance: number; referrerId: string | null; day: number; at: number }
@@ -50,6 +57,7 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
       keys.outbox(keys.shardOf(acct)),
       keys.breakerWindow(acct, agentId, w.rate),
       keys.breakerWindow(acct, agentId, w.prevRate),
+      keys.inflight(keys.shardOf(acct)),
     ],
     [
       now,
@@ -69,10 +77,12 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
       cfg.BREAKER_CREDITS_PER_MINUTE,
       cfg.BREAKER_IDENTICAL_PER_MINUTE,
       cfg.LOW_BALANCE_ALERT,
+      now + (req.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS),
+      req.idempotency?.key ?? '',
     ],
   )
   const status = reply[0] as number
-  // debit-12's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
+  // debit-13's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
   // in the background and never delays or fails this request.
   const refillFlag = status === S.OK ? reply[4] : status === S.INSUFFICIENT_BALANCE ? reply[3] : 0
   if (Number(refillFlag) === 1) ctx.onRefillDue?.(acct)

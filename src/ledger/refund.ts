@@ -1,5 +1,5 @@
 /**
- * Refund the debit of a failed call (refund-6). Idempotent by call id: retried or raced refunds
+ * Refund the debit of a failed call (refund-7). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -24,6 +24,7 @@ export async function refund(ctx: LedgerContext, r: RefundRequest): Promise<{ ap
       keys.agentSpentToday(r.accountId, r.agentId, r.day),
       keys.unpricedRequestsToday(r.accountId, r.day),
       keys.outbox(keys.shardOf(r.accountId)),
+      keys.inflight(keys.shardOf(r.accountId)),
     ],
     [ctx.clock.now(), r.callId, r.accountId, r.reason],
   )

@@ -62,7 +62,7 @@ export class Keys {
   }
   /**
    * The runaway-agent breaker's window of one agent for one minute: a hash of `credits` spent and
-   * `f:<fingerprint>` counts of identical requests (debit-12 reads this minute's and the previous).
+   * `f:<fingerprint>` counts of identical requests (debit-13 reads this minute's and the previous).
    */
   breakerWindow(acct: string, agentId: string | null, window: number): string {
     return `${this.acctTag(acct)}:brk:${acct}:${agentId ?? OWNER}:${window}`
@@ -109,6 +109,10 @@ export class Keys {
   }
   outbox(shard: Shard): string {
     return `${this.tag(shard)}:outbox`
+  }
+  /** Calls debited but neither recorded nor refunded yet, scored by their abandon deadline. */
+  inflight(shard: Shard): string {
+    return `${this.tag(shard)}:inflight`
   }
   /** Public counters of the shard (summed over shards by /v1/public-stats). */
   stats(shard: Shard): string {

@@ -47,7 +47,9 @@ describe('governance on a 3-master Redis Cluster', () => {
 
     const cap = await t.req('PUT', `/admin/accounts/${owner.account_id}/balance-cap`, { token: ADMIN, body: { balance_cap: 1234 } })
     expect(cap.body).toMatchObject({ balance_cap: 1234, balance: 494 })
-    expect((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents.map((a: { spent_today: number }) => a.spent_today)).toEqual([5, 1])
+    // Agents created in the same millisecond list in id order, so compare by id, not position.
+    const listed = (await t.req('GET', '/v1/agents', { token: owner.token })).body.agents as { id: string; spent_today: number }[]
+    expect(Object.fromEntries(listed.map((a) => [a.id, a.spent_today]))).toEqual({ [x.id]: 5, [y.id]: 1 })
     await assertLedger(t.s, [{ account: owner.account_id, balance: 494 }])
   })
 

@@ -2,7 +2,7 @@
  * The paid call: validate → debit (one script) → upstream with the provider key and a timeout →
  * refund on provider failure (idempotent by call id) → file the call's metadata.
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, BYOK_REQUIRED, every denial of
- *         debit-12 (AGENT_KILLED with reason breaker included), PAYMENT_REQUIRED, PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
+ *         debit-13 (AGENT_KILLED with reason breaker included), PAYMENT_REQUIRED, PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { createHash } from 'node:crypto'
 import type { Principal } from '../../auth/principal'
@@ -45,6 +45,8 @@ export async function callCapability(s: Services, input: CallInput): Promise<Cal
     unpriced: cap.lane === 'free',
     idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
     fingerprint: requestFingerprint,
+    // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
+    abandonAfterMs: cap.timeout_ms + 60_000,
   })
   if (outcome.kind === 'replay') return { status: 200, body: outcome.response }
   if (outcome.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, outcome.balance, outcome.price)

@@ -7,7 +7,7 @@
  * unknown (network), the lock is left to lapse and Stripe's `payment_intent.succeeded` webhook
  * credits the charge if it went through.
  *
- * Auto-refill: debit-12 flags a debit that leaves the balance under the threshold and debit()
+ * Auto-refill: debit-13 flags a debit that leaves the balance under the threshold and debit()
  * calls `trigger()`. Triggers are coalesced per account: while a refill runs, further triggers
  * ask for one more attempt after it (if the balance is still under the threshold then). When
  * another instance holds the lock, this one waits for it and then checks again — so "one refill

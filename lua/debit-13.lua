@@ -1,5 +1,5 @@
 --[[
-  debit-12: the one money decision of a paid request (a capability call or a proxied request).
+  debit-13: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of CONTRACT §6 and before any write: token, agent state, idempotency,
   rate limit, allowlists, per-call max, agent daily cap, account daily cap, unpriced request cap,
   balance, then the runaway-agent breaker. Then debits and appends the ledger entry to the shard's
@@ -31,6 +31,7 @@
   KEYS[10] outbox stream                {s}:outbox
   KEYS[11] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
   KEYS[12] breaker window, previous minute
+  KEYS[13] in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -49,6 +50,9 @@
   ARGV[15] breaker default: credits per minute (0 = off)
   ARGV[16] breaker default: identical requests per minute (0 = off)
   ARGV[17] low-balance alert threshold when auto-refill is off (0 = off)
+  ARGV[18] abandon deadline, epoch ms: a call neither recorded nor refunded by then was cut off (an
+           API crash) and the sweeper refunds it (src/ledger/sweeper.ts)
+  ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
@@ -85,6 +89,8 @@ local req_fp = ARGV[14]
 local default_brk_credits = tonumber(ARGV[15])
 local default_brk_same = tonumber(ARGV[16])
 local low_alert = tonumber(ARGV[17])
+local abandon_at = tonumber(ARGV[18])
+local idem_key = ARGV[19]
 local WINDOW_MS = 60000
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
@@ -267,8 +273,10 @@ if unpriced then
   redis.call('EXPIRE', KEYS[5], day_ttl)
 end
 redis.call('HSET', KEYS[8], 'price', price, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited')
+  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key)
 redis.call('EXPIRE', KEYS[8], 2 * 86400)
+-- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
+redis.call('ZADD', KEYS[13], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
   redis.call('HSET', KEYS[9], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
   redis.call('EXPIRE', KEYS[9], 86400)

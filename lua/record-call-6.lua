@@ -1,15 +1,17 @@
 --[[
-  record-call-5: file the outcome of a finished call (metadata only, never payloads): the account's
+  record-call-6: file the outcome of a finished call (metadata only, never payloads): the account's
   recent-calls list for /v1/activity, the outbox (so Postgres keeps it), the shard's public
   counters, and the stored answer of an Idempotency-Key. Not a money decision: the money moved in
   debit/refund already. A call that kept its charge is marked settled here, so a stray late refund
-  of it can never apply.
+  of it can never apply. A call is recorded once: a resent script (lost reply) or a sweeper racing
+  the request's own record changes nothing the second time.
 
   KEYS[1] recent calls list   {s}:calls:<acct>
   KEYS[2] shard counters      {s}:stats
   KEYS[3] idempotency record  {s}:idem:<acct>:<key>  (never written without a key)
   KEYS[4] outbox stream       {s}:outbox
   KEYS[5] call record         {s}:call:<call_id>
+  KEYS[6] in-flight calls     {s}:inflight
 
   ARGV[1] call record, JSON
   ARGV[2] call id
@@ -18,11 +20,17 @@
   ARGV[5] '' without a key; 'store' to keep the answer for replay; 'release' to free the key
   ARGV[6] the answer to replay, JSON (with 'store')
   ARGV[7] how many recent calls the list keeps
+  ARGV[8] account id
 
-  Returns {OK}
+  Returns {OK} | {ALREADY_APPLIED}
 ]]
 
+local S_OK, S_ALREADY = 0, 15
 local record, call_id, charged = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+if redis.call('HGET', KEYS[5], 'recorded') == '1' then return {S_ALREADY} end
+redis.call('HSET', KEYS[5], 'recorded', '1')
+redis.call('ZREM', KEYS[6], ARGV[8] .. '|' .. call_id)
 
 redis.call('LPUSH', KEYS[1], record)
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[7]) - 1)
@@ -40,4 +48,4 @@ elseif ARGV[5] == 'release' then
   redis.call('DEL', KEYS[3])
 end
 redis.call('XADD', KEYS[4], '*', 'kind', 'call', 'id', call_id .. ':call', 'rec', record)
-return {0}
+return {S_OK}

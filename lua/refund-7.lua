@@ -1,5 +1,5 @@
 --[[
-  refund-6: give back the debit of one call whose provider failed. Keyed by the call record, so a
+  refund-7: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
   the day's caps. The refund is a new ledger entry naming the debit it corrects.
 
@@ -9,6 +9,7 @@
   KEYS[4] agent spend of the call's HKT day
   KEYS[5] unpriced requests of the call's HKT day
   KEYS[6] outbox stream               {s}:outbox
+  KEYS[7] in-flight calls of the shard {s}:inflight
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -31,6 +32,7 @@ end
 local price = tonumber(call[2])
 
 redis.call('HSET', KEYS[2], 'state', 'refunded')
+redis.call('ZREM', KEYS[7], ARGV[3] .. '|' .. call_id)
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', price)
 -- Only touch day counters that still exist: a refund after midnight must not create a key
 -- without expiry for a day that is over.

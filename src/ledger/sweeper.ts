@@ -1,0 +1,83 @@
+/**
+ * Refunds calls that were cut off: debited, then neither recorded nor refunded by their deadline —
+ * the API process died mid-call. Without this the debit would stand with no answer ever given, and
+ * the call's Idempotency-Key would stay "in flight" for a day.
+ *
+ * Every debit puts its call into the shard's in-flight set (debit-13) and record-call-6 or
+ * refund-7 takes it out, all in the same scripts, so the set is exact. Any number of instances may
+ * sweep at once: the refund applies at most once per call and the record is filed once.
+ * errors / metrics: `stats()` counts refunded calls; failures are logged and retried next round.
+ */
+import { SHARDS } from '../redis/keys'
+import { recordCall } from './calls'
+import type { LedgerContext } from './context'
+import { refund } from './refund'
+
+const BATCH = 100
+
+export class AbandonedCallSweeper {
+  private timer: ReturnType<typeof setInterval> | null = null
+  private refunded = 0
+
+  constructor(
+    private ctx: LedgerContext,
+    private onError: (e: unknown) => void = () => {},
+  ) {}
+
+  start(intervalMs = 10_000): void {
+    this.timer ??= setInterval(() => void this.sweepOnce().catch(this.onError), intervalMs)
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+  }
+
+  /** One pass over every shard; returns the calls it refunded. */
+  async sweepOnce(): Promise<number> {
+    const now = this.ctx.clock.now()
+    const counts = await Promise.all(Array.from({ length: SHARDS }, (_, s) => this.sweepShard(s, now)))
+    const n = counts.reduce((a, b) => a + b, 0)
+    this.refunded += n
+    return n
+  }
+
+  private async sweepShard(shard: number, now: number): Promise<number> {
+    const { redis, keys } = this.ctx
+    const due = await redis.zrangebyscore(keys.inflight(shard), '-inf', now, 'LIMIT', 0, BATCH)
+    let n = 0
+    for (const member of due) {
+      const [accountId, callId] = member.split('|') as [string, string]
+      const [agent, day, target, price, at, idem] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem')
+      if (day === null) {
+        // The call record expired (2 days): nothing left to reverse.
+        await redis.zrem(keys.inflight(shard), member)
+        continue
+      }
+      const agentId = agent || null
+      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned' })
+      await recordCall(
+        this.ctx,
+        accountId,
+        {
+          call_id: callId,
+          slug: target ?? '',
+          agent_id: agentId,
+          charged: Number(price),
+          refunded: true,
+          outcome: 'abandoned',
+          http_status: null,
+          latency_ms: Math.max(0, now - Number(at)),
+          at: new Date(Number(at)).toISOString(),
+        },
+        { idempotencyKey: idem || undefined },
+      )
+      if (r.applied) n++
+    }
+    return n
+  }
+
+  stats() {
+    return { refunded: this.refunded, running: this.timer !== null }
+  }
+}
