@@ -50,6 +50,28 @@ describe('a money script resent after a lost reply applies once', () => {
     await assertLedger(t.s, [{ account: a.account_id, balance: 500 }], { refunded: [r.body.call_id] })
   })
 
+  test('account creation: the signup answers 201 and one account exists', async () => {
+    const restore = twice('createAccount')
+    const r = await t.req('POST', '/v1/signup', { body: { email: `resend-${t.prefix}@example.com` } })
+    restore()
+    expect(r.status).toBe(201)
+    expect(r.body.balance).toBe(500)
+    expect((await t.req('GET', '/v1/balance', { token: r.body.token })).body.balance).toBe(500)
+    await assertLedger(t.s, [{ account: r.body.account_id, balance: 500 }])
+  })
+
+  test('call record: public counters and activity count the call once', async () => {
+    const a = await t.signup()
+    const before = (await t.req('GET', '/v1/public-stats')).body
+    const restore = twice('recordCall')
+    await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
+    await Bun.sleep(20)
+    restore()
+    const after = (await t.req('GET', '/v1/public-stats')).body
+    expect(after.organic_calls_routed - before.organic_calls_routed).toBe(1)
+    expect((await t.req('GET', '/v1/activity', { token: a.token })).body.calls).toHaveLength(1)
+  })
+
   test('referral bonus', async () => {
     const referrer = await t.signup()
     const referred = await t.signup(undefined, { referred_by: referrer.public_ref })
