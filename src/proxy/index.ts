@@ -16,7 +16,7 @@ const PATH = '/proxy/:provider/*'
 export const proxyRoutes = (s: Services, h: Http = http(s)) => {
   const targets = new WeakMap<Request, ProxyTarget>()
   // Read through `s` on each request: the vault's lookup may be swapped in after boot (and is in tests).
-  const keys = new ProviderKeys(() => s.vaultedKey)
+  const keys = new ProviderKeys(() => s.vaultedKey, s.log)
   const resolve = (request: Request) => resolveProxyTarget(request.url, rawPathOf(request), s.catalog.providers)
   const target = (request: Request) => targets.get(request) ?? resolve(request)
   const handler = ({ request, server }: { request: Request; server: Parameters<Http['ip']>[1] }) =>

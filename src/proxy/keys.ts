@@ -7,26 +7,44 @@
  * remembered for ABSENT_TTL_MS per account and provider. Found keys are never cached — the vault's
  * rule stands: a key deleted or replaced stops being used at once, on every instance. The cost is
  * that a key vaulted meanwhile is picked up by a house-key route within the TTL rather than at once.
+ *
+ * Postgres being down never blocks calls (CONTRACT §6): when the vault cannot answer within
+ * FALLBACK_AFTER_MS, a provider with a house key is served with it (logged, not cached). A byok
+ * provider has no other key: after GIVE_UP_AFTER_MS its request fails (INTERNAL) rather than hang
+ * while the database driver waits for a connection.
  * errors: VAULT_KEY_MISSING, API_UNAVAILABLE (no house key), KEY_UNREADABLE (from the vault).
  */
 import { ApiError } from '../errors'
 import type { Provider } from '../modules/catalog/service'
+import type { Log } from '../log'
 import type { KeyLookup } from '../services'
 
 const ABSENT_TTL_MS = 2000
+const FALLBACK_AFTER_MS = 500
+const GIVE_UP_AFTER_MS = 3000
 const MAX_ENTRIES = 100_000
+const UNAVAILABLE: unique symbol = Symbol('vault unavailable')
 
 export class ProviderKeys {
   /** `${account}\n${provider}` → when the "no vaulted key" answer was read (performance.now()). */
   private absent = new Map<string, number>()
 
-  constructor(private vaulted: () => KeyLookup) {}
+  constructor(
+    private vaulted: () => KeyLookup,
+    private log: Log,
+  ) {}
 
   async get(provider: Provider, accountId: string): Promise<string> {
     const id = `${accountId}\n${provider.id}`
     const seen = this.absent.get(id)
     if (seen === undefined || performance.now() - seen > ABSENT_TTL_MS) {
-      const key = await this.vaulted()(accountId, provider.id)
+      const fallback = !provider.byok && provider.houseKey
+      const key = await this.lookup(accountId, provider.id, fallback ? FALLBACK_AFTER_MS : GIVE_UP_AFTER_MS)
+      if (key === UNAVAILABLE) {
+        this.log.warn('vault_unavailable', { provider: provider.id, fallback: fallback ? 'house_key' : 'none' })
+        if (!fallback) throw new Error('the key vault did not answer')
+        return provider.houseKey!
+      }
       if (key) {
         this.absent.delete(id)
         return key
@@ -37,5 +55,20 @@ export class ProviderKeys {
     if (provider.byok) throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     if (!provider.houseKey) throw new ApiError('API_UNAVAILABLE', { slug: `proxy:${provider.id}`, capabilities_url: '/capabilities' })
     return provider.houseKey
+  }
+
+  /** The vault's answer, or UNAVAILABLE when it fails or takes longer than `ms` (its own errors, e.g. KEY_UNREADABLE, are answers). */
+  private async lookup(accountId: string, providerId: string, ms: number): Promise<string | null | typeof UNAVAILABLE> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<typeof UNAVAILABLE>((resolve) => (timer = setTimeout(() => resolve(UNAVAILABLE), ms)))
+    const answer = this.vaulted()(accountId, providerId).catch((e: unknown): typeof UNAVAILABLE => {
+      if (e instanceof ApiError) throw e
+      return UNAVAILABLE
+    })
+    try {
+      return await Promise.race([answer, late])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 }
