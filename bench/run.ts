@@ -18,7 +18,7 @@ import postgres from 'postgres'
 import { checkLedger } from './lib/ledger-check'
 import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
-import { render, writeSection, type Report, type Row } from './lib/report'
+import { render, sectionTitle, writeSection, type Report, type Row } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
 
 const { values: opt } = parseArgs({
@@ -36,12 +36,15 @@ const { values: opt } = parseArgs({
     'no-flusher': { type: 'boolean', default: false },
     /** Diagnosis only: a subset of the rows, comma-separated (direct,passthrough,paid); implies --no-write. */
     rows: { type: 'string', default: 'direct,passthrough,paid' },
+    /** Every upstream answer waits this long (a realistic API); written as its own section. */
+    'upstream-delay': { type: 'string', default: '0' },
   },
 })
 const connections = Number(opt.connections)
 const durationS = Number(opt.duration)
 const warmupS = Number(opt.warmup)
 const rounds = Number(opt.rounds)
+const upstreamDelayMs = Number(opt['upstream-delay'])
 const BUN = join(ROOT, 'node_modules', '.bin', 'bun')
 const OUT = join(ROOT, 'bench', '.out', `paid-call-${Date.now()}`)
 const BODY = JSON.stringify({ q: 'bench query' })
@@ -65,7 +68,12 @@ try {
   const machine = await describeMachine()
 
   const upPort = freePort()
-  const upstream = startChild('fake-upstream', [BUN, 'bench/fake-upstream.ts'], { PORT: String(upPort) }, join(await ensureOut(), 'upstream.log'))
+  const upstream = startChild(
+    'fake-upstream',
+    [BUN, 'bench/fake-upstream.ts'],
+    { PORT: String(upPort), UPSTREAM_DELAY_MS: String(upstreamDelayMs) },
+    join(await ensureOut(), 'upstream.log'),
+  )
   children.push(upstream)
   const upstreamUrl = `http://127.0.0.1:${upPort}`
   await waitHttp(upstreamUrl, upstream)
@@ -121,6 +129,7 @@ try {
   const ledger = await checkLedger(svc, { accountId, funded, price: BENCH_PRICE, clientOk: paidClientOk, maxInFlightDropped: connections * paidRuns })
   const report: Report = {
     command: ['./node_modules/.bin/bun run bench', ...Bun.argv.slice(2)].join(' '),
+    upstreamDelayMs,
     at: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     machine,
     nproc: availableParallelism(),
@@ -137,8 +146,8 @@ try {
   console.log(section)
   if (opt.profile) console.error(`CPU profile of the service: ${OUT}/ (summarise with: bun bench/profile-summary.ts ${OUT}/<file>.cpuprofile)`)
   if (!opt['no-write'] && !opt.profile && !opt['no-flusher'] && allRows) {
-    writeSection(join(ROOT, 'bench', 'RESULTS.md'), section)
-    console.error('wrote the "Paid call (issue 2)" section of bench/RESULTS.md')
+    writeSection(join(ROOT, 'bench', 'RESULTS.md'), section, upstreamDelayMs)
+    console.error(`wrote the "${sectionTitle(upstreamDelayMs).slice(3)}" section of bench/RESULTS.md`)
   }
   await cleanup()
   process.exit(ledger.exact ? 0 : 1)
