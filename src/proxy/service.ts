@@ -1,10 +1,10 @@
 /**
  * One proxied request, its path already found safe (path.ts): who is calling → which provider key → the debit
- * (debit-12: token, agent state, rate limit, allowlists incl. `proxy:<provider>`, caps, request cap
+ * (debit-13: token, agent state, rate limit, allowlists incl. `proxy:<provider>`, caps, request cap
  * for unpriced routes, balance) → the upstream request, both bodies streamed → settlement: refund
  * on provider failure or the response cap, file the call for activity and the public counters.
  * errors: UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
- *         API_UNAVAILABLE, every denial of debit-12, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
+ *         API_UNAVAILABLE, every denial of debit-13, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
  *         RESPONSE_TOO_LARGE (refunded).
  */
 import type { Principal } from '../auth/principal'
