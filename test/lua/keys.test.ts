@@ -1,7 +1,7 @@
 /** The key schema: every key of one account hashes to one Redis Cluster slot. */
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { Keys, SHARDS } from '../../src/redis/keys'
+import { Keys, SHARDS, shardOfAccount } from '../../src/redis/keys'
 import { newAccountId } from '../../src/ledger/accounts'
 
 // CRC16/XMODEM over the hash tag, as Redis Cluster computes slots.
@@ -45,6 +45,14 @@ describe('redis/keys', () => {
         expect(new Set(keys.map(slot)).size).toBe(1)
       }),
     )
+  })
+
+  test('the shard is read from the account id; anything else is refused', () => {
+    expect(shardOfAccount('acc_07_abc')).toBe(7)
+    expect(shardOfAccount('acc_15_x')).toBe(15)
+    for (const bad of ['acc_7_abc', 'acc_ab_x', 'agt_07_x', 'acc_07x', '', 'acc_1'])
+      expect(() => shardOfAccount(bad)).toThrow(/not an account id/)
+    expect(() => new Keys('pab').account('acc_99_x')).toThrow(/no shard/)
   })
 
   test('a referred account joins its referrer’s shard', () => {
