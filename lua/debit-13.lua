@@ -155,9 +155,9 @@ if weighted >= rate_limit then
   return {S_RATE, 0, WINDOW_MS - elapsed, rate_limit}
 end
 -- Every request that passes the rate check counts, whatever the later checks decide.
+-- (Counters get their expiry when they are created: one command less per request after that.)
 local function count_request()
-  redis.call('INCR', KEYS[6])
-  redis.call('PEXPIRE', KEYS[6], WINDOW_MS * 2)
+  if redis.call('INCR', KEYS[6]) == 1 then redis.call('PEXPIRE', KEYS[6], WINDOW_MS * 2) end
 end
 
 -- 4. allowlists: the agent's and the account's must both allow the target
@@ -262,15 +262,11 @@ count_request()
 balance = redis.call('HINCRBY', KEYS[1], 'balance', 0 - price)
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price)
-  redis.call('EXPIRE', KEYS[3], day_ttl)
-  if agent then
-    redis.call('INCRBY', KEYS[4], price)
-    redis.call('EXPIRE', KEYS[4], day_ttl)
-  end
+  if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  if agent and redis.call('INCRBY', KEYS[4], price) == price then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
 if unpriced then
-  redis.call('INCR', KEYS[5])
-  redis.call('EXPIRE', KEYS[5], day_ttl)
+  if redis.call('INCR', KEYS[5]) == 1 then redis.call('EXPIRE', KEYS[5], day_ttl) end
 end
 redis.call('HSET', KEYS[8], 'price', price, 'agent', agent_id, 'target', target,
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key)

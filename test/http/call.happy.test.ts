@@ -53,4 +53,21 @@ describe('signup → search → call', () => {
     const day = t.s.ctx.keys.unpricedRequestsToday(a.account_id, hktDay(t.clock.now()))
     expect(await t.s.ctx.redis.get(day)).toBe('1')
   })
+
+  test('every windowed counter a call creates expires (no reset job, no key left forever)', async () => {
+    const a = await t.signup()
+    for (let i = 0; i < 3; i++) await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} })
+    await t.req('POST', '/v1/call/test.free', { token: a.token, body: {} })
+    const k = t.s.ctx.keys
+    const now = t.clock.now()
+    const day = hktDay(now)
+    for (const key of [k.spentToday(a.account_id, day), k.unpricedRequestsToday(a.account_id, day)]) {
+      const ttl = await t.s.ctx.redis.ttl(key)
+      expect(ttl).toBeGreaterThan(86400)
+      expect(ttl).toBeLessThanOrEqual(2 * 86400)
+    }
+    const pttl = await t.s.ctx.redis.pttl(k.rateWindow(a.account_id, null, Math.floor(now / 60_000)))
+    expect(pttl).toBeGreaterThan(0)
+    expect(pttl).toBeLessThanOrEqual(120_000)
+  })
 })
