@@ -1,7 +1,7 @@
 /**
  * After the load: is the ledger exact? Three independent views of the paid calls must agree:
  *   Redis    funded balance − final balance = price × successful calls (the service's own count,
- *            the public `organic_calls_routed` counter, filed per call by record-call-4);
+ *            the public `organic_calls_routed` counter, filed per call by record-call-6);
  *   Postgres after the flusher drained: Σ debit/refund entries = the same credits, one debit row per
  *            successful call, one `ok` row per call in `calls`;
  *   client   autocannon's 2xx count, which can be short by up to `connections` per run: when a run's
