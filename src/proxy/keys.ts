@@ -18,12 +18,12 @@ import { ApiError } from '../errors'
 import type { Provider } from '../modules/catalog/service'
 import type { Log } from '../log'
 import type { KeyLookup } from '../services'
+import { lookupWithin, VAULT_UNAVAILABLE } from '../vault/deadline'
 
 const ABSENT_TTL_MS = 2000
 const FALLBACK_AFTER_MS = 500
 const GIVE_UP_AFTER_MS = 3000
 const MAX_ENTRIES = 100_000
-const UNAVAILABLE: unique symbol = Symbol('vault unavailable')
 
 export class ProviderKeys {
   /** `${account}\n${provider}` → when the "no vaulted key" answer was read (performance.now()). */
@@ -39,8 +39,8 @@ export class ProviderKeys {
     const seen = this.absent.get(id)
     if (seen === undefined || performance.now() - seen > ABSENT_TTL_MS) {
       const fallback = !provider.byok && provider.houseKey
-      const key = await this.lookup(accountId, provider.id, fallback ? FALLBACK_AFTER_MS : GIVE_UP_AFTER_MS)
-      if (key === UNAVAILABLE) {
+      const key = await lookupWithin(this.vaulted(), accountId, provider.id, fallback ? FALLBACK_AFTER_MS : GIVE_UP_AFTER_MS)
+      if (key === VAULT_UNAVAILABLE) {
         this.log.warn('vault_unavailable', { provider: provider.id, fallback: fallback ? 'house_key' : 'none' })
         if (!fallback) throw new Error('the key vault did not answer')
         return provider.houseKey!
@@ -55,20 +55,5 @@ export class ProviderKeys {
     if (provider.byok) throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     if (!provider.houseKey) throw new ApiError('API_UNAVAILABLE', { slug: `proxy:${provider.id}`, capabilities_url: '/capabilities' })
     return provider.houseKey
-  }
-
-  /** The vault's answer, or UNAVAILABLE when it fails or takes longer than `ms` (its own errors, e.g. KEY_UNREADABLE, are answers). */
-  private async lookup(accountId: string, providerId: string, ms: number): Promise<string | null | typeof UNAVAILABLE> {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const late = new Promise<typeof UNAVAILABLE>((resolve) => (timer = setTimeout(() => resolve(UNAVAILABLE), ms)))
-    const answer = this.vaulted()(accountId, providerId).catch((e: unknown): typeof UNAVAILABLE => {
-      if (e instanceof ApiError) throw e
-      return UNAVAILABLE
-    })
-    try {
-      return await Promise.race([answer, late])
-    } finally {
-      clearTimeout(timer)
-    }
   }
 }

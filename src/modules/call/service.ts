@@ -14,7 +14,11 @@ import { refund } from '../../ledger/refund'
 import type { Services } from '../../services'
 import { paymentRequired } from '../account/payment'
 import type { Capability } from '../catalog/service'
+import { lookupWithin, VAULT_UNAVAILABLE } from '../../vault/deadline'
 import { callUpstream, type UpstreamResult } from './upstream'
+
+/** How long a byok call waits for the vault before failing (Postgres down must not hang calls). */
+const VAULT_DEADLINE_MS = 3000
 
 export interface CallInput {
   principal: Principal
@@ -119,7 +123,9 @@ function parseParams(raw: string): unknown {
 async function providerKey(s: Services, cap: Capability, accountId: string): Promise<string> {
   const provider = s.catalog.providers.get(cap.provider)!
   if (cap.lane === 'byok') {
-    const key = await s.vaultedKey(accountId, provider.id)
+    // A byok call has no other key: if the vault (Postgres) cannot answer, fail fast, never hang.
+    const key = await lookupWithin(s.vaultedKey, accountId, provider.id, VAULT_DEADLINE_MS)
+    if (key === VAULT_UNAVAILABLE) throw new Error('the key vault did not answer')
     if (!key) throw new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     return key
   }
