@@ -51,6 +51,11 @@ describe('rate limits', () => {
     expect((await t.req('GET', '/v1/search?q=echo', { headers: fromIp('203.0.113.8') })).status).toBe(200)
     const bad = await t.req('GET', '/v1/balance', { token: 'sk_' + 'B'.repeat(43), headers: fromIp(ip) })
     expect(bad.status).toBe(429)
+    // Also on the paid route, where the token's own limit lives in the debit script.
+    const badCall = await t.req('POST', '/v1/call/test.echo', { token: 'sk_' + 'B'.repeat(43), body: {}, headers: fromIp(ip) })
+    expect(badCall.status).toBe(429)
+    const otherIp = await t.req('POST', '/v1/call/test.echo', { token: 'sk_' + 'B'.repeat(43), body: {}, headers: fromIp('203.0.113.9') })
+    expect(otherIp.status).toBe(401)
   })
 
   test('an untrusted socket cannot choose its IP with X-Forwarded-For', async () => {

@@ -1,18 +1,23 @@
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../../errors'
-import { bearerAuth } from '../../http'
+import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
 import { callCapability } from './service'
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
-export const callRoutes = (s: Services) =>
+export const callRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia().use(bearerAuth).post(
     '/v1/call/:slug',
-    async ({ bearer, params, request }) => {
+    async ({ bearer, params, request, server }) => {
+      // The token's own rate limit and state are checked inside the debit script; a request with
+      // no valid bearer is unauthenticated and counts against its client address.
       const principal = await s.guard.tokens.resolve(bearer)
-      if (!principal) throw new ApiError('UNAUTHORIZED')
+      if (!principal) {
+        await h.anonymous(request, server)
+        throw new ApiError('UNAUTHORIZED')
+      }
       const idempotencyKey = request.headers.get('idempotency-key')
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
