@@ -13,6 +13,8 @@ COPY package.json tsconfig.json catalog.json ./
 COPY src ./src
 COPY lua ./lua
 COPY drizzle ./drizzle
+# Operator commands (ledger:rebuild, vault:rotate) run in the same image.
+COPY scripts ./scripts
 RUN mkdir -p /app/data && chown -R bun:bun /app/data
 USER bun
 EXPOSE 8080
