@@ -34,6 +34,8 @@ const { values: opt } = parseArgs({
     profile: { type: 'boolean', default: false },
     /** Diagnosis only: the service without its in-process flusher (FLUSHER=0); implies --no-write. */
     'no-flusher': { type: 'boolean', default: false },
+    /** The flusher as its own process beside an API with FLUSHER=0 (the scaled-out layout); its own section. */
+    'flusher-process': { type: 'boolean', default: false },
     /** Diagnosis only: a subset of the rows, comma-separated (direct,passthrough,paid); implies --no-write. */
     rows: { type: 'string', default: 'direct,passthrough,paid' },
     /** Every upstream answer waits this long (a realistic API); written as its own section. */
@@ -83,8 +85,8 @@ try {
   const passUrl = `http://127.0.0.1:${passPort}`
   await waitHttp(passUrl, pass)
   console.error('starting the service...')
-  svc = await startService({ port: freePort(), upstreamUrl, outDir: OUT, pglite: opt.pglite!, profile: opt.profile!, flusher: !opt['no-flusher'] })
-  machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? 'on' : '**off (diagnosis run)**'}, rate limit and caps opened wide`)
+  svc = await startService({ port: freePort(), upstreamUrl, outDir: OUT, pglite: opt.pglite!, profile: opt.profile!, flusher: !opt['no-flusher'], flusherProcess: opt['flusher-process'] })
+  machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? (opt['flusher-process'] ? 'on, as its own process (`bun run flusher`) beside the API' : 'on') : '**off (diagnosis run)**'}, rate limit and caps opened wide`)
 
   const { accountId, token } = await svc.signup()
   const funded = await svc.fund(accountId)
@@ -108,7 +110,8 @@ try {
       const warm = await runLoad({ ...load, durationS: warmupS })
       const groups = {
         upstream: () => [upstream.proc.pid],
-        ...(t.hop ? { hop: () => [t.hop!.proc.pid] } : {}),
+        // The service's hop includes its flusher process when it runs as one.
+        ...(t.hop ? { hop: () => [t.hop!.proc.pid, ...(t.hop === svc!.child ? svc!.extraPids() : [])] } : {}),
         redis: () => pidsByComm('redis-server'),
         postgres: () => pidsByComm('postgres'),
       }

@@ -63,6 +63,8 @@ export interface BenchService {
    */
   fund(accountId: string): Promise<number>
   stop(): Promise<void>
+  /** Processes of the service besides `child` (the flusher, when it runs as its own process). */
+  extraPids(): number[]
 }
 
 export async function startService(o: {
@@ -72,6 +74,8 @@ export async function startService(o: {
   pglite: boolean
   profile?: boolean
   flusher?: boolean
+  /** Run the flusher as its own process (`bun run flusher`) beside an API with FLUSHER=0. */
+  flusherProcess?: boolean
   /** Another catalog (the proxy bench's); its house keys must use key_env BENCH_HOUSE_KEY. */
   catalog?: unknown
   /** Run on this Redis Cluster (`host:port,...`) instead of BENCH_REDIS_URL (the scale bench). */
@@ -105,7 +109,7 @@ export async function startService(o: {
     RATE_LIMIT_PER_IP: '1000000000',
     DEFAULT_DAILY_CAP: HUGE,
     DEFAULT_BALANCE_CAP: HUGE,
-    FLUSHER: o.flusher === false ? '0' : '1',
+    FLUSHER: o.flusher === false || o.flusherProcess ? '0' : '1',
   }
   if (!dbUrl) delete env.DATABASE_URL
   if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes
@@ -113,6 +117,10 @@ export async function startService(o: {
   const child = startChild('service', [join(ROOT, 'node_modules', '.bin', 'bun'), ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'))
   const url = `http://127.0.0.1:${o.port}`
   await waitHttp(`${url}/status`, child)
+  const flusherChild =
+    o.flusherProcess && o.flusher !== false
+      ? startChild('flusher', [join(ROOT, 'node_modules', '.bin', 'bun'), 'run', 'src/flusher-main.ts'], env, join(o.outDir, 'flusher.log'))
+      : null
   const redis = createRedis({ REDIS_URL, REDIS_CLUSTER_NODES: o.redisClusterNodes })
   await redis.ping() // a cluster client learns its masters on connect
   const keys = new Keys(prefix)
@@ -143,8 +151,10 @@ export async function startService(o: {
       await redis.hset(keys.account(accountId), 'balance', FUND)
       return FUND
     },
+    extraPids: () => (flusherChild ? [flusherChild.proc.pid] : []),
     async stop() {
       await child.stop()
+      await flusherChild?.stop()
       for (const node of masters(redis)) await deleteKeys(node, prefix)
       redis.disconnect()
       if (dbUrl) {
