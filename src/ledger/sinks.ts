@@ -9,7 +9,6 @@ import { eventSink } from '../events/sink'
 import { mandateSink, parkedSink } from './payment-sinks'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-import type { CallRecord } from './calls'
 
 export interface OutboxEntry {
   streamId: string
@@ -28,61 +27,53 @@ const at = (ms: string | undefined) => new Date(Number(ms))
  * One INSERT … SELECT FROM jsonb_to_recordset per batch: the rows travel as a single JSON parameter.
  * Building a multi-row VALUES list through the query builder cost a third of the service's CPU per
  * paid call under load (bench/RESULTS.md); this keeps the same rows and the same ON CONFLICT.
- * `columns` are `name type` pairs of the target table; `at` columns carry epoch milliseconds.
+ * `record` types the JSON fields; `select` lists, per target column, the expression reading them.
  */
-async function insertRows(tx: Database, table: string, columns: string, conflict: string, rows: Record<string, unknown>[]): Promise<void> {
-  const names = columns.split(',').map((c) => c.trim().split(' ')[0]!)
-  const select = names.map((n) => (n === 'at' ? `timestamptz 'epoch' + at * interval '1 millisecond'` : n)).join(', ')
-  const recordType = columns.replace(/\bat timestamptz\b/, 'at bigint')
-  await tx.execute(
-    sql`${sql.raw(`insert into ${table} (${names.join(', ')}) select ${select} from jsonb_to_recordset(`)}${JSON.stringify(rows)}${sql.raw(
-      `::jsonb) as x(${recordType}) on conflict (${conflict}) do nothing`,
-    )}`,
-  )
+async function insertJsonRows(tx: Database, table: string, record: string, select: Record<string, string>, conflict: string, json: string): Promise<void> {
+  const columns = Object.keys(select)
+  const head = `insert into ${table} (${columns.join(', ')}) select ${Object.values(select).join(', ')} from jsonb_to_recordset(`
+  await tx.execute(sql`${sql.raw(head)}${json}${sql.raw(`::jsonb) as x(${record}) on conflict (${conflict}) do nothing`)}`)
 }
 
+/** Identity selects: each column read from the JSON field of the same name. */
+const same = (...names: string[]) => Object.fromEntries(names.map((n) => [n, n]))
+
 const ledgerSink: Sink = (tx, entries) =>
-  insertRows(
+  insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, at timestamptz, stream_id text',
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, at bigint, stream_id text',
+    { ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target'), at: `timestamptz 'epoch' + at * interval '1 millisecond'`, stream_id: 'stream_id' },
     'id',
-    entries.map(({ streamId, kind, fields: f }) => ({
-      id: f.id,
-      account_id: f.acct,
-      agent_id: f.agent || null,
-      kind,
-      amount: Number(f.amount),
-      balance_after: Number(f.bal),
-      call_id: f.call || null,
-      ref_id: f.ref || null,
-      target: f.target || null,
-      at: Number(f.at),
-      stream_id: streamId,
-    })),
+    JSON.stringify(
+      entries.map(({ streamId, kind, fields: f }) => ({
+        id: f.id,
+        account_id: f.acct,
+        agent_id: f.agent || null,
+        kind,
+        amount: Number(f.amount),
+        balance_after: Number(f.bal),
+        call_id: f.call || null,
+        ref_id: f.ref || null,
+        target: f.target || null,
+        at: Number(f.at),
+        stream_id: streamId,
+      })),
+    ),
   )
 
+/**
+ * A call entry already carries its record as JSON (CallRecord plus account_id, written by
+ * recordCall): the batch is those strings joined, with no parse and no re-serialisation.
+ */
 const callSink: Sink = (tx, entries) =>
-  insertRows(
+  insertJsonRows(
     tx,
     'calls',
-    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded integer, outcome text, http_status integer, latency_ms integer, at timestamptz',
+    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz',
+    { ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'), refunded: 'refunded::int', ...same('outcome', 'http_status', 'latency_ms', 'at') },
     'call_id',
-    entries.map(({ fields }) => {
-      const r = JSON.parse(fields.rec!) as CallRecord & { account_id: string }
-      return {
-        call_id: r.call_id,
-        account_id: r.account_id,
-        agent_id: r.agent_id,
-        slug: r.slug,
-        charged: r.charged,
-        refunded: r.refunded ? 1 : 0,
-        outcome: r.outcome,
-        http_status: r.http_status,
-        latency_ms: r.latency_ms,
-        at: Date.parse(r.at),
-      }
-    }),
+    `[${entries.map((e) => e.fields.rec!).join(',')}]`,
   )
 
 const accountSink: Sink = async (tx, entries) => {

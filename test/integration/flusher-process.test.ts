@@ -44,7 +44,7 @@ test('a separate flusher process drains the outbox exactly once and stops cleanl
 })
 
 test('without DATABASE_URL the flusher process refuses to start, naming why', async () => {
-  const env = { ...(process.env as Record<string, string>), LOG: 'silent' }
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), LOG: 'silent' }
   delete env.DATABASE_URL
   const p = Bun.spawn([process.execPath, 'run', 'src/flusher-main.ts'], { cwd: root, env, stdout: 'ignore', stderr: 'pipe' })
   expect(await p.exited).toBe(2)
