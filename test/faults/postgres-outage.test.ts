@@ -7,55 +7,31 @@
  *   bun test test/faults/postgres-outage.test.ts
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
-import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'
-import { apiProcess, callPath, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
-import { createTestDatabase, deleteAppKeys } from '../helpers/harness'
+import { callPath, driveLoad, signupOver, waitDrained } from '../helpers/api-process'
+import { startFaultRig, type FaultRig } from '../helpers/fault-rig'
 import { assertLedger } from '../helpers/invariants'
-import type { Services } from '../../src/services'
-import { cleanupAll } from '../helpers/cleanup'
 
-let fake: FakeUpstream
-let db: Awaited<ReturnType<typeof createTestDatabase>>
-let relay: TcpProxy
-let api: ApiProcess
-let stores: Services | null = null
-const prefix = `fp${Math.random().toString(36).slice(2, 10)}`
-
+let rig: FaultRig
 beforeAll(async () => {
-  fake = startFakeUpstream()
-  db = await createTestDatabase()
-  relay = await startTcpProxy('127.0.0.1', 5432)
-  const viaRelay = new URL(db.url)
-  viaRelay.port = String(relay.port)
-  api = await apiProcess({ databaseUrl: viaRelay.toString(), prefix, fakeUrl: fake.url, env: { FLUSH_INTERVAL_MS: '20' } })
-  await api.start()
+  rig = await startFaultRig({ postgresRelay: true })
 })
-afterAll(() =>
-  cleanupAll(
-    () => api?.dispose(),
-    () => stores?.close(),
-    () => deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix),
-    () => relay?.close(),
-    () => fake?.stop(),
-    () => db?.drop(),
-  ),
-)
+afterAll(() => rig?.close())
 
-const status = async () => (await (await fetch(`${api.url}/status`)).json()) as { status: string; postgres: string; ledger_lag: { entries: number } }
+const status = async () => (await (await fetch(`${rig.api.url}/status`)).json()) as { status: string; postgres: string; ledger_lag: { entries: number } }
 
 test('Postgres down under load: no call fails, the backlog drains when it returns, nothing lost or doubled', async () => {
+  const { api, relay, prefix } = rig
   const accounts = await signupOver(api.url, 30, prefix)
   const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 16, path: callPath((i) => (i % 9 === 0 ? 'test.fail' : 'test.cheap')) })
   await Bun.sleep(300)
-  relay.down()
+  relay!.down()
   await Bun.sleep(1500)
   const during = await status()
   expect(during).toMatchObject({ status: 'degraded', postgres: 'down' })
   const lagDuring = during.ledger_lag.entries
   await Bun.sleep(500)
   expect((await status()).ledger_lag.entries).toBeGreaterThan(lagDuring) // calls go on, entries wait
-  relay.up()
+  relay!.up()
   await Bun.sleep(300)
   const tally = await load.stop()
   expect(tally.errors).toHaveLength(0)
@@ -66,6 +42,5 @@ test('Postgres down under load: no call fails, the backlog drains when it return
   await waitDrained(api.url)
   expect(await status()).toMatchObject({ status: 'ok', postgres: 'ok' })
   await api.stop()
-  stores = await ledgerStores({ ...api.env, DATABASE_URL: db.url })
-  await assertLedger(stores, accounts.map((a) => ({ account: a.account_id })), { debits: tally.ok, refunded: tally.refunded })
+  await assertLedger(await rig.ledger(), accounts.map((a) => ({ account: a.account_id })), { debits: tally.ok, refunded: tally.refunded })
 }, 60_000)

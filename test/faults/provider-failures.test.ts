@@ -9,20 +9,13 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createServer, type Server } from 'node:net'
-import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream'
-import { apiProcess, driveLoad, ledgerStores, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
-import { createTestDatabase, deleteAppKeys, testCatalog } from '../helpers/harness'
+import { driveLoad, signupOver, waitDrained } from '../helpers/api-process'
+import { startFaultRig, type FaultRig } from '../helpers/fault-rig'
+import { testCatalog } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
-import type { Services } from '../../src/services'
-import { cleanupAll } from '../helpers/cleanup'
 
-let fake: FakeUpstream
 let resetter: Server
 let resetUrl = ''
-let db: Awaited<ReturnType<typeof createTestDatabase>>
-let api: ApiProcess
-let stores: Services | null = null
-const prefix = `fe${Math.random().toString(36).slice(2, 10)}`
 
 /**
  * A provider that answers 200 with a chunked body, sends a first chunk, then resets the TCP
@@ -51,24 +44,13 @@ function catalog(fakeUrl: string) {
   }
 }
 
+let rig: FaultRig
 beforeAll(async () => {
-  fake = startFakeUpstream()
   resetter = await startResetter()
   resetUrl = `http://127.0.0.1:${(resetter.address() as { port: number }).port}`
-  db = await createTestDatabase()
-  api = await apiProcess({ databaseUrl: db.url, prefix, fakeUrl: fake.url, catalog, env: { FLUSH_INTERVAL_MS: '20' } })
-  await api.start()
+  rig = await startFaultRig({ catalog, also: () => resetter?.close() })
 })
-afterAll(() =>
-  cleanupAll(
-    () => api?.dispose(),
-    () => stores?.close(),
-    () => deleteAppKeys({ REDIS_URL: api.env.REDIS_URL! }, prefix),
-    () => fake?.stop(),
-    () => resetter?.close(),
-    () => db?.drop(),
-  ),
-)
+afterAll(() => rig?.close())
 
 const PATHS = [
   '/v1/call/test.echo',
@@ -85,6 +67,7 @@ const PATHS = [
 ]
 
 test('hang, reset, refused and 5xx under load: every failed call refunded exactly once, no other failure', async () => {
+  const { api, prefix } = rig
   const accounts = await signupOver(api.url, 20, prefix)
   const load = driveLoad(api.url, accounts.map((a) => a.token), { workers: 24, path: (i) => PATHS[i % PATHS.length]! })
   await Bun.sleep(2_500)
@@ -99,6 +82,5 @@ test('hang, reset, refused and 5xx under load: every failed call refunded exactl
 
   await waitDrained(api.url)
   await api.stop()
-  stores = await ledgerStores(api.env)
-  await assertLedger(stores, accounts.map((a) => ({ account: a.account_id })), { debits: tally.ok, refunded: [...tally.refunded, ...tally.cut] })
+  await assertLedger(await rig.ledger(), accounts.map((a) => ({ account: a.account_id })), { debits: tally.ok, refunded: [...tally.refunded, ...tally.cut] })
 }, 60_000)
