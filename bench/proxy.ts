@@ -76,7 +76,7 @@ async function main() {
   }
   Bun.spawnSync(['mkdir', '-p', OUT])
   const upstream = child('upstream', [BUN, join(ROOT, 'bench', 'proxy-upstream.ts')], { PORT: String(ports.up) })
-  const pass = child('passthrough', [BUN, join(ROOT, 'bench', 'proxy-passthrough.ts')], { PORT: String(ports.pass), UPSTREAM_URL: up })
+  const pass = child('passthrough', [BUN, join(ROOT, 'bench', 'passthrough.ts')], { PORT: String(ports.pass), UPSTREAM_URL: up, STREAMING: '1' })
   const pkNode = child('portkey-node', [Bun.which('node') ?? 'node', PORTKEY, `--port=${ports.pkNode}`, '--headless'])
   const pkBun = child('portkey-bun', [BUN, PORTKEY, `--port=${ports.pkBun}`, '--headless'])
   for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
