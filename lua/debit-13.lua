@@ -63,7 +63,8 @@
     REPLAY               {1, 0, stored_response_json}
     RATE_LIMITED         {5, 0, retry_after_ms, limit}
     DENIED_*, *_CAP_*    {code, balance, cap, spent_or_used}
-    INSUFFICIENT_BALANCE {12, balance, price, refill_due: 1 when balance < refill_below, else 0}
+    INSUFFICIENT_BALANCE {12, balance, price, refill_due: 1 when balance < refill_below, else 0,
+                          mandate ref (for the enable_url)}
     AGENT_KILLED         {3, 0, reason: the agent hash's kill_reason (operator | breaker)}
     others               {code, 0}
 ]]
@@ -117,7 +118,7 @@ local function allowed(list, name)
 end
 
 -- 1. token and agent state
-local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below')
+local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
 -- The same call id again: the client resent this script after losing its reply (a dropped
@@ -211,7 +212,8 @@ local function refill_due(b)
   return (acct[6] and b < tonumber(acct[6])) and 1 or 0
 end
 if balance < price then
-  count_request(); return {S_BALANCE, balance, price, refill_due(balance)}
+  -- The mandate ref comes along so the 402's enable_url costs no second round trip.
+  count_request(); return {S_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
 end
 
 -- 9. runaway-agent breaker: this request's credits, or one more identical request, over the

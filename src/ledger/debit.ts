@@ -35,7 +35,7 @@ export const DEFAULT_ABANDON_AFTER_MS = 30 * 60_000
 export type DebitOutcome =
   | { kind: 'debited'; callId: string; balance: number; referrerId: string | null; day: number; at: number }
   | { kind: 'replay'; response: string }
-  | { kind: 'insufficient'; balance: number; price: number }
+  | { kind: 'insufficient'; balance: number; price: number; mandateRef: string }
 
 export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<DebitOutcome> {
   const { keys, cfg } = ctx
@@ -89,6 +89,7 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
   if (status === S.OK)
     return { kind: 'debited', callId, balance: Number(reply[1]), referrerId: (reply[2] as string) || null, day: w.day, at: now }
   if (status === S.REPLAY) return { kind: 'replay', response: String(reply[2]) }
-  if (status === S.INSUFFICIENT_BALANCE) return { kind: 'insufficient', balance: Number(reply[1]), price: Number(reply[2]) }
+  if (status === S.INSUFFICIENT_BALANCE)
+    return { kind: 'insufficient', balance: Number(reply[1]), price: Number(reply[2]), mandateRef: String(reply[4] ?? '') }
   throw denial(reply, { agentId, resetsAt: w.resetsAt })
 }

@@ -39,7 +39,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const price = provider.proxy.price
   const slug = `proxy:${provider.id}`
   const d = await debit(s.ctx, { principal, target: slug, price, unpriced: price === 0, idempotency: undefined })
-  if (d.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, d.balance, d.price)
+  if (d.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef })
   if (d.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
 
   const started = performance.now()

@@ -31,11 +31,16 @@ export async function paymentRequired(
   accountId: string,
   balance: number,
   price: number,
-  reason: 'insufficient_balance' | 'no_mandate' | 'card_declined' = 'insufficient_balance',
-  /** card_declined: the card and the processor's words, for the human. */
-  declined?: { card: string; message: string },
+  opt: {
+    reason?: 'insufficient_balance' | 'no_mandate' | 'card_declined'
+    /** card_declined: the card and the processor's words, for the human. */
+    declined?: { card: string; message: string }
+    /** The mandate ref when the caller has it already (debit-13 returns it with the refusal). */
+    mandateRef?: string
+  } = {},
 ): Promise<ApiError> {
-  const mref = (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
+  const { reason = 'insufficient_balance', declined } = opt
+  const mref = opt.mandateRef ?? (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
   const links = accountLinks(s, mref)
   const usd = (n: number) => `$${(n / s.cfg.CREDITS_PER_USD).toFixed(2)}`
   const human_readable =

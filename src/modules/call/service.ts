@@ -53,7 +53,7 @@ export async function callCapability(s: Services, input: CallInput): Promise<Cal
     abandonAfterMs: cap.timeout_ms + 60_000,
   })
   if (outcome.kind === 'replay') return { status: 200, body: outcome.response }
-  if (outcome.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, outcome.balance, outcome.price)
+  if (outcome.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, outcome.balance, outcome.price, { mandateRef: outcome.mandateRef })
 
   const started = performance.now()
   const up = await callUpstream(s.catalog.providers.get(cap.provider)!, cap, params, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES)

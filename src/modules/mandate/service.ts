@@ -113,7 +113,7 @@ export async function topup(s: Services, accountId: string, amount: number | und
     case 'parked':
       throw new ApiError('BALANCE_CAP', { balance_cap: r.balanceCap, balance: r.balance, parked: true, parked_id: r.parkedId })
     case 'declined':
-      throw await paymentRequired(s, accountId, await balanceOf(s, accountId), r.credits, 'card_declined', { card: r.card, message: r.message })
+      throw await paymentRequired(s, accountId, await balanceOf(s, accountId), r.credits, { reason: 'card_declined', declined: { card: r.card, message: r.message } })
     case 'authentication_required':
       throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
     case 'unknown':
@@ -127,7 +127,7 @@ async function refusal(s: Services, accountId: string, status: S, a: number, b: 
   switch (status) {
     case S.NO_MANDATE: {
       const m = await readMandate(s.ctx, accountId)
-      return paymentRequired(s, accountId, await balanceOf(s, accountId), amount ?? m.refill, 'no_mandate')
+      return paymentRequired(s, accountId, await balanceOf(s, accountId), amount ?? m.refill, { reason: 'no_mandate' })
     }
     case S.TOPUP_TODAY:
       return new ApiError('CONFLICT', {
