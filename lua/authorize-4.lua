@@ -19,7 +19,7 @@
 ]]
 
 local S_OK, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 2, 3, 4, 5
-local WINDOW_MS = 60000
+--@include rate-window
 local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 
 if agent_id == '' then
@@ -31,11 +31,7 @@ else
   if agent[2] == 'killed' then return {S_KILLED, 0, agent[3] or 'operator'} end
 end
 
-local elapsed = now % WINDOW_MS
-local current = tonumber(redis.call('GET', KEYS[3]) or '0')
-local previous = tonumber(redis.call('GET', KEYS[4]) or '0')
-local weighted = math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current
-if weighted >= limit then return {S_RATE, 0, WINDOW_MS - elapsed, limit} end
-redis.call('INCR', KEYS[3])
-redis.call('PEXPIRE', KEYS[3], WINDOW_MS * 2)
-return {S_OK, limit - weighted - 1, WINDOW_MS - elapsed}
+local weighted, to_window_end = rate_window(now, KEYS[3], KEYS[4])
+if weighted >= limit then return {S_RATE, 0, to_window_end, limit} end
+rate_count(KEYS[3])
+return {S_OK, limit - weighted - 1, to_window_end}

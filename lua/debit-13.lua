@@ -92,7 +92,7 @@ local default_brk_same = tonumber(ARGV[16])
 local low_alert = tonumber(ARGV[17])
 local abandon_at = tonumber(ARGV[18])
 local idem_key = ARGV[19]
-local WINDOW_MS = 60000
+--@include rate-window
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
 
@@ -148,18 +148,13 @@ if idem_fp ~= '' then
 end
 
 -- 3. rate limit: sliding window over the current and the previous minute
-local elapsed = now % WINDOW_MS
-local current = tonumber(redis.call('GET', KEYS[6]) or '0')
-local previous = tonumber(redis.call('GET', KEYS[7]) or '0')
-local weighted = math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current
+local weighted, to_window_end = rate_window(now, KEYS[6], KEYS[7])
 if weighted >= rate_limit then
-  return {S_RATE, 0, WINDOW_MS - elapsed, rate_limit}
+  return {S_RATE, 0, to_window_end, rate_limit}
 end
+local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 -- Every request that passes the rate check counts, whatever the later checks decide.
--- (Counters get their expiry when they are created: one command less per request after that.)
-local function count_request()
-  if redis.call('INCR', KEYS[6]) == 1 then redis.call('PEXPIRE', KEYS[6], WINDOW_MS * 2) end
-end
+local function count_request() rate_count(KEYS[6]) end
 
 -- 4. allowlists: the agent's and the account's must both allow the target
 if agent and not allowed(agent[4], target) then

@@ -1,6 +1,6 @@
 --[[
   rate-limit-2: sliding-window request counter for requests that do not pass through the debit
-  script (reads, governance calls, unauthenticated requests). Same window arithmetic as debit-13.
+  script (reads, governance calls, unauthenticated requests). The same window arithmetic as debit-13 (lua/lib/rate-window.lua).
 
   KEYS[1] counter of the current minute window
   KEYS[2] counter of the previous minute window
@@ -12,14 +12,10 @@
 ]]
 
 local S_OK, S_RATE = 0, 5
-local WINDOW_MS = 60000
+--@include rate-window
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 
-local elapsed = now % WINDOW_MS
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
-local weighted = math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current
-if weighted >= limit then return {S_RATE, 0, WINDOW_MS - elapsed} end
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], WINDOW_MS * 2)
-return {S_OK, limit - weighted - 1, WINDOW_MS - elapsed}
+local weighted, to_window_end = rate_window(now, KEYS[1], KEYS[2])
+if weighted >= limit then return {S_RATE, 0, to_window_end} end
+rate_count(KEYS[1])
+return {S_OK, limit - weighted - 1, to_window_end}

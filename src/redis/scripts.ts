@@ -27,8 +27,22 @@ export function readScripts(dir = LUA_DIR): LuaScript[] {
     .map((file) => {
       const m = /^(.+)-(\d+)\.lua$/.exec(file)
       if (!m) throw new Error(`lua/${file}: expected <verb>-<N>.lua`)
-      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, file), 'utf8') }
+      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys: Number(m[2]), lua: withIncludes(readFileSync(join(dir, file), 'utf8'), dir, file) }
     })
+}
+
+/**
+ * Splices `lua/lib/<name>.lua` where a script says `--@include <name>`: logic several scripts share
+ * (the rate window) is written once, and each script still loads as one self-contained body.
+ */
+function withIncludes(lua: string, dir: string, file: string): string {
+  return lua.replace(/^--@include ([a-z0-9-]+)$/gm, (_, name: string) => {
+    try {
+      return readFileSync(join(dir, 'lib', `${name}.lua`), 'utf8').trimEnd()
+    } catch {
+      throw new Error(`lua/${file}: no lua/lib/${name}.lua to include`)
+    }
+  })
 }
 
 type Reply = (string | number | null)[]

@@ -26,6 +26,8 @@ describe('lua/', () => {
       for (let i = 1; i <= s.numberOfKeys; i++) expect(header).toContain(`KEYS[${i}]`)
       expect(header).not.toContain(`KEYS[${s.numberOfKeys + 1}]`)
       expect(header).toMatch(/Returns/)
+      // Shared pieces are spliced in before loading; nothing is left to include.
+      expect(s.lua).not.toMatch(/^--@include /m)
       // Keys only through KEYS: no key names built inside a script.
       expect(s.lua).not.toMatch(/redis\.call\([^)]*'[a-z]+:\{/)
     })
