@@ -26,6 +26,24 @@ function newest(entries: OutboxEntry[], key: (e: OutboxEntry) => string): Outbox
   return [...best.values()]
 }
 
+type Projection = typeof agents | typeof accountPolicies
+
+/** Inserts the rows; an existing row takes the named columns only from a higher version. */
+async function upsertNewer<T extends Projection>(
+  tx: Database,
+  table: T,
+  target: T['_']['columns'][keyof T['_']['columns']],
+  rows: T['$inferInsert'][],
+  columns: (keyof T['$inferInsert'] & keyof T['_']['columns'])[],
+): Promise<void> {
+  const cols = table as unknown as Record<string, { name: string }>
+  const set = Object.fromEntries(columns.map((c) => [c, sql.raw(`excluded.${cols[c as string]!.name}`)]))
+  // A union of tables defeats drizzle's per-table insert typing; the rows were typed above.
+  await (tx.insert(table) as any)
+    .values(rows)
+    .onConflictDoUpdate({ target, set, setWhere: sql`${table.version} < excluded.version` })
+}
+
 export const agentSink: Sink = async (tx: Database, entries) => {
   const rows = newest(entries, (e) => e.fields.agent!).map(({ fields: f }) => ({
     id: f.agent!,
@@ -40,22 +58,7 @@ export const agentSink: Sink = async (tx: Database, entries) => {
     createdAt: at(f.created),
     updatedAt: at(f.at),
   }))
-  await tx
-    .insert(agents)
-    .values(rows)
-    .onConflictDoUpdate({
-      target: agents.id,
-      set: {
-        name: sql`excluded.name`,
-        state: sql`excluded.state`,
-        dailyCap: sql`excluded.daily_cap`,
-        allowlist: sql`excluded.allowlist`,
-        perCallMax: sql`excluded.per_call_max`,
-        version: sql`excluded.version`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-      setWhere: sql`${agents.version} < excluded.version`,
-    })
+  await upsertNewer(tx, agents, agents.id, rows, ['name', 'state', 'dailyCap', 'allowlist', 'perCallMax', 'version', 'updatedAt'])
 }
 
 export const accountPolicySink: Sink = async (tx: Database, entries) => {
@@ -67,18 +70,5 @@ export const accountPolicySink: Sink = async (tx: Database, entries) => {
     version: Number(f.v),
     updatedAt: at(f.at),
   }))
-  await tx
-    .insert(accountPolicies)
-    .values(rows)
-    .onConflictDoUpdate({
-      target: accountPolicies.accountId,
-      set: {
-        dailyCap: sql`excluded.daily_cap`,
-        allowlist: sql`excluded.allowlist`,
-        balanceCap: sql`excluded.balance_cap`,
-        version: sql`excluded.version`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-      setWhere: sql`${accountPolicies.version} < excluded.version`,
-    })
+  await upsertNewer(tx, accountPolicies, accountPolicies.accountId, rows, ['dailyCap', 'allowlist', 'balanceCap', 'version', 'updatedAt'])
 }
