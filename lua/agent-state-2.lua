@@ -19,6 +19,8 @@
         | {AGENT_REVOKED, 0} (kill or revive of a revoked agent) | {NOT_FOUND, 0}
 ]]
 
+--@include agent-entry
+
 local S_OK, S_REVOKED, S_ALREADY, S_NOT_FOUND = 0, 4, 15, 16
 local TARGET = { kill = 'killed', revive = 'active', revoke = 'revoked' }
 
@@ -39,13 +41,7 @@ if action == 'kill' then redis.call('HSET', KEYS[1], 'kill_reason', 'operator')
 else redis.call('HDEL', KEYS[1], 'kill_reason') end
 local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 
-local a = redis.call('HMGET', KEYS[1], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
-local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
-  'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
-if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
-if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
-if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
-redis.call('XADD', KEYS[2], '*', unpack(e))
+local a = append_agent_entry(KEYS[1], KEYS[2], acct, agent_id, v, now)
 local data = {agent_id = agent_id, name = a[2], reason = 'operator', via = via}
 if action ~= 'kill' and was_reason then data.was_killed_by = was_reason end
 redis.call('XADD', KEYS[2], '*', 'kind', 'event', 'id', 'evt_' .. agent_id .. '_v' .. v, 'acct', acct,

@@ -21,6 +21,8 @@
   Returns {OK, version} | {ALREADY_APPLIED, 0} (the id exists) | {LIMIT_REACHED, max}
 ]]
 
+--@include agent-entry
+
 local S_OK, S_ALREADY, S_LIMIT = 0, 15, 20
 
 local now, acct, agent_id = ARGV[1], ARGV[2], ARGV[3]
@@ -36,11 +38,5 @@ if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'per_call_max', ARGV[10]) end
 redis.call('SADD', KEYS[2], agent_id)
 
 -- The full row goes to the outbox; the projection keeps the highest version it has seen.
-local a = redis.call('HMGET', KEYS[1], 'token', 'name', 'state', 'created', 'v', 'daily_cap', 'allow', 'per_call_max')
-local e = {'kind', 'agent', 'id', agent_id .. ':v' .. a[5], 'acct', acct, 'agent', agent_id, 'token', a[1],
-  'name', a[2], 'state', a[3], 'created', a[4], 'v', a[5], 'at', now}
-if a[6] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[6] end
-if a[7] then e[#e + 1] = 'allow'; e[#e + 1] = a[7] end
-if a[8] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[8] end
-redis.call('XADD', KEYS[3], '*', unpack(e))
-return {S_OK, tonumber(a[5])}
+append_agent_entry(KEYS[1], KEYS[3], acct, agent_id, 1, now)
+return {S_OK, 1}

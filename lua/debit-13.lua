@@ -93,6 +93,7 @@ local low_alert = tonumber(ARGV[17])
 local abandon_at = tonumber(ARGV[18])
 local idem_key = ARGV[19]
 --@include rate-window
+--@include agent-entry
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
 
@@ -240,13 +241,7 @@ if agent then
     local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
     -- A revived agent starts from an empty window, not from the burst that tripped it.
     redis.call('DEL', KEYS[11], KEYS[12])
-    local a = redis.call('HMGET', KEYS[2], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
-    local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', account_id, 'agent', agent_id, 'token', a[1],
-      'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
-    if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
-    if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
-    if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
-    redis.call('XADD', KEYS[10], '*', unpack(e))
+    local a = append_agent_entry(KEYS[2], KEYS[10], account_id, agent_id, v, now)
     emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
       {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
     return {S_KILLED, 0, 'breaker'}

@@ -18,6 +18,8 @@
   Returns {OK, version} | {NOT_FOUND, 0}
 ]]
 
+--@include agent-entry
+
 local S_OK, S_NOT_FOUND = 0, 16
 local FIELDS = {
   account = { daily_cap = true, allow = true, balance_cap = true },
@@ -51,12 +53,8 @@ if entity == 'account' then
   if a[3] then e[#e + 1] = 'balance_cap'; e[#e + 1] = a[3] end
 else
   v = redis.call('HINCRBY', KEYS[1], 'v', 1)
-  local a = redis.call('HMGET', KEYS[1], 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
-  e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
-    'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
-  if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
-  if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
-  if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
+  append_agent_entry(KEYS[1], KEYS[2], acct, agent_id, v, now)
+  return {S_OK, v}
 end
 redis.call('XADD', KEYS[2], '*', unpack(e))
 return {S_OK, v}

@@ -1,0 +1,14 @@
+-- The agent's whole row as an `agent` outbox entry of version v: the Postgres projection keeps the
+-- highest version it has seen, so redelivered or late entries never roll it back. Spliced in by
+-- `--@include agent-entry` wherever an agent changes (create-agent-3, agent-state-2, set-policy-2,
+-- the breaker trip of debit-13). Returns the row read, {token, name, state, created, ...}.
+local function append_agent_entry(agent_key, outbox_key, acct, agent_id, v, now)
+  local a = redis.call('HMGET', agent_key, 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max')
+  local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
+    'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
+  if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
+  if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
+  if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
+  redis.call('XADD', outbox_key, '*', unpack(e))
+  return a
+end
