@@ -6,10 +6,19 @@ import { bearer } from '@elysiajs/bearer'
 import type { Server } from 'bun'
 import type { Services } from './services'
 import type { Admitted } from './auth/guard'
+import type { Principal } from './auth/principal'
 
 export const bearerAuth = bearer({ extract: { header: 'Bearer', query: '', body: '' } })
 
 type MaybeServer = Server<unknown> | null | undefined
+
+/** The part of an Elysia route context that admission reads (and whose headers it sets). */
+export interface RouteContext {
+  bearer: string | undefined
+  request: Request
+  server: MaybeServer
+  set: { headers: Record<string, string | number> }
+}
 
 export interface Http {
   ip(request: Request, server: MaybeServer): string
@@ -19,6 +28,10 @@ export interface Http {
   member(bearer: string | undefined, request: Request, server: MaybeServer): Promise<Admitted>
   /** Owner token only (agent → FORBIDDEN). */
   operator(bearer: string | undefined, request: Request, server: MaybeServer): Promise<Admitted>
+  /** `member` for a route: admits the request, puts its rate headers on the answer. */
+  memberIn(c: RouteContext): Promise<Principal>
+  /** `operator` for a route: admits the request, puts its rate headers on the answer. */
+  operatorIn(c: RouteContext): Promise<Principal>
 }
 
 export function http(s: Services): Http {
@@ -28,5 +41,12 @@ export function http(s: Services): Http {
     anonymous: (request, server, bearer) => s.guard.admitAny(bearer, ip(request, server)),
     member: (bearer, request, server) => s.guard.admit(bearer, ip(request, server)),
     operator: (bearer, request, server) => s.guard.admitOperator(bearer, ip(request, server)),
+    memberIn: async (c) => withHeaders(c, await s.guard.admit(c.bearer, ip(c.request, c.server))),
+    operatorIn: async (c) => withHeaders(c, await s.guard.admitOperator(c.bearer, ip(c.request, c.server))),
   }
+}
+
+function withHeaders(c: RouteContext, a: Admitted): Principal {
+  Object.assign(c.set.headers, a.headers)
+  return a.principal
 }

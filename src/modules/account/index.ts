@@ -9,18 +9,17 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .get(
       '/v1/balance',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
         return balanceOf(s, principal.accountId)
       },
       { response: { 200: BalanceResponse }, detail: { summary: 'Balance, caps and top-up links' } },
     )
     .get(
       '/v1/activity',
-      async ({ bearer, request, server, set, query }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
+        const { query } = c
         return activityOf(s, principal.accountId, query.limit, query.cursor)
       },
       { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: 'Recent calls (metadata only) and the balance' } },

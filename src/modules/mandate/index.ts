@@ -11,18 +11,17 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .get(
       '/v1/mandate',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
         return getMandate(s, principal.accountId)
       },
       { response: { 200: MandateResponse }, detail: { summary: 'The auto-refill mandate: limits, card, this month’s refills, enable_url' } },
     )
     .put(
       '/v1/mandate',
-      async ({ bearer, request, server, set, body }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { body } = c
         return updateMandate(s, principal.accountId, body)
       },
       {
@@ -35,18 +34,17 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     )
     .delete(
       '/v1/mandate',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
         return forgetMandate(s, principal.accountId)
       },
       { response: { 200: MandateResponse }, detail: { summary: 'Operator: disable auto-refill and forget the card (here and at the processor)' } },
     )
     .post(
       '/v1/topup',
-      async ({ bearer, request, server, set, body }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
+        const { body } = c
         return topup(s, principal.accountId, body?.amount)
       },
       {

@@ -10,9 +10,9 @@ export const operatorRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .post(
       '/v1/operator/link',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { set } = c
         set.status = 201
         return operatorLink(s, principal.accountId)
       },

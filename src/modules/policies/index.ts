@@ -10,18 +10,17 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .get(
       '/v1/policies',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
         return policiesOf(s.ctx, principal)
       },
       { response: { 200: Policies }, detail: { summary: 'Caps and allowlists of the account and its agents (an agent token sees its own)' } },
     )
     .put(
       '/v1/policies',
-      async ({ bearer, request, server, set, body }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { body } = c
         return putPolicies(s.ctx, principal.accountId, body)
       },
       {

@@ -11,9 +11,9 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .post(
       '/v1/support',
-      async ({ bearer, request, server, set, body }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
+        const { set, body } = c
         set.status = 201
         return fileProblem(s, principal, body)
       },
@@ -21,9 +21,9 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
     )
     .get(
       '/v1/support/:id',
-      async ({ bearer, request, server, set, params }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
+        const { params } = c
         return problemView(s.db.db, params.id, principal.accountId)
       },
       { params: SupportParams, response: { 200: SupportProblem }, detail: { summary: 'A support problem of this account: status and updates' } },

@@ -29,9 +29,9 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
     .use(bearerAuth)
     .post(
       '/v1/keys/link',
-      async ({ bearer, body, request, server, set }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
+        const { body, set } = c
         const link = await requestLink(s, vault, principal.accountId, body.provider)
         set.status = 201
         return link
@@ -44,9 +44,8 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
     )
     .get(
       '/v1/keys',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.memberIn(c)
         vault.requireMaster()
         return { keys: await vault.list(principal.accountId) }
       },

@@ -11,9 +11,9 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     .use(bearerAuth)
     .put(
       '/v1/webhooks',
-      async ({ bearer, request, server, set, body }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { body } = c
         return putWebhook(s, principal.accountId, body)
       },
       {
@@ -25,9 +25,8 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     )
     .get(
       '/v1/webhooks',
-      async ({ bearer, request, server, set }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
         return getWebhook(s, principal.accountId)
       },
       { response: { 200: Webhook }, detail: { summary: "The account's webhook endpoint (never its secret)" } },
@@ -43,9 +42,9 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     )
     .get(
       '/v1/webhooks/deliveries',
-      async ({ bearer, request, server, set, query }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { query } = c
         return recentDeliveries(s, principal.accountId, pageLimit(query.limit))
       },
       {
@@ -56,9 +55,9 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     )
     .get(
       '/v1/events',
-      async ({ bearer, request, server, set, query }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
-        set.headers = headers
+      async (c) => {
+        const principal = await h.operatorIn(c)
+        const { query } = c
         return listEvents(s, principal.accountId, pageLimit(query.limit), query.cursor)
       },
       { query: EventsQuery, response: { 200: EventList }, detail: { summary: "The account's owner events, newest first (the same events webhooks and the chat receive)" } },
