@@ -6,10 +6,10 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type Redis from 'ioredis'
 import postgres from 'postgres'
 import { createRedis, masters, type RedisClient } from '../../src/redis/client'
 import { Keys } from '../../src/redis/keys'
+import { deleteKeys } from '../../test/helpers/harness'
 import { startChild, waitHttp, type Child } from './proc'
 
 export const ROOT = join(import.meta.dir, '..', '..')
@@ -164,14 +164,4 @@ export async function startService(o: {
       }
     },
   }
-}
-
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    cursor = next
-    // One UNLINK per key: a cluster node refuses a multi-key UNLINK across slots.
-    if (batch.length) await batch.reduce((p, k) => p.unlink(k), redis.pipeline()).exec()
-  } while (cursor !== '0')
 }

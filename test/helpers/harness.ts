@@ -162,13 +162,7 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
       body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body)
       headers['content-type'] ??= 'application/json'
     }
-    const res = await app.handle(new Request(`http://pab.test${path}`, { method, headers, body }))
-    const text = await res.text()
-    let parsed: unknown = text
-    try {
-      parsed = JSON.parse(text)
-    } catch {}
-    return { status: res.status, headers: res.headers, body: parsed, text }
+    return readResponse(await app.handle(new Request(`http://pab.test${path}`, { method, headers, body })))
   }
 
   return {
@@ -201,6 +195,16 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
 }
 
 /** Deletes the prefix's keys wherever the app kept them: its one Redis, or every cluster master. */
+/** A Response as the tests read it: status, headers, the text, and the JSON when it is JSON. */
+export async function readResponse(res: Response): Promise<TestResponse> {
+  const text = await res.text()
+  let parsed: unknown = text
+  try {
+    parsed = JSON.parse(text)
+  } catch {}
+  return { status: res.status, headers: res.headers, body: parsed, text }
+}
+
 export async function deleteAppKeys(cfg: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>, prefix: string): Promise<void> {
   const client = createRedis(cfg)
   try {

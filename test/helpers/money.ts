@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
 import { ledgerEntries } from '../../src/db/schema'
-import type { TestApp, TestResponse } from './harness'
+import { readResponse, type TestApp, type TestResponse } from './harness'
 
 export const GOOD_CARD = '4242424242424242'
 
@@ -21,22 +21,12 @@ export async function postForm(t: TestApp, path: string, fields: Record<string, 
   const res = await t.app.handle(
     new Request(`http://pab.test${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body }),
   )
-  const text = await res.text()
-  let parsed: unknown = text
-  try {
-    parsed = JSON.parse(text)
-  } catch {}
-  return { status: res.status, headers: res.headers, body: parsed, text }
+  return readResponse(res)
 }
 
 export async function get(t: TestApp, path: string, headers: Record<string, string> = {}): Promise<TestResponse> {
   const res = await t.app.handle(new Request(`http://pab.test${path}`, { headers }))
-  const text = await res.text()
-  let parsed: unknown = text
-  try {
-    parsed = JSON.parse(text)
-  } catch {}
-  return { status: res.status, headers: res.headers, body: parsed, text }
+  return readResponse(res)
 }
 
 /** The account's consent page path (/mandate?ref=...), from GET /v1/mandate. */
