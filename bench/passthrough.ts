@@ -6,15 +6,16 @@
  * Two modes, one per bench: `buffered` (the paid-call bench: read the body, answer a whole body,
  * like /v1/call) and `streaming` (the proxy bench: both bodies piped, nothing buffered, like /proxy).
  *
- *   PORT=9002 UPSTREAM_URL=http://127.0.0.1:9001 [STREAMING=1] bun bench/passthrough.ts
+ *   PORT=9002 UPSTREAM_URL=http://127.0.0.1:9001 [STREAMING=1] [LEDGER_FLOOR_REDIS_URL=redis://…] bun bench/passthrough.ts
  */
-export function startPassthrough(port: number, upstream: string, mode: 'buffered' | 'streaming' = 'buffered') {
+export function startPassthrough(port: number, upstream: string, mode: 'buffered' | 'streaming' = 'buffered', floor?: LedgerFloor) {
   const base = upstream.replace(/\/$/, '')
   const streaming = mode === 'streaming'
   return Bun.serve({
     port,
     hostname: '127.0.0.1',
     async fetch(req) {
+      if (floor) await floor.before()
       const url = new URL(req.url)
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
       const res = await fetch(base + url.pathname + url.search, {
@@ -24,9 +25,35 @@ export function startPassthrough(port: number, upstream: string, mode: 'buffered
         ...(streaming ? { duplex: 'half' } : {}),
       } as RequestInit)
       const headers = { 'content-type': res.headers.get('content-type') ?? 'application/json' }
+      floor?.after()
       return new Response(streaming ? res.body : await res.text(), { status: res.status, headers })
     },
   })
+}
+
+/**
+ * The floor of any design where Redis is the ledger (the "ledger floor" row): the passthrough plus
+ * the two round trips every paid request needs at the least, a script before the upstream (the
+ * debit, awaited) and one after it (filing the outcome, not awaited, as the service files it),
+ * both no-op scripts on one key through the service's ioredis settings (auto-pipelined EVALSHA).
+ * No checks, no writes, no Postgres: whatever a real ledger does costs more than this.
+ */
+export interface LedgerFloor {
+  before(): Promise<unknown>
+  after(): void
+}
+
+export async function ledgerFloor(redisUrl: string): Promise<LedgerFloor> {
+  const Redis = (await import('ioredis')).default
+  const redis = new Redis(redisUrl, { enableAutoPipelining: true })
+  redis.defineCommand('floorNoop', { numberOfKeys: 1, lua: 'return 0' })
+  const run = redis as unknown as { floorNoop(key: string): Promise<unknown> }
+  const key = '{s:00}:bench:floor'
+  await run.floorNoop(key)
+  return {
+    before: () => run.floorNoop(key),
+    after: () => void run.floorNoop(key).catch(() => {}),
+  }
 }
 
 if (import.meta.main) {
@@ -36,6 +63,7 @@ if (import.meta.main) {
     process.exit(2)
   }
   const mode = process.env.STREAMING === '1' ? 'streaming' : 'buffered'
-  const server = startPassthrough(Number(process.env.PORT ?? 0), upstream, mode)
-  console.log(`${mode} passthrough listening on ${server.port} → ${upstream}`)
+  const floor = process.env.LEDGER_FLOOR_REDIS_URL ? await ledgerFloor(process.env.LEDGER_FLOOR_REDIS_URL) : undefined
+  const server = startPassthrough(Number(process.env.PORT ?? 0), upstream, mode, floor)
+  console.log(`${mode} passthrough${floor ? ' with the ledger floor' : ''} listening on ${server.port} → ${upstream}`)
 }

@@ -67,7 +67,7 @@ const running: { service: BenchService | null } = { service: null }
 
 async function main() {
   const loadBefore = loadAverage()
-  const ports = { up: freePort(), pass: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort() }
+  const ports = { up: freePort(), pass: freePort(), floor: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort() }
   const up = `http://127.0.0.1:${ports.up}`
   const child = (name: string, cmd: string[], env: Record<string, string> = {}) => {
     const c = startChild(name, cmd, env, join(OUT, `${name}.log`))
@@ -77,9 +77,15 @@ async function main() {
   Bun.spawnSync(['mkdir', '-p', OUT])
   const upstream = child('upstream', [BUN, join(ROOT, 'bench', 'proxy-upstream.ts')], { PORT: String(ports.up) })
   const pass = child('passthrough', [BUN, join(ROOT, 'bench', 'passthrough.ts')], { PORT: String(ports.pass), UPSTREAM_URL: up, STREAMING: '1' })
+  const floor = child('ledger-floor', [BUN, join(ROOT, 'bench', 'passthrough.ts')], {
+    PORT: String(ports.floor),
+    UPSTREAM_URL: up,
+    STREAMING: '1',
+    LEDGER_FLOOR_REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  })
   const pkNode = child('portkey-node', [Bun.which('node') ?? 'node', PORTKEY, `--port=${ports.pkNode}`, '--headless'])
   const pkBun = child('portkey-bun', [BUN, PORTKEY, `--port=${ports.pkBun}`, '--headless'])
-  for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
+  for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [floor, ports.floor], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
     await waitHttp(`http://127.0.0.1:${port}/`, c)
 
   const service = (running.service = await startService({
@@ -100,6 +106,7 @@ async function main() {
   const targets: Target[] = [
     { name: 'upstream direct', url: `${up}/v1/chat/completions`, headers: {}, pids: pidOf(upstream) },
     { name: 'bare Bun passthrough', url: `http://127.0.0.1:${ports.pass}/v1/chat/completions`, headers: {}, pids: pidOf(pass) },
+    { name: 'ledger floor', url: `http://127.0.0.1:${ports.floor}/v1/chat/completions`, headers: {}, pids: pidOf(floor) },
     { name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${acct.token}` }, pids: pidOf(service.child) },
     { name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
     { name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
@@ -191,7 +198,7 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
     '',
     `Run at ${new Date().toISOString()} on ${availableParallelism()} cores **shared with other engineers' work** (load average before: ${r.loadBefore}; after: ${r.loadAfter}).`,
     'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',
-    `Workloads: POST /v1/chat/completions with a small JSON answer, and with \`"stream": true\` a ${SSE_CHUNKS}-chunk SSE stream. "our proxy" is the full path: token, the debit script (governance and a ${PRICE}-credit debit), header policy, streamed relay with cap and key masking, refund/activity filing.`,
+    `Workloads: POST /v1/chat/completions with a small JSON answer, and with \`"stream": true\` a ${SSE_CHUNKS}-chunk SSE stream. "our proxy" is the full path: token, the debit script (governance and a ${PRICE}-credit debit), header policy, streamed relay with cap and key masking, refund/activity filing. "ledger floor" is the streaming passthrough plus the two Redis round trips a Redis-ledger proxy cannot do without (a no-op script awaited before the upstream, one after it), with no checks, no writes and no Postgres (bench/passthrough.ts).`,
     '',
     'CPU columns are % of one core during the measured row (the machine has 2). Redis and Postgres are shared with other work, so theirs include it.',
     '',
@@ -211,6 +218,8 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
   lines.push('', '| Ratio | JSON | SSE |', '|---|---:|---:|')
   const pk = (w: string) => (Number.isFinite(rps('Portkey (Node)', w)) ? rps('Portkey (Node)', w) : rps('Portkey (Bun)', w))
   lines.push(`| our proxy / bare passthrough (target ≥ 0.90) | ${ratio(rps('our proxy', 'json'), rps('bare Bun passthrough', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('bare Bun passthrough', 'sse'))} |`)
+  lines.push(`| ledger floor / bare passthrough (the most any Redis-ledger proxy can keep) | ${ratio(rps('ledger floor', 'json'), rps('bare Bun passthrough', 'json'))} | ${ratio(rps('ledger floor', 'sse'), rps('bare Bun passthrough', 'sse'))} |`)
+  lines.push(`| ledger floor / Portkey (Node where it works, else Bun) | ${ratio(rps('ledger floor', 'json'), pk('json'))} | ${ratio(rps('ledger floor', 'sse'), pk('sse'))} |`)
   lines.push(`| our proxy / Portkey on Node (target ≥ 10) | ${ratio(rps('our proxy', 'json'), rps('Portkey (Node)', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('Portkey (Node)', 'sse'))} |`)
   lines.push(`| our proxy / Portkey under Bun | ${ratio(rps('our proxy', 'json'), rps('Portkey (Bun)', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('Portkey (Bun)', 'sse'))} |`)
   lines.push(`| our proxy / Portkey (Node where it works, else Bun) | ${ratio(rps('our proxy', 'json'), pk('json'))} | ${ratio(rps('our proxy', 'sse'), pk('sse'))} |`)

@@ -36,8 +36,8 @@ const { values: opt } = parseArgs({
     'no-flusher': { type: 'boolean', default: false },
     /** The flusher as its own process beside an API with FLUSHER=0 (the scaled-out layout); its own section. */
     'flusher-process': { type: 'boolean', default: false },
-    /** Diagnosis only: a subset of the rows, comma-separated (direct,passthrough,paid); implies --no-write. */
-    rows: { type: 'string', default: 'direct,passthrough,paid' },
+    /** Diagnosis only: a subset of the rows, comma-separated (direct,passthrough,floor,paid); implies --no-write. */
+    rows: { type: 'string', default: 'direct,passthrough,floor,paid' },
     /** Every upstream answer waits this long (a realistic API); written as its own section. */
     'upstream-delay': { type: 'string', default: '0' },
   },
@@ -84,6 +84,16 @@ try {
   children.push(pass)
   const passUrl = `http://127.0.0.1:${passPort}`
   await waitHttp(passUrl, pass)
+  const floorPort = freePort()
+  const floor = startChild(
+    'ledger-floor',
+    [BUN, 'bench/passthrough.ts'],
+    { PORT: String(floorPort), UPSTREAM_URL: upstreamUrl, LEDGER_FLOOR_REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    join(OUT, 'ledger-floor.log'),
+  )
+  children.push(floor)
+  const floorUrl = `http://127.0.0.1:${floorPort}`
+  await waitHttp(floorUrl, floor)
   console.error('starting the service...')
   svc = await startService({ port: freePort(), upstreamUrl, outDir: OUT, pglite: opt.pglite!, profile: opt.profile!, flusher: !opt['no-flusher'], flusherProcess: opt['flusher-process'] })
   machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? (opt['flusher-process'] ? 'on, as its own process (`bun run flusher`) beside the API' : 'on') : '**off (diagnosis run)**'}, rate limit and caps opened wide`)
@@ -97,9 +107,10 @@ try {
   const targets = [
     { key: 'direct', name: 'upstream direct', url: `${upstreamUrl}/search`, hop: null as Child | null },
     { key: 'passthrough', name: 'passthrough', url: `${passUrl}/search`, hop: pass as Child | null },
+    { key: 'floor', name: 'ledger floor', url: `${floorUrl}/search`, hop: floor as Child | null },
     { key: 'paid', name: 'paid call', url: `${svc.url}/v1/call/${BENCH_SLUG}`, hop: svc.child as Child | null },
   ].filter((t) => wanted.has(t.key))
-  const allRows = targets.length === 3
+  const allRows = targets.length === 4
   const rows: Row[] = []
   let paidClientOk = 1 // the sanity call
   let paidRuns = 0

@@ -54,11 +54,13 @@ export function verdict(r: Report) {
   const paid = r.medians['paid call'] ?? none
   const pass = r.medians['passthrough'] ?? none
   const direct = r.medians['upstream direct'] ?? none
+  const floor = r.medians['ledger floor'] ?? none
   const paidRows = r.rows.filter((x) => x.name === 'paid call')
   const clean = r.rows.every((x) => x.load.non2xx === 0 && x.load.errors === 0 && x.load.timeouts === 0)
   const ratio = paid.reqPerSec / pass.reqPerSec
   return {
     ratio,
+    floorVsPass: floor.reqPerSec / pass.reqPerSec,
     paidVsDirect: paid.reqPerSec / direct.reqPerSec,
     passVsDirect: pass.reqPerSec / direct.reqPerSec,
     throughputMet: clean && ratio >= THROUGHPUT_TARGET,
@@ -120,7 +122,7 @@ export function render(r: Report): string {
     for (const [name, m] of Object.entries(r.medians)) L.push(`| ${name} | ${f0(m.reqPerSec)} | ${m.p50} | ${m.p99} |`)
     L.push('')
   }
-  L.push('Rows: **upstream direct** = the fake upstream (bench/fake-upstream.ts) alone; **passthrough** = a bare Bun `fetch` forwarder in front of it (bench/passthrough.ts), no ledger; **paid call** = `POST /v1/call/bench.search` with the owner bearer through the whole service (auth, params validation, debit-13, upstream with the house key, record-call-6, the flusher writing to Postgres). "hop" is the passthrough or the service process; "kernel irq" is interrupt and softirq time (loopback networking, charged to no process); "steal" is time the hypervisor gave to other guests; "others" is the rest of the machine\'s busy time (other engineers\' work, this bench\'s orchestrator). Redis and Postgres are shared, so their columns include others\' use too.', '')
+  L.push('Rows: **upstream direct** = the fake upstream (bench/fake-upstream.ts) alone; **passthrough** = a bare Bun `fetch` forwarder in front of it (bench/passthrough.ts), no ledger; **ledger floor** = the same forwarder plus the two Redis round trips any Redis-ledger design needs per paid request at the least (a no-op script awaited before the upstream, one after it, auto-pipelined EVALSHA through ioredis as the service sends them), with no checks, no writes and no Postgres; **paid call** = `POST /v1/call/bench.search` with the owner bearer through the whole service (auth, params validation, debit-13, upstream with the house key, record-call-6, the flusher writing to Postgres). "hop" is the passthrough or the service process; "kernel irq" is interrupt and softirq time (loopback networking, charged to no process); "steal" is time the hypervisor gave to other guests; "others" is the rest of the machine\'s busy time (other engineers\' work, this bench\'s orchestrator). Redis and Postgres are shared, so their columns include others\' use too.', '')
   L.push(
     'Reading it: every process of a row shares the same cores, so a row\'s throughput is bounded by the CPU its whole chain spends per request (last CPU column), not by the hop alone. ' +
       `At a fixed ${r.connections} connections the mean latency is about connections / throughput (Little\'s law), so the p99 target moves with the throughput one.`,
@@ -128,6 +130,10 @@ export function render(r: Report): string {
   )
   L.push('Ratios and targets:', '')
   L.push(`- paid call / passthrough throughput: **${f2(v.ratio)}** (target ≥ ${f2(THROUGHPUT_TARGET)}): ${met(v.throughputMet)}`)
+  if (Number.isFinite(v.floorVsPass))
+    L.push(
+      `- ledger floor / passthrough: **${f2(v.floorVsPass)}**: the most a ledger kept in Redis can keep on this machine, before it checks or writes anything${v.floorVsPass < THROUGHPUT_TARGET ? ' — already under the target' : ''}`,
+    )
   if (r.upstreamDelayMs > 0) {
     // With a slow upstream the p99 target cannot apply as written (the upstream alone takes longer);
     // what the ledger adds on top of the bare passthrough is the figure that matters here.
