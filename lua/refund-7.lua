@@ -15,11 +15,14 @@
   ARGV[2] call id
   ARGV[3] account id
   ARGV[4] reason (provider_5xx, timeout, network, too_large, ...)
+  ARGV[5] '' for a refund of the request's own failure; for the sweeper's refund of a cut-off call,
+          the "now" it swept at: the call is refunded only if its in-flight deadline is still at or
+          before it, so a lease renewed since the sweep read the set (src/ledger/leases.ts) wins
 
-  Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0}
+  Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND = 0, 15, 16
+local S_OK, S_ALREADY, S_NOT_FOUND, S_NOT_DUE = 0, 15, 16, 22
 
 local now = ARGV[1]
 local call_id = ARGV[2]
@@ -28,6 +31,10 @@ local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced',
 if not call[1] then return {S_NOT_FOUND, 0} end
 if call[1] ~= 'debited' then
   return {S_ALREADY, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
+end
+if ARGV[5] and ARGV[5] ~= '' then
+  local deadline = redis.call('ZSCORE', KEYS[7], ARGV[3] .. '|' .. call_id)
+  if deadline and tonumber(deadline) > tonumber(ARGV[5]) then return {S_NOT_DUE, 0} end
 end
 local price = tonumber(call[2])
 

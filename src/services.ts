@@ -9,6 +9,7 @@ import { TokenResolver } from './auth/principal'
 import { Guard } from './auth/guard'
 import type { LedgerContext } from './ledger/context'
 import { Flusher } from './ledger/flusher'
+import { InFlightLeases } from './ledger/leases'
 import { AbandonedCallSweeper } from './ledger/sweeper'
 import { Catalog } from './modules/catalog/service'
 import { createRedis } from './redis/client'
@@ -42,6 +43,8 @@ export interface Services {
   flusher: Flusher
   /** Refunds calls cut off by a crash (debited, never answered). */
   sweeper: AbandonedCallSweeper
+  /** Renews the in-flight deadline of long proxied streams, so the sweeper leaves them be. */
+  leases: InFlightLeases
   pauses: PauseWatcher
   log: Log
   /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
@@ -108,6 +111,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   }
   await pauses.refresh()
   const sweeper = new AbandonedCallSweeper(ctx, (e) => log.warn('sweep_failed', { error: e instanceof Error ? e.message : String(e) }))
+  const leases = new InFlightLeases(ctx, {}, (e) => log.warn('lease_renewal_failed', { error: e instanceof Error ? e.message : String(e) }))
   return {
     cfg,
     ctx,
@@ -116,6 +120,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     guard: new Guard(ctx, new TokenResolver(ctx)),
     flusher,
     sweeper,
+    leases,
     pauses,
     log,
     metrics,
@@ -129,6 +134,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     async close() {
       pauses.stop()
       sweeper.stop()
+      leases.stop()
       await refiller.stop()
       await deliveries.stop()
       await mailer.idle()

@@ -25,7 +25,8 @@ export interface DebitRequest {
   fingerprint?: string
   /**
    * How long the request may run before a debit that was neither recorded nor refunded counts as
-   * cut off (an API crash) and the sweeper refunds it. @default 30 minutes (long proxy streams)
+   * cut off (an API crash) and the sweeper refunds it. A proxied stream passes its lease here and
+   * keeps renewing it (leases.ts). @default 30 minutes
    */
   abandonAfterMs?: number
 }

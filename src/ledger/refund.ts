@@ -12,9 +12,21 @@ export interface RefundRequest {
   /** The HKT day of the debit, so the refund lowers that day's spend. */
   day: number
   reason: string
+  /**
+   * The sweeper's refund of a call it found past its deadline at this instant: applies only if the
+   * deadline was not moved since (a lease renewal), else `notDue`.
+   */
+  dueBy?: number
 }
 
-export async function refund(ctx: LedgerContext, r: RefundRequest): Promise<{ applied: boolean; balance: number }> {
+export interface RefundResult {
+  applied: boolean
+  balance: number
+  /** Only with `dueBy`: the call's lease was renewed, nothing was refunded. */
+  notDue: boolean
+}
+
+export async function refund(ctx: LedgerContext, r: RefundRequest): Promise<RefundResult> {
   const { keys } = ctx
   const reply = await ctx.scripts.refund(
     [
@@ -26,7 +38,7 @@ export async function refund(ctx: LedgerContext, r: RefundRequest): Promise<{ ap
       keys.outbox(keys.shardOf(r.accountId)),
       keys.inflight(keys.shardOf(r.accountId)),
     ],
-    [ctx.clock.now(), r.callId, r.accountId, r.reason],
+    [ctx.clock.now(), r.callId, r.accountId, r.reason, r.dueBy ?? ''],
   )
-  return { applied: reply[0] === S.OK, balance: Number(reply[1]) }
+  return { applied: reply[0] === S.OK, balance: Number(reply[1]), notDue: reply[0] === S.NOT_DUE }
 }

@@ -4,7 +4,9 @@
  * the call's Idempotency-Key would stay "in flight" for a day.
  *
  * Every debit puts its call into the shard's in-flight set (debit-13) and record-call-6 or
- * refund-7 takes it out, all in the same scripts, so the set is exact. Any number of instances may
+ * refund-7 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
+ * moving its deadline while it runs (leases.ts); refund-7 re-checks the deadline, so a renewal
+ * that lands between this sweep's read and its refund keeps the call alive. Any number of instances may
  * sweep at once: the refund applies at most once per call and the record is filed once.
  * errors / metrics: `stats()` counts refunded calls; failures are logged and retried next round.
  */
@@ -55,7 +57,9 @@ export class AbandonedCallSweeper {
         continue
       }
       const agentId = agent || null
-      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned' })
+      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now })
+      // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
+      if (r.notDue) continue
       await recordCall(
         this.ctx,
         accountId,

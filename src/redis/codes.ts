@@ -27,6 +27,8 @@ export enum ScriptStatus {
   LIMIT_REACHED = 20,
   /** The signup alarm refused this signup (signups are paused). */
   SIGNUPS_PAUSED = 21,
+  /** The sweeper's refund found the call's lease renewed: it is still being served. */
+  NOT_DUE = 22,
 
   // Money in (mandate, refills, top-ups, parked payments): a block of its own from 40, so that
   // codes added above in parallel never collide with these.
