@@ -23,27 +23,35 @@ import { parkedRoutes } from './modules/parked'
 import { webhookRoutes } from './modules/webhooks'
 import { operatorRoutes } from './modules/operator'
 import { buildOpenApi } from './openapi'
-import { instrument, observeRoutes, requestId } from './observe'
+import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
   const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
+  /** Whatever a handler or hook threw, as the ApiError the client gets. */
+  function apiErrorOf(code: string | number, error: unknown, request: Request): ApiError {
+    if (error instanceof ApiError) return error
+    if (code === 'VALIDATION') return validationError(error as ValidationError)
+    if (code === 'PARSE') return new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' })
+    if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' })
+    const id = requestId(request)
+    s.log.error('unhandled', { request_id: id, path: new URL(request.url).pathname, error: String(error) })
+    return new ApiError('INTERNAL', { request_id: id })
+  }
   const app = new Elysia()
     .use(observeRoutes())
     .onRequest(({ request }) => {
       const len = Number(request.headers.get('content-length') ?? '0')
-      if (len > s.cfg.MAX_BODY_BYTES)
+      if (len > s.cfg.MAX_BODY_BYTES) {
+        noteError(request, 'BAD_REQUEST')
         return new ApiError('BAD_REQUEST', { field: 'body', expected: `at most ${s.cfg.MAX_BODY_BYTES} bytes` }).toResponse(413)
+      }
     })
     .onError(({ code, error, request }) => {
-      if (error instanceof ApiError) return error.toResponse()
-      if (code === 'VALIDATION') return validationError(error as ValidationError).toResponse()
-      if (code === 'PARSE') return new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' }).toResponse()
-      if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' }).toResponse()
-      const id = requestId(request)
-      s.log.error('unhandled', { request_id: id, path: new URL(request.url).pathname, error: String(error) })
-      return new ApiError('INTERNAL', { request_id: id }).toResponse()
+      const err = apiErrorOf(code, error, request)
+      noteError(request, err.code)
+      return err.toResponse()
     })
     .use(metricsRoutes(s))
     .use(signupRoutes(s))

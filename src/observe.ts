@@ -11,7 +11,6 @@
  */
 import { Elysia } from 'elysia'
 import { randomId } from './auth/tokens'
-import { ApiError } from './errors'
 import type { Services } from './services'
 
 const ID_RE = /^[A-Za-z0-9._-]{1,64}$/
@@ -25,14 +24,24 @@ interface RequestInfo {
 
 const info = new WeakMap<Request, RequestInfo>()
 
+/**
+ * Notes the error code a request is answered with, for `pab_api_errors_total` and the log line.
+ * Called wherever an error is rendered (the app's onError, the body-size refusal before routing,
+ * the pages that answer their own errors), so every refusal counts, not only routed ones.
+ */
+export function noteError(request: Request, code: string): void {
+  const i = info.get(request)
+  if (i) i.code = code
+}
+
 /** The id of a request being answered (a fresh one for a Request that never went through the app). */
 export function requestId(request: Request): string {
   return info.get(request)?.id ?? randomId(8)
 }
 
 /**
- * Global hooks that note the matched route template and the error code of each request. `use` it
- * before the routes: Elysia applies a hook only to routes registered after it.
+ * Global hooks that note the matched route template of each request (and of a failed one, when it
+ * got that far). `use` it before the routes: Elysia applies a hook only to routes registered after it.
  */
 export const observeRoutes = () =>
   new Elysia({ name: 'observe-routes' })
@@ -40,11 +49,9 @@ export const observeRoutes = () =>
       const i = info.get(request)
       if (i) i.route = route
     })
-    .onError({ as: 'global' }, ({ request, route, error }) => {
+    .onError({ as: 'global' }, ({ request, route }) => {
       const i = info.get(request)
-      if (!i) return
-      i.route ??= route
-      if (error instanceof ApiError) i.code = error.code
+      if (i) i.route ??= route
     })
 
 interface Handles {

@@ -6,6 +6,7 @@
 import { randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import type { Log } from '../log'
+import { noteError } from '../observe'
 
 export const PAGE_HEADERS: Record<string, string> = {
   'content-type': 'text/html; charset=utf-8',
@@ -96,6 +97,7 @@ export async function pageAnswer(log: Log, request: Request, run: () => Promise<
       log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, error: String(e) })
       err = new ApiError('INTERNAL', { request_id: requestId })
     }
+    noteError(request, err.code)
     const res = wantsJson(request) ? err.toResponse() : errorPage(err)
     res.headers.set('cache-control', 'no-store')
     res.headers.set('referrer-policy', 'no-referrer')

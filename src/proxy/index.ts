@@ -3,7 +3,9 @@
  * (`GET /llms-full.txt`). The body is never parsed: it streams to the provider as it arrives.
  */
 import { Elysia } from 'elysia'
+import { ApiError } from '../errors'
 import { bearerAuth, http, type Http } from '../http'
+import { noteError } from '../observe'
 import type { Services } from '../services'
 import { ProviderKeys } from './keys'
 import { llmsFullText } from './llms'
@@ -35,8 +37,14 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
     .onRequest(({ request }) => {
       const raw = rawPathOf(request)
       if (typeof raw !== 'string' && !splitUrl(request.url).path.startsWith(PROXY_PREFIX)) return
-      // A refusal is thrown: the app's one onError renders it like any other error.
-      targets.set(request, resolve(request))
+      // A refusal is thrown and rendered by Elysia from the ApiError itself (the app's onError does not
+      // run for errors of onRequest hooks), so it is noted for the error counters here.
+      try {
+        targets.set(request, resolve(request))
+      } catch (e) {
+        if (e instanceof ApiError) noteError(request, e.code)
+        throw e
+      }
     })
     .use(bearerAuth)
     .get(PATH, handler, hook('GET'))

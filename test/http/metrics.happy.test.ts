@@ -61,6 +61,26 @@ describe('GET /metrics', () => {
     expect(after).toContain('pab_flush_failures_total')
   })
 
+  test('every refusal counts in pab_api_errors_total: before routing, by validation and by a page', async () => {
+    const before = await scrape()
+    const count = (text: string, code: string) => sample(text, 'pab_api_errors_total', { code })
+    // Refused before any route runs: an unknown proxy provider, and a declared body over the limit.
+    expect((await t.req('POST', '/proxy/nope/v1/chat/completions', { body: {} })).body).toMatchObject({ error: 'PROXY_UNKNOWN_PROVIDER' })
+    const pad = { email: 'x@example.com', pad: 'x'.repeat(1_100_000) }
+    const big = await t.req('POST', '/v1/signup', { body: pad, headers: { 'content-length': String(JSON.stringify(pad).length) } })
+    expect(big.status).toBe(413)
+    // A TypeBox validation failure, and an unknown route.
+    expect((await t.req('POST', '/v1/signup', { body: { email: 42 } })).body).toMatchObject({ error: 'BAD_REQUEST' })
+    expect((await t.req('GET', '/v1/nowhere')).body).toMatchObject({ error: 'NOT_FOUND' })
+    // A page that renders its own error (the vault link page, asked for JSON, on a deployment without a vault key).
+    expect((await t.req('GET', '/vault/nolink', { headers: { accept: 'application/json' } })).body).toMatchObject({ error: 'NOT_CONFIGURED' })
+    const after = await scrape()
+    expect(count(after, 'PROXY_UNKNOWN_PROVIDER') - count(before, 'PROXY_UNKNOWN_PROVIDER')).toBe(1)
+    expect(count(after, 'BAD_REQUEST') - count(before, 'BAD_REQUEST')).toBe(2)
+    expect(count(after, 'NOT_FOUND') - count(before, 'NOT_FOUND')).toBe(1)
+    expect(count(after, 'NOT_CONFIGURED') - count(before, 'NOT_CONFIGURED')).toBe(1)
+  })
+
   test('rate-limit rejections are counted by route', async () => {
     const before = sample(await scrape(), 'pab_rate_limit_rejections_total', { route: '/v1/balance' })
     const a = await t.signup()

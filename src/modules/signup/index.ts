@@ -7,6 +7,7 @@ import { SignupBody, SignupResponse, RotateResponse, RotateBody, RotateRequested
 import { rotateOwnerToken, signup } from './service'
 import { newTokenPage, recoveryErrorPage } from './pages'
 import { redeemRecovery, requestRecovery } from './recovery'
+import { noteError } from '../../observe'
 
 export const signupRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -54,6 +55,7 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
             return withHeaders(newTokenPage(email, token), rate)
           } catch (e) {
             if (!(e instanceof ApiError) || (e.code !== 'LINK_INVALID' && e.code !== 'LINK_USED')) throw e
+            noteError(request, e.code)
             if (wantsJson(request)) return new ApiError(e.code, { renew_via: 'POST /v1/token/rotate {"email"}' }).toResponse()
             return withHeaders(recoveryErrorPage(e), rate)
           }

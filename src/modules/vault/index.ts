@@ -6,6 +6,7 @@ import type { Services } from '../../services'
 import { CodeParams, KeyLinkBody, KeyLinkResponse, KeysResponse, ProviderParams } from './model'
 import { errorPage, formPage, storedPage } from './pages'
 import { deleteKey, openVault, requestLink, submitKey, viewLink } from './service'
+import { noteError } from '../../observe'
 
 export const vaultRoutes = (s: Services, h: Http = http(s)) => {
   const vault = openVault(s)
@@ -17,6 +18,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
       res = await run()
     } catch (e) {
       const err = e instanceof ApiError ? e : internal(s, e, request)
+      noteError(request, err.code)
       res = wantsJson(request) ? err.toResponse() : errorPage(err)
       for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v)
     }
