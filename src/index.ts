@@ -12,7 +12,7 @@ const services = await buildServices(cfg)
 installProcessGuard(services.log)
 services.metrics.withProcessMetrics()
 const app = createApp(services)
-// node:http, not app.listen: the proxy's path safety needs the raw request target (see listen.ts).
+// Bun.serve through listen.ts, not app.listen: the proxy's path safety needs the raw request target.
 await listen(app, { port: cfg.PORT, maxBodyBytes: cfg.MAX_BODY_BYTES })
 if (cfg.FLUSHER === '1') services.flusher.start()
 // Safe on every instance: deliveries are claimed with SKIP LOCKED, never sent twice.
