@@ -21,6 +21,8 @@
   ARGV[6] the answer to replay, JSON (with 'store')
   ARGV[7] how many recent calls the list keeps
   ARGV[8] account id
+  ARGV[9] seconds the call record is kept from now on: filed, it only guards against a resent
+          script (the debit gave it two days, for a refund that may still come)
 
   Returns {OK} | {ALREADY_APPLIED}
 ]]
@@ -36,6 +38,7 @@ redis.call('LPUSH', KEYS[1], record)
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[7]) - 1)
 -- Refunds run before the record is filed, so a call still 'debited' here kept its charge.
 if redis.call('HGET', KEYS[5], 'state') == 'debited' then redis.call('HSET', KEYS[5], 'state', 'settled') end
+redis.call('EXPIRE', KEYS[5], tonumber(ARGV[9]))
 if ARGV[4] == '1' then
   redis.call('HINCRBY', KEYS[2], 'organic_calls_routed', 1)
   redis.call('HINCRBY', KEYS[2], 'credits_honored', charged)

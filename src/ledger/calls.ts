@@ -3,7 +3,7 @@
  * public counters, and stored for Idempotency-Key replays.
  */
 import type { LedgerContext } from './context'
-import { RECENT_CALLS } from './context'
+import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './context'
 
 /** One activity entry (CONTRACT §5): metadata only, never payloads. */
 export interface CallRecord {
@@ -47,6 +47,7 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
       opt.replay ?? '',
       RECENT_CALLS,
       accountId,
+      SETTLED_CALL_TTL_S,
     ],
   )
 }

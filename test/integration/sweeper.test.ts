@@ -56,6 +56,23 @@ describe('the abandoned-call sweeper', () => {
     expect(left.filter((m) => m.startsWith(a.account_id))).toEqual([])
   })
 
+  test('a filed call keeps its record minutes, not days: Redis holds recent calls only', async () => {
+    const a = await t.signup()
+    const ok = await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
+    const failed = await t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })
+    const principal = await principalOf(a.token)
+    const open = await debit(t.s.ctx, { principal, target: 'test.echo', price: 5, unpriced: false })
+    if (open.kind !== 'debited') throw new Error(open.kind)
+    await Bun.sleep(20) // the call records are filed just after the answers
+    const ttl = (callId: string) => t.s.ctx.redis.ttl(t.s.ctx.keys.call(a.account_id, callId))
+    for (const filed of [ok.body.call_id, failed.body.call_id]) {
+      expect(await ttl(filed)).toBeGreaterThan(0)
+      expect(await ttl(filed)).toBeLessThanOrEqual(300)
+    }
+    // A call still in flight keeps two days: a refund may yet come for it.
+    expect(await ttl(open.callId)).toBeGreaterThan(86400)
+  })
+
   test('two sweepers racing: one refund, one activity record', async () => {
     const a = await t.signup()
     const principal = await principalOf(a.token)
