@@ -11,7 +11,7 @@ import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { applyReferralBonus } from '../ledger/accounts'
 import { recordCall, type CallRecord } from '../ledger/calls'
-import { debit } from '../ledger/debit'
+import { debit, type DebitOutcome } from '../ledger/debit'
 import { refund } from '../ledger/refund'
 import { paymentRequired } from '../modules/account/payment'
 import type { Services } from '../services'
@@ -44,136 +44,155 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   if (d.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const releaseLease = s.leases.hold(principal.accountId, d.callId)
   try {
-    const started = performance.now()
-    let httpStatus: number | null = null
-    let settled: Promise<number | null> | null = null
-    /** Files the request once; returns the balance after the refund when there was one. */
-    const settle = (outcome: Outcome): Promise<number | null> =>
-      (settled ??= (async () => {
-        releaseLease()
-        const refunded = REFUNDED.has(outcome)
-        const rec: CallRecord = {
-          call_id: d.callId,
-          slug,
-          agent_id: principal.agentId,
-          charged: price,
-          refunded,
-          outcome,
-          http_status: httpStatus,
-          latency_ms: Math.round(performance.now() - started),
-          at: new Date(d.at).toISOString(),
-        }
-        let balance: number | null = null
-        if (refunded) {
-          const r = await refund(s.ctx, { accountId: principal.accountId, agentId: principal.agentId, callId: d.callId, day: d.day, reason: outcome })
-          balance = r.balance
-        }
-        // Filing the metadata and the referral bonus never delay the bytes.
-        void recordCall(s.ctx, principal.accountId, rec).catch((e) => s.log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
-        if (outcome === 'ok' && d.referrerId)
-          void applyReferralBonus(s.ctx, principal.accountId, d.referrerId, d.callId).catch((e) =>
-            s.log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) }),
-          )
-        return balance
-      })())
-
-    const upstream = new AbortController()
-    const abortUpstream = () => upstream.abort()
-    // A client that goes away takes its upstream request with it.
-    if (request.signal.aborted) abortUpstream()
-    else request.signal.addEventListener('abort', abortUpstream, { once: true })
-
-    const method = request.method
-    const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
-    let res: Response
-    try {
-      res = await fetch(provider.base_url + target.path + target.query, {
-        method,
-        headers: upstreamHeaders(request.headers, provider, apiKey),
-        body: withBody ? countedBody(request, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n)) : undefined,
-        duplex: 'half',
-        redirect: 'manual',
-        signal: upstream.signal,
-        // Bytes pass through as sent; upstreamHeaders asks for identity encoding anyway.
-        decompress: false,
-      } as RequestInit)
-    } catch {
-      if (request.signal.aborted) {
-        await settle('client_closed')
-        return new Response(null, { status: 499 })
-      }
-      const balance = await settle('network')
-      throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: null, balance })
-    }
-    httpStatus = res.status
-
-    // Redirects are not followed, and not handed to the client either: its SDK would follow the
-    // Location with our token in x-api-key to a host the catalog never named.
-    if (res.status >= 500 || (res.status >= 300 && res.status < 400 && res.headers.has('location'))) {
-      abortUpstream()
-      const balance = await settle('provider_error')
-      throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
-    }
-    const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
-    const declared = Number(res.headers.get('content-length') ?? '0')
-    if (declared > cap) {
-      abortUpstream()
-      const balance = await settle('too_large')
-      throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
-    }
-
-    const done: Outcome = res.status >= 400 ? 'provider_4xx' : 'ok'
-    const headers = downstreamHeaders(res.headers, apiKey, {
-      'x-pab-call-id': d.callId,
-      'x-pab-charged': String(price),
-      'x-pab-balance': String(d.balance),
-    })
-    if (!res.body) {
-      void settle(done)
-      return new Response(null, { status: res.status, headers })
-    }
-    // The first chunk is read before answering, so that a body which fails or is already over the cap
-    // before any byte could reach the client still gets an error status rather than a cut 200.
-    const reader = res.body.getReader()
-    let first: Awaited<ReturnType<typeof reader.read>>
-    try {
-      first = await reader.read()
-    } catch {
-      if (request.signal.aborted) {
-        await settle('client_closed')
-        return new Response(null, { status: 499 })
-      }
-      const balance = await settle('provider_error')
-      throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
-    }
-    if (first.done) {
-      void settle(done)
-      return new Response(null, { status: res.status, headers })
-    }
-    if (first.value.byteLength > cap) {
-      abortUpstream()
-      const balance = await settle('too_large')
-      throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
-    }
-    const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
-    const body = relay(reader, first.value, {
-      cap,
-      // A content-encoded body (an upstream that ignored identity) cannot be scanned; it passes as is.
-      apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,
-      abortUpstream,
-      clientGone: () => request.signal.aborted,
-      onEnd: (how, bytes) => {
-        s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, bytes)
-        return settle(ends[how])
-      },
-    })
-    return new Response(body, { status: res.status, headers })
+    return await relayDebited(s, request, { target, principal, apiKey, price, slug, debit: d, releaseLease })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
     releaseLease()
     throw e
   }
+}
+
+/** A proxied request past its debit: what the relay needs to forward it and settle it once. */
+interface Debited {
+  target: ProxyTarget
+  principal: Principal
+  apiKey: string
+  price: number
+  slug: string
+  debit: Extract<DebitOutcome, { kind: 'debited' }>
+  /** Stops renewing the call's in-flight lease (leases.ts): called when the request settles. */
+  releaseLease: () => void
+}
+
+/** Forwards a debited request and settles it: refund on provider failure or the cap, file the call. */
+async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
+  const { target, principal, apiKey, price, slug, debit: d, releaseLease } = x
+  const { provider } = target
+  const started = performance.now()
+  let httpStatus: number | null = null
+  let settled: Promise<number | null> | null = null
+  /** Files the request once; returns the balance after the refund when there was one. */
+  const settle = (outcome: Outcome): Promise<number | null> =>
+    (settled ??= (async () => {
+      releaseLease()
+      const refunded = REFUNDED.has(outcome)
+      const rec: CallRecord = {
+        call_id: d.callId,
+        slug,
+        agent_id: principal.agentId,
+        charged: price,
+        refunded,
+        outcome,
+        http_status: httpStatus,
+        latency_ms: Math.round(performance.now() - started),
+        at: new Date(d.at).toISOString(),
+      }
+      let balance: number | null = null
+      if (refunded) {
+        const r = await refund(s.ctx, { accountId: principal.accountId, agentId: principal.agentId, callId: d.callId, day: d.day, reason: outcome })
+        balance = r.balance
+      }
+      // Filing the metadata and the referral bonus never delay the bytes.
+      void recordCall(s.ctx, principal.accountId, rec).catch((e) => s.log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
+      if (outcome === 'ok' && d.referrerId)
+        void applyReferralBonus(s.ctx, principal.accountId, d.referrerId, d.callId).catch((e) =>
+          s.log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) }),
+        )
+      return balance
+    })())
+
+  const upstream = new AbortController()
+  const abortUpstream = () => upstream.abort()
+  // A client that goes away takes its upstream request with it.
+  if (request.signal.aborted) abortUpstream()
+  else request.signal.addEventListener('abort', abortUpstream, { once: true })
+
+  const method = request.method
+  const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
+  let res: Response
+  try {
+    res = await fetch(provider.base_url + target.path + target.query, {
+      method,
+      headers: upstreamHeaders(request.headers, provider, apiKey),
+      body: withBody ? countedBody(request, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n)) : undefined,
+      duplex: 'half',
+      redirect: 'manual',
+      signal: upstream.signal,
+      // Bytes pass through as sent; upstreamHeaders asks for identity encoding anyway.
+      decompress: false,
+    } as RequestInit)
+  } catch {
+    if (request.signal.aborted) {
+      await settle('client_closed')
+      return new Response(null, { status: 499 })
+    }
+    const balance = await settle('network')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: null, balance })
+  }
+  httpStatus = res.status
+
+  // Redirects are not followed, and not handed to the client either: its SDK would follow the
+  // Location with our token in x-api-key to a host the catalog never named.
+  if (res.status >= 500 || (res.status >= 300 && res.status < 400 && res.headers.has('location'))) {
+    abortUpstream()
+    const balance = await settle('provider_error')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+  }
+  const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
+  const declared = Number(res.headers.get('content-length') ?? '0')
+  if (declared > cap) {
+    abortUpstream()
+    const balance = await settle('too_large')
+    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+  }
+
+  const done: Outcome = res.status >= 400 ? 'provider_4xx' : 'ok'
+  const headers = downstreamHeaders(res.headers, apiKey, {
+    'x-pab-call-id': d.callId,
+    'x-pab-charged': String(price),
+    'x-pab-balance': String(d.balance),
+  })
+  if (!res.body) {
+    void settle(done)
+    return new Response(null, { status: res.status, headers })
+  }
+  // The first chunk is read before answering, so that a body which fails or is already over the cap
+  // before any byte could reach the client still gets an error status rather than a cut 200.
+  const reader = res.body.getReader()
+  let first: Awaited<ReturnType<typeof reader.read>>
+  try {
+    first = await reader.read()
+  } catch {
+    if (request.signal.aborted) {
+      await settle('client_closed')
+      return new Response(null, { status: 499 })
+    }
+    const balance = await settle('provider_error')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+  }
+  if (first.done) {
+    void settle(done)
+    return new Response(null, { status: res.status, headers })
+  }
+  if (first.value.byteLength > cap) {
+    abortUpstream()
+    const balance = await settle('too_large')
+    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+  }
+  const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
+  const body = relay(reader, first.value, {
+    cap,
+    // A content-encoded body (an upstream that ignored identity) cannot be scanned; it passes as is.
+    apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,
+    abortUpstream,
+    clientGone: () => request.signal.aborted,
+    onEnd: (how, bytes) => {
+      s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, bytes)
+      return settle(ends[how])
+    },
+  })
+  return new Response(body, { status: res.status, headers })
 }
 
 /** Our token in `Authorization: Bearer` (OpenAI-style SDKs) or `x-api-key` (Anthropic's SDK). */
