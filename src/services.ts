@@ -27,6 +27,7 @@ import { Refiller } from './modules/mandate/refill'
 import { DeliveryWorker } from './events/deliveries'
 import { notifyCapabilityPaused } from './events/capability-paused'
 import { BotApi } from './telegram/botapi'
+import { Health } from './health'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -47,6 +48,8 @@ export interface Services {
   leases: InFlightLeases
   pauses: PauseWatcher
   log: Log
+  /** Reasons /status reports as `degraded` (held by parts of the process, or probed). */
+  health: Health
   /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
   metrics: Metrics
   vaultedKey: KeyLookup
@@ -123,6 +126,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     leases,
     pauses,
     log,
+    health: new Health(),
     metrics,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
     payments,

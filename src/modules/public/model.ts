@@ -2,6 +2,7 @@ import { Type as T } from '@sinclair/typebox'
 
 export const StatusResponse = T.Object({
   status: T.Union([T.Literal('ok'), T.Literal('degraded')]),
+  degraded: T.Array(T.Object({ reason: T.String(), detail: T.String() }), { description: 'Why the status is degraded (empty when ok)' }),
   version: T.String(),
   redis: T.Union([T.Literal('ok'), T.Literal('down')]),
   postgres: T.Union([T.Literal('ok'), T.Literal('down')]),

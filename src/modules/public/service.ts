@@ -10,15 +10,17 @@ const withTimeout = <T>(p: Promise<T>, ms: number) =>
 
 export async function serviceStatus(s: Services) {
   const { redis, keys } = s.ctx
-  const [redisOk, pgOk, lag, signupsPaused] = await Promise.all([
+  const [redisOk, pgOk, lag, signupsPaused, reasons] = await Promise.all([
     withTimeout(redis.ping(), 1000).then(() => true, () => false),
     withTimeout(s.db.db.execute(sql`select 1`), 1000).then(() => true, () => false),
     withTimeout(s.flusher.lag(), 1000).catch(() => ({ entries: -1, oldest_ms: -1 })),
     withTimeout(redis.exists(keys.signupsPaused()), 1000).catch(() => 0),
+    withTimeout(s.health.reasons(), 1000).catch(() => []),
   ])
   const states = s.catalog.byState()
   return {
-    status: redisOk && pgOk ? ('ok' as const) : ('degraded' as const),
+    status: redisOk && pgOk && reasons.length === 0 ? ('ok' as const) : ('degraded' as const),
+    degraded: reasons,
     version: VERSION,
     redis: redisOk ? ('ok' as const) : ('down' as const),
     postgres: pgOk ? ('ok' as const) : ('down' as const),
