@@ -90,6 +90,36 @@ describe('invalid links', () => {
   })
 })
 
+describe('the link is judged before the pasted key', () => {
+  test('malformed, unknown or expired link with a bad key → LINK_INVALID, page and JSON', async () => {
+    const a = await t.signup()
+    const expired = await newLink(t, a.token)
+    t.clock.advance(600_001)
+    for (const code of ['not-a-code', randomBytes(32).toString('base64url'), expired]) {
+      for (const bad of ['', 'has a space']) {
+        const api = await submitForm(t, code, bad, json)
+        expect([code, api.status, api.body.error]).toEqual([code, 400, 'LINK_INVALID'])
+        const page = await submitForm(t, code, bad)
+        expect(page.status).toBe(400)
+        expect(page.text).toContain('LINK_INVALID')
+      }
+      const plain = await t.req('POST', `/vault/${code}`, { body: 'x', headers: { 'content-type': 'text/plain', ...json } })
+      expect(plain.body.error).toBe('LINK_INVALID')
+    }
+  })
+
+  test('a used link with a bad key → LINK_USED (409), page and JSON', async () => {
+    const a = await t.signup()
+    const code = await newLink(t, a.token)
+    expect((await submitForm(t, code, 'sk-used-once-USED')).status).toBe(200)
+    const api = await submitForm(t, code, 'short', json)
+    expect([api.status, api.body.error]).toEqual([409, 'LINK_USED'])
+    const page = await submitForm(t, code, '')
+    expect(page.status).toBe(409)
+    expect(page.text).toContain('LINK_USED')
+  })
+})
+
 describe('single use', () => {
   test('after a store the link answers LINK_USED (409) on reload and on resubmit', async () => {
     const a = await t.signup()

@@ -78,7 +78,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
       ({ params, request, server }) =>
         pageAnswer(request, async () => {
           const rate = await h.anonymous(request, server)
-          const stored = await submitKey(s, vault, params.code, await readKey(request))
+          const stored = await submitKey(s, vault, params.code, () => readKey(request))
           const res = wantsJson(request)
             ? Response.json({ provider: stored.provider, last4: stored.last4, created_at: stored.created_at }, { headers: { 'cache-control': 'no-store' } })
             : storedPage(stored)

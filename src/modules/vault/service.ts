@@ -37,8 +37,14 @@ export async function viewLink(s: Services, vault: KeyVault, code: string): Prom
   return { provider: target.provider, email: await emailOf(s, target.accountId), expiresAt: target.expiresAt }
 }
 
-export async function submitKey(s: Services, vault: KeyVault, code: string, rawKey: unknown): Promise<KeySummary & { email: string }> {
+/**
+ * `readKey` runs only once the link is known good: a dead link answers LINK_INVALID / LINK_USED
+ * whatever was pasted, so the holder learns to ask for a new link rather than fix a key.
+ */
+export async function submitKey(s: Services, vault: KeyVault, code: string, readKey: () => Promise<unknown>): Promise<KeySummary & { email: string }> {
   vault.requireMaster()
+  await inspectLink(s.ctx, code)
+  const rawKey = await readKey()
   const key = typeof rawKey === 'string' ? rawKey.trim() : ''
   // Checked before the claim: a typo must not burn the link.
   if (!KEY_RE.test(key)) throw new ApiError('BAD_REQUEST', { field: 'key', expected: 'the provider key: 8 to 4096 printable characters without spaces' })
