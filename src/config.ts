@@ -85,6 +85,11 @@ export const ConfigSchema = T.Object({
   WEBHOOKS_ALLOW_INSECURE_LOOPBACK: T.Union([T.Literal('0'), T.Literal('1')], { default: '0' }),
   /** How often the event delivery worker looks for due webhook and chat deliveries, ms. @default 1000 */
   EVENT_POLL_MS: Int(1000, 10),
+  /**
+   * The built-in demo provider (`demo.echo`, `demo.flaky`, served by this service under /demo/):
+   * `auto` turns it on only when BASE_URL is loopback (a local quick start), `on`/`off` force it. @default auto
+   */
+  DEMO_PROVIDER: T.Union([T.Literal('auto'), T.Literal('on'), T.Literal('off')], { default: 'auto' }),
 })
 
 export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }

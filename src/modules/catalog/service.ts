@@ -21,6 +21,8 @@ export interface Provider extends ProviderSpec {
 
 export interface Capability extends CapabilitySpec {
   validate: ValidateFunction
+  /** From the built-in demo provider (DEMO_PROVIDER), not from the catalog file: listed as demo. */
+  demo: boolean
 }
 
 export type CapabilityState = 'live' | 'paused' | 'unavailable'
@@ -32,7 +34,8 @@ export class Catalog {
   readonly capabilities = new Map<string, Capability>()
   private paused = new Set<string>()
 
-  constructor(file: CatalogFile, env: Record<string, string | undefined>) {
+  /** `demo`: the built-in demo provider's entries, added after the file's and marked demo. */
+  constructor(file: CatalogFile, env: Record<string, string | undefined>, demo?: CatalogFile) {
     const ajv = new Ajv({ allErrors: false, strict: false })
     for (const [id, spec] of Object.entries(file.providers)) {
       const override = env[`PROVIDER_${id.toUpperCase().replace(/-/g, '_')}_BASE_URL`]
@@ -43,20 +46,28 @@ export class Catalog {
         houseKey: spec.key_env ? env[spec.key_env] || null : null,
       })
     }
-    file.capabilities.forEach((cap, i) => {
-      if (!this.providers.has(cap.provider)) throw new CatalogError(`/capabilities/${i}/provider: unknown provider "${cap.provider}"`)
-      if (this.capabilities.has(cap.slug)) throw new CatalogError(`/capabilities/${i}/slug: duplicate slug "${cap.slug}"`)
+    for (const [id, spec] of Object.entries(demo?.providers ?? {})) {
+      if (this.providers.has(id)) throw new CatalogError(`/providers/${id}: the id is taken by the built-in demo provider (set DEMO_PROVIDER=off)`)
+      // The demo provider is this service itself and takes no key; a marker keeps its house lane live.
+      this.providers.set(id, { ...spec, id, base_url: spec.base_url.replace(/\/$/, ''), houseKey: 'demo' })
+    }
+    const add = (where: string, isDemo: boolean) => (cap: CapabilitySpec, i: number) => {
+      if (!this.providers.has(cap.provider)) throw new CatalogError(`${where}/${i}/provider: unknown provider "${cap.provider}"`)
+      if (this.capabilities.has(cap.slug)) throw new CatalogError(`${where}/${i}/slug: duplicate slug "${cap.slug}"`)
       let validate: ValidateFunction
       try {
         validate = ajv.compile(cap.params)
       } catch (e) {
-        throw new CatalogError(`/capabilities/${i}/params: not a valid JSON Schema (${(e as Error).message})`)
+        throw new CatalogError(`${where}/${i}/params: not a valid JSON Schema (${(e as Error).message})`)
       }
-      this.capabilities.set(cap.slug, { ...cap, validate })
-    })
+      this.capabilities.set(cap.slug, { ...cap, validate, demo: isDemo })
+    }
+    file.capabilities.forEach(add('/capabilities', false))
+    demo?.capabilities.forEach(add('demo /capabilities', true))
   }
 
-  static load(path: string | undefined, env: Record<string, string | undefined>): Catalog {
+  /** `demo`: the built-in demo provider's catalog (validated like a file), or undefined when it is off. */
+  static load(path: string | undefined, env: Record<string, string | undefined>, demo?: unknown): Catalog {
     const file = path ?? DEFAULT_CATALOG
     let raw: unknown
     try {
@@ -64,10 +75,7 @@ export class Catalog {
     } catch (e) {
       throw new CatalogError(`${file}: ${(e as Error).message}`)
     }
-    const withDefaults = Value.Default(CatalogFileSchema, raw)
-    const err = Value.Errors(CatalogFileSchema, withDefaults).First()
-    if (err) throw new CatalogError(`${file}: ${err.path || '/'}: ${err.message}`)
-    return new Catalog(withDefaults as CatalogFile, env)
+    return new Catalog(validFile(file, raw), env, demo === undefined ? undefined : validFile('demo provider', demo))
   }
 
   state(cap: Capability): CapabilityState {
@@ -125,6 +133,18 @@ export class Catalog {
     for (const cap of this.capabilities.values()) out[this.state(cap)].push(cap.slug)
     return out
   }
+
+  /** Slugs of the built-in demo provider (empty when DEMO_PROVIDER leaves it off). */
+  demoSlugs(): string[] {
+    return [...this.capabilities.values()].filter((c) => c.demo).map((c) => c.slug)
+  }
+}
+
+function validFile(name: string, raw: unknown): CatalogFile {
+  const withDefaults = Value.Default(CatalogFileSchema, raw)
+  const err = Value.Errors(CatalogFileSchema, withDefaults).First()
+  if (err) throw new CatalogError(`${name}: ${err.path || '/'}: ${err.message}`)
+  return withDefaults as CatalogFile
 }
 
 function paramsError(e: ErrorObject | undefined): ApiError {
