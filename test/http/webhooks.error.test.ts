@@ -93,3 +93,14 @@ describe('/v1/webhooks refusals', () => {
     expect((await t.req('PUT', '/v1/webhooks', { token: 'sk_' + 'x'.repeat(43), body: { url: 'https://example.com/h' } })).status).toBe(401)
   })
 })
+
+describe('/v1/events cursor', () => {
+  const b64 = (s: string) => Buffer.from(s).toString('base64url')
+  test('garbage, a date out of range, a NUL in the id → BAD_REQUEST naming cursor, never a 5xx', async () => {
+    const owner = await t.signup()
+    for (const cursor of ['garbage', 'zzz', b64('99999999999999999999|evt_x'), b64('1e300|evt_x'), b64('-1e17|evt_x'), b64('1|evt_\u0000x'), b64('|evt_x'), b64('1|')]) {
+      const r = await t.req('GET', `/v1/events?cursor=${encodeURIComponent(cursor)}`, { token: owner.token })
+      expect([cursor, r.status, r.body.error, r.body.field]).toEqual([cursor, 400, 'BAD_REQUEST', 'cursor'])
+    }
+  })
+})

@@ -85,14 +85,24 @@ export async function recentDeliveries(s: Services, acct: string, limit: number)
   }
 }
 
+/**
+ * A cursor is `base64url(<epoch ms>|<event id>)`. Anything else — a forged or truncated one, a date
+ * past what Date holds, an id Postgres text cannot carry (NUL) — is the caller's BAD_REQUEST, not a
+ * query that fails as a 500.
+ */
+function decodeEventCursor(cursor: string): { at: Date; id: string } {
+  const decoded = Buffer.from(cursor, 'base64url').toString()
+  const bar = decoded.indexOf('|')
+  const [ms, id] = bar < 0 ? [decoded, ''] : [decoded.slice(0, bar), decoded.slice(bar + 1)]
+  const at = new Date(Number(ms))
+  if (!/^\d{1,15}$/.test(ms) || Number.isNaN(at.getTime()) || !id || !/^[\x21-\x7e]{1,200}$/.test(id))
+    throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
+  return { at, id }
+}
+
 /** The account's events, newest first; the cursor is the last event's (time, id). */
 export async function listEvents(s: Services, acct: string, limit: number, cursor?: string) {
-  let after: { at: Date; id: string } | null = null
-  if (cursor) {
-    const [ms, id] = Buffer.from(cursor, 'base64url').toString().split('|')
-    if (!id || !Number.isFinite(Number(ms))) throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
-    after = { at: new Date(Number(ms)), id }
-  }
+  const after = cursor ? decodeEventCursor(cursor) : null
   const rows = await s.db.db
     .select()
     .from(events)
