@@ -30,6 +30,12 @@ export const ConfigSchema = T.Object({
   VAULT_MASTER_KEY: T.Optional(T.String()),
   /** `sandbox` (development only) or `stripe`. @default sandbox */
   PAYMENTS: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { default: 'sandbox' }),
+  /**
+   * `1` lets sandbox payments run on a BASE_URL that is not loopback (a shared staging host). The
+   * sandbox credits any balance for the public test card, so a public deployment refuses to boot
+   * in sandbox mode without this opt-in. @default 0
+   */
+  PAYMENTS_SANDBOX_PUBLIC: T.Union([T.Literal('0'), T.Literal('1')], { default: '0' }),
   STRIPE_SECRET_KEY: T.Optional(T.String()),
   STRIPE_WEBHOOK_SECRET: T.Optional(T.String()),
   STRIPE_API_BASE: T.Optional(T.String()),
@@ -55,6 +61,8 @@ export const ConfigSchema = T.Object({
   SMTP_URL: T.Optional(T.String({ pattern: '^smtps?://' })),
   /** Where mail goes as `.eml` files when SMTP_URL is unset (tests point it at a temp dir). @default ./data/mail */
   MAIL_DIR: T.String({ default: './data/mail' }),
+  /** Referral bonuses one referrer earns per HKT day (the referred side always gets its own); past it the entry records the bonus as uncredited. @default 20 */
+  REFERRAL_BONUS_PER_DAY: Int(20),
   /** Credits per US dollar. @default 1000 */
   CREDITS_PER_USD: Int(1000, 1),
   /** Flusher batch size (outbox entries per shard per round). @default 500 */
@@ -112,7 +120,19 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError('invalid configuration:\n  VAULT_MASTER_KEY: expected 32 bytes, base64-encoded')
   if (cfg.PAYMENTS === 'stripe' && (!cfg.STRIPE_SECRET_KEY || !cfg.STRIPE_WEBHOOK_SECRET))
     throw new ConfigError('invalid configuration:\n  PAYMENTS=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET')
-  return { ...cfg, BASE_URL: (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '') }
+  const baseUrl = (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '')
+  if (cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1' && !isLoopback(baseUrl))
+    throw new ConfigError(
+      `invalid configuration:\n  PAYMENTS=sandbox on BASE_URL=${baseUrl}: the sandbox credits any balance for the public test card; ` +
+        'set PAYMENTS=stripe, or PAYMENTS_SANDBOX_PUBLIC=1 to run the sandbox on a non-loopback host anyway',
+    )
+  return { ...cfg, BASE_URL: baseUrl }
+}
+
+/** localhost, 127.0.0.0/8 or ::1: only this machine can reach the pages. */
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname
+  return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 }
 
 /** For the entry point: parse process.env or exit with the message. */

@@ -53,6 +53,7 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
     LOG: 'json',
     FAKE_HOUSE_KEY: 'house-secret-key',
     BASE_URL: 'http://pab.test',
+    PAYMENTS_SANDBOX_PUBLIC: '1',
     RATE_LIMIT_PER_IP: '100000000',
     RATE_LIMIT_PER_TOKEN: '100000000',
     SIGNUP_ALARM_PER_HOUR: '100000',

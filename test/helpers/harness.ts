@@ -133,6 +133,8 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     LOG: 'silent',
     FAKE_HOUSE_KEY: 'house-secret-key',
     BASE_URL: 'http://pab.test',
+    // pab.test is not loopback: the sandbox gateway needs the explicit opt-in.
+    PAYMENTS_SANDBOX_PUBLIC: '1',
     // Generous limits by default; the rate-limit tests set their own.
     RATE_LIMIT_PER_IP: '1000000',
     RATE_LIMIT_PER_TOKEN: '1000000',

@@ -8,6 +8,7 @@ export const StatusResponse = T.Object({
   postgres: T.Union([T.Literal('ok'), T.Literal('down')]),
   ledger_lag: T.Object({ entries: T.Integer(), oldest_ms: T.Integer() }),
   signups: T.Union([T.Literal('open'), T.Literal('paused')]),
+  payments: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { description: 'sandbox: development only, no money moves (test card pages)' }),
   paused: T.Array(T.String()),
   unavailable: T.Array(T.String()),
 })

@@ -26,6 +26,7 @@ export async function serviceStatus(s: Services) {
     postgres: pgOk ? ('ok' as const) : ('down' as const),
     ledger_lag: lag,
     signups: signupsPaused ? ('paused' as const) : ('open' as const),
+    payments: s.payments.mode,
     paused: states.paused,
     unavailable: states.unavailable,
   }
