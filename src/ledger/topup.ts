@@ -6,7 +6,7 @@
 import { randomId } from '../auth/tokens'
 import { hktDay, hktMonth } from '../clock'
 import { ScriptStatus as S } from '../redis/codes'
-import { shardOfAccount } from '../redis/keys'
+import { SHARDS, shardOfAccount } from '../redis/keys'
 import { DAY_KEY_TTL_S, type LedgerContext } from './context'
 
 /** How long a refill holds the account's refill lock: above the gateway's longest call (3 × 20 s). */
@@ -74,9 +74,10 @@ export function newParkedId(acct: string): string {
   return `pk_${String(shardOfAccount(acct)).padStart(2, '0')}_${randomId()}`
 }
 
+/** Null for an id no parked payment can have — a shard past the last one included — so callers answer NOT_FOUND. */
 export function shardOfParked(id: string): number | null {
   const m = /^pk_(\d{2})_[A-Za-z0-9_-]{10,64}$/.exec(id)
-  return m ? Number(m[1]) : null
+  return m && Number(m[1]) < SHARDS ? Number(m[1]) : null
 }
 
 export async function creditCharge(ctx: LedgerContext, c: CreditRequest): Promise<CreditOutcome> {

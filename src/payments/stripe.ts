@@ -9,6 +9,7 @@
  */
 import Stripe from 'stripe'
 import { CURRENCY } from './amounts'
+import { isAccountId } from '../redis/keys'
 import {
   WebhookSignatureError,
   type ChargeOutcome,
@@ -32,7 +33,6 @@ export interface StripeOptions {
   baseUrl: string
 }
 
-const ACCOUNT_RE = /^acc_\d{2}_[A-Za-z0-9_-]+$/
 const MONTH_RE = /^\d{4}-\d{2}$/
 
 function sdkConfig(apiBase: string | undefined): Stripe.StripeConfig {
@@ -95,7 +95,7 @@ export class StripeGateway implements PaymentGateway {
 
   private async completion(session: Stripe.Checkout.Session): Promise<ConsentCompletion | null> {
     const m = session.metadata ?? {}
-    if (session.mode !== 'setup' || session.status !== 'complete' || m.purpose !== 'mandate' || !ACCOUNT_RE.test(m.acct ?? '')) return null
+    if (session.mode !== 'setup' || session.status !== 'complete' || m.purpose !== 'mandate' || !isAccountId(m.acct ?? '')) return null
     const setupIntentId = idOf(session.setup_intent)
     const customerId = idOf(session.customer)
     if (!setupIntentId || !customerId) return null
@@ -195,7 +195,7 @@ export class StripeGateway implements PaymentGateway {
         const credits = Number(m.credits)
         const chargeId = idOf(session.payment_intent)
         if (session.mode !== 'payment' || session.payment_status !== 'paid' || m.purpose !== 'pack') return ignored
-        if (!ACCOUNT_RE.test(m.acct ?? '') || !Number.isSafeInteger(credits) || credits <= 0 || !chargeId) return ignored
+        if (!isAccountId(m.acct ?? '') || !Number.isSafeInteger(credits) || credits <= 0 || !chargeId) return ignored
         return { type: 'checkout_paid', eventId: event.id, accountId: m.acct!, credits, chargeId }
       }
       case 'payment_intent.succeeded': {
@@ -204,7 +204,7 @@ export class StripeGateway implements PaymentGateway {
         const pi = event.data.object
         const m = pi.metadata ?? {}
         const credits = Number(m.credits)
-        if ((m.purpose !== 'refill' && m.purpose !== 'topup') || !ACCOUNT_RE.test(m.acct ?? '') || !MONTH_RE.test(m.month ?? '')) return ignored
+        if ((m.purpose !== 'refill' && m.purpose !== 'topup') || !isAccountId(m.acct ?? '') || !MONTH_RE.test(m.month ?? '')) return ignored
         if (!Number.isSafeInteger(credits) || credits <= 0) return ignored
         return { type: 'charge_succeeded', eventId: event.id, accountId: m.acct!, credits, chargeId: pi.id, attemptId: m.attempt ?? '', month: m.month!, purpose: m.purpose }
       }

@@ -25,6 +25,16 @@ export function shardOfAccount(accountId: string): Shard {
   return tens * 10 + ones
 }
 
+/**
+ * For ids that arrive from outside (a founder's URL, a processor's metadata): true only for an
+ * account id whose shard exists, so a forged `acc_99_…` is refused as unknown instead of failing
+ * as a 500 when its keys are built.
+ */
+export function isAccountId(id: string): boolean {
+  const m = /^acc_(\d{2})_[A-Za-z0-9_-]{1,64}$/.exec(id)
+  return !!m && Number(m[1]) < SHARDS
+}
+
 const OWNER = '_owner'
 
 export class Keys {

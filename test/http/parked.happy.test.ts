@@ -80,6 +80,7 @@ describe('over-cap payments are parked for the founder', () => {
     expect((await t.req('POST', '/admin/parked/pk_03_AAAAAAAAAAAAAAAAAAAAAA/approve', { token: a.token })).status).toBe(403)
     const missing = await t.req('POST', '/admin/parked/pk_03_AAAAAAAAAAAAAAAAAAAAAA/approve', { token: ADMIN })
     expect(missing.status).toBe(404)
-    expect((await t.req('POST', '/admin/parked/nonsense/approve', { token: ADMIN })).status).toBe(400)
+    // A malformed id names no parked payment either (issue 12): NOT_FOUND, like an unknown one.
+    expect((await t.req('POST', '/admin/parked/nonsense/approve', { token: ADMIN })).status).toBe(404)
   })
 })

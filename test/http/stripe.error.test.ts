@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { redisBalance } from '../helpers/ledger'
 import { readMails } from '../helpers/money'
-import { consentStripe, startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
+import { consentStripe, deliver, startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
 
 const DECLINES = '4000000000000341'
 const NEEDS_AUTH = '4000002760003184'
@@ -102,5 +102,17 @@ describe('authentication_required', () => {
     expect(r.body.error).toBe('CONSENT_REQUIRED')
     expect(r.body.enable_url).toMatch(/\/mandate\?ref=mr_/)
     expect((await t.req('GET', '/v1/mandate', { token: acct.token })).body.enabled).toBe(false)
+  })
+})
+
+describe('a signed event naming no account', () => {
+  test('an account id past the last shard is ignored (200), not a 500 Stripe would retry for days', async () => {
+    const { t, stripe } = a
+    for (const acct of ['acc_99_abcdefghijkl', 'acc_16_abcdefghijkl']) {
+      const meta = { purpose: 'topup', acct, credits: '1000', month: '2025-01', attempt: 'x' }
+      const ev = await stripe.signedEvent('payment_intent.succeeded', { id: `pi_noacct_${acct}`, object: 'payment_intent', status: 'succeeded', metadata: meta })
+      const r = await deliver(t, ev)
+      expect([acct, r.status, r.body.result]).toEqual([acct, 200, 'ignored'])
+    }
   })
 })

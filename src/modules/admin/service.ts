@@ -7,7 +7,7 @@
 import { resumeSignups, signupsPaused } from '../../alarms/signups'
 import { ApiError } from '../../errors'
 import { applyPolicyChange, readAccountPolicy } from '../../governance/policies'
-import { SHARDS } from '../../redis/keys'
+import { isAccountId } from '../../redis/keys'
 import type { Services } from '../../services'
 
 export async function setPaused(s: Services, slug: string, paused: boolean) {
@@ -22,11 +22,8 @@ export async function reopenSignups(s: Services) {
   return { signups: (await signupsPaused(s.ctx)) ? ('paused' as const) : ('open' as const) }
 }
 
-const ACCOUNT_ID = /^acc_(\d{2})_[A-Za-z0-9_-]{1,64}$/
-
 export async function setBalanceCap(s: Services, accountId: string, balanceCap: number) {
-  const m = ACCOUNT_ID.exec(accountId)
-  if (!m || Number(m[1]) >= SHARDS) throw new ApiError('NOT_FOUND', { resource: 'account' })
+  if (!isAccountId(accountId)) throw new ApiError('NOT_FOUND', { resource: 'account' })
   await applyPolicyChange(s.ctx, accountId, { account: { balance_cap: balanceCap } })
   const [policy, balance] = await Promise.all([readAccountPolicy(s.ctx, accountId), s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance')])
   return { account_id: accountId, balance_cap: policy.balance_cap, balance: Number(balance ?? 0) }
