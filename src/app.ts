@@ -25,6 +25,7 @@ import { operatorRoutes } from './modules/operator'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
+import { demoRoutes } from './modules/demo'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
@@ -70,6 +71,7 @@ export function createApp(s: Services) {
     .use(parkedRoutes(s))
     .use(webhookRoutes(s))
     .use(operatorRoutes(s))
+    .use(demoRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return instrument(app, s)

@@ -12,6 +12,7 @@ import { Flusher } from './ledger/flusher'
 import { InFlightLeases } from './ledger/leases'
 import { AbandonedCallSweeper } from './ledger/sweeper'
 import { Catalog } from './modules/catalog/service'
+import { demoCatalog, demoEnabled } from './modules/demo/service'
 import { createRedis } from './redis/client'
 import { Keys } from './redis/keys'
 import { loadScripts } from './redis/scripts'
@@ -28,6 +29,8 @@ import { DeliveryWorker } from './events/deliveries'
 import { notifyCapabilityPaused } from './events/capability-paused'
 import { BotApi } from './telegram/botapi'
 import { Health } from './health'
+import { ledgerHealthProbe } from './ledger/ledger-health'
+import { LedgerAvailability } from './ledger/availability'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -50,6 +53,8 @@ export interface Services {
   log: Log
   /** Reasons /status reports as `degraded` (held by parts of the process, or probed). */
   health: Health
+  /** Whether Redis holds the whole ledger; refuses money paths and rebuilds when it came back empty. */
+  ledger: LedgerAvailability
   /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
   metrics: Metrics
   vaultedKey: KeyLookup
@@ -75,19 +80,26 @@ export interface BuildOptions {
 
 export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promise<Services> {
   const log = new Log(cfg.LOG)
-  const catalog = Catalog.load(cfg.CATALOG_FILE, opt.env ?? process.env)
+  const catalog = Catalog.load(cfg.CATALOG_FILE, opt.env ?? process.env, demoEnabled(cfg) ? demoCatalog(cfg.BASE_URL) : undefined)
   const redis = createRedis(cfg)
   const keys = new Keys(cfg.REDIS_KEY_PREFIX)
   const scripts = loadScripts(redis)
   const ctx: LedgerContext = { redis, keys, scripts, clock: opt.clock ?? systemClock, cfg }
   const db = await openDatabase(cfg)
+  const health = new Health()
+  const ledger = new LedgerAvailability({ ctx, db: db.db, health, log, checkMs: cfg.LEDGER_CHECK_MS })
+  ctx.scripts = ledger.gate(scripts)
+  // Closed until the marks are read: an empty Redis is never served, even before the first check.
+  await ledger.check().catch((e) => log.warn('ledger_check_failed', { error: e instanceof Error ? e.message : String(e) }))
   const flusherDb = opt.flusherDatabaseUrl ? connectPostgres(opt.flusherDatabaseUrl, 2) : db
   const flusher = new Flusher(ctx, flusherDb.db, {
     batch: cfg.FLUSH_BATCH,
     intervalMs: cfg.FLUSH_INTERVAL_MS,
     staleMs: cfg.FLUSH_STALE_MS,
     onError: (e) => log.warn('flush_failed', { error: e instanceof Error ? e.message : String(e) }),
+    onDeadLetter: (d) => log.error('outbox_dead_letter', { shard: d.shard, stream_id: d.streamId, kind: d.kind, error: d.error }),
   })
+  health.probe(ledgerHealthProbe(flusher, cfg))
   const pauses = new PauseWatcher(ctx, catalog)
   const spendAlarm = new SpendAlarm(
     ctx,
@@ -103,7 +115,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const refiller = new Refiller({ ctx, cfg, payments, mailer, log })
   ctx.onRefillDue = (accountId) => refiller.trigger(accountId)
   const bot = cfg.TELEGRAM_BOT_TOKEN ? new BotApi(cfg.TELEGRAM_API_BASE, cfg.TELEGRAM_BOT_TOKEN) : null
-  const deliveries = new DeliveryWorker({ db: db.db, clock: ctx.clock, log, pollMs: cfg.EVENT_POLL_MS, bot })
+  const deliveries = new DeliveryWorker({ db: db.db, clock: ctx.clock, log, pollMs: cfg.EVENT_POLL_MS, bot, allowInsecureLoopback: cfg.WEBHOOKS_ALLOW_INSECURE_LOOPBACK === '1' })
   // New events were just committed: the worker need not wait for its next poll.
   flusher.observe(async (entries) => {
     if (entries.some((e) => e.kind === 'event')) deliveries.poke()
@@ -120,13 +132,14 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     ctx,
     db,
     catalog,
-    guard: new Guard(ctx, new TokenResolver(ctx)),
+    guard: new Guard(ctx, new TokenResolver(ctx, () => ledger.confirmAbsent())),
     flusher,
     sweeper,
     leases,
     pauses,
     log,
-    health: new Health(),
+    health,
+    ledger,
     metrics,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
     payments,
@@ -136,6 +149,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     bot,
     startedAt: Date.now(),
     async close() {
+      await ledger.stop()
       pauses.stop()
       sweeper.stop()
       leases.stop()

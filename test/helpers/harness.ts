@@ -147,6 +147,8 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     BREAKER_IDENTICAL_PER_MINUTE: '1000000',
     // Mail (.eml files) stays in this test's temp dir; tests read it via s.cfg.MAIL_DIR.
     MAIL_DIR: join(dir, 'mail'),
+    // The test catalog only; the demo tests turn the built-in demo provider on.
+    DEMO_PROVIDER: 'off',
     ...opt.env,
   }
   const clock = (opt.clock as ManualClock) ?? new ManualClock(Date.now())

@@ -20,6 +20,7 @@ export const catalogRoutes = (s: Services, h: Http = http(s)) =>
             provider: c.provider,
             description: c.description,
             status: s.catalog.state(c),
+            ...(c.demo ? { demo: true } : {}),
           })),
         }
       },
@@ -29,7 +30,7 @@ export const catalogRoutes = (s: Services, h: Http = http(s)) =>
       '/capabilities',
       async ({ bearer, request, server, set }) => {
         set.headers = await h.anonymous(request, server, bearer)
-        return s.catalog.byState()
+        return { ...s.catalog.byState(), demo: s.catalog.demoSlugs() }
       },
       { response: { 200: CapabilitiesResponse }, detail: { summary: 'What is live, paused or not configured' } },
     )

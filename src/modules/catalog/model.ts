@@ -54,8 +54,16 @@ export const SearchResult = T.Object({
   provider: T.String(),
   description: T.String(),
   status: CapabilityStatus,
+  /** Present on the built-in demo provider's capabilities (DEMO_PROVIDER): served by this service, nothing real. */
+  demo: T.Optional(T.Literal(true)),
 })
 
 export const SearchQuery = T.Object({ q: T.String({ minLength: 1, maxLength: 200 }) })
 export const SearchResponse = T.Object({ query: T.String(), results: T.Array(SearchResult) })
-export const CapabilitiesResponse = T.Object({ live: T.Array(T.String()), paused: T.Array(T.String()), unavailable: T.Array(T.String()) })
+export const CapabilitiesResponse = T.Object({
+  live: T.Array(T.String()),
+  paused: T.Array(T.String()),
+  unavailable: T.Array(T.String()),
+  /** The built-in demo provider's slugs (also listed by state above); empty when DEMO_PROVIDER leaves it off. */
+  demo: T.Array(T.String()),
+})
