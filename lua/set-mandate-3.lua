@@ -15,7 +15,10 @@
     consent:  ARGV[4] card brand, [5] last4, [6] gateway customer, [7] payment method,
               [8] threshold, [9] refill, [10] ceiling, [11] consent id, [12] gateway
               (a consent id already applied is not applied again: the return page and the webhook
-              both complete the same setup)
+              both complete the same setup). The limits are written only where the mandate has
+              none yet (the defaults the page showed): a consent saves a card, it never changes
+              limits — those are the operator's (update), and a setup completing late must not
+              undo an update made meanwhile.
     update:   ARGV[4] threshold, [5] refill, [6] ceiling, [7] enabled '1'|'0'; '' = unchanged
     forget:   ARGV[4] reason written to the snapshot
     customer: ARGV[4] gateway customer id (one customer per account across consents)
@@ -51,8 +54,10 @@ end
 if op == 'consent' then
   if redis.call('HGET', KEYS[1], 'consent_id') == ARGV[11] then return {S_ALREADY} end
   redis.call('HSET', KEYS[1], 'brand', ARGV[4], 'last4', ARGV[5], 'customer', ARGV[6], 'pm', ARGV[7],
-    'threshold', ARGV[8], 'refill', ARGV[9], 'ceiling', ARGV[10], 'consent_id', ARGV[11],
-    'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
+    'consent_id', ARGV[11], 'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
+  redis.call('HSETNX', KEYS[1], 'threshold', ARGV[8])
+  redis.call('HSETNX', KEYS[1], 'refill', ARGV[9])
+  redis.call('HSETNX', KEYS[1], 'ceiling', ARGV[10])
   redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after')
   mirror()
   snapshot('consent')

@@ -66,6 +66,8 @@ describe('money-in pages in a browser (no JavaScript)', () => {
   test('the sandbox consent page: a declined card, then the test card turns auto-refill on', async () => {
     const email = `consent-browser-${t.prefix}@example.com`
     const a = await t.signup(email)
+    // The operator sets the limits; the page shows them and asks only for the card.
+    await api('PUT', '/v1/mandate', a.token, { threshold: 300, refill: 2000, ceiling: 10000 })
     const { body: m } = await api('GET', '/v1/mandate', a.token)
     expect(m.enable_url.startsWith(`${base}/mandate?ref=`)).toBe(true)
 
@@ -73,15 +75,13 @@ describe('money-in pages in a browser (no JavaScript)', () => {
     const opened = await page.goto(m.enable_url)
     expect(opened!.status()).toBe(200)
     expect(await page.textContent('h1')).toBe(`Auto-refill for ${email}`)
-    await page.fill('input[name="threshold"]', '300')
-    await page.fill('input[name="refill"]', '2000')
-    await page.fill('input[name="ceiling"]', '10000')
+    expect(await page.textContent('.limits')).toContain('10000 credits')
     await page.fill('input[name="card"]', '4000 0000 0000 0002')
     const declined = await submit(page)
     expect(declined.status()).toBe(402)
     expect(await page.textContent('[role="alert"]')).toContain('Card declined')
-    // The owner's limits survive the decline; only the card is asked again.
-    expect(await page.inputValue('input[name="refill"]')).toBe('2000')
+    // The limits are still shown after the decline; only the card is asked again.
+    expect(await page.textContent('.limits')).toContain('2000 credits')
 
     await page.fill('input[name="card"]', '4242 4242 4242 4242')
     const saved = await submit(page)

@@ -36,9 +36,16 @@ export async function consentPath(t: TestApp, token: string): Promise<string> {
   return pathOf(m.body.enable_url)
 }
 
-/** Sandbox consent with the test card: auto-refill on with these limits. */
+/** The operator sets the limits (the consent page only shows them). */
+export async function setLimits(t: TestApp, token: string, limits: { threshold: number; refill: number; ceiling: number }): Promise<void> {
+  const r = await t.req('PUT', '/v1/mandate', { token, body: limits })
+  if (r.status !== 200) throw new Error(`PUT /v1/mandate: ${r.status} ${r.text}`)
+}
+
+/** Sandbox consent with the test card: the operator's limits, then auto-refill on. */
 export async function consentSandbox(t: TestApp, token: string, limits: { threshold: number; refill: number; ceiling: number }): Promise<void> {
-  const r = await postForm(t, await consentPath(t, token), { ...limits, card: GOOD_CARD })
+  await setLimits(t, token, limits)
+  const r = await postForm(t, await consentPath(t, token), { card: GOOD_CARD })
   if (r.status !== 200) throw new Error(`consent: ${r.status} ${r.text.slice(0, 300)}`)
 }
 

@@ -1,7 +1,7 @@
 /** A test app in Stripe mode, its SDK pointed at the loopback fake, plus webhook delivery. */
 import { startFakeStripe, type FakeStripe, type SignedEvent } from '../fakes/stripe'
 import { startTestApp, type TestApp, type TestResponse } from './harness'
-import { consentPath, postForm } from './money'
+import { consentPath, postForm, setLimits } from './money'
 
 export interface StripeTestApp {
   t: TestApp
@@ -51,7 +51,8 @@ export async function consentStripe(
   limits: { threshold: number; refill: number; ceiling: number },
   card = '4242424242424242',
 ): Promise<void> {
-  const r = await postForm(a.t, await consentPath(a.t, token), limits)
+  await setLimits(a.t, token, limits)
+  const r = await postForm(a.t, await consentPath(a.t, token), {})
   if (r.status !== 303) throw new Error(`consent page: ${r.status} ${r.text.slice(0, 200)}`)
   const ev = await a.stripe.completeSetup(sessionIdOf(r.headers.get('location')!), card)
   const w = await deliver(a.t, ev)

@@ -28,6 +28,7 @@ describe('consent through Stripe Checkout (setup mode)', () => {
     expect(page.text).toContain('Continue to Stripe')
     expect(page.text).not.toContain('name="card"')
 
+    await t.req('PUT', '/v1/mandate', { token: acct.token, body: { threshold: 400, refill: 2000, ceiling: 10000 } })
     const r = await postForm(t, path, { threshold: 400, refill: 2000, ceiling: 10000 })
     expect(r.status).toBe(303)
     const sid = sessionIdOf(r.headers.get('location')!)

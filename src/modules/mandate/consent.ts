@@ -2,7 +2,8 @@
  * The saved-card consent page, the mandate's enable_url: GET /mandate?ref=... shows the limits
  * and (sandbox) a card field; POST saves the card and turns auto-refill on (sandbox) or sends the
  * owner to Stripe Checkout in setup mode (stripe), whose return page /mandate/done completes it.
- * Each save needs a fresh card entry: holding the link alone cannot raise the limits.
+ * The page shows the mandate's limits and never sets them (the operator does, with PUT /v1/mandate):
+ * the link is handed to agents. A form carrying other limits → 409 page, nothing saved.
  * errors (as pages, or JSON for Accept: application/json): NOT_FOUND (unknown ref), RATE_LIMITED.
  */
 import { Elysia, t } from 'elysia'
@@ -11,22 +12,22 @@ import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { consentDonePage, consentPage, consentPendingPage } from './pages'
-import { applyConsent, limitProblem, resolveRef } from './service'
+import { applyConsent, resolveRef } from './service'
 import { readMandate, setMandate } from './store'
 
 const RefQuery = t.Object({ ref: t.Optional(t.String({ maxLength: 100 })), session_id: t.Optional(t.String({ maxLength: 200 })) })
 
-/** The form's limits; a blank field keeps the current value. */
-function formLimits(form: Record<string, string>, fallback: Limits): { limits: Limits; error: string | null } {
-  const limits = { ...fallback }
-  for (const k of ['threshold', 'refill', 'ceiling'] as const) {
-    const raw = (form[k] ?? '').trim()
-    if (raw === '') continue
-    if (!/^\d{1,10}$/.test(raw)) return { limits, error: `${k} must be a whole number of credits.` }
-    limits[k] = Number(raw)
-  }
-  return { limits, error: null }
+/**
+ * The consent link reaches agents, so the form never sets limits: a save applies the mandate's own
+ * (the operator's, or the defaults), which the page showed. A form whose limit fields differ from
+ * them is refused — the limits changed since the page was shown, or someone tried to pre-set them.
+ */
+function limitsDiffer(form: Record<string, string>, current: Limits): boolean {
+  return (['threshold', 'refill', 'ceiling'] as const).some((k) => form[k] !== undefined && form[k].trim() !== String(current[k]))
 }
+
+const LIMITS_CHANGED =
+  'These are not the auto-refill limits shown on this page (they may have just changed). Check the limits below and save again; only the account owner changes them, with PUT /v1/mandate.'
 
 export const consentRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -37,7 +38,7 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
           const m = await readMandate(s.ctx, ref.accountId)
-          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, limits: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
+          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
           return withHeaders(consentPage(view), rate)
         }),
       { query: RefQuery, detail: { summary: 'HTML: saved-card consent page of the auto-refill mandate (the enable_url)' } },
@@ -50,19 +51,15 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
           const ref = await resolveRef(s, query.ref)
           const m = await readMandate(s.ctx, ref.accountId)
           const form = await readForm(request)
-          const parsed = formLimits(form, m)
-          const problem = parsed.error ?? (() => {
-            const p = limitProblem(s.cfg, parsed.limits)
-            return p ? `${p.field} must be ${p.expected}.` : null
-          })()
-          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, limits: parsed.limits, creditsPerUsd: s.cfg.CREDITS_PER_USD }
-          if (problem) return withHeaders(consentPage({ ...view, error: problem }, 400), rate)
+          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
+          if (limitsDiffer(form, m)) return withHeaders(consentPage({ ...view, error: LIMITS_CHANGED }, 409), rate)
+          const limits: Limits = { threshold: m.threshold, refill: m.refill, ceiling: m.ceiling }
 
           const started = await s.payments.startConsent({
             accountId: ref.accountId,
             ref: ref.mref,
             email: ref.email,
-            limits: parsed.limits,
+            limits,
             customerId: m.gateway === s.payments.mode ? m.customerId : null,
             form,
           })
@@ -71,7 +68,7 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
             if (started.customerId !== m.customerId) await setMandate(s.ctx, ref.accountId, { op: 'customer', customerId: started.customerId })
             return redirect(started.url)
           }
-          await applyConsent(s, ref.accountId, { card: started.card, limits: parsed.limits, consentId: started.consentId })
+          await applyConsent(s, ref.accountId, { card: started.card, limits, consentId: started.consentId })
           s.log.info('mandate_consent', { account_id: ref.accountId, gateway: s.payments.mode })
           return withHeaders(consentDonePage(ref.email, await readMandate(s.ctx, ref.accountId), s.cfg.CREDITS_PER_USD), rate)
         }),

@@ -9,8 +9,6 @@ export interface ConsentView {
   email: string
   mode: 'sandbox' | 'stripe'
   mandate: MandateRecord
-  /** The values shown in the form (the owner's last input, or the mandate's). */
-  limits: Limits
   creditsPerUsd: number
   error?: string
 }
@@ -26,9 +24,11 @@ function current(v: ConsentView): string {
 }
 
 export function consentPage(v: ConsentView, status = 200): Response {
-  const n = (name: keyof Limits, label: string, hint: string) => `
-<label for="${name}">${label} <small>(credits; ${esc(usd(v.limits[name], v.creditsPerUsd))} now — ${hint})</small></label>
-<input id="${name}" name="${name}" type="number" min="0" step="1" required value="${esc(v.limits[name])}">`
+  const m = v.mandate
+  const $ = (c: number) => `${c} credits (${usd(c, v.creditsPerUsd)})`
+  // The limits are the operator's (PUT /v1/mandate), shown, never edited here: the link is handed
+  // to agents. The hidden copies let the POST refuse a save under limits other than those shown.
+  const echo = (name: keyof Limits) => `<input type="hidden" name="${name}" value="${esc(m[name])}">`
   const card =
     v.mode === 'sandbox'
       ? `
@@ -44,13 +44,16 @@ export function consentPage(v: ConsentView, status = 200): Response {
     'Auto-refill',
     `<h1>Auto-refill for ${esc(v.email)}</h1>
 <p>Your AI agent spends a prepaid credit balance. With auto-refill, the saved card is charged automatically
-when the balance runs low — only within the limits you set here. You can turn it off at any time.</p>
+when the balance runs low — only within these limits. You can turn it off at any time.</p>
 ${current(v)}
 ${v.error ? `<p class="error" role="alert">${esc(v.error)}</p>` : ''}
+<ul class="limits">
+<li>When the balance drops below <strong>${esc($(m.threshold))}</strong>, add <strong>${esc($(m.refill))}</strong>.</li>
+<li>Never more than <strong>${esc($(m.ceiling))}</strong> per calendar month (Hong Kong time).</li>
+</ul>
+<p class="note">Saving a card agrees to these limits. Only the account owner changes them, with PUT /v1/mandate and the owner token.</p>
 <form method="post" action="/mandate?ref=${esc(encodeURIComponent(v.ref))}">
-${n('threshold', 'Refill when the balance drops below', 'the trigger')}
-${n('refill', 'Add this much each time', 'one charge')}
-${n('ceiling', 'Never refill more than this per month', 'the monthly ceiling')}
+${echo('threshold')}${echo('refill')}${echo('ceiling')}
 ${card}
 </form>`,
   )
