@@ -33,6 +33,8 @@ export interface DeliveryDeps {
   pollMs: number
   /** null when the deployment has no Telegram bot configured. */
   bot: BotApi | null
+  /** WEBHOOKS_ALLOW_INSECURE_LOOPBACK: http://127.0.0.1 endpoints are sent to (tests, local work). */
+  allowInsecureLoopback: boolean
 }
 
 interface Claimed {
@@ -115,7 +117,7 @@ export class DeliveryWorker {
         let outcome: Outcome
         if (r.channel === 'webhook') {
           const ep = endpoints.get(r.account_id)
-          outcome = !ep ? { cancel: 'webhook endpoint removed' } : ep.events && !ep.events.includes(r.type) ? { cancel: 'event type no longer wanted' } : await sendWebhook(ep.url, ep.secret, ev)
+          outcome = !ep ? { cancel: 'webhook endpoint removed' } : ep.events && !ep.events.includes(r.type) ? { cancel: 'event type no longer wanted' } : await sendWebhook(ep.url, ep.secret, ev, this.d.allowInsecureLoopback)
         } else if (r.channel === 'telegram') {
           if (!chats.has(`${r.account_id}|${r.target}`)) outcome = { cancel: 'chat unlinked' }
           else if (!this.d.bot) outcome = { ok: false, code: null, error: 'Telegram is not configured on this deployment' }
