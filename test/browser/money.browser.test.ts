@@ -2,7 +2,7 @@
  * The money-in pages as a human meets them: a real headless Chromium (Debian's, driven by
  * playwright-core) against a real listening server, with JavaScript turned off to prove the pages
  * need none. The sandbox consent page (a declined card, then the test card), a credit pack, and
- * the e-mailed /rotate link that shows a new owner token once.
+ * the e-mailed /rotate link whose confirm button shows a new owner token once.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
@@ -122,6 +122,10 @@ describe('money-in pages in a browser (no JavaScript)', () => {
     const { page, problems } = await openPage()
     const opened = await page.goto(link)
     expect(opened!.status()).toBe(200)
+    // Opening the link changes nothing; the confirm button (a plain form post) rotates.
+    expect(await page.textContent('h1')).toBe('Replace your owner token')
+    expect((await api('GET', '/v1/balance', a.token)).status).toBe(200)
+    expect((await submit(page))!.status()).toBe(200)
     expect(await page.textContent('h1')).toBe('Your new owner token')
     const token = (await page.textContent('#token'))!.trim()
     expect(token).toMatch(/^sk_[A-Za-z0-9_-]{43}$/)
@@ -130,7 +134,7 @@ describe('money-in pages in a browser (no JavaScript)', () => {
     expect((await api('GET', '/v1/balance', a.token)).status).toBe(401)
     expect((await api('GET', '/v1/balance', token)).status).toBe(200)
 
-    const reloaded = await page.reload()
+    const reloaded = await page.goto(link)
     expect(reloaded!.status()).toBe(409)
     expect(await page.textContent('h1')).toBe('LINK_USED')
     expect(await page.content()).not.toContain(token)

@@ -1,10 +1,11 @@
 /**
  * A lost owner token recovered by e-mail: POST /v1/token/rotate {email} → 202 → an .eml with a
- * one-time /rotate?code= link → the page shows a new owner token once; the old token is dead.
+ * one-time /rotate?code= link → a confirm page → its POST shows a new owner token once; the old
+ * token is dead.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { get, pathOf, readMails } from '../helpers/money'
+import { get, pathOf, postForm, readMails } from '../helpers/money'
 
 let t: TestApp
 beforeAll(async () => {
@@ -33,9 +34,14 @@ describe('token recovery by e-mail', () => {
     expect(mails[0]!.subject).toContain('owner token')
     const link = linkIn(mails[0]!.text)
 
-    // The old token still works until the link is opened.
+    // The old token still works until the link is opened and confirmed.
     expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
-    const page = await get(t, pathOf(link))
+    const code = new URL(link).searchParams.get('code')!
+    const confirm = await get(t, pathOf(link))
+    expect(confirm.status).toBe(200)
+    expect(confirm.text).toContain('<form method="post" action="/rotate">')
+    expect(confirm.text).toContain(`name="code" value="${code}"`)
+    const page = await postForm(t, '/rotate', { code })
     expect(page.status).toBe(200)
     expect(page.headers.get('cache-control')).toBe('no-store')
     expect(page.headers.get('referrer-policy')).toBe('no-referrer')
@@ -51,6 +57,10 @@ describe('token recovery by e-mail', () => {
     expect(again.status).toBe(409)
     expect(again.text).toContain('LINK_USED')
     expect(again.text).not.toContain(token!)
+    const resubmit = await postForm(t, '/rotate', { code })
+    expect(resubmit.status).toBe(409)
+    expect(resubmit.text).toContain('LINK_USED')
+    expect(resubmit.text).not.toContain(token!)
   })
 
   test('the bearer path still rotates at once (200 {token})', async () => {

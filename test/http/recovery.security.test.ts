@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { get, pathOf, readMails } from '../helpers/money'
+import { get, pathOf, postForm, readMails } from '../helpers/money'
 
 let t: TestApp
 beforeAll(async () => {
@@ -61,6 +61,35 @@ describe('token recovery security', () => {
     expect(head.status).toBe(200)
     expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
     expect((await get(t, link)).status).toBe(200)
+  })
+
+  test('a GET (a mail scanner following the link) never rotates: only the confirm form\'s POST does', async () => {
+    const email = `scanner-${t.prefix}@example.com`
+    const a = await t.signup(email)
+    const link = await mailedLink(email)
+    const code = new URL(`http://pab.test${link}`).searchParams.get('code')!
+    for (let i = 0; i < 3; i++) {
+      const page = await get(t, link)
+      expect(page.status).toBe(200)
+      expect(page.text).not.toMatch(/sk_[A-Za-z0-9_-]{43}/)
+      expect(page.text).toContain(`name="code" value="${code}"`)
+    }
+    expect((await get(t, link, { accept: 'application/json' })).status).toBe(200)
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
+    const rotated = await postForm(t, '/rotate', { code })
+    expect(rotated.status).toBe(200)
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(401)
+  })
+
+  test('POST /rotate with a missing, malformed or unknown code → LINK_INVALID, page or JSON', async () => {
+    for (const code of ['', 'short', 'x'.repeat(43), '../../etc']) {
+      const page = await postForm(t, '/rotate', { code })
+      expect([code, page.status]).toEqual([code, 400])
+      expect(page.text).toContain('LINK_INVALID')
+      const json = await postForm(t, '/rotate', { code }, { accept: 'application/json' })
+      expect(json.body).toMatchObject({ error: 'LINK_INVALID', renew_via: 'POST /v1/token/rotate {"email"}' })
+    }
+    expect((await postForm(t, '/rotate', {})).status).toBe(400)
   })
 
   test('one recovery mail per account per minute', async () => {

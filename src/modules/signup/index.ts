@@ -2,11 +2,11 @@ import { Elysia } from 'elysia'
 import type { Services } from '../../services'
 import { bearerAuth, http, type Http } from '../../http'
 import { ApiError } from '../../errors'
-import { htmlPage, pageAnswer, wantsJson, withHeaders } from '../../lib/html'
+import { pageAnswer, readForm, wantsJson, withHeaders } from '../../lib/html'
 import { SignupBody, SignupResponse, RotateResponse, RotateBody, RotateRequested, RecoveryQuery } from './model'
 import { rotateOwnerToken, signup } from './service'
-import { newTokenPage, recoveryErrorPage } from './pages'
-import { redeemRecovery, requestRecovery } from './recovery'
+import { confirmRotatePage, newTokenPage, recoveryErrorPage } from './pages'
+import { inspectRecovery, redeemRecovery, requestRecovery } from './recovery'
 import { noteError } from '../../observe'
 
 export const signupRoutes = (s: Services, h: Http = http(s)) =>
@@ -48,17 +48,35 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
           const rate = await h.anonymous(request, server)
-          // A HEAD (link checkers) must not spend the single-use link.
-          if (request.method === 'HEAD') return withHeaders(htmlPage(200, 'Owner token', ''), rate)
-          try {
-            const { token, email } = await redeemRecovery(s, query.code)
-            return withHeaders(newTokenPage(email, token), rate)
-          } catch (e) {
-            if (!(e instanceof ApiError) || (e.code !== 'LINK_INVALID' && e.code !== 'LINK_USED')) throw e
-            noteError(request, e.code)
-            if (wantsJson(request)) return new ApiError(e.code, { renew_via: 'POST /v1/token/rotate {"email"}' }).toResponse()
-            return withHeaders(recoveryErrorPage(e), rate)
-          }
+          return recoveryAnswer(request, rate, async () => {
+            const { email } = await inspectRecovery(s, query.code)
+            return confirmRotatePage(email, query.code!)
+          })
         }),
-      { query: RecoveryQuery, detail: { summary: 'HTML: the e-mailed recovery link; shows a new owner token once and invalidates the old one' } },
+      { query: RecoveryQuery, detail: { summary: 'HTML: the e-mailed recovery link; a confirm button (POST /rotate) — opening it changes nothing' } },
     )
+    .post(
+      '/rotate',
+      ({ request, server }) =>
+        pageAnswer(s.log, request, async () => {
+          const rate = await h.anonymous(request, server)
+          const { code } = await readForm(request)
+          return recoveryAnswer(request, rate, async () => {
+            const { token, email } = await redeemRecovery(s, code)
+            return newTokenPage(email, token)
+          })
+        }),
+      { parse: 'none', detail: { summary: 'HTML form post {code}: shows a new owner token once and invalidates the old one' } },
+    )
+
+/** A recovery page, or its link error: the page's own wording for browsers, the error body (with renew_via) for JSON clients. */
+async function recoveryAnswer(request: Request, rate: Record<string, string>, run: () => Promise<Response>): Promise<Response> {
+  try {
+    return withHeaders(await run(), rate)
+  } catch (e) {
+    if (!(e instanceof ApiError) || (e.code !== 'LINK_INVALID' && e.code !== 'LINK_USED')) throw e
+    noteError(request, e.code)
+    if (wantsJson(request)) return new ApiError(e.code, { renew_via: 'POST /v1/token/rotate {"email"}' }).toResponse()
+    return withHeaders(recoveryErrorPage(e), rate)
+  }
+}

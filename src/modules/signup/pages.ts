@@ -1,6 +1,21 @@
-/** The token-recovery page (/rotate?code=...): the new owner token, shown once. */
+/** The token-recovery pages: /rotate?code=... asks to confirm; its POST shows the new owner token once. */
 import { ApiError } from '../../errors'
 import { errorPage, esc, htmlPage } from '../../lib/html'
+
+/** A plain form, no JavaScript: the rotation waits for a person's click, not a scanner's GET. */
+export function confirmRotatePage(email: string, code: string): Response {
+  return htmlPage(
+    200,
+    'Replace your owner token',
+    `<h1>Replace your owner token</h1>
+<p>For <strong>${esc(email)}</strong>. The button below issues a new owner token and shows it once; the old token stops working at that moment.</p>
+<form method="post" action="/rotate">
+<input type="hidden" name="code" value="${esc(code)}">
+<button type="submit">Replace my owner token</button>
+</form>
+<p class="note">If you did not ask for this, close this page: nothing changes until the button is pressed.</p>`,
+  )
+}
 
 export function newTokenPage(email: string, token: string): Response {
   return htmlPage(

@@ -1,7 +1,7 @@
 /**
  * Recovering a lost owner token by e-mail: POST /v1/token/rotate {email} mails a one-time link
- * (/rotate?code=..., 10 minutes, single use) whose page shows a new owner token once and kills the
- * old one. The answer is the same, and takes the same time, whether or not the account exists:
+ * (/rotate?code=..., 10 minutes, single use) whose page asks for a confirmation; its POST shows a
+ * new owner token once and kills the old one. The answer is the same, and takes the same time, whether or not the account exists:
  * the lookup, the link and the mail all happen in the background.
  * The link record is the vault link's (claim-link-1 enforces expiry and single use atomically);
  * only the SHA-256 of the code is stored.
@@ -54,6 +54,20 @@ export function requestRecovery(s: Services, rawEmail: string): { message: strin
     }
   })
   return { message: RECOVERY_MESSAGE }
+}
+
+/**
+ * What the GET page shows: the link's state, without using it up. Mail scanners and link
+ * previewers follow GETs; only the confirm form's POST (redeemRecovery) rotates.
+ */
+export async function inspectRecovery(s: Services, code: string | undefined): Promise<{ email: string }> {
+  if (!code || !CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
+  const { redis, keys } = s.ctx
+  const [acct, exp, used] = await redis.hmget(keys.recoveryLink(codeHash(code)), 'acct', 'exp', 'used')
+  if (!acct || !exp) throw new ApiError('LINK_INVALID')
+  if (used) throw new ApiError('LINK_USED')
+  if (s.ctx.clock.now() >= Number(exp)) throw new ApiError('LINK_INVALID')
+  return { email: (await redis.hget(keys.account(acct), 'email')) ?? '' }
 }
 
 /** Claims the link (once) and rotates the owner token. */
