@@ -5,7 +5,8 @@ import { randomInt } from 'node:crypto'
 import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS, shardOfAccount } from '../redis/keys'
-import { REFERRAL_CREDITS, SIGNUP_CREDITS, type LedgerContext } from './context'
+import { hktDay } from '../clock'
+import { DAY_KEY_TTL_S, REFERRAL_CREDITS, SIGNUP_CREDITS, type LedgerContext } from './context'
 
 export interface NewAccount {
   email: string
@@ -32,12 +33,15 @@ export async function createAccount(ctx: LedgerContext, id: string, a: NewAccoun
   return { publicRef, mandateRef, balance: Number(reply[1]) }
 }
 
-/** Credits both sides once, after the referred account's first successful call. */
+/**
+ * Credits both sides once, after the referred account's first successful call, within the
+ * referrer's daily limit and each side's balance cap (referral-bonus-4 decides and records both).
+ */
 export async function applyReferralBonus(ctx: LedgerContext, accountId: string, referrer: string, callId: string): Promise<number | null> {
   const { keys } = ctx
   const reply = await ctx.scripts.referralBonus(
-    [keys.account(accountId), keys.account(referrer), keys.outbox(keys.shardOf(accountId))],
-    [ctx.clock.now(), accountId, REFERRAL_CREDITS, callId],
+    [keys.account(accountId), keys.account(referrer), keys.referralBonusesToday(referrer, hktDay(ctx.clock.now())), keys.outbox(keys.shardOf(accountId))],
+    [ctx.clock.now(), accountId, REFERRAL_CREDITS, callId, ctx.cfg.REFERRAL_BONUS_PER_DAY, DAY_KEY_TTL_S, ctx.cfg.DEFAULT_BALANCE_CAP],
   )
   return reply[0] === S.OK ? Number(reply[1]) : null
 }

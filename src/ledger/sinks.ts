@@ -42,8 +42,8 @@ const ledgerSink: Sink = (tx, entries) =>
   insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, at bigint, stream_id text',
-    { ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target'), at: `timestamptz 'epoch' + at * interval '1 millisecond'`, stream_id: 'stream_id' },
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text',
+    { ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'), at: `timestamptz 'epoch' + at * interval '1 millisecond'`, stream_id: 'stream_id' },
     'id',
     JSON.stringify(
       entries.map(({ streamId, kind, fields: f }) => ({
@@ -56,6 +56,9 @@ const ledgerSink: Sink = (tx, entries) =>
         call_id: f.call || null,
         ref_id: f.ref || null,
         target: f.target || null,
+        uncredited: f.uncredited ? Number(f.uncredited) : null,
+        // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
+        uncredited_reason: f.uncredited ? f.reason || null : null,
         at: Number(f.at),
         stream_id: streamId,
       })),

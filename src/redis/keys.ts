@@ -77,6 +77,10 @@ export class Keys {
   agentSpentToday(acct: string, agentId: string | null, day: number): string {
     return `${this.acctTag(acct)}:aspent:${acct}:${agentId ?? OWNER}:${day}`
   }
+  /** Referral bonuses a referrer earned on one HKT day (REFERRAL_BONUS_PER_DAY); in its shard, which its referred accounts share. */
+  referralBonusesToday(referrer: string, day: number): string {
+    return `${this.acctTag(referrer)}:refbonus:${referrer}:${day}`
+  }
   unpricedRequestsToday(acct: string, day: number): string {
     return `${this.acctTag(acct)}:reqs:${acct}:${day}`
   }

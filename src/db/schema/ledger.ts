@@ -19,6 +19,10 @@ export const ledgerEntries = pgTable(
     callId: text('call_id'),
     refId: text('ref_id'),
     target: text('target'),
+    /** Credits a bonus was worth but did not credit (referral: the balance cap, the referrer's daily limit); null when none. */
+    uncredited: bigint('uncredited', { mode: 'number' }),
+    /** Why `uncredited`: balance_cap | referrer_daily_limit. */
+    uncreditedReason: text('uncredited_reason'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
     streamId: text('stream_id').notNull(),
   },
