@@ -1,6 +1,6 @@
 /**
  * The vault link as a human meets it: a real Chromium against a real listening server. Chromium
- * comes from Debian (`chromium`, installed by .ci/run); playwright-core only drives it.
+ * comes from Debian (`chromium`, installed by npm test's set-up, scripts/test-setup.sh); playwright-core only drives it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
