@@ -1,7 +1,9 @@
 --[[
   authorize-4: admit one authenticated request that moves no money (reads, governance, support):
   the token must still be the account's (rotation and revocation take effect at once, on every
-  instance), the agent must be active, and the token's sliding-window rate limit must allow it.
+  instance), the token's sliding-window rate limit must allow it, and the agent must be active.
+  The rate limit counts before the state is answered (CONTRACT §6: every request counts), so a
+  killed or revoked token past its limit is RATE_LIMITED instead of hammering forever.
   Paid requests never come here: debit-13 makes the same checks in its own single round trip.
 
   KEYS[1] account hash                {s}:acct:<acct>
@@ -22,16 +24,20 @@ local S_OK, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 2, 3, 4, 5
 --@include rate-window
 local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 
+local agent = nil
 if agent_id == '' then
   if redis.call('HGET', KEYS[1], 'owner') ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  local agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'kill_reason')
+  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'kill_reason')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
-  if agent[2] == 'revoked' then return {S_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_KILLED, 0, agent[3] or 'operator'} end
 end
 
 local weighted, to_window_end = rate_window(now, KEYS[3], KEYS[4])
 if weighted >= limit then return {S_RATE, 0, to_window_end, limit} end
 rate_count(KEYS[3])
+
+if agent then
+  if agent[2] == 'revoked' then return {S_REVOKED, 0} end
+  if agent[2] == 'killed' then return {S_KILLED, 0, agent[3] or 'operator'} end
+end
 return {S_OK, limit - weighted - 1, to_window_end}

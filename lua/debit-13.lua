@@ -1,8 +1,12 @@
 --[[
   debit-13: the one money decision of a paid request (a capability call or a proxied request).
-  Checks, in the order of CONTRACT §6 and before any write: token, agent state, idempotency,
-  rate limit, allowlists, per-call max, agent daily cap, account daily cap, unpriced request cap,
-  balance, then the runaway-agent breaker. Then debits and appends the ledger entry to the shard's
+  Checks, in the order of CONTRACT §6: token, rate limit, agent state, allowlists, idempotency,
+  per-call max, agent daily cap, account daily cap, unpriced request cap, balance, then the
+  runaway-agent breaker. The rate limit counts every request of a matching token before its state
+  is answered, so a killed or revoked token is refused like any other past its limit instead of
+  hammering forever. An Idempotency-Key replay passes the same gates as a fresh call (state, rate
+  limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[9]):
+  one agent never reads another's answer. Then debits and appends the ledger entry to the shard's
   outbox stream in the same script (transactional outbox), so a debit and its entry can never be
   separated.
   The breaker (agents only) is the last check: an agent whose credits or identical requests over
@@ -13,8 +17,8 @@
   Owner events ride the same outbox as `event` entries (src/events/): `balance.low` when this debit
   takes the balance below the alert threshold, `cap.reached` on the first daily-cap refusal of an
   HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields).
-  A refusal's only writes come after its decision: the request counted against the rate limit and,
-  for a cap, that once-a-day mark and event.
+  A refusal's only writes are the request counted against the rate limit (the first write, made
+  once the token matches: every later answer counts) and, for a cap, its once-a-day mark and event.
   It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
   present only while auto-refill is enabled; kept by set-mandate-3), so the flag costs no extra key
   and no extra round trip. The script decides nothing about the refill: reserve-refill-4 does.
@@ -27,7 +31,7 @@
   KEYS[6]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
   KEYS[7]  rate window, previous minute
   KEYS[8]  call record (for the refund) {s}:call:<call_id>
-  KEYS[9]  idempotency record           {s}:idem:<acct>:<key>  (never written without a key)
+  KEYS[9]  idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
   KEYS[10] outbox stream                {s}:outbox
   KEYS[11] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
   KEYS[12] breaker window, previous minute
@@ -118,7 +122,7 @@ local function allowed(list, name)
   return false
 end
 
--- 1. token and agent state
+-- 1. token
 local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
@@ -134,11 +138,29 @@ else
   agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'daily_cap', 'allow', 'per_call_max',
     'brk_credits', 'brk_same', 'kill_reason')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+end
+
+-- 2. rate limit: sliding window over the current and the previous minute. Every request of the
+-- token that passes it counts, whatever the later checks decide (a killed token's too).
+local weighted, to_window_end = rate_window(now, KEYS[6], KEYS[7])
+if weighted >= rate_limit then
+  return {S_RATE, 0, to_window_end, rate_limit}
+end
+local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
+rate_count(KEYS[6])
+
+-- 3. agent state
+if agent then
   if agent[2] == 'revoked' then return {S_REVOKED, 0} end
   if agent[2] == 'killed' then return {S_KILLED, 0, agent[8] or 'operator'} end
 end
 
--- 2. idempotency: a finished key replays its stored answer and charges nothing
+-- 4. allowlists: the agent's and the account's must both allow the target
+if agent and not allowed(agent[4], target) then return {S_AGENT_ALLOW, balance} end
+if not allowed(acct[4], target) then return {S_ACCOUNT_ALLOW, balance} end
+
+-- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
+-- above, so a token that may no longer make this call is not handed its answer either.
 if idem_fp ~= '' then
   local idem = redis.call('HMGET', KEYS[9], 'fp', 'state', 'response')
   if idem[1] then
@@ -148,26 +170,9 @@ if idem_fp ~= '' then
   end
 end
 
--- 3. rate limit: sliding window over the current and the previous minute
-local weighted, to_window_end = rate_window(now, KEYS[6], KEYS[7])
-if weighted >= rate_limit then
-  return {S_RATE, 0, to_window_end, rate_limit}
-end
-local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
--- Every request that passes the rate check counts, whatever the later checks decide.
-local function count_request() rate_count(KEYS[6]) end
-
--- 4. allowlists: the agent's and the account's must both allow the target
-if agent and not allowed(agent[4], target) then
-  count_request(); return {S_AGENT_ALLOW, balance}
-end
-if not allowed(acct[4], target) then
-  count_request(); return {S_ACCOUNT_ALLOW, balance}
-end
-
--- 5. per-call maximum of the agent
+-- 6. per-call maximum of the agent
 if agent and agent[5] and price > tonumber(agent[5]) then
-  count_request(); return {S_PER_CALL, balance, tonumber(agent[5]), price}
+  return {S_PER_CALL, balance, tonumber(agent[5]), price}
 end
 
 -- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
@@ -178,41 +183,41 @@ local function note_cap(hash, mark, scope, cap, used)
     {scope = scope, agent_id = agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
 end
 
--- 6. agent daily cap, then account daily cap: denied when spent + price > cap
+-- 7. agent daily cap, then account daily cap: denied when spent + price > cap
 if agent and agent[3] then
   local agent_spent = tonumber(redis.call('GET', KEYS[4]) or '0')
   if agent_spent + price > tonumber(agent[3]) then
-    count_request(); note_cap(KEYS[2], 'cap_noted', 'agent', tonumber(agent[3]), agent_spent)
+    note_cap(KEYS[2], 'cap_noted', 'agent', tonumber(agent[3]), agent_spent)
     return {S_AGENT_CAP, balance, tonumber(agent[3]), agent_spent}
   end
 end
 local daily_cap = tonumber(acct[3] or default_daily_cap)
 local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
 if spent + price > daily_cap then
-  count_request(); note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
+  note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
   return {S_DAILY_CAP, balance, daily_cap, spent}
 end
 
--- 7. unpriced routes: daily request cap instead of a price
+-- 8. unpriced routes: daily request cap instead of a price
 if unpriced then
   local used = tonumber(redis.call('GET', KEYS[5]) or '0')
   if used + 1 > request_cap then
-    count_request(); note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
+    note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
     return {S_REQ_CAP, balance, request_cap, used}
   end
 end
 
--- 8. balance
+-- 9. balance
 -- An enabled mandate's threshold: a balance under it asks the app for a background refill.
 local function refill_due(b)
   return (acct[6] and b < tonumber(acct[6])) and 1 or 0
 end
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  count_request(); return {S_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
+  return {S_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
 end
 
--- 9. runaway-agent breaker: this request's credits, or one more identical request, over the
+-- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
 -- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
 local brk_on = false
 if agent then
@@ -236,7 +241,6 @@ if agent then
   end
   if rule then
     -- The trip, instead of the debit: the agent is killed exactly as agent-state-2 kills it.
-    count_request()
     redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
     local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
     -- A revived agent starts from an empty window, not from the burst that tripped it.
@@ -250,7 +254,6 @@ end
 
 -- All checks passed: the writes. (`0 - price`, not `-price`: Lua prints -0 as "-0", which
 -- Redis refuses as an integer on the free lane.)
-count_request()
 balance = redis.call('HINCRBY', KEYS[1], 'balance', 0 - price)
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price)

@@ -12,7 +12,7 @@ export interface CallRecord {
   agent_id: string | null
   charged: number
   refunded: boolean
-  /** ok | provider_4xx | provider_error | timeout | network | too_large | abandoned (cut off by a crash; refunded by the sweeper) */
+  /** ok | provider_4xx | provider_error | timeout | network | too_large | abandoned (cut off by a crash; refunded by the sweeper) | no_key (no provider key after the debit; refunded, ledger/void.ts) */
   outcome: string
   http_status: number | null
   latency_ms: number
@@ -33,7 +33,7 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
     [
       keys.recentCalls(accountId),
       keys.stats(shard),
-      keys.idempotency(accountId, opt.idempotencyKey ?? null),
+      keys.idempotency(accountId, rec.agent_id, opt.idempotencyKey ?? null),
       keys.outbox(shard),
       keys.call(accountId, rec.call_id),
       keys.inflight(shard),

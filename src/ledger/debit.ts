@@ -54,7 +54,7 @@ export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<Debi
       keys.rateWindow(acct, agentId, w.rate),
       keys.rateWindow(acct, agentId, w.prevRate),
       keys.call(acct, callId),
-      keys.idempotency(acct, req.idempotency?.key ?? null),
+      keys.idempotency(acct, agentId, req.idempotency?.key ?? null),
       keys.outbox(keys.shardOf(acct)),
       keys.breakerWindow(acct, agentId, w.rate),
       keys.breakerWindow(acct, agentId, w.prevRate),

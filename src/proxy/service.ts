@@ -1,8 +1,10 @@
 /**
- * One proxied request, its path already found safe (path.ts): who is calling → which provider key → the debit
- * (debit-13: token, agent state, rate limit, allowlists incl. `proxy:<provider>`, caps, request cap
- * for unpriced routes, balance) → the upstream request, both bodies streamed → settlement: refund
- * on provider failure or the response cap, file the call for activity and the public counters.
+ * One proxied request, its path already found safe (path.ts): who is calling → the debit (debit-13:
+ * token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps, request cap for
+ * unpriced routes, balance) → which provider key, read only now so that a refused token never
+ * reaches the vault (none: the debit is voided) → the upstream request, both bodies streamed →
+ * settlement: refund on provider failure or the response cap, file the call for activity and the
+ * public counters.
  * errors: UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
  *         API_UNAVAILABLE, every denial of debit-13, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
  *         RESPONSE_TOO_LARGE (refunded).
@@ -13,6 +15,7 @@ import { applyReferralBonus } from '../ledger/accounts'
 import { recordCall, type CallRecord } from '../ledger/calls'
 import { debit, type DebitOutcome } from '../ledger/debit'
 import { refund } from '../ledger/refund'
+import { keyAfterDebit } from '../ledger/void'
 import { paymentRequired } from '../modules/account/payment'
 import type { Services } from '../services'
 import { downstreamHeaders, upstreamHeaders } from './headers'
@@ -34,7 +37,6 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
-  const apiKey = await keys.get(provider, principal.accountId)
 
   const price = provider.proxy.price
   const slug = `proxy:${provider.id}`
@@ -42,6 +44,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const d = await debit(s.ctx, { principal, target: slug, price, unpriced: price === 0, idempotency: undefined, abandonAfterMs: s.leases.leaseMs })
   if (d.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef })
   if (d.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
+  const apiKey = await keyAfterDebit(s.ctx, s.log, { principal, debit: d, target: slug, price }, () => keys.get(provider, principal.accountId))
   const releaseLease = s.leases.hold(principal.accountId, d.callId)
   try {
     return await relayDebited(s, request, { target, principal, apiKey, price, slug, debit: d, releaseLease })

@@ -99,8 +99,12 @@ export class Keys {
   call(acct: string, callId: string): string {
     return `${this.acctTag(acct)}:call:${callId}`
   }
-  idempotency(acct: string, key: string | null): string {
-    return `${this.acctTag(acct)}:idem:${acct}:${key ?? ''}`
+  /**
+   * An Idempotency-Key's record, scoped to the token that sent it (the agent, or the owner): one
+   * agent's key never replays another's answer.
+   */
+  idempotency(acct: string, agentId: string | null, key: string | null): string {
+    return `${this.acctTag(acct)}:idem:${acct}:${agentId ?? OWNER}:${key ?? ''}`
   }
   recentCalls(acct: string): string {
     return `${this.acctTag(acct)}:calls:${acct}`

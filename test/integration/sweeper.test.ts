@@ -39,7 +39,7 @@ describe('the abandoned-call sweeper', () => {
     expect(act.body.calls).toHaveLength(1)
     expect(act.body.calls[0]).toMatchObject({ slug: 'test.echo', outcome: 'abandoned', refunded: true })
     // The Idempotency-Key is free again.
-    expect(await t.s.ctx.redis.exists(t.s.ctx.keys.idempotency(a.account_id, 'cut'))).toBe(0)
+    expect(await t.s.ctx.redis.exists(t.s.ctx.keys.idempotency(a.account_id, null, 'cut'))).toBe(0)
   })
 
   test('answered calls leave the in-flight set: the sweeper never refunds a success or a refunded failure', async () => {

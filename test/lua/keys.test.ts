@@ -37,7 +37,7 @@ describe('redis/keys', () => {
           k.rateWindow(acct, agentId, day),
           k.breakerWindow(acct, agentId, day),
           k.call(acct, 'call_1'),
-          k.idempotency(acct, idem),
+          k.idempotency(acct, agentId, idem),
           k.recentCalls(acct),
           k.outbox(k.shardOf(acct)),
           k.stats(k.shardOf(acct)),

@@ -1,6 +1,8 @@
 /**
- * The paid call: validate → debit (one script) → upstream with the provider key and a timeout →
- * refund on provider failure (idempotent by call id) → file the call's metadata.
+ * The paid call: validate → debit (one script: agent state, rate limit and the other gates) → the
+ * provider key, read only now so that a refused token never reaches the vault (none: the debit is
+ * voided) → upstream with a timeout → refund on provider failure (idempotent by call id) → file the
+ * call's metadata.
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, BYOK_REQUIRED, every denial of
  *         debit-13 (AGENT_KILLED with reason breaker included), PAYMENT_REQUIRED, PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
@@ -11,6 +13,7 @@ import { applyReferralBonus } from '../../ledger/accounts'
 import { recordCall, type CallRecord } from '../../ledger/calls'
 import { debit } from '../../ledger/debit'
 import { refund } from '../../ledger/refund'
+import { keyAfterDebit } from '../../ledger/void'
 import type { Services } from '../../services'
 import { paymentRequired } from '../account/payment'
 import type { Capability } from '../catalog/service'
@@ -37,7 +40,6 @@ export async function callCapability(s: Services, input: CallInput): Promise<Cal
   const cap = s.catalog.require(input.slug)
   const params = parseParams(input.rawBody)
   s.catalog.checkParams(cap, params)
-  const apiKey = await providerKey(s, cap, input.principal.accountId)
 
   const { principal } = input
   // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.
@@ -54,6 +56,8 @@ export async function callCapability(s: Services, input: CallInput): Promise<Cal
   })
   if (outcome.kind === 'replay') return { status: 200, body: outcome.response }
   if (outcome.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, outcome.balance, outcome.price, { mandateRef: outcome.mandateRef })
+  const settle = { principal, debit: outcome, target: cap.slug, price: cap.price, idempotencyKey: input.idempotencyKey ?? undefined }
+  const apiKey = await keyAfterDebit(s.ctx, s.log, settle, () => providerKey(s, cap, principal.accountId))
 
   const started = performance.now()
   const up = await callUpstream(s.catalog.providers.get(cap.provider)!, cap, params, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES)
