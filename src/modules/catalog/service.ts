@@ -4,6 +4,7 @@
  * instances) and is mirrored here, refreshed every second and at once on this instance's changes.
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST (params).
  */
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Value } from '@sinclair/typebox/value'
@@ -49,7 +50,8 @@ export class Catalog {
     for (const [id, spec] of Object.entries(demo?.providers ?? {})) {
       if (this.providers.has(id)) throw new CatalogError(`/providers/${id}: the id is taken by the built-in demo provider (set DEMO_PROVIDER=off)`)
       // The demo provider is this service itself and takes no key; a marker keeps its house lane live.
-      this.providers.set(id, { ...spec, id, base_url: spec.base_url.replace(/\/$/, ''), houseKey: 'demo' })
+      // Random, because answers are masked for the house key: a word like "demo" would be starred out.
+      this.providers.set(id, { ...spec, id, base_url: spec.base_url.replace(/\/$/, ''), houseKey: `demo-${randomBytes(18).toString('base64url')}` })
     }
     const add = (where: string, isDemo: boolean) => (cap: CapabilitySpec, i: number) => {
       if (!this.providers.has(cap.provider)) throw new CatalogError(`${where}/${i}/provider: unknown provider "${cap.provider}"`)
