@@ -66,11 +66,13 @@ export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: s
   return out
 }
 
-export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Record<string, string>): Headers {
+/** `decoded`: the body is relayed with its content-coding undone, so its coding and length no longer apply. */
+export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Record<string, string>, decoded = false): Headers {
   const out = new Headers()
   const named = connectionTokens(upstream.get('connection'))
   upstream.forEach((value, name) => {
     if (RESPONSE_DROP.has(name) || named.has(name)) return
+    if (decoded && (name === 'content-encoding' || name === 'content-length')) return
     out.set(name, maskKey(value, apiKey))
   })
   for (const [name, value] of Object.entries(extra)) out.set(name, value)

@@ -18,6 +18,7 @@ import { refund } from '../ledger/refund'
 import { keyAfterDebit } from '../ledger/void'
 import { paymentRequired } from '../modules/account/payment'
 import type { Services } from '../services'
+import { decodeBody, decodersFor } from '../lib/content-encoding'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProviderKeys } from './keys'
 import type { ProxyTarget } from './path'
@@ -122,7 +123,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       duplex: 'half',
       redirect: 'manual',
       signal: upstream.signal,
-      // Bytes pass through as sent; upstreamHeaders asks for identity encoding anyway.
+      // Bun would decode on its own, out of the cap's sight; an encoded body is decoded below instead.
       decompress: false,
     } as RequestInit)
   } catch {
@@ -142,8 +143,17 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     const balance = await settle('provider_error')
     throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
   }
+  // An upstream that ignored our identity request is decoded here, so that the cap counts and the
+  // mask sees the bytes the client reads (docs/decisions.md); a coding we cannot undo is its failure.
+  const decoders = decodersFor(res.headers.get('content-encoding'))
+  if (!decoders) {
+    abortUpstream()
+    const balance = await settle('provider_error')
+    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+  }
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
-  const declared = Number(res.headers.get('content-length') ?? '0')
+  // An encoded body's length is of the wire bytes, not of what the client gets: the relay counts those.
+  const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
   if (declared > cap) {
     abortUpstream()
     const balance = await settle('too_large')
@@ -151,18 +161,23 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   }
 
   const done: Outcome = res.status >= 400 ? 'provider_4xx' : 'ok'
-  const headers = downstreamHeaders(res.headers, apiKey, {
-    'x-pab-call-id': d.callId,
-    'x-pab-charged': String(price),
-    'x-pab-balance': String(d.balance),
-  })
+  const headers = downstreamHeaders(
+    res.headers,
+    apiKey,
+    {
+      'x-pab-call-id': d.callId,
+      'x-pab-charged': String(price),
+      'x-pab-balance': String(d.balance),
+    },
+    decoders.length > 0,
+  )
   if (!res.body) {
     void settle(done)
     return new Response(null, { status: res.status, headers })
   }
   // The first chunk is read before answering, so that a body which fails or is already over the cap
   // before any byte could reach the client still gets an error status rather than a cut 200.
-  const reader = res.body.getReader()
+  const reader = (decoders.length ? decodeBody(res.body, decoders) : res.body).getReader()
   let first: Awaited<ReturnType<typeof reader.read>>
   try {
     first = await reader.read()
@@ -186,8 +201,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
   const body = relay(reader, first.value, {
     cap,
-    // A content-encoded body (an upstream that ignored identity) cannot be scanned; it passes as is.
-    apiKey: res.headers.has('content-encoding') && res.headers.get('content-encoding') !== 'identity' ? '' : apiKey,
+    apiKey,
     abortUpstream,
     clientGone: () => request.signal.aborted,
     onEnd: (how, bytes) => {

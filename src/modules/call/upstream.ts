@@ -1,12 +1,19 @@
 /**
  * One upstream request of a capability call, with the provider key, a timeout, no redirects
- * (the upstream host comes only from the catalog) and a cap on the response size.
+ * (the upstream host comes only from the catalog) and a cap on the response size. The cap counts
+ * decoded bytes: identity encoding is asked for, and a provider that compresses anyway is decoded
+ * here rather than by Bun's fetch, so that a coding we cannot undo is refused, not passed on raw.
+ * The provider key is masked in the decoded text, as the proxy masks it.
  */
+import { decodeBody, decodersFor } from '../../lib/content-encoding'
+import { maskKey } from '../../proxy/scrub'
 import type { Capability, Provider } from '../catalog/service'
 
 export type UpstreamResult =
   | { kind: 'response'; status: number; body: unknown }
   | { kind: 'too_large'; status: number }
+  /** A Content-Encoding we cannot decode (a provider failure, refunded). */
+  | { kind: 'bad_encoding'; status: number }
   | { kind: 'timeout' }
   | { kind: 'network'; error: string }
 
@@ -19,6 +26,7 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
 export async function callUpstream(provider: Provider, cap: Capability, params: unknown, apiKey: string, maxBytes: number): Promise<UpstreamResult> {
   const url = new URL(provider.base_url + cap.path)
   const headers = authHeaders(provider, apiKey)
+  headers['accept-encoding'] = 'identity'
   let body: string | undefined
   if (cap.method === 'GET' || cap.method === 'DELETE') {
     for (const [k, v] of Object.entries((params ?? {}) as Record<string, unknown>))
@@ -29,20 +37,27 @@ export async function callUpstream(provider: Provider, cap: Capability, params: 
   }
   let res: Response
   try {
-    res = await fetch(url, { method: cap.method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(cap.timeout_ms) })
+    res = await fetch(url, { method: cap.method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(cap.timeout_ms), decompress: false } as RequestInit)
   } catch (e) {
     return (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
   }
-  const declared = Number(res.headers.get('content-length') ?? '0')
+  const decoders = decodersFor(res.headers.get('content-encoding'))
+  if (!decoders) {
+    void res.body?.cancel()
+    return { kind: 'bad_encoding', status: res.status }
+  }
+  // An encoded body's declared length is of the wire bytes; readCapped counts the decoded ones.
+  const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
   if (declared > maxBytes) {
     void res.body?.cancel()
     return { kind: 'too_large', status: res.status }
   }
   let text: string
   try {
-    const bytes = await readCapped(res, maxBytes)
+    const bytes = await readCapped(res.body && decodeBody(res.body, decoders), maxBytes)
     if (bytes === null) return { kind: 'too_large', status: res.status }
-    text = new TextDecoder().decode(bytes)
+    // A provider that quotes the key back (an error message) must not hand it to the caller.
+    text = maskKey(new TextDecoder().decode(bytes), apiKey)
   } catch (e) {
     return (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
   }
@@ -59,9 +74,9 @@ export async function callUpstream(provider: Provider, cap: Capability, params: 
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */
-async function readCapped(res: Response, max: number): Promise<Uint8Array | null> {
-  if (!res.body) return new Uint8Array()
-  const reader = res.body.getReader()
+async function readCapped(body: ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array | null> {
+  if (!body) return new Uint8Array()
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
