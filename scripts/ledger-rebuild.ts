@@ -9,17 +9,19 @@
  *            --force   (also overwrite accounts that still exist; stop the service first)
  *
  * Prints one JSON line per account and a summary; exits 1 when an existing account's balance
- * differs from its ledger (and --force was not given), 2 on bad arguments.
+ * differs from its ledger (and --force was not given), 2 on bad arguments. An `--all` run in which
+ * no account failed writes the ledger marks, which reopens the money paths of running instances
+ * that found Redis empty (src/ledger/availability.ts).
  */
 import { parseArgs } from 'node:util'
-import { sql } from 'drizzle-orm'
 import { systemClock } from '../src/clock'
 import { loadConfigOrExit } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import type { LedgerContext } from '../src/ledger/context'
-import { applyRebuild, planRebuild, RebuildError } from '../src/ledger/rebuild'
+import { writeMarks } from '../src/ledger/availability'
+import { allAccountIds, applyRebuild, planRebuild, RebuildError } from '../src/ledger/rebuild'
 import { createRedis } from '../src/redis/client'
-import { Keys, SHARDS } from '../src/redis/keys'
+import { Keys } from '../src/redis/keys'
 import { loadScripts } from '../src/redis/scripts'
 
 const { values: opt } = parseArgs({
@@ -41,25 +43,9 @@ const redis = createRedis(cfg)
 const ctx: LedgerContext = { redis, keys: new Keys(cfg.REDIS_KEY_PREFIX), scripts: loadScripts(redis), clock: systemClock, cfg }
 const db = await openDatabase(cfg)
 
-/** Every account Postgres knows, plus those created since the last flush (still in the outbox). */
-async function allAccounts(): Promise<string[]> {
-  const rows = (await db.db.execute(sql`select id from accounts order by id`)) as unknown as { id: string }[]
-  const ids = new Set(rows.map((r) => r.id))
-  for (let s = 0; s < SHARDS; s++) {
-    let from = '-'
-    for (;;) {
-      const page = await redis.xrange(ctx.keys.outbox(s), from, '+', 'COUNT', 1000)
-      for (const [, f] of page) if (f[f.indexOf('kind') + 1] === 'account') ids.add(f[f.indexOf('acct') + 1]!)
-      if (page.length < 1000) break
-      from = '(' + page.at(-1)![0]
-    }
-  }
-  return [...ids]
-}
-
 const summary = { accounts: 0, restored: 0, unchanged: 0, drift: 0, failed: 0 }
 try {
-  const ids = opt.all ? await allAccounts() : opt.account!
+  const ids = opt.all ? await allAccountIds(ctx, db.db) : opt.account!
   for (const id of ids) {
     summary.accounts++
     try {
@@ -80,6 +66,7 @@ try {
       console.log(JSON.stringify({ account: id, action: 'failed', error: e instanceof RebuildError ? e.message : String(e) }))
     }
   }
+  if (opt.all && !opt['dry-run'] && summary.failed === 0) await writeMarks(ctx)
   console.error(JSON.stringify({ summary, dry_run: opt['dry-run'], force: opt.force }))
 } finally {
   redis.disconnect()

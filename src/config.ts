@@ -22,6 +22,10 @@ export const ConfigSchema = T.Object({
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://' })),
   /** Where the embedded PGlite keeps its files. @default ./data/pg */
   PGLITE_DIR: T.String({ default: './data/pg' }),
+  /** Where the self-started redis-server (no Redis at a loopback REDIS_URL) keeps its append-only file. @default ./data/redis */
+  REDIS_DATA_DIR: T.String({ default: './data/redis' }),
+  /** How often every instance checks that Redis still holds the whole ledger (its marks), ms. @default 5000 */
+  LEDGER_CHECK_MS: Int(5000, 100),
   /** Providers and capabilities (CONTRACT §4). @default built-in catalog.json */
   CATALOG_FILE: T.Optional(T.String()),
   /** Founder bearer for /admin/*; unset → founder surfaces answer NOT_CONFIGURED. */

@@ -142,6 +142,12 @@ export const ERRORS = {
     message: 'This deployment lacks the secret required for {feature}. The operator has been signaled.',
     context: ['feature'],
   },
+  LEDGER_UNAVAILABLE: {
+    status: 503,
+    message:
+      'The balance ledger is being restored after a data store failure; no money moves until it is whole. Nothing was charged: retry the same request in {retry_after_s} seconds (GET /status shows progress).',
+    context: ['retry_after_s', 'status_url'],
+  },
   CONFLICT: {
     status: 409,
     message: 'The resource is already in the requested state: {reason}.',

@@ -7,13 +7,15 @@ import { ensureRedis } from './redis/embedded'
 import { buildServices } from './services'
 
 const cfg = loadConfigOrExit()
-await ensureRedis(cfg)
+const embeddedRedis = await ensureRedis(cfg)
 const services = await buildServices(cfg)
 installProcessGuard(services.log)
 services.metrics.withProcessMetrics()
 const app = createApp(services)
 // Bun.serve through listen.ts, not app.listen: the proxy's path safety needs the raw request target.
 await listen(app, { port: cfg.PORT, maxBodyBytes: cfg.MAX_BODY_BYTES })
+// Watches the ledger marks; rebuilds from Postgres when Redis came back empty (money paths wait).
+services.ledger.start()
 if (cfg.FLUSHER === '1') services.flusher.start()
 // Safe on every instance: deliveries are claimed with SKIP LOCKED, never sent twice.
 services.deliveries.start()
@@ -29,5 +31,6 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const)
     stopping = true
     await app.stop()
     await services.close()
+    await embeddedRedis?.stop()
     process.exit(0)
   })

@@ -19,7 +19,11 @@ const CACHE_MAX = 100_000
 
 export class TokenResolver {
   private cache = new Map<string, Principal>()
-  constructor(private ctx: LedgerContext) {}
+  constructor(
+    private ctx: LedgerContext,
+    /** Called before a bearer is called unknown: throws when Redis may have lost it (ledger/availability.ts). */
+    private beforeUnknown: () => Promise<void> = async () => {},
+  ) {}
 
   /** The principal of a bearer, or null when the bearer is malformed or unknown. */
   async resolve(bearer: string | undefined): Promise<Principal | null> {
@@ -28,7 +32,10 @@ export class TokenResolver {
     const hit = this.cache.get(tokenHash)
     if (hit) return hit
     const v = await this.ctx.redis.get(this.ctx.keys.token(tokenHash))
-    if (!v) return null
+    if (!v) {
+      await this.beforeUnknown()
+      return null
+    }
     const [accountId, agentId] = v.split('|') as [string, string]
     const p: Principal = { accountId, agentId: agentId || null, tokenHash }
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!)

@@ -15,6 +15,7 @@ import type { Database } from '../db/client'
 import { accountPolicies, accounts, agents } from '../db/schema'
 import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
+import { SHARDS } from '../redis/keys'
 import { DAY_KEY_TTL_S, type LedgerContext } from './context'
 import { accountLedger, type AccountLedger } from './reconcile'
 
@@ -206,4 +207,58 @@ export async function applyRebuild(ctx: LedgerContext, plan: RebuildPlan, opt: {
     redis.set(keys.mandateRef(mref), acct),
   ])
   return { account: acct, restored: true, balance: plan.balance, expected: plan.balance }
+}
+
+/** Every account Postgres knows, plus those created since the last flush (still in the outbox). */
+export async function allAccountIds(ctx: LedgerContext, db: Database): Promise<string[]> {
+  const rows = await db.select({ id: accounts.id }).from(accounts).orderBy(accounts.id)
+  const ids = new Set(rows.map((r) => r.id))
+  for (let s = 0; s < SHARDS; s++) {
+    let from = '-'
+    for (;;) {
+      const page = await ctx.redis.xrange(ctx.keys.outbox(s), from, '+', 'COUNT', 1000)
+      for (const [, f] of page) if (f[f.indexOf('kind') + 1] === 'account') ids.add(f[f.indexOf('acct') + 1]!)
+      if (page.length < 1000) break
+      from = '(' + page.at(-1)![0]
+    }
+  }
+  return [...ids]
+}
+
+export interface RestoreSummary {
+  restored: number
+  /** Accounts whose hash Redis still holds: left alone (the operator's `ledger:rebuild` reports drift). */
+  present: number
+  failed: { account: string; error: string }[]
+}
+
+/** Accounts planned and written at once: enough to hide Postgres round trips, few enough to share it. */
+const RESTORE_CONCURRENCY = 8
+
+/**
+ * Restores every account Redis lacks (the automatic rebuild after Redis came back empty). Safe to
+ * run again and from several processes: restore-account-2 writes a hash only where none exists.
+ */
+export async function restoreMissing(ctx: LedgerContext, db: Database): Promise<RestoreSummary> {
+  const ids = await allAccountIds(ctx, db)
+  const out: RestoreSummary = { restored: 0, present: 0, failed: [] }
+  let next = 0
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next++]!
+      try {
+        if ((await ctx.redis.exists(ctx.keys.account(id))) === 1) {
+          out.present++
+          continue
+        }
+        const r = await applyRebuild(ctx, await planRebuild(ctx, db, id))
+        if (r.restored) out.restored++
+        else out.present++
+      } catch (e) {
+        out.failed.push({ account: id, error: e instanceof Error ? e.message : String(e) })
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: RESTORE_CONCURRENCY }, worker))
+  return out
 }

@@ -70,7 +70,10 @@ export async function accountLedgers(ctx: LedgerContext, db: Database, accounts:
     const s = ctx.keys.shardOf(a)
     byShard.set(s, (byShard.get(s) ?? new Set()).add(a))
   }
-  const [pg, ...streams] = await Promise.all([postgresLines(db, accounts), ...[...byShard].map(([s, set]) => outboxLines(ctx, s, set))])
+  // The outbox first, then Postgres: the flusher commits an entry before it deletes it from the
+  // outbox, so an entry moving between the two reads is seen twice (united by id), never missed.
+  const streams = await Promise.all([...byShard].map(([s, set]) => outboxLines(ctx, s, set)))
+  const pg = await postgresLines(db, accounts)
   const out = new Map<string, AccountLedger>()
   for (const a of accounts) out.set(a, { account: a, lines: [], sum: 0, postgres: { count: 0, sum: 0 }, outbox: { count: 0, sum: 0 } })
   const byId = new Map<string, LedgerLine>()

@@ -146,6 +146,14 @@ export class Keys {
   inflight(shard: Shard): string {
     return `${this.tag(shard)}:inflight`
   }
+  /**
+   * Present while the shard's data is whole: written when the ledger is first initialised and by
+   * every rebuild. Redis that comes back empty (no persistence, a fresh replica) lacks it, and the
+   * service then refuses money paths until it has rebuilt the shard (src/ledger/availability.ts).
+   */
+  ledgerMark(shard: Shard): string {
+    return `${this.tag(shard)}:ledgermark`
+  }
   /** Public counters of the shard (summed over shards by /v1/public-stats). */
   stats(shard: Shard): string {
     return `${this.tag(shard)}:stats`
@@ -187,6 +195,10 @@ export class Keys {
   }
   ipRateWindow(ip: string, window: number): string {
     return `${this.prefix}:{ip:${ip}}:rl:${window}`
+  }
+  /** The automatic rebuild's lock (SET NX PX): one instance rebuilds, the others wait for the marks. */
+  rebuildLock(): string {
+    return `${this.prefix}:rebuildlock`
   }
   /** Set of paused capability slugs. */
   paused(): string {

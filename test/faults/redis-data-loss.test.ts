@@ -83,7 +83,11 @@ describe('ledger:rebuild', () => {
     await redis.kill()
     await redis.start() // empty: no persistence
     expect(await t.s.ctx.redis.dbsize()).toBe(0)
-    expect((await call(rotated.body.token)).status).toBe(401)
+    // An empty Redis is not taken at its word: the token is not called unknown, nothing is charged.
+    const refused = await call(rotated.body.token)
+    expect(refused.status).toBe(503)
+    expect(refused.body).toMatchObject({ error: 'LEDGER_UNAVAILABLE', retry_after_s: 5 })
+    expect((await t.req('GET', '/status')).body.degraded).toContainEqual(expect.objectContaining({ reason: 'redis_empty' }))
 
     const r = await rebuild('--all')
     expect(r.code).toBe(0)
