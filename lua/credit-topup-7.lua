@@ -4,13 +4,15 @@
   synchronous refill path, Stripe's webhook and every replay of it credit one charge once between
   them. A charge that would take the balance past the cap is not credited but parked for the
   founder: the money is already taken, so only a human may decide to credit or refund it.
-  A refill or top-up also counts against its month's ceiling and releases the refill lock it held.
+  A refill or top-up also counts against its month's ceiling and releases the refill lock it held;
+  its reservation's `pending` amount (reserve-refill-4) becomes `refilled` — also for a charge
+  whose lock lapsed long ago (its outcome was unknown until now).
   The owner's event rides the same outbox (src/events/): `refill.succeeded` (mode auto, topup or
   pack) when credited, `payment.parked` when parked; ids fixed by the charge id.
 
   KEYS[1] account hash                  {s}:acct:<acct>
   KEYS[2] mandate hash                  {s}:mandate:<acct>
-  KEYS[3] refills of the charge's month {s}:refills:<acct>:<YYYY-MM>  (not written for a pack)
+  KEYS[3] refills of the charge's month {s}:refills:<acct>:<YYYY-MM>  (`refilled`, `pending`; not written for a pack)
   KEYS[4] charge record                 {s}:charge:<acct>:<charge_id>
   KEYS[5] parked payment                {s}:parked:<parked_id>  (written only when parking)
   KEYS[6] parked queue of the shard     {s}:parkedq
@@ -48,6 +50,12 @@ local holds_lock = attempt ~= '' and redis.call('HGET', KEYS[2], 'pending') == a
 -- Decided. Whatever the outcome, the attempt is settled: its lock is released.
 if holds_lock then
   redis.call('HDEL', KEYS[2], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
+end
+-- The outcome is known: the reservation no longer counts as pending (the credit below counts it).
+local reserved = attempt ~= '' and kind ~= 'pack' and redis.call('HGET', KEYS[3], 'a:' .. attempt)
+if reserved then
+  redis.call('HDEL', KEYS[3], 'a:' .. attempt)
+  redis.call('HINCRBY', KEYS[3], 'pending', -tonumber(reserved))
 end
 if seen[1] then return {S_ALREADY, balance, seen[1], seen[2] or ''} end
 

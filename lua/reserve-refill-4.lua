@@ -3,12 +3,16 @@
   charge, for the background auto-refill ('auto') and for the agent's explicit top-up ('topup').
   Every rule is checked first; then the refill is reserved. The mandate's `pending` fields are the
   refill lock — one refill in flight per account, across every instance — and they hold until
-  credit-topup-7 (paid) or release-refill-4 (refused) settles the attempt. A lock whose holder died
+  credit-topup-7 (paid) or release-refill-5 (refused) settles the attempt. A lock whose holder died
   lapses at `pending_until` (longer than the gateway's longest call with its retries).
+  The reserved amount also counts against the month's ceiling as `pending` in KEYS[3] (`a:<attempt>`
+  names each one) until the charge's outcome is known, however long that takes: a charge whose
+  answer was lost outlives its lock, and may still be paid. So `ceiling - refilled - pending` is
+  what may still be charged; credit-topup-7 moves the amount to `refilled`, release-refill-5 drops it.
 
   KEYS[1] account hash               {s}:acct:<acct>
   KEYS[2] mandate hash               {s}:mandate:<acct>
-  KEYS[3] refills of this HKT month  {s}:refills:<acct>:<YYYY-MM>
+  KEYS[3] refills of this HKT month  {s}:refills:<acct>:<YYYY-MM>  (`refilled`, `pending`, `a:<attempt>`)
   KEYS[4] top-up of this HKT day     {s}:topup:<acct>:<day>  (written in 'topup' mode only)
 
   ARGV[1] now, epoch ms (app clock)
@@ -21,11 +25,12 @@
   ARGV[8] TTL of the day marker, s
   ARGV[9] this deployment's gateway: a card saved through another one cannot be charged
   ARGV[10] balance cap when the account has none of its own
+  ARGV[11] TTL of KEYS[3], s
 
   Returns {OK, credits, customer, payment_method, balance}
         | {NO_MANDATE} | {REFILL_IN_FLIGHT} | {REFILL_NOT_NEEDED, balance, threshold}
         | {REFILL_BACKOFF, retry_after_ms} | {TOPUP_TODAY}
-        | {CEILING_REACHED, refilled, ceiling, credits} | {BALANCE_CAP, balance, balance_cap, credits}
+        | {CEILING_REACHED, refilled, ceiling, credits, pending} | {BALANCE_CAP, balance, balance_cap, credits}
         | {NOT_FOUND}
 ]]
 
@@ -58,13 +63,17 @@ if mode == 'auto' then
 else
   if redis.call('EXISTS', KEYS[4]) == 1 then return {S_TODAY} end
 end
-local refilled = tonumber(redis.call('HGET', KEYS[3], 'refilled') or '0')
-if refilled + credits > ceiling then return {S_CEILING, refilled, ceiling, credits} end
+local month = redis.call('HMGET', KEYS[3], 'refilled', 'pending')
+local refilled, pending = tonumber(month[1] or '0'), tonumber(month[2] or '0')
+if refilled + pending + credits > ceiling then return {S_CEILING, refilled, ceiling, credits, pending} end
 if balance + credits > cap then return {S_CAP, balance, cap, credits} end
 
 -- All checks passed: take the lock.
 redis.call('HSET', KEYS[2], 'pending', attempt, 'pending_amount', credits, 'pending_until', now + hold_ms,
   'pending_month', ARGV[5], 'pending_mode', mode, 'pending_day', ARGV[6])
+redis.call('HINCRBY', KEYS[3], 'pending', credits)
+redis.call('HSET', KEYS[3], 'a:' .. attempt, credits)
+redis.call('EXPIRE', KEYS[3], tonumber(ARGV[11]))
 if mode == 'topup' then
   redis.call('SET', KEYS[4], attempt, 'EX', tonumber(ARGV[8]))
 end

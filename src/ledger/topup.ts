@@ -1,6 +1,6 @@
 /**
  * Money in: typed callers of the refill and credit scripts. Every rule lives in the scripts
- * (reserve-refill-4 before a charge, credit-topup-7 after it, release-refill-4 when it is refused,
+ * (reserve-refill-4 before a charge, credit-topup-7 after it, release-refill-5 when it is refused,
  * decide-parked-4 for the founder); this file only builds keys and reads the tuples.
  */
 import { randomId } from '../auth/tokens'
@@ -31,7 +31,8 @@ export interface Reservation {
 
 export type ReserveOutcome =
   | { kind: 'reserved'; r: Reservation }
-  | { kind: 'refused'; status: S; a: number; b: number; c: number }
+  /** CEILING_REACHED: a refilled, b ceiling, c credits, d pending (charges whose outcome is not known yet). */
+  | { kind: 'refused'; status: S; a: number; b: number; c: number; d: number }
 
 export async function reserveRefill(ctx: LedgerContext, acct: string, mode: RefillMode, credits: number | null, gateway: string): Promise<ReserveOutcome> {
   const { keys } = ctx
@@ -41,10 +42,11 @@ export async function reserveRefill(ctx: LedgerContext, acct: string, mode: Refi
   const attemptId = `rf_${randomId()}`
   const reply = await ctx.scripts.reserveRefill(
     [keys.account(acct), keys.mandate(acct), keys.refills(acct, month), keys.topupDay(acct, day)],
-    [now, mode, credits ?? '', attemptId, month, day, REFILL_HOLD_MS, DAY_KEY_TTL_S, gateway, ctx.cfg.DEFAULT_BALANCE_CAP],
+    [now, mode, credits ?? '', attemptId, month, day, REFILL_HOLD_MS, DAY_KEY_TTL_S, gateway, ctx.cfg.DEFAULT_BALANCE_CAP, REFILLS_TTL_S],
   )
   const status = Number(reply[0]) as S
-  if (status !== S.OK) return { kind: 'refused', status, a: Number(reply[1] ?? 0), b: Number(reply[2] ?? 0), c: Number(reply[3] ?? 0) }
+  if (status !== S.OK)
+    return { kind: 'refused', status, a: Number(reply[1] ?? 0), b: Number(reply[2] ?? 0), c: Number(reply[3] ?? 0), d: Number(reply[4] ?? 0) }
   return {
     kind: 'reserved',
     r: { attemptId, credits: Number(reply[1]), customerId: String(reply[2]), paymentMethodId: String(reply[3]), month, day },
@@ -111,17 +113,21 @@ export async function creditCharge(ctx: LedgerContext, c: CreditRequest): Promis
   }
 }
 
-/** The processor refused the charge: free the lock (and the day's top-up); maybe disable the mandate. */
+/**
+ * The processor refused the charge: its pending amount no longer counts against the ceiling; if it
+ * still holds the lock, free it (and the day's top-up) and maybe disable the mandate. A refusal
+ * that arrives late (webhook) names the attempt and month only: `day` is then today's.
+ */
 export async function releaseRefill(
   ctx: LedgerContext,
   acct: string,
-  r: Reservation,
+  r: Pick<Reservation, 'attemptId' | 'month' | 'day'>,
   outcome: 'declined' | 'authentication_required',
   code: string,
 ): Promise<boolean> {
   const { keys } = ctx
   const reply = await ctx.scripts.releaseRefill(
-    [keys.mandate(acct), keys.account(acct), keys.topupDay(acct, r.day), keys.outbox(keys.shardOf(acct))],
+    [keys.mandate(acct), keys.account(acct), keys.topupDay(acct, r.day), keys.outbox(keys.shardOf(acct)), keys.refills(acct, r.month)],
     [ctx.clock.now(), acct, r.attemptId, outcome, code.slice(0, 64), AUTO_REFILL_BACKOFF_MS],
   )
   return Number(reply[0]) === S.OK

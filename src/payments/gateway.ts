@@ -89,6 +89,8 @@ export type GatewayEvent =
   | { type: 'consent_completed'; eventId: string; completion: ConsentCompletion }
   | { type: 'checkout_paid'; eventId: string; accountId: string; credits: number; chargeId: string }
   | { type: 'charge_succeeded'; eventId: string; accountId: string; credits: number; chargeId: string; attemptId: string; month: string; purpose: 'refill' | 'topup' }
+  /** An off-session charge failed after all (its synchronous answer was unknown, or lost). */
+  | { type: 'charge_failed'; eventId: string; accountId: string; attemptId: string; month: string; code: string }
   | { type: 'ignored'; eventId: string; eventType: string }
 
 export class WebhookSignatureError extends Error {}

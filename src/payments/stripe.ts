@@ -208,6 +208,14 @@ export class StripeGateway implements PaymentGateway {
         if (!Number.isSafeInteger(credits) || credits <= 0) return ignored
         return { type: 'charge_succeeded', eventId: event.id, accountId: m.acct!, credits, chargeId: pi.id, attemptId: m.attempt ?? '', month: m.month!, purpose: m.purpose }
       }
+      case 'payment_intent.payment_failed': {
+        // Settles a refill whose synchronous answer was unknown: its amount stops counting as pending.
+        const pi = event.data.object
+        const m = pi.metadata ?? {}
+        if ((m.purpose !== 'refill' && m.purpose !== 'topup') || !isAccountId(m.acct ?? '') || !MONTH_RE.test(m.month ?? '') || !m.attempt) return ignored
+        const code = pi.last_payment_error?.decline_code ?? pi.last_payment_error?.code ?? 'payment_failed'
+        return { type: 'charge_failed', eventId: event.id, accountId: m.acct!, attemptId: m.attempt, month: m.month!, code }
+      }
       default:
         return ignored
     }

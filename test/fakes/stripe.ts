@@ -30,6 +30,8 @@ export interface FakeStripe {
   requests: { method: string; path: string; body: Obj; idempotencyKey: string | null }[]
   /** Delay of every PaymentIntent creation (lets a test see overlapping charges). */
   chargeLatencyMs: number
+  /** Answer PaymentIntent creations with status `processing` (outcome unknown until a webhook). */
+  chargeProcessing: boolean
   /** Most PaymentIntent creations in flight at once, per customer. */
   maxConcurrentCharges: number
   /** The human completes a setup session with a card: returns the checkout.session.completed delivery. */
@@ -85,6 +87,7 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
     refunds: [],
     requests: [],
     chargeLatencyMs: 0,
+    chargeProcessing: false,
     maxConcurrentCharges: 0,
     completeSetup: async (sessionId, number) => {
       const s = fake.sessions.get(sessionId)
@@ -224,6 +227,10 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
         last_payment_error: null,
       }
       fake.paymentIntents.set(pi.id, pi)
+      if (fake.chargeProcessing) {
+        pi.status = 'processing'
+        return Response.json(pi)
+      }
       if (pm.number === '4000002760003184' && body.off_session === 'true') {
         pi.status = 'requires_payment_method'
         return stripeError(402, {

@@ -10,6 +10,9 @@ export const MandateResponse = T.Object({
   ceiling: T.Integer({ description: 'Credits: at most this much is refilled (auto and explicit) per HKT calendar month' }),
   period: T.Literal('month'),
   refilled_this_period: T.Integer({ description: 'Credits refilled under the mandate in the current HKT month' }),
+  pending_this_period: T.Integer({
+    description: 'Credits charged this HKT month whose outcome the processor has not confirmed yet; they count against the ceiling until credited or failed',
+  }),
   card: T.Union([T.Object({ brand: T.String(), last4: T.String() }), T.Null()]),
   enable_url: T.String({ description: 'Saved-card consent page (/mandate?ref=...): the only way to save or replace the card' }),
   disabled_reason: T.Union([T.String({ description: 'e.g. authentication_required: the bank wants the card holder; consent again' }), T.Null()]),

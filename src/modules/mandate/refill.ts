@@ -3,9 +3,10 @@
  *
  * A refill is: reserve-refill-4 (every rule, then the account's refill lock) → the off-session
  * charge at the processor (idempotency key = attempt id) → credit-topup-7 (credited once per
- * charge id, or parked over the cap) or release-refill-4 (refused). When the charge's outcome is
- * unknown (network), the lock is left to lapse and Stripe's `payment_intent.succeeded` webhook
- * credits the charge if it went through.
+ * charge id, or parked over the cap) or release-refill-5 (refused). When the charge's outcome is
+ * unknown (network, `processing`), the lock is left to lapse but the amount stays pending against
+ * the month's ceiling until Stripe's `payment_intent.succeeded` (credited) or
+ * `payment_intent.payment_failed` (released) webhook says what happened.
  *
  * Auto-refill: debit-13 flags a debit that leaves the balance under the threshold and debit()
  * calls `trigger()`. Triggers are coalesced per account: while a refill runs, further triggers
@@ -39,7 +40,7 @@ export type RefillResult =
   | { kind: 'credited'; credits: number; balance: number; chargeId: string }
   | { kind: 'parked'; credits: number; balance: number; balanceCap: number; parkedId: string; chargeId: string }
   /** A rule refused it before any charge: status and the script's numbers. */
-  | { kind: 'refused'; status: S; a: number; b: number; c: number }
+  | { kind: 'refused'; status: S; a: number; b: number; c: number; d: number }
   | { kind: 'declined'; credits: number; code: string; message: string; card: string }
   | { kind: 'authentication_required'; credits: number; message: string; card: string }
   | { kind: 'unknown'; message: string }
@@ -104,7 +105,7 @@ export class Refiller {
   async refill(accountId: string, mode: RefillMode, credits: number | null = null): Promise<RefillResult> {
     const { ctx, payments, log } = this.d
     const res = await reserveRefill(ctx, accountId, mode, credits, payments.mode)
-    if (res.kind === 'refused') return { kind: 'refused', status: res.status, a: res.a, b: res.b, c: res.c }
+    if (res.kind === 'refused') return { kind: 'refused', status: res.status, a: res.a, b: res.b, c: res.c, d: res.d }
     const r = res.r
     const cents = centsOf(r.credits, this.d.cfg.CREDITS_PER_USD)
     let outcome: ChargeOutcome

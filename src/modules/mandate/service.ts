@@ -55,6 +55,7 @@ export function mandateBody(m: MandateRecord, enable_url: string) {
     ceiling: m.ceiling,
     period: 'month' as const,
     refilled_this_period: m.refilledThisPeriod,
+    pending_this_period: m.pendingThisPeriod,
     card: m.card ? { brand: m.card.brand, last4: m.card.last4 } : null,
     enable_url,
     disabled_reason: m.disabledReason,
@@ -119,11 +120,16 @@ export async function topup(s: Services, accountId: string, amount: number | und
     case 'unknown':
       throw new ApiError('CONFLICT', { reason: 'the card payment is still being confirmed by the processor; check GET /v1/balance in a minute' })
     case 'refused':
-      throw await refusal(s, accountId, r.status, r.a, r.b, r.c, amount)
+      throw await refusal(s, accountId, r, amount)
   }
 }
 
-async function refusal(s: Services, accountId: string, status: S, a: number, b: number, c: number, amount: number | undefined): Promise<ApiError> {
+async function refusal(
+  s: Services,
+  accountId: string,
+  { status, a, b, c, d }: { status: S; a: number; b: number; c: number; d: number },
+  amount: number | undefined,
+): Promise<ApiError> {
   switch (status) {
     case S.NO_MANDATE: {
       const m = await readMandate(s.ctx, accountId)
@@ -136,8 +142,9 @@ async function refusal(s: Services, accountId: string, status: S, a: number, b: 
       })
     case S.CEILING_REACHED:
       return new ApiError('CONFLICT', {
-        reason: `this refill period is at its ceiling: ${a} of ${b} credits refilled this HKT month, ${c} more would pass it; the operator can raise the ceiling via PUT /v1/mandate`,
+        reason: `this refill period is at its ceiling: ${a} of ${b} credits refilled this HKT month${d > 0 ? ` and ${d} in charges the processor has not confirmed yet` : ''}, ${c} more would pass it; the operator can raise the ceiling via PUT /v1/mandate`,
         refilled_this_period: a,
+        pending_this_period: d,
         ceiling: b,
       })
     case S.BALANCE_CAP:

@@ -15,6 +15,8 @@ export interface MandateRecord extends Limits {
   disabledReason: string | null
   lastFailure: { code: string; at: string } | null
   refilledThisPeriod: number
+  /** Charged this HKT month with the outcome not known yet: counts against the ceiling too. */
+  pendingThisPeriod: number
 }
 
 /** Limits of a mandate nobody has set yet: $1 threshold, $5 refills, $20 a month. */
@@ -26,9 +28,9 @@ const FIELDS = ['enabled', 'threshold', 'refill', 'ceiling', 'brand', 'last4', '
 
 export async function readMandate(ctx: LedgerContext, acct: string): Promise<MandateRecord> {
   const { redis, keys } = ctx
-  const [m, refilled] = await Promise.all([
+  const [m, [refilled, pending]] = await Promise.all([
     redis.hmget(keys.mandate(acct), ...FIELDS),
-    redis.hget(keys.refills(acct, hktMonth(ctx.clock.now())), 'refilled'),
+    redis.hmget(keys.refills(acct, hktMonth(ctx.clock.now())), 'refilled', 'pending'),
   ])
   const [enabled, threshold, refill, ceiling, brand, last4, customer, pm, gateway, disabledReason, lastFailure, lastFailureAt] = m
   const d = defaultLimits(ctx.cfg)
@@ -43,6 +45,7 @@ export async function readMandate(ctx: LedgerContext, acct: string): Promise<Man
     disabledReason: disabledReason ?? null,
     lastFailure: lastFailure ? { code: lastFailure, at: new Date(Number(lastFailureAt)).toISOString() } : null,
     refilledThisPeriod: Number(refilled ?? 0),
+    pendingThisPeriod: Number(pending ?? 0),
   }
 }
 

@@ -1,11 +1,14 @@
 /**
  * Money a human pays in: credit packs (Stripe Checkout, or the sandbox form) and Stripe's webhook,
- * which also completes saved-card consents and heals refills whose answer was lost.
+ * which also completes saved-card consents and settles refills whose answer was lost (credited, or
+ * released from the month's pending amount).
  * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */
+import { notConfigured } from '../../alarms/not-configured'
 import { ApiError } from '../../errors'
-import { creditCharge, type CreditOutcome } from '../../ledger/topup'
+import { hktDay } from '../../clock'
+import { creditCharge, releaseRefill, type CreditOutcome } from '../../ledger/topup'
 import { WebhookSignatureError, type GatewayEvent } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { applyConsent } from '../mandate/service'
@@ -39,13 +42,18 @@ async function apply(s: Services, ev: GatewayEvent): Promise<string> {
       })
       return out.kind
     }
+    case 'charge_failed': {
+      const day = hktDay(s.ctx.clock.now())
+      const released = await releaseRefill(s.ctx, ev.accountId, { attemptId: ev.attemptId, month: ev.month, day }, 'declined', ev.code)
+      return released ? 'released' : 'already_settled'
+    }
     case 'ignored':
       return 'ignored'
   }
 }
 
 export async function receiveWebhook(s: Services, rawBody: string, signature: string | null) {
-  if (s.payments.mode !== 'stripe') throw new ApiError('NOT_CONFIGURED', { feature: 'Stripe webhooks (PAYMENTS=stripe)' })
+  if (s.payments.mode !== 'stripe') throw notConfigured('stripe')
   let ev: GatewayEvent
   try {
     ev = await s.payments.webhook(rawBody, signature)

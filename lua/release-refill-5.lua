@@ -1,6 +1,8 @@
 --[[
-  release-refill-4: the processor refused a refill's charge. Frees the refill lock and the day's
-  top-up (a declined top-up did not happen), remembers the failure, and:
+  release-refill-5: the processor refused a refill's charge. The reserved amount stops counting
+  against the month's ceiling (`pending`, KEYS[5]) — also when the refusal arrives late, by
+  webhook, after the lock lapsed. If the attempt still holds the refill lock, it also frees the
+  lock and the day's top-up (a declined top-up did not happen), remembers the failure, and:
   - 'declined' in auto mode: no new auto attempt before `retry_after` — a card is not hammered on
     every paid call;
   - 'authentication_required': the bank wants the card holder present, which an off-session refill
@@ -12,6 +14,7 @@
   KEYS[2] account hash                      {s}:acct:<acct>
   KEYS[3] top-up of the attempt's HKT day   {s}:topup:<acct>:<day>
   KEYS[4] outbox stream                     {s}:outbox
+  KEYS[5] refills of the attempt's month    {s}:refills:<acct>:<YYYY-MM>
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] account id
@@ -20,14 +23,22 @@
   ARGV[5] failure code from the processor
   ARGV[6] auto-refill back-off after a decline, ms
 
-  Returns {OK, mode} | {ALREADY_APPLIED} (the lock is not, or no longer, this attempt's)
+  Returns {OK, mode} (mode '' when only the pending amount was released)
+        | {ALREADY_APPLIED} (neither the lock nor a pending amount is this attempt's)
 ]]
 
 local S_OK, S_ALREADY = 0, 15
 local now, acct, attempt, outcome = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 
 local m = redis.call('HMGET', KEYS[1], 'pending', 'pending_mode')
-if m[1] ~= attempt then return {S_ALREADY} end
+local reserved = redis.call('HGET', KEYS[5], 'a:' .. attempt)
+if m[1] ~= attempt and not reserved then return {S_ALREADY} end
+
+if reserved then
+  redis.call('HDEL', KEYS[5], 'a:' .. attempt)
+  redis.call('HINCRBY', KEYS[5], 'pending', -tonumber(reserved))
+end
+if m[1] ~= attempt then return {S_OK, ''} end
 local mode = m[2]
 
 redis.call('HDEL', KEYS[1], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
