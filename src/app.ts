@@ -51,7 +51,7 @@ export function createApp(s: Services) {
     })
     .onError(({ code, error, request }) => {
       const err = apiErrorOf(code, error, request)
-      noteError(request, err.code)
+      noteError(request, err)
       return err.toResponse()
     })
     .use(metricsRoutes(s))

@@ -139,8 +139,8 @@ export const ERRORS = {
   },
   NOT_CONFIGURED: {
     status: 503,
-    message: 'This deployment lacks the secret required for {feature}. The operator has been signaled.',
-    context: ['feature'],
+    message: 'This deployment lacks the secret required for {feature} ({needs}). The operator has been signaled.',
+    context: ['feature', 'needs'],
   },
   LEDGER_UNAVAILABLE: {
     status: 503,

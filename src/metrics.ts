@@ -8,6 +8,7 @@
  * is read from Redis only when Prometheus scrapes.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { FEATURES } from './alarms/not-configured'
 import type { Flusher } from './ledger/flusher'
 import { MONEY_KINDS, type OutboxEntry } from './ledger/sinks'
 
@@ -33,6 +34,13 @@ export class Metrics {
     name: 'pab_api_errors_total',
     help: 'Structured error answers, by error code',
     labelNames: ['code'] as const,
+    registers: [this.registry],
+  })
+  /** Children for every feature exist from the start, so an alert on any increase sees the first one. */
+  readonly notConfigured = new Counter({
+    name: 'pab_not_configured_total',
+    help: 'Requests refused with NOT_CONFIGURED, by the feature whose setting is missing',
+    labelNames: ['feature'] as const,
     registers: [this.registry],
   })
   readonly rateLimited = new Counter({
@@ -79,6 +87,10 @@ export class Metrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [this.registry],
   })
+
+  constructor() {
+    for (const feature of FEATURES) this.notConfigured.inc({ feature }, 0)
+  }
 
   /** Counts every batch the flusher committed; registers the scrape-time gauges of its lag. */
   watchFlusher(flusher: Flusher): void {

@@ -11,6 +11,7 @@
  */
 import { Elysia } from 'elysia'
 import { randomId } from './auth/tokens'
+import type { ApiError } from './errors'
 import type { Services } from './services'
 
 const ID_RE = /^[A-Za-z0-9._-]{1,64}$/
@@ -20,6 +21,8 @@ interface RequestInfo {
   started: number
   route?: string
   code?: string
+  /** The feature a NOT_CONFIGURED answer names: its alarm is raised when the answer is counted. */
+  feature?: string
 }
 
 const info = new WeakMap<Request, RequestInfo>()
@@ -28,10 +31,13 @@ const info = new WeakMap<Request, RequestInfo>()
  * Notes the error code a request is answered with, for `pab_api_errors_total` and the log line.
  * Called wherever an error is rendered (the app's onError, the body-size refusal before routing,
  * the pages that answer their own errors), so every refusal counts, not only routed ones.
+ * Pass the ApiError itself where there is one: a NOT_CONFIGURED answer then signals the operator.
  */
-export function noteError(request: Request, code: string): void {
+export function noteError(request: Request, err: ApiError | string): void {
   const i = info.get(request)
-  if (i) i.code = code
+  if (!i) return
+  i.code = typeof err === 'string' ? err : err.code
+  if (typeof err !== 'string' && err.code === 'NOT_CONFIGURED') i.feature = String(err.context.feature)
 }
 
 /** The id of a request being answered (a fresh one for a Request that never went through the app). */
@@ -59,7 +65,7 @@ interface Handles {
 }
 
 /** Wraps `app.handle` (what tests and the listener call) with the id, the counters and the log line. */
-export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log'>): A {
+export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log' | 'notConfigured'>): A {
   const inner = app.handle.bind(app)
   app.handle = async (request: Request) => {
     const given = request.headers.get('x-request-id')
@@ -74,6 +80,7 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     s.metrics.httpDuration.observe({ method, route }, ms / 1000)
     if (i.code) s.metrics.apiErrors.inc({ code: i.code })
     if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
+    if (i.feature) s.notConfigured.raise(i.feature)
     try {
       // A proxied response keeps the provider's own X-Request-Id (the OpenAI SDK reads it, and the
       // provider's support asks for it); x-pab-call-id names the request on our side.

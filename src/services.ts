@@ -29,6 +29,7 @@ import { DeliveryWorker } from './events/deliveries'
 import { notifyCapabilityPaused } from './events/capability-paused'
 import { BotApi } from './telegram/botapi'
 import { Health } from './health'
+import { NotConfiguredAlarm } from './alarms/not-configured'
 import { ledgerHealthProbe } from './ledger/ledger-health'
 import { LedgerAvailability } from './ledger/availability'
 
@@ -57,6 +58,8 @@ export interface Services {
   ledger: LedgerAvailability
   /** Prometheus counters (GET /metrics); the proxy adds its bytes to `metrics.proxyBytes`. */
   metrics: Metrics
+  /** Raised by every NOT_CONFIGURED answer: the operator signal that answer promises. */
+  notConfigured: NotConfiguredAlarm
   vaultedKey: KeyLookup
   /** The card processor (PAYMENTS: sandbox or stripe). */
   payments: PaymentGateway
@@ -109,6 +112,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   flusher.observe((entries) => spendAlarm.observe(entries))
   const metrics = new Metrics()
   metrics.watchFlusher(flusher)
+  const notConfigured = new NotConfiguredAlarm({ log, health, count: (feature) => metrics.notConfigured.inc({ feature }), now: () => ctx.clock.now() })
   const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
   const mailer = new Mailer({ smtpUrl: cfg.SMTP_URL, dir: cfg.MAIL_DIR, from: `no-reply@${new URL(cfg.BASE_URL).hostname}`, log })
   const payments = createGateway(cfg)
@@ -141,6 +145,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     health,
     ledger,
     metrics,
+    notConfigured,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
     payments,
     mailer,

@@ -6,6 +6,7 @@
  * errors: NOT_CONFIGURED (no ADMIN_TOKEN), FORBIDDEN, UNAUTHORIZED, RATE_LIMITED.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
+import { notConfigured } from '../alarms/not-configured'
 import { ApiError } from '../errors'
 import type { Guard } from './guard'
 
@@ -17,7 +18,7 @@ export function isFounderToken(bearer: string, adminToken: string): boolean {
 }
 
 export async function admitFounder(adminToken: string | undefined, guard: Guard, bearer: string | undefined, ip: string): Promise<void> {
-  if (!adminToken) throw new ApiError('NOT_CONFIGURED', { feature: 'the founder surfaces (ADMIN_TOKEN)' })
+  if (!adminToken) throw notConfigured('admin')
   if (bearer && isFounderToken(bearer, adminToken)) return
   if (bearer && (await guard.tokens.resolve(bearer))) throw new ApiError('FORBIDDEN', { role: 'founder (service owner)' })
   await guard.admitAnonymous(ip)

@@ -97,7 +97,7 @@ export async function pageAnswer(log: Log, request: Request, run: () => Promise<
       log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, error: String(e) })
       err = new ApiError('INTERNAL', { request_id: requestId })
     }
-    noteError(request, err.code)
+    noteError(request, err)
     const res = wantsJson(request) ? err.toResponse() : errorPage(err)
     res.headers.set('cache-control', 'no-store')
     res.headers.set('referrer-policy', 'no-referrer')

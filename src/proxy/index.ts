@@ -42,7 +42,7 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
       try {
         targets.set(request, resolve(request))
       } catch (e) {
-        if (e instanceof ApiError) noteError(request, e.code)
+        if (e instanceof ApiError) noteError(request, e)
         throw e
       }
     })

@@ -10,7 +10,7 @@ import { and, asc, eq } from 'drizzle-orm'
 import type { Clock } from '../clock'
 import type { Database } from '../db/client'
 import { vaultKeys } from '../db/schema'
-import { ApiError } from '../errors'
+import { notConfigured } from '../alarms/not-configured'
 import { masterKeyFrom, open, seal, type MasterKey } from './crypto'
 
 export interface KeySummary {
@@ -36,7 +36,7 @@ export class KeyVault {
 
   /** Every vault surface answers NOT_CONFIGURED on a deployment without a master key. */
   requireMaster(): MasterKey {
-    if (!this.master) throw new ApiError('NOT_CONFIGURED', { feature: 'vault' })
+    if (!this.master) throw notConfigured('vault')
     return this.master
   }
 

@@ -22,7 +22,7 @@ test('every founder surface → NOT_CONFIGURED (503) naming ADMIN_TOKEN', async 
     ] as [string, string, unknown?][]) {
       const r = await t.req(method, path, { token, body })
       expect([path, r.status, r.body.error]).toEqual([path, 503, 'NOT_CONFIGURED'])
-      expect(r.body.feature).toContain('ADMIN_TOKEN')
+      expect(r.body).toMatchObject({ feature: 'admin', needs: 'ADMIN_TOKEN' })
     }
   expect((await t.req('GET', '/status')).body.paused).toEqual([])
 })

@@ -18,7 +18,7 @@ describe('operator channel not configured', () => {
     const link = await t.req('POST', '/v1/operator/link', { token: owner.token })
     expect(link.status).toBe(503)
     expect(link.body).toMatchObject({ error: 'NOT_CONFIGURED' })
-    expect(link.body.feature).toContain('TELEGRAM_BOT_TOKEN')
+    expect(link.body).toMatchObject({ feature: 'telegram', needs: expect.stringContaining('TELEGRAM_BOT_TOKEN') })
     const hook = await t.req('POST', '/ops/telegram', { body: textUpdate(1, 1, '/status'), headers: { 'x-telegram-bot-api-secret-token': TG_SECRET } })
     expect(hook.status).toBe(503)
     expect(hook.body.error).toBe('NOT_CONFIGURED')

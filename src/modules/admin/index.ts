@@ -3,7 +3,7 @@ import { admitFounder } from '../../auth/founder'
 import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../lib/strict-body'
 import type { Services } from '../../services'
-import { AccountParams, BalanceCapBody, BalanceCapResponse, CapabilityState, SignupsState, SlugParams } from './model'
+import { AccountParams, AlarmList, BalanceCapBody, BalanceCapResponse, CapabilityState, SignupsState, SlugParams } from './model'
 import { reopenSignups, setBalanceCap, setPaused } from './service'
 
 /** Founder surfaces (Authorization: Bearer $ADMIN_TOKEN). */
@@ -43,5 +43,13 @@ export const adminRoutes = (s: Services, h: Http = http(s)) => {
         return setBalanceCap(s, params.id, body.balance_cap)
       },
       { params: AccountParams, body: BalanceCapBody, transform: rejectUnknownFields(BalanceCapBody), response: { 200: BalanceCapResponse }, detail: { summary: "Founder: set an account's balance cap (credits)" } },
+    )
+    .get(
+      '/admin/alarms',
+      async ({ bearer, request, server }) => {
+        await founder(bearer, request, server)
+        return { alarms: s.notConfigured.list() }
+      },
+      { response: { 200: AlarmList }, detail: { summary: 'Founder: features this instance refused with NOT_CONFIGURED (the setting each lacks, since when, how often)' } },
     )
 }

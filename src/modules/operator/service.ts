@@ -7,16 +7,15 @@
  * errors: NOT_CONFIGURED (no bot token or webhook secret), UNAUTHORIZED (secret missing or wrong).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { ApiError } from '../../errors'
+import { notConfigured } from '../../alarms/not-configured'
 import type { Services } from '../../services'
 import { runCommand } from '../../telegram/commands'
 import { newLinkCode } from '../../telegram/links'
 
 const UPDATE_DEDUPE_S = 86400
-const FEATURE = 'the Telegram operator channel (TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET)'
 
 function requireBot(s: Services) {
-  if (!s.bot || !s.cfg.TELEGRAM_WEBHOOK_SECRET) throw new ApiError('NOT_CONFIGURED', { feature: FEATURE })
+  if (!s.bot || !s.cfg.TELEGRAM_WEBHOOK_SECRET) throw notConfigured('telegram')
   return s.bot
 }
 

@@ -18,7 +18,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
       res = await run()
     } catch (e) {
       const err = e instanceof ApiError ? e : internal(s, e, request)
-      noteError(request, err.code)
+      noteError(request, err)
       res = wantsJson(request) ? err.toResponse() : errorPage(err)
       for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v)
     }
