@@ -71,7 +71,7 @@ export function consentDonePage(email: string, m: MandateRecord, creditsPerUsd: 
 <li>At most ${esc($(m.ceiling))} per calendar month (Hong Kong time).</li>
 </ul>
 <p class="note">You can close this page; your agent can retry now. To change the limits or turn auto-refill off, use
-PUT or DELETE /v1/mandate with your owner token, or come back to this page.</p>`,
+PUT or DELETE /v1/mandate with your owner token; to replace the card, come back to this page.</p>`,
   )
 }
 
