@@ -15,6 +15,7 @@ import { agentRoutes } from './modules/agents'
 import { policyRoutes } from './modules/policies'
 import { supportRoutes } from './modules/support'
 import { adminRoutes } from './modules/admin'
+import { deadLetterRoutes } from './modules/dead-letters'
 import { proxyRoutes } from './proxy'
 import { mandateRoutes } from './modules/mandate'
 import { consentRoutes } from './modules/mandate/consent'
@@ -64,6 +65,7 @@ export function createApp(s: Services) {
     .use(policyRoutes(s))
     .use(supportRoutes(s))
     .use(adminRoutes(s))
+    .use(deadLetterRoutes(s))
     .use(proxyRoutes(s))
     .use(mandateRoutes(s))
     .use(consentRoutes(s))

@@ -77,6 +77,12 @@ export const ConfigSchema = T.Object({
   FLUSH_STALE_MS: Int(30000, 1),
   /** Set to 0 to run an API instance without its own flusher. @default 1 */
   FLUSHER: T.Union([T.Literal('0'), T.Literal('1')], { default: '1' }),
+  /** /status is `degraded` (reason `ledger_lag`) while more outbox entries than this wait for Postgres. @default 10000 */
+  STATUS_MAX_LAG_ENTRIES: Int(10000),
+  /** /status is `degraded` (reason `ledger_lag`) while the oldest unflushed outbox entry is older than this, ms. @default 60000 */
+  STATUS_MAX_LAG_MS: Int(60000),
+  /** /status is `degraded` (reason `dead_letters`) while more dead letters than this await the founder (0: any). @default 0 */
+  STATUS_MAX_DEAD_LETTERS: Int(0),
   /** `json` structured logs or `silent`. @default json */
   LOG: T.Union([T.Literal('json'), T.Literal('silent')], { default: 'json' }),
   /** Bearer that GET /metrics requires; unset → /metrics is open (scrape it on a private network). */

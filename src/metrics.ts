@@ -137,6 +137,31 @@ export class Metrics {
         this.set((await readLag().catch(() => ({ oldest_ms: -1000 }))).oldest_ms / 1000)
       },
     })
+    // The same lag under the names the alerting rules use (docs/operations.md), in entries and ms.
+    new Gauge({
+      name: 'pab_ledger_lag_entries',
+      help: 'Ledger and activity entries not yet committed to Postgres (all outbox streams)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await readLag().catch(() => ({ entries: -1 }))).entries)
+      },
+    })
+    new Gauge({
+      name: 'pab_ledger_lag_oldest_ms',
+      help: 'Age in ms of the oldest entry not yet committed to Postgres',
+      registers: [this.registry],
+      async collect() {
+        this.set((await readLag().catch(() => ({ oldest_ms: -1 }))).oldest_ms)
+      },
+    })
+    new Gauge({
+      name: 'pab_dead_letters',
+      help: 'Outbox entries Postgres refused, waiting for the founder (GET /admin/dead-letters)',
+      registers: [this.registry],
+      async collect() {
+        this.set(await flusher.deadLetters().catch(() => -1))
+      },
+    })
   }
 
   /** Process CPU, memory, event-loop delay (prom-client's defaults); the entry point turns them on. */

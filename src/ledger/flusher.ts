@@ -7,14 +7,21 @@
  * - Postgres down never blocks calls: entries simply wait in the stream; this loop retries with
  *   backoff and drains the backlog once Postgres answers again.
  * - Entries left pending by a dead consumer are reclaimed (XAUTOCLAIM) after `staleMs`.
- * errors / metrics: `stats()` reports batches, entries, failures and the last error; `lag()` the
- * unflushed entry count and the age of the oldest one.
+ * - A bad entry never stops the rest (src/ledger/poison.ts): a round is one transaction while it
+ *   succeeds; when Postgres refuses it for a reason other than being unreachable, each shard is
+ *   retried on its own and a failing batch is halved until the entry Postgres refuses alone is
+ *   found. That entry goes to the shard's dead letters (src/ledger/dead-letters.ts); the others
+ *   commit. Postgres down dead-letters nothing: the round is retried with back-off.
+ * errors / metrics: `stats()` reports batches, entries, failures, dead letters and the last error;
+ * `lag()` the unflushed entry count and the age of the oldest one.
  */
 import { hostname } from 'node:os'
 import { randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { LedgerContext } from './context'
+import { buryEntry, countDeadLetters } from './dead-letters'
+import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
 import { SINKS, type OutboxEntry } from './sinks'
 
 const GROUP = 'flusher'
@@ -28,6 +35,8 @@ export interface FlusherOptions {
   /** Entries pending this long on another consumer are taken over (it is presumed dead). */
   staleMs?: number
   onError?: (err: unknown) => void
+  /** An entry Postgres refused alone was moved to the dead letters. */
+  onDeadLetter?: (d: { shard: number; streamId: string; kind: string; error: string }) => void
 }
 
 export class Flusher {
@@ -41,7 +50,7 @@ export class Flusher {
   private pendingMayExist: boolean[] = Array.from({ length: SHARDS }, () => true)
   private wake: (() => void) | null = null
   private observers: FlushObserver[] = []
-  private counters = { batches: 0, entries: 0, failures: 0, lastError: null as string | null, lastFlushAt: 0 }
+  private counters = { batches: 0, entries: 0, failures: 0, deadLettered: 0, lastError: null as string | null, lastFlushAt: 0 }
 
   constructor(
     private ctx: LedgerContext,
@@ -127,7 +136,11 @@ export class Flusher {
     this.opt.onError?.(e)
   }
 
-  /** One round over every shard: read, write in one transaction, ack. Returns entries moved. */
+  /**
+   * One round over every shard: read, write in one transaction, ack. Returns entries moved out of
+   * the outbox (committed or dead-lettered). Throws when Postgres is unreachable, or after
+   * committing the other shards when one shard's batch failed for a reason that is not its data.
+   */
   async flushOnce(): Promise<number> {
     if (Date.now() - this.lastReclaim > this.staleMs) {
       this.lastReclaim = Date.now()
@@ -137,12 +150,25 @@ export class Flusher {
     this.backlogged = perShard.some((entries) => entries.length >= this.opt.batch)
     const all = perShard.flat()
     if (all.length === 0) return 0
+    let committed = perShard
+    let buried = 0
+    let held: unknown = null
     try {
       await this.write(all)
     } catch (e) {
       perShard.forEach((entries, s) => entries.length > 0 && (this.pendingMayExist[s] = true))
-      throw e
+      if (classifyFlushError(e) === 'down') throw e
+      ;({ committed, buried, held } = await this.isolate(perShard))
     }
+    const moved = await this.settle(committed)
+    if (held) throw held
+    return moved + buried
+  }
+
+  /** Acks what committed and hands it to the observers; returns how many entries that was. */
+  private async settle(perShard: OutboxEntry[][]): Promise<number> {
+    const all = perShard.flat()
+    if (all.length === 0) return 0
     await Promise.all(
       perShard.map((entries, s) => {
         if (entries.length === 0) return null
@@ -158,8 +184,56 @@ export class Flusher {
   }
 
   /**
+   * The slow path, after the round's one transaction failed while Postgres answered: each shard in
+   * a transaction of its own, so one shard's bad entry holds up no other shard. Stops at the first
+   * sign that Postgres went away (`held` is then that error, and nothing more is tried).
+   */
+  private async isolate(perShard: OutboxEntry[][]): Promise<{ committed: OutboxEntry[][]; buried: number; held: unknown }> {
+    const committed = perShard.map(() => [] as OutboxEntry[])
+    let buried = 0
+    let held: unknown = null
+    for (const [s, entries] of perShard.entries()) {
+      if (entries.length === 0) continue
+      try {
+        buried += await this.bisect(s, entries, committed[s]!)
+      } catch (e) {
+        held = e
+        if (classifyFlushError(e) === 'down') break
+      }
+    }
+    return { committed, buried, held }
+  }
+
+  /**
+   * Writes `entries` of one shard, halving a batch Postgres refuses for its data until the entry
+   * it refuses alone is found and dead-lettered. Commits go into `out`; returns entries buried.
+   * A poison entry costs about log2(batch) extra transactions; only its own shard pays them.
+   */
+  private async bisect(shard: number, entries: OutboxEntry[], out: OutboxEntry[]): Promise<number> {
+    try {
+      await this.write(entries)
+      out.push(...entries)
+      return 0
+    } catch (e) {
+      if (classifyFlushError(e) !== 'poison') throw e
+      if (entries.length === 1) return this.bury(shard, entries[0]!, e)
+      const mid = Math.ceil(entries.length / 2)
+      return (await this.bisect(shard, entries.slice(0, mid), out)) + (await this.bisect(shard, entries.slice(mid), out))
+    }
+  }
+
+  private async bury(shard: number, entry: OutboxEntry, e: unknown): Promise<number> {
+    const error = describeFlushError(e)
+    if (!(await buryEntry(this.ctx, shard, GROUP, entry.streamId, error))) return 0
+    this.counters.deadLettered++
+    this.opt.onDeadLetter?.({ shard, streamId: entry.streamId, kind: entry.kind, error })
+    return 1
+  }
+
+  /**
    * Registers a consumer of every committed batch (the spend alarm aggregates here, so the paid
-   * call path pays nothing for it). Called after the ack: an entry is observed at most once.
+   * call path pays nothing for it). Called after the ack: an entry is observed at most once, and a
+   * dead-lettered entry is never observed (until a replay commits it).
    */
   observe(fn: FlushObserver): void {
     this.observers.push(fn)
@@ -198,7 +272,7 @@ export class Flusher {
       list.push(e)
       byKind.set(e.kind, list)
     }
-    for (const kind of byKind.keys()) if (!SINKS[kind]) throw new Error(`outbox: no sink for entry kind "${kind}"`)
+    for (const kind of byKind.keys()) if (!SINKS[kind]) throw new PoisonEntry(`outbox: no sink for entry kind "${kind}"`)
     await this.db.transaction(async (tx) => {
       for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list)
     })
@@ -227,6 +301,11 @@ export class Flusher {
       }),
     )
     return { entries: per.reduce((a, p) => a + p.len, 0), oldest_ms: Math.max(0, ...per.map((p) => p.age)) }
+  }
+
+  /** Entries waiting for the founder in the dead-letter streams (all shards). */
+  deadLetters(): Promise<number> {
+    return countDeadLetters(this.ctx)
   }
 
   stats() {

@@ -142,6 +142,13 @@ export class Keys {
   outbox(shard: Shard): string {
     return `${this.tag(shard)}:outbox`
   }
+  /**
+   * Outbox entries Postgres refused (poison), with the error, awaiting the founder. Per shard, in
+   * the outbox's slot, so moving an entry between the two is one atomic script on Redis Cluster.
+   */
+  deadLetters(shard: Shard): string {
+    return `${this.tag(shard)}:deadletters`
+  }
   /** Calls debited but neither recorded nor refunded yet, scored by their abandon deadline. */
   inflight(shard: Shard): string {
     return `${this.tag(shard)}:inflight`

@@ -9,7 +9,7 @@ import type { RedisClient } from './client'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
 
-export const SCRIPT_NAMES = ['debit', 'refund', 'recordCall', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'restoreAccount'] as const
+export const SCRIPT_NAMES = ['debit', 'refund', 'recordCall', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'restoreAccount', 'deadLetter', 'replayDeadLetter'] as const
 export type ScriptName = (typeof SCRIPT_NAMES)[number]
 
 export interface LuaScript {

@@ -1,0 +1,91 @@
+/**
+ * Dead letters: outbox entries Postgres refused for their own data (docs/operations.md). The
+ * flusher moves each one, with the error, to its shard's dead-letter stream (dead-letter-2), so
+ * every other entry still commits; the founder lists them, replays one after fixing the cause
+ * (replay-dead-letter-2 puts it back in the outbox) or discards it.
+ *
+ * A dead letter's public id names its shard and its stream id: `dl_07_1712345678901-0`.
+ */
+import { SHARDS, type Shard } from '../redis/keys'
+import type { LedgerContext } from './context'
+
+export interface DeadLetter {
+  id: string
+  shard: number
+  /** The entry's kind (`account`, `debit`, `event`, …). */
+  kind: string
+  /** Why Postgres refused it: SQLSTATE and message. */
+  error: string
+  /** The entry's fields exactly as its script wrote them. */
+  entry: Record<string, string>
+  /** When it was dead-lettered (ISO 8601). */
+  at: string
+  /** Its stream id in the outbox it came from. */
+  source_id: string
+}
+
+const ID = /^dl_(\d{2})_(\d{1,20}-\d{1,20})$/
+
+function parseId(id: string): { shard: Shard; streamId: string } | null {
+  const m = ID.exec(id)
+  if (!m || Number(m[1]) >= SHARDS) return null
+  return { shard: Number(m[1]), streamId: m[2]! }
+}
+
+const publicId = (shard: Shard, streamId: string) => `dl_${String(shard).padStart(2, '0')}_${streamId}`
+
+function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
+  const own: Record<string, string> = {}
+  const entry: Record<string, string> = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i]!
+    if (k.startsWith('f:')) entry[k.slice(2)] = raw[i + 1]!
+    else own[k] = raw[i + 1]!
+  }
+  return {
+    id: publicId(shard, streamId),
+    shard,
+    kind: entry.kind ?? '',
+    error: own.error ?? '',
+    entry,
+    at: new Date(Number(own.at ?? 0)).toISOString(),
+    source_id: own.src ?? '',
+  }
+}
+
+/** Moves one outbox entry to the dead letters; false when it had already left the outbox. */
+export async function buryEntry(ctx: LedgerContext, shard: Shard, group: string, streamId: string, error: string): Promise<boolean> {
+  const [moved] = await ctx.scripts.deadLetter([ctx.keys.outbox(shard), ctx.keys.deadLetters(shard)], [group, streamId, error, Date.now()])
+  return Number(moved) === 1
+}
+
+/** The oldest `limit` dead letters of every shard, oldest first. */
+export async function listDeadLetters(ctx: LedgerContext, limit: number): Promise<DeadLetter[]> {
+  const perShard = await Promise.all(
+    Array.from({ length: SHARDS }, async (_, s) => (await ctx.redis.xrange(ctx.keys.deadLetters(s), '-', '+', 'COUNT', limit)).map(([id, raw]) => decode(s, id, raw))),
+  )
+  return perShard
+    .flat()
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
+    .slice(0, limit)
+}
+
+export async function countDeadLetters(ctx: LedgerContext): Promise<number> {
+  const lens = await Promise.all(Array.from({ length: SHARDS }, (_, s) => ctx.redis.xlen(ctx.keys.deadLetters(s))))
+  return lens.reduce((a, n) => a + n, 0)
+}
+
+/** Puts the entry back into its outbox; the new outbox stream id, or null for an unknown id. */
+export async function replayDeadLetter(ctx: LedgerContext, id: string): Promise<string | null> {
+  const p = parseId(id)
+  if (!p) return null
+  const [ok, outboxId] = await ctx.scripts.replayDeadLetter([ctx.keys.deadLetters(p.shard), ctx.keys.outbox(p.shard)], [p.streamId])
+  return Number(ok) === 1 ? String(outboxId) : null
+}
+
+/** Drops a dead letter for good; false for an unknown id. */
+export async function discardDeadLetter(ctx: LedgerContext, id: string): Promise<boolean> {
+  const p = parseId(id)
+  if (!p) return false
+  return (await ctx.redis.xdel(ctx.keys.deadLetters(p.shard), p.streamId)) === 1
+}
