@@ -45,6 +45,13 @@ const UNGATED: ReadonlySet<string> = new Set<ScriptName | 'deadLetter' | 'replay
   'replayDeadLetter',
 ])
 
+/**
+ * Scripts whose success would be wrong on an emptied Redis that no check has caught yet, so they
+ * re-read the marks first: a signup would claim an e-mail that Postgres already holds. Signups are
+ * few (rate-limited per IP), so the extra round trip is affordable there and nowhere else.
+ */
+const CONFIRM_FIRST: ReadonlySet<string> = new Set<ScriptName>(['signupGate'])
+
 /** The rebuild lock lives this long without a renewal (a rebuilder that died frees it). */
 const LOCK_MS = 30_000
 /** While closed, requests re-check the marks at most this often (they arrive by the thousand). */
@@ -119,8 +126,10 @@ export class LedgerAvailability {
     for (const name of Object.keys(scripts) as ScriptName[]) {
       if (UNGATED.has(name)) continue
       const run = scripts[name]
+      const first = CONFIRM_FIRST.has(name)
       out[name] = async (keys, argv) => {
-        if (!this.open) await this.assertOpen()
+        if (first) await this.confirmAbsent()
+        else if (!this.open) await this.assertOpen()
         const reply = await run(keys, argv)
         if (reply[0] === S.UNAUTHORIZED || reply[0] === S.NOT_FOUND) await this.confirmAbsent()
         return reply
