@@ -26,6 +26,11 @@ import { operatorRoutes } from './modules/operator'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
+import { edgeChecks, reachedHandler } from './edge'
+import { refusalBeforeRequest } from './auth/first'
+import { http } from './http'
+import { bodyTooLarge } from './lib/body'
+import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
 
 export function createApp(s: Services) {
@@ -35,23 +40,29 @@ export function createApp(s: Services) {
   function apiErrorOf(code: string | number, error: unknown, request: Request): ApiError {
     if (error instanceof ApiError) return error
     if (code === 'VALIDATION') return validationError(error as ValidationError)
-    if (code === 'PARSE') return new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' })
+    // A route's own parser (lib/body.ts) refuses with an ApiError, which Elysia wraps.
+    if (code === 'PARSE') return (error as Error).cause instanceof ApiError ? ((error as Error).cause as ApiError) : new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' })
     if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' })
     const id = requestId(request)
-    s.log.error('unhandled', { request_id: id, path: new URL(request.url).pathname, error: String(error) })
+    s.log.error('unhandled', { request_id: id, path: new URL(request.url).pathname, ...errorFields(error) })
     return new ApiError('INTERNAL', { request_id: id })
   }
+  const h = http(s)
   const app = new Elysia()
     .use(observeRoutes())
+    .use(edgeChecks(() => routes.routes))
     .onRequest(({ request }) => {
       const len = Number(request.headers.get('content-length') ?? '0')
       if (len > s.cfg.MAX_BODY_BYTES) {
         noteError(request, 'BAD_REQUEST')
-        return new ApiError('BAD_REQUEST', { field: 'body', expected: `at most ${s.cfg.MAX_BODY_BYTES} bytes` }).toResponse(413)
+        return bodyTooLarge(s.cfg.MAX_BODY_BYTES).toResponse()
       }
     })
-    .onError(({ code, error, request }) => {
-      const err = apiErrorOf(code, error, request)
+    .onError(async ({ code, error, request, route, server }) => {
+      let err = apiErrorOf(code, error, request)
+      // Auth first (auth/first.ts): a refusal raised before the handler admitted the caller waits for
+      // the admission. Were Redis down, the refusal itself is still the truest answer.
+      if (err.status < 500 && !reachedHandler(request)) err = (await refusalBeforeRequest(s, h, route, request, server).catch(() => null)) ?? err
       noteError(request, err)
       return err.toResponse()
     })

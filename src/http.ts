@@ -2,13 +2,24 @@
  * Request-level helpers shared by the route modules: the bearer extractor (header only — tokens
  * in query strings end up in logs) and the admission calls with the client address.
  */
-import { bearer } from '@elysiajs/bearer'
+import { Elysia } from 'elysia'
 import type { Server } from 'bun'
 import type { Services } from './services'
 import type { Admitted } from './auth/guard'
 import type { Principal } from './auth/principal'
+import { jsonObjectParser } from './lib/body'
 
-export const bearerAuth = bearer({ extract: { header: 'Bearer', query: '', body: '' } })
+// The auth scheme is case-insensitive (RFC 7235 §2.1): `bearer sk_…` is as good as `Bearer sk_…`.
+const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
+
+/** The token of an `Authorization: Bearer <token>` header, any case of the scheme. */
+export function bearerOf(authorization: string | null | undefined): string | undefined {
+  return (authorization && BEARER.exec(authorization)?.[1]) || undefined
+}
+
+export const bearerAuth = new Elysia({ name: 'bearer-auth' }).derive({ as: 'global' }, ({ request }) => ({
+  bearer: bearerOf(request.headers.get('authorization')),
+}))
 
 type MaybeServer = Server<unknown> | null | undefined
 
@@ -32,6 +43,8 @@ export interface Http {
   memberIn(c: RouteContext): Promise<Principal>
   /** `operator` for a route: admits the request, puts its rate headers on the answer. */
   operatorIn(c: RouteContext): Promise<Principal>
+  /** Parse hook (`parse: h.json`) of a route whose body is a JSON object (lib/body.ts). */
+  json: ReturnType<typeof jsonObjectParser>
 }
 
 export function http(s: Services): Http {
@@ -43,6 +56,7 @@ export function http(s: Services): Http {
     operator: (bearer, request, server) => s.guard.admitOperator(bearer, ip(request, server)),
     memberIn: async (c) => withHeaders(c, await s.guard.admit(c.bearer, ip(c.request, c.server))),
     operatorIn: async (c) => withHeaders(c, await s.guard.admitOperator(c.bearer, ip(c.request, c.server))),
+    json: jsonObjectParser(s.cfg.MAX_BODY_BYTES),
   }
 }
 

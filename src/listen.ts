@@ -16,7 +16,7 @@ import { rememberRawPath } from './proxy/raw-target'
 export interface ListenOptions {
   port: number
   hostname?: string
-  /** Request bodies past this size are refused (the app answers declared sizes itself). */
+  /** Request bodies past this size are refused by the app (lib/body.ts), not by Bun. */
   maxBodyBytes: number
 }
 
@@ -54,7 +54,10 @@ export async function listen(app: App, opt: ListenOptions): Promise<Listener> {
     hostname: opt.hostname,
     development: false,
     idleTimeout: IDLE_TIMEOUT_S,
-    maxRequestBodySize: opt.maxBodyBytes + 1024,
+    // Bun's own refusal is an empty 413 that no client can read; the app refuses at exactly
+    // maxBodyBytes with the JSON error, a declared length on arrival and a chunked body as it reads
+    // it (lib/body.ts). Bun's limit is only a backstop so far above that it never speaks first.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     routes,
     fetch(req) {
       rememberRawPath(req, null)

@@ -15,3 +15,21 @@ export class Log {
     this.line('error', msg, fields)
   }
 }
+
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
+/**
+ * An error as log fields. A database error gives its SQLSTATE and the database's own message, never
+ * the statement's parameters: drizzle's message quotes every one of them (a user's text, an account
+ * id, a token hash) after the statement.
+ */
+export function errorFields(e: unknown): Record<string, unknown> {
+  if (!(e instanceof Error)) return { error: String(e) }
+  const db = [e.cause, e].find((x): x is Error & { code: string } => {
+    const code = x instanceof Error ? (x as { code?: unknown }).code : undefined
+    return typeof code === 'string' && SQLSTATE.test(code)
+  })
+  if (db) return { error: e.name, db_code: db.code, db_message: db.message }
+  if (e.message.startsWith('Failed query:')) return { error: e.name, cause: e.cause instanceof Error ? e.cause.message : 'database error' }
+  return { error: `${e.name}: ${e.message}` }
+}

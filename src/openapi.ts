@@ -19,7 +19,7 @@ interface RouteLike {
   }
 }
 
-const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
+export const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
 /** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
 const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>

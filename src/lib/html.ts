@@ -5,7 +5,9 @@
  */
 import { randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
-import type { Log } from '../log'
+import { errorFields, type Log } from '../log'
+import { readText } from './body'
+import { checkText } from './text'
 import { noteError } from '../observe'
 
 export const PAGE_HEADERS: Record<string, string> = {
@@ -45,22 +47,24 @@ export function redirect(url: string): Response {
   return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 }
 
-/** A form post (urlencoded or multipart) or a JSON object, as string fields. */
-export async function readForm(request: Request): Promise<Record<string, string>> {
+/**
+ * A form post (urlencoded) or a JSON object, as string fields; at most `limit` bytes, and no field
+ * with a control character (lib/text.ts: BAD_REQUEST naming it).
+ */
+export async function readForm(request: Request, limit: number): Promise<Record<string, string>> {
   const type = request.headers.get('content-type') ?? ''
   const out: Record<string, string> = {}
+  const text = await readText(request, limit)
   try {
     if (type.includes('application/json')) {
-      const body = (await request.json()) as unknown
+      const body = JSON.parse(text) as unknown
       if (body && typeof body === 'object')
         for (const [k, v] of Object.entries(body)) if (typeof v === 'string' || typeof v === 'number') out[k] = String(v)
-      return out
-    }
-    const text = await request.text()
-    for (const [k, v] of new URLSearchParams(text)) out[k] = v
+    } else for (const [k, v] of new URLSearchParams(text)) out[k] = v
   } catch {
     // A malformed body is an empty form: the page answers with its own field errors.
   }
+  checkText(out)
   return out
 }
 
@@ -94,7 +98,7 @@ export async function pageAnswer(log: Log, request: Request, run: () => Promise<
     if (e instanceof ApiError) err = e
     else {
       const requestId = randomId(8)
-      log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, error: String(e) })
+      log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, ...errorFields(e) })
       err = new ApiError('INTERNAL', { request_id: requestId })
     }
     noteError(request, err)

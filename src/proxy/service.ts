@@ -23,6 +23,7 @@ import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProviderKeys } from './keys'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
+import { bodyTooLarge, limitedStream } from '../lib/body'
 
 export interface ProxyInput {
   /** Provider and path, resolved from the raw request target by resolveProxyTarget. */
@@ -31,8 +32,10 @@ export interface ProxyInput {
 }
 
 /** Outcome of a proxied request as filed in activity; the refunded ones give the debit back. */
-type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large' | 'client_closed'
-const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large'])
+type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large' | 'request_too_large' | 'client_closed'
+// A chunked request body past MAX_BODY_BYTES is found only while it streams, after the debit: the
+// request was refused, so it is not the caller's bill either.
+const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large', 'request_too_large'])
 
 export async function proxyRequest(s: Services, keys: ProviderKeys, request: Request, input: ProxyInput): Promise<Response> {
   const { target } = input
@@ -114,12 +117,20 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
 
   const method = request.method
   const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
+  let bodyTooBig = false
+  const refuseBody = async () => {
+    abortUpstream()
+    await settle('request_too_large')
+    return bodyTooLarge(s.cfg.MAX_BODY_BYTES)
+  }
   let res: Response
   try {
     res = await fetch(provider.base_url + target.path + target.query, {
       method,
       headers: upstreamHeaders(request.headers, provider, apiKey),
-      body: withBody ? countedBody(request, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n)) : undefined,
+      body: withBody
+        ? countedBody(request, s.cfg.MAX_BODY_BYTES, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n), () => (bodyTooBig = true))
+        : undefined,
       duplex: 'half',
       redirect: 'manual',
       signal: upstream.signal,
@@ -127,6 +138,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       decompress: false,
     } as RequestInit)
   } catch {
+    if (bodyTooBig) throw await refuseBody()
     if (request.signal.aborted) {
       await settle('client_closed')
       return new Response(null, { status: 499 })
@@ -134,6 +146,8 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     const balance = await settle('network')
     throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: null, balance })
   }
+  // An upstream that answered on a truncated body answered another request than the one sent.
+  if (bodyTooBig) throw await refuseBody()
   httpStatus = res.status
 
   // Redirects are not followed, and not handed to the client either: its SDK would follow the
@@ -223,25 +237,15 @@ async function authenticate(s: Services, request: Request, ip: string): Promise<
   throw new ApiError('UNAUTHORIZED')
 }
 
-/** The request body as it streams to the provider, counted for the metrics; a declared length is taken as is. */
-function countedBody(request: Request, count: (bytes: number) => void): ReadableStream<Uint8Array> | null {
+/**
+ * The request body as it streams to the provider, counted for the metrics. A declared length is
+ * taken as is (app.ts refused it on arrival if past the limit); a chunked body is cut at the limit.
+ */
+function countedBody(request: Request, limit: number, count: (bytes: number) => void, over: () => void): ReadableStream<Uint8Array> | null {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
     count(Number(declared) || 0)
     return request.body
   }
-  let n = 0
-  return (
-    request.body?.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, c) {
-          n += chunk.byteLength
-          c.enqueue(chunk)
-        },
-        flush() {
-          count(n)
-        },
-      }),
-    ) ?? null
-  )
+  return request.body ? limitedStream(request.body, limit, count, over) : null
 }

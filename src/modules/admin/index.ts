@@ -42,7 +42,7 @@ export const adminRoutes = (s: Services, h: Http = http(s)) => {
         await founder(bearer, request, server)
         return setBalanceCap(s, params.id, body.balance_cap)
       },
-      { params: AccountParams, body: BalanceCapBody, transform: rejectUnknownFields(BalanceCapBody), response: { 200: BalanceCapResponse }, detail: { summary: "Founder: set an account's balance cap (credits)" } },
+      { params: AccountParams, parse: h.json, body: BalanceCapBody, transform: rejectUnknownFields(BalanceCapBody), response: { 200: BalanceCapResponse }, detail: { summary: "Founder: set an account's balance cap (credits)" } },
     )
     .get(
       '/admin/alarms',

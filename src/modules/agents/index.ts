@@ -23,7 +23,7 @@ export const agentRoutes = (s: Services, h: Http = http(s)) => {
         set.status = 201
         return createAgentFor(s.ctx, principal.accountId, body)
       },
-      { body: CreateAgentBody, transform: rejectUnknownFields(CreateAgentBody), response: { 201: CreatedAgent }, detail: { summary: 'Create a named agent token (shown once) with its own caps and allowlist' } },
+      { parse: h.json, body: CreateAgentBody, transform: rejectUnknownFields(CreateAgentBody), response: { 201: CreatedAgent }, detail: { summary: 'Create a named agent token (shown once) with its own caps and allowlist' } },
     )
     .get(
       '/v1/agents',

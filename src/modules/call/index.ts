@@ -4,7 +4,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
 import { callCapability } from './service'
-import { noteError } from '../../observe'
+import { readText } from '../../lib/body'
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
@@ -22,12 +22,8 @@ export const callRoutes = (s: Services, h: Http = http(s)) =>
       const idempotencyKey = request.headers.get('idempotency-key')
       if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
-      const rawBody = await request.text()
-      // Content-Length is checked on arrival (app.ts); a chunked body is measured here.
-      if (Buffer.byteLength(rawBody) > s.cfg.MAX_BODY_BYTES) {
-        noteError(request, 'BAD_REQUEST')
-        return new ApiError('BAD_REQUEST', { field: 'body', expected: `at most ${s.cfg.MAX_BODY_BYTES} bytes` }).toResponse(413)
-      }
+      // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
+      const rawBody = await readText(request, s.cfg.MAX_BODY_BYTES)
       const answer = await callCapability(s, { principal, slug: params.slug, rawBody, idempotencyKey })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },

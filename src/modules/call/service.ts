@@ -19,6 +19,7 @@ import { paymentRequired } from '../account/payment'
 import type { Capability } from '../catalog/service'
 import { lookupWithin, VAULT_UNAVAILABLE } from '../../vault/deadline'
 import { callUpstream, type UpstreamResult } from './upstream'
+import { checkText } from '../../lib/text'
 
 /** How long a byok call waits for the vault before failing (Postgres down must not hang calls). */
 const VAULT_DEADLINE_MS = 3000
@@ -39,6 +40,8 @@ export interface CallAnswer {
 export async function callCapability(s: Services, input: CallInput): Promise<CallAnswer> {
   const cap = s.catalog.require(input.slug)
   const params = parseParams(input.rawBody)
+  // Params are the provider's free text: several lines pass, NUL and other controls do not.
+  checkText(params, 'all')
   s.catalog.checkParams(cap, params)
 
   const { principal } = input

@@ -50,7 +50,7 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
           const m = await readMandate(s.ctx, ref.accountId)
-          const form = await readForm(request)
+          const form = await readForm(request, s.cfg.MAX_BODY_BYTES)
           const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
           if (limitsDiffer(form, m)) return withHeaders(consentPage({ ...view, error: LIMITS_CHANGED }, 409), rate)
           const limits: Limits = { threshold: m.threshold, refill: m.refill, ceiling: m.ceiling }

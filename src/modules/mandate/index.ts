@@ -25,6 +25,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
         return updateMandate(s, principal.accountId, body)
       },
       {
+        parse: h.json,
         body: MandateUpdateBody,
         // A misspelt limit must not be dropped silently: unknown fields → BAD_REQUEST.
         transform: rejectUnknownFields(MandateUpdateBody),
@@ -48,6 +49,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
         return topup(s, principal.accountId, body?.amount)
       },
       {
+        parse: h.json,
         body: TopupBody,
         transform: rejectUnknownFields(TopupObject),
         response: { 200: TopupResponse },

@@ -32,6 +32,7 @@ export const operatorRoutes = (s: Services, h: Http = http(s)) =>
         await h.anonymous(request, server)
         throw new ApiError('UNAUTHORIZED')
       },
+      parse: h.json,
       body: TelegramUpdate,
       response: { 200: TelegramAck },
       detail: { summary: 'Telegram Bot API webhook (checked with X-Telegram-Bot-Api-Secret-Token): the operator channel' },

@@ -1,4 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
+import { FreeText } from '../../lib/text'
 
 export const OperatorLink = T.Object({
   code: T.String({ description: 'One-time code (10 minutes, single use); never a token' }),
@@ -15,7 +16,7 @@ export const TelegramUpdate = T.Object(
         {
           chat: T.Object({ id: T.Integer() }, { additionalProperties: true }),
           from: T.Optional(T.Object({ id: T.Integer() }, { additionalProperties: true })),
-          text: T.Optional(T.String({ maxLength: 4096 })),
+          text: T.Optional(FreeText({ maxLength: 4096 })),
         },
         { additionalProperties: true },
       ),

@@ -24,6 +24,7 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
         return putPolicies(s.ctx, principal.accountId, body)
       },
       {
+        parse: h.json,
         body: PoliciesPatch,
         transform: rejectUnknownFields(PoliciesPatch),
         response: { 200: Policies },

@@ -19,7 +19,7 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
         set.status = 201
         return signup(s.ctx, body)
       },
-      { body: SignupBody, response: { 201: SignupResponse }, detail: { summary: 'Create an account: owner token (shown once) and 500 credits' } },
+      { parse: h.json, body: SignupBody, response: { 201: SignupResponse }, detail: { summary: 'Create an account: owner token (shown once) and 500 credits' } },
     )
     .post(
       '/v1/token/rotate',
@@ -35,6 +35,7 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
         return rotateOwnerToken(s.ctx, s.guard.tokens, principal.accountId, principal.tokenHash)
       },
       {
+        parse: h.json,
         body: RotateBody,
         response: { 200: RotateResponse, 202: RotateRequested },
         detail: {
@@ -60,7 +61,7 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
       ({ request, server }) =>
         pageAnswer(s.log, request, async () => {
           const rate = await h.anonymous(request, server)
-          const { code } = await readForm(request)
+          const { code } = await readForm(request, s.cfg.MAX_BODY_BYTES)
           return recoveryAnswer(request, rate, async () => {
             const { token, email } = await redeemRecovery(s, code)
             return newTokenPage(email, token)

@@ -17,7 +17,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
         set.status = 201
         return fileProblem(s, principal, body)
       },
-      { body: SupportBody, transform: rejectUnknownFields(SupportBody), response: { 201: SupportCreated }, detail: { summary: 'File a structured problem (metadata only); poll its status_url' } },
+      { parse: h.json, body: SupportBody, transform: rejectUnknownFields(SupportBody), response: { 201: SupportCreated }, detail: { summary: 'File a structured problem (metadata only); poll its status_url' } },
     )
     .get(
       '/v1/support/:id',
@@ -37,6 +37,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
       },
       {
         params: SupportParams,
+        parse: h.json,
         body: SupportPatch,
         transform: rejectUnknownFields(SupportPatch),
         response: { 200: SupportProblem },

@@ -1,4 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
+import { FreeText } from '../../lib/text'
 
 export const CATEGORIES = ['bug', 'billing', 'provider', 'abuse', 'other'] as const
 export const STATUSES = ['open', 'acknowledged', 'resolved'] as const
@@ -13,7 +14,7 @@ export const SupportBody = T.Object(
     call_id: T.Optional(T.String({ minLength: 1, maxLength: 64, description: 'From a call answer or /v1/activity' })),
     error_code: T.Optional(T.String({ pattern: '^[A-Z][A-Z_]{0,39}$', description: 'The error code received, e.g. PROVIDER_ERROR' })),
     http_status: T.Optional(T.Integer({ minimum: 100, maximum: 599 })),
-    summary: T.String({ minLength: 1, maxLength: 280, description: 'What happened, in at most 280 characters; no payloads or keys' }),
+    summary: FreeText({ minLength: 1, maxLength: 280, description: 'What happened, in at most 280 characters; no payloads or keys' }),
   },
   { additionalProperties: false, description: 'Metadata only: unknown fields are refused' },
 )
@@ -44,7 +45,7 @@ export const SupportParams = T.Object({ id: T.String({ maxLength: 64 }) })
 export const SupportPatch = T.Object(
   {
     status: T.Optional(Status),
-    note: T.Optional(T.String({ minLength: 1, maxLength: 2000, description: 'Shown to the account at its status_url' })),
+    note: T.Optional(FreeText({ minLength: 1, maxLength: 2000, description: 'Shown to the account at its status_url' })),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -8,6 +8,7 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../../errors'
 import { http, type Http } from '../../http'
 import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
+import { readText } from '../../lib/body'
 import { packs, type Pack } from '../../payments/amounts'
 import type { Services } from '../../services'
 import { resolveRef, type MandateRef } from '../mandate/service'
@@ -60,7 +61,7 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
           const ref = await resolveRef(s, query.ref)
           const p = packOf(query.pack)
           if (!p) throw new ApiError('NOT_FOUND', { resource: 'credit pack' })
-          const started = await checkout(ref, p, await readForm(request))
+          const started = await checkout(ref, p, await readForm(request, s.cfg.MAX_BODY_BYTES))
           if (started.kind === 'redirect') return redirect(started.url)
           if (started.kind === 'declined') return withHeaders(packsPage({ ...(await view(ref)), error: started.message }, p, 402), rate)
           const out = await creditPack(s, ref.accountId, p.credits, started.chargeId)
@@ -78,7 +79,7 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
     )
     .post(
       '/webhooks/stripe',
-      async ({ request }) => receiveWebhook(s, await request.text(), request.headers.get('stripe-signature')),
+      async ({ request }) => receiveWebhook(s, await readText(request, s.cfg.MAX_BODY_BYTES), request.headers.get('stripe-signature')),
       {
         // The raw body is what Stripe signed: parsing it first would break the signature.
         parse: 'none',

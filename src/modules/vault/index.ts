@@ -7,6 +7,8 @@ import { CodeParams, KeyLinkBody, KeyLinkResponse, KeysResponse, ProviderParams 
 import { errorPage, formPage, storedPage } from './pages'
 import { deleteKey, openVault, requestLink, submitKey, viewLink } from './service'
 import { noteError } from '../../observe'
+import { readBytes } from '../../lib/body'
+import { checkText } from '../../lib/text'
 
 export const vaultRoutes = (s: Services, h: Http = http(s)) => {
   const vault = openVault(s)
@@ -39,6 +41,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
         return link
       },
       {
+        parse: h.json,
         body: KeyLinkBody,
         response: { 201: KeyLinkResponse },
         detail: { summary: 'A one-time link (10 minutes) where the key owner pastes a provider key into the vault' },
@@ -78,7 +81,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
       ({ params, request, server }) =>
         pageAnswer(request, async () => {
           const rate = await h.anonymous(request, server)
-          const stored = await submitKey(s, vault, params.code, () => readKey(request))
+          const stored = await submitKey(s, vault, params.code, () => readKey(request, s.cfg.MAX_BODY_BYTES))
           const res = wantsJson(request)
             ? Response.json({ provider: stored.provider, last4: stored.last4, created_at: stored.created_at }, { headers: { 'cache-control': 'no-store' } })
             : storedPage(stored)
@@ -104,16 +107,25 @@ function mediaType(request: Request): string {
   return (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
 }
 
-async function readKey(request: Request): Promise<unknown> {
+async function readKey(request: Request, limit: number): Promise<unknown> {
+  const key = await readKeyField(request, limit)
+  // A provider key is one line of printable text: a control character inside it is a paste gone
+  // wrong. Around it (a copied line's end) it is trimmed, as the store does.
+  checkText({ key: typeof key === 'string' ? key.trim() : key })
+  return key
+}
+
+async function readKeyField(request: Request, limit: number): Promise<unknown> {
   const type = mediaType(request)
+  const bytes = await readBytes(request, limit)
   if (type === 'multipart/form-data') {
     try {
-      return (await request.formData()).get('key')
+      return (await new Response(bytes, { headers: { 'content-type': request.headers.get('content-type')! } }).formData()).get('key')
     } catch {
       throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a multipart form with a "key" field' })
     }
   }
-  const text = await request.text()
+  const text = new TextDecoder().decode(bytes)
   if (type === 'application/x-www-form-urlencoded') return new URLSearchParams(text).get('key')
   if (type === 'application/json') {
     try {

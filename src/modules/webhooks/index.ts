@@ -17,6 +17,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
         return putWebhook(s, principal.accountId, body)
       },
       {
+        parse: h.json,
         body: WebhookPut,
         transform: rejectUnknownFields(WebhookPut),
         response: { 200: WebhookSaved },

@@ -1,0 +1,34 @@
+/**
+ * Auth comes first. Elysia parses and validates a request before its handler runs, and the
+ * handler is where a route admits its caller; so a request refused on the way (a body that is not
+ * JSON, a field the schema refuses, a control character) would tell an unauthenticated caller about
+ * a protected route's shape, and skip its rate limit. Such a refusal is answered only after the
+ * admission the route's handler would have run: a missing or unknown bearer → UNAUTHORIZED (counted
+ * per IP), a killed or revoked agent → its 403, past the limit → RATE_LIMITED.
+ * Public routes (CONTRACT §2, the same list the OpenAPI document marks), the proxy (it parses
+ * nothing) and /metrics (its own token, no body) keep their refusal.
+ * errors: UNAUTHORIZED, FORBIDDEN, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
+ */
+import { ApiError } from '../errors'
+import { bearerOf, type Http } from '../http'
+import { PUBLIC } from '../openapi'
+import type { Services } from '../services'
+import { admitFounder } from './founder'
+
+type MaybeServer = Parameters<Http['ip']>[1]
+
+/** The admission's refusal, or null when the caller is admitted (the original refusal stands). */
+export async function refusalBeforeRequest(s: Services, h: Http, route: string | undefined, request: Request, server: MaybeServer): Promise<ApiError | null> {
+  if (!route || PUBLIC.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
+  const bearer = bearerOf(request.headers.get('authorization'))
+  // Without a bearer, {email} is the lost-token path: anonymous, its refusal stands.
+  if (route === '/v1/token/rotate' && bearer === undefined) return null
+  try {
+    if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
+    else await h.member(bearer, request, server)
+    return null
+  } catch (e) {
+    if (e instanceof ApiError) return e
+    throw e
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The checks every routed request passes before its handler: no control character or lone
+ * surrogate in any string of its query, path or JSON body (lib/text.ts; a body schema's FreeText
+ * fields may hold several lines). The proxy is left out: its query and body go to the provider as
+ * sent.
+ *
+ * It also notes which requests reached their handler: a refusal raised before (the body's parse,
+ * the schema, these checks) is answered only after the route's admission (auth/first.ts), so an
+ * unauthenticated caller learns nothing about a protected route's shape.
+ * errors: BAD_REQUEST.
+ */
+import { Elysia } from 'elysia'
+import { parsedBody } from './lib/body'
+import { checkText, multilinePaths } from './lib/text'
+
+interface RouteLike {
+  method: string
+  path: string
+  hooks?: { body?: unknown }
+}
+
+const reached = new WeakSet<Request>()
+
+/** Whether the request's handler ran (its own admission with it). */
+export const reachedHandler = (request: Request): boolean => reached.has(request)
+
+/** `use` it before the routes: Elysia applies a hook only to routes registered after it. */
+export function edgeChecks(routes: () => RouteLike[]) {
+  let multiline: Map<string, ReadonlySet<string>> | null = null
+  const multilineOf = (method: string, route: string): ReadonlySet<string> => {
+    multiline ??= new Map(routes().map((r) => [`${r.method} ${r.path}`, multilinePaths(r.hooks?.body)]))
+    return multiline.get(`${method} ${route}`) ?? new Set()
+  }
+  return new Elysia({ name: 'edge-checks' }).onBeforeHandle({ as: 'global' }, ({ request, route, query, params }) => {
+    if (!route.startsWith('/proxy/')) {
+      checkText(query)
+      checkText(params)
+      // Read from the parser's copy, not `body`: naming `body` here would make Elysia parse every route's body.
+      checkText(parsedBody(request), multilineOf(request.method, route))
+    }
+    reached.add(request)
+  })
+}

@@ -1,0 +1,70 @@
+/**
+ * Free text at the edge. Control characters and lone UTF-16 surrogates have no business in a name,
+ * an e-mail, a URL or a note: Postgres refuses NUL in text (a 500 where a 400 belongs), a newline
+ * forges log lines and e-mail headers, a lone surrogate turns into U+FFFD on its way to UTF-8 (so
+ * what is stored is not what was sent). So every string of a request (body, query, path, form) is
+ * checked once, here, and refused with BAD_REQUEST naming the field:
+ * - a line (the default): no C0 control (U+0000–U+001F, tab and newline included), no DEL or C1
+ *   control (U+007F–U+009F), no lone surrogate;
+ * - free text marked multi-line in its schema (`FreeText`): the same, except that \n and \t pass.
+ * errors: BAD_REQUEST.
+ */
+import { Type as T, type StringOptions } from '@sinclair/typebox'
+import { ApiError } from '../errors'
+
+// Without the `u` flag a regex sees UTF-16 code units: a surrogate is lone unless it is the high
+// half followed by the low half.
+const LINE_BAD = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const MULTILINE_BAD = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+export const LINE_EXPECTED = 'text without control characters'
+const MULTILINE_EXPECTED = 'text without control characters (newline and tab allowed)'
+
+/** The schema mark of multi-line free text (an OpenAPI extension, so the document stays valid). */
+const MULTILINE = 'x-multiline'
+
+/** A multi-line free-text field (a support summary, a note): \n and \t allowed, other controls not. */
+export const FreeText = (options: StringOptions = {}) => T.String({ ...options, [MULTILINE]: true })
+
+/** Which fields may hold several lines: `'all'`, or the dotted paths a body schema marks. */
+export type Multiline = 'all' | ReadonlySet<string>
+
+/** The dotted paths of the FreeText fields of a body schema (objects, optionals, unions, intersections). */
+export function multilinePaths(schema: unknown): ReadonlySet<string> {
+  const out = new Set<string>()
+  const walk = (s: unknown, path: string) => {
+    if (!s || typeof s !== 'object') return
+    const o = s as Record<string, unknown>
+    if (o[MULTILINE] === true) out.add(path)
+    for (const k of ['anyOf', 'allOf', 'oneOf'] as const) if (Array.isArray(o[k])) for (const b of o[k] as unknown[]) walk(b, path)
+    if (o.properties && typeof o.properties === 'object')
+      for (const [k, v] of Object.entries(o.properties as Record<string, unknown>)) walk(v, path ? `${path}.${k}` : k)
+  }
+  walk(schema, '')
+  return out
+}
+
+/**
+ * Throws BAD_REQUEST for the first string (or object key) of `value` holding a control character
+ * or a lone surrogate. `prefix` names where the value sits ('' for a body's top level).
+ */
+export function checkText(value: unknown, multiline: Multiline = new Set(), prefix = ''): void {
+  const visit = (v: unknown, path: string) => {
+    if (typeof v === 'string') {
+      const multi = multiline === 'all' || multiline.has(path)
+      if ((multi ? MULTILINE_BAD : LINE_BAD).test(v)) throw new ApiError('BAD_REQUEST', { field: path || 'body', expected: multi ? MULTILINE_EXPECTED : LINE_EXPECTED })
+      return
+    }
+    if (!v || typeof v !== 'object') return
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => visit(x, path ? `${path}.${i}` : String(i)))
+      return
+    }
+    for (const [k, x] of Object.entries(v)) {
+      const at = path ? `${path}.${k}` : k
+      if (LINE_BAD.test(k)) throw new ApiError('BAD_REQUEST', { field: at, expected: LINE_EXPECTED })
+      visit(x, at)
+    }
+  }
+  visit(value, prefix)
+}
