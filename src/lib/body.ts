@@ -71,9 +71,9 @@ export const parsedBody = (request: Request): unknown => parsed.get(request)
  * Elysia parse hook of a route whose body is a JSON object (`parse: h.json`). An empty body is left
  * to the route's schema (optional bodies accept it); anything else must be a JSON object sent as JSON.
  */
-export const jsonObjectParser =
-  (limit: number) =>
-  async ({ request }: { request: Request }, contentType: string): Promise<Record<string, unknown> | undefined> => {
+export const jsonObjectParser = (limit: number) =>
+  // Named: a test finds every route with a body schema parsed by it.
+  async function jsonObject({ request }: { request: Request }, contentType: string): Promise<Record<string, unknown> | undefined> {
     // Left unread, an empty body reaches Elysia's own parser, which lets an optional body be absent.
     if (request.body === null || request.headers.get('content-length') === '0') return undefined
     const text = await readText(request, limit)

@@ -193,6 +193,14 @@ describe('bodies that are not the JSON object a route expects', () => {
     refused(await t.req('POST', '/v1/token/rotate', { token: owner.token, body: '{' }), 'body')
   })
 
+  test('every route with a body schema parses it strictly (a new route cannot miss it)', () => {
+    const routes = t.app.routes as unknown as { method: string; path: string; hooks?: { body?: unknown; parse?: { fn: unknown }[] } }[]
+    const withBody = routes.filter((r) => r.hooks?.body)
+    expect(withBody.length).toBeGreaterThan(10)
+    const loose = withBody.filter((r) => !r.hooks?.parse?.some((p) => typeof p.fn === 'function' && p.fn.name === 'jsonObject'))
+    expect(loose.map((r) => `${r.method} ${r.path}`)).toEqual([])
+  })
+
   test('a JSON route given another content type → 400 field body', async () => {
     const form = await t.req('POST', '/v1/signup', { body: `email=${encodeURIComponent(email('form'))}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
     refused(form, 'body')

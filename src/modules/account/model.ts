@@ -30,7 +30,7 @@ export const ActivityEntry = T.Object({
   agent_id: T.Union([T.String(), T.Null()]),
   charged: T.Integer(),
   refunded: T.Boolean(),
-  outcome: T.String({ description: 'ok | provider_4xx | provider_error | timeout | network | too_large | abandoned | no_key (refunded: the provider key could not be had)' }),
+  outcome: T.String({ description: 'ok | provider_4xx | provider_error | timeout | network | too_large | abandoned | no_key (refunded: the provider key could not be had) | request_too_large (refunded: a streamed proxy body passed MAX_BODY_BYTES)' }),
   http_status: T.Union([T.Integer(), T.Null()]),
   latency_ms: T.Integer(),
   at: T.String(),
