@@ -38,7 +38,7 @@ function entry(shard: number, kind: Kind, poison: Poison, tag: string): Record<s
   const acct = `acc_${String(shard).padStart(2, '0')}_${tag}`
   const nul = poison === 'nul' ? '\u0000' : ''
   const at = String(Date.now())
-  const base =
+  const base: Record<string, string> =
     kind === 'account'
       ? { kind, id: `${acct}:account`, acct, email: `${tag}${nul}@example.com`, public_ref: `ref_${tag}`, origin: '', referrer: '', owner: `hash_${tag}`, at }
       : kind === 'debit'
