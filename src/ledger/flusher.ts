@@ -15,7 +15,8 @@ import { randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { LedgerContext } from './context'
-import { SINKS, type OutboxEntry } from './sinks'
+import type { OutboxEntry } from './outbox'
+import { SINKS } from './sinks'
 
 const GROUP = 'flusher'
 const MAX_BACKOFF_MS = 5_000

@@ -12,10 +12,10 @@ import { recordCall, type CallRecord } from '../../ledger/calls'
 import { debit } from '../../ledger/debit'
 import { refund } from '../../ledger/refund'
 import type { Services } from '../../services'
-import { paymentRequired } from '../account/payment'
-import type { Capability } from '../catalog/service'
+import { paymentRequired } from '../../payments/payment-required'
+import type { Capability } from '../../catalog/catalog'
 import { lookupWithin, VAULT_UNAVAILABLE } from '../../vault/deadline'
-import { callUpstream, type UpstreamResult } from './upstream'
+import { callUpstream, type UpstreamResult } from '../../upstream/call'
 
 /** How long a byok call waits for the vault before failing (Postgres down must not hang calls). */
 const VAULT_DEADLINE_MS = 3000

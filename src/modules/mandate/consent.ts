@@ -11,8 +11,8 @@ import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { consentDonePage, consentPage, consentPendingPage } from './pages'
-import { applyConsent, limitProblem, resolveRef } from './service'
-import { readMandate, setMandate } from './store'
+import { applyConsent, limitProblem, resolveRef } from '../../mandate/mandate'
+import { readMandate, setMandate } from '../../mandate/store'
 
 const RefQuery = t.Object({ ref: t.Optional(t.String({ maxLength: 100 })), session_id: t.Optional(t.String({ maxLength: 200 })) })
 

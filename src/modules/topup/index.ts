@@ -10,7 +10,7 @@ import { http, type Http } from '../../http'
 import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
 import { packs, type Pack } from '../../payments/amounts'
 import type { Services } from '../../services'
-import { resolveRef, type MandateRef } from '../mandate/service'
+import { resolveRef, type MandateRef } from '../../mandate/mandate'
 import { checkoutDonePage, creditedPage, packsPage, type PacksView } from './pages'
 import { creditPack, receiveWebhook } from './service'
 

@@ -2,7 +2,7 @@
  * One upstream request of a capability call, with the provider key, a timeout, no redirects
  * (the upstream host comes only from the catalog) and a cap on the response size.
  */
-import type { Capability, Provider } from '../catalog/service'
+import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
   | { kind: 'response'; status: number; body: unknown }
