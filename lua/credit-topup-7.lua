@@ -31,7 +31,7 @@
         | {ALREADY_APPLIED, balance, 'credited'|'parked', parked_id or ''} | {NOT_FOUND}
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND, S_PARKED = 0, 15, 16, 47
+--@include status
 
 local now, acct, charge = ARGV[1], ARGV[2], ARGV[3]
 local credits = tonumber(ARGV[4])
@@ -49,7 +49,7 @@ local holds_lock = attempt ~= '' and redis.call('HGET', KEYS[2], 'pending') == a
 if holds_lock then
   redis.call('HDEL', KEYS[2], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
 end
-if seen[1] then return {S_ALREADY, balance, seen[1], seen[2] or ''} end
+if seen[1] then return {S_ALREADY_APPLIED, balance, seen[1], seen[2] or ''} end
 
 -- Credit or park: both count against the month's ceiling.
 if kind ~= 'pack' then

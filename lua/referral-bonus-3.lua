@@ -15,11 +15,11 @@
   Returns {OK, referred_balance} | {ALREADY_APPLIED, 0}
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local now, acct, bonus = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 local referrer = redis.call('HGET', KEYS[1], 'referrer')
-if not referrer then return {S_ALREADY, 0} end
+if not referrer then return {S_ALREADY_APPLIED, 0} end
 redis.call('HDEL', KEYS[1], 'referrer')
 
 local b1 = redis.call('HINCRBY', KEYS[1], 'balance', bonus)

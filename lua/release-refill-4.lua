@@ -23,11 +23,11 @@
   Returns {OK, mode} | {ALREADY_APPLIED} (the lock is not, or no longer, this attempt's)
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local now, acct, attempt, outcome = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 
 local m = redis.call('HMGET', KEYS[1], 'pending', 'pending_mode')
-if m[1] ~= attempt then return {S_ALREADY} end
+if m[1] ~= attempt then return {S_ALREADY_APPLIED} end
 local mode = m[2]
 
 redis.call('HDEL', KEYS[1], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')

@@ -11,7 +11,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
 import { ApiError } from '../errors'
 import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type ProviderSpec } from './schema'
 
-export const DEFAULT_CATALOG = join(import.meta.dir, '..', '..', '..', 'catalog.json')
+export const DEFAULT_CATALOG = join(import.meta.dir, '..', '..', 'catalog.json')
 
 export interface Provider extends ProviderSpec {
   id: string
