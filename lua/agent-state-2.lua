@@ -21,7 +21,7 @@
 
 --@include agent-entry
 
-local S_OK, S_REVOKED, S_ALREADY, S_NOT_FOUND = 0, 4, 15, 16
+--@include status
 local TARGET = { kill = 'killed', revive = 'active', revoke = 'revoked' }
 
 local now, acct, agent_id, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -32,8 +32,8 @@ if not target then return redis.error_reply('agent-state: unknown action ' .. to
 
 local cur = redis.call('HMGET', KEYS[1], 'token', 'state', 'v')
 if not cur[1] then return {S_NOT_FOUND, 0} end
-if cur[2] == 'revoked' and target ~= 'revoked' then return {S_REVOKED, 0} end
-if cur[2] == target then return {S_ALREADY, tonumber(cur[3])} end
+if cur[2] == 'revoked' and target ~= 'revoked' then return {S_AGENT_REVOKED, 0} end
+if cur[2] == target then return {S_ALREADY_APPLIED, tonumber(cur[3])} end
 
 local was_reason = redis.call('HGET', KEYS[1], 'kill_reason')
 redis.call('HSET', KEYS[1], 'state', target, 'changed', now)

@@ -20,7 +20,7 @@
         | {UNAUTHORIZED|AGENT_REVOKED, 0} | {AGENT_KILLED, 0, kill_reason (operator | breaker)}
 ]]
 
-local S_OK, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 2, 3, 4, 5
+--@include status
 --@include rate-window
 local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 
@@ -33,11 +33,11 @@ else
 end
 
 local weighted, to_window_end = rate_window(now, KEYS[3], KEYS[4])
-if weighted >= limit then return {S_RATE, 0, to_window_end, limit} end
+if weighted >= limit then return {S_RATE_LIMITED, 0, to_window_end, limit} end
 rate_count(KEYS[3])
 
 if agent then
-  if agent[2] == 'revoked' then return {S_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_KILLED, 0, agent[3] or 'operator'} end
+  if agent[2] == 'revoked' then return {S_AGENT_REVOKED, 0} end
+  if agent[2] == 'killed' then return {S_AGENT_KILLED, 0, agent[3] or 'operator'} end
 end
 return {S_OK, limit - weighted - 1, to_window_end}

@@ -12,14 +12,14 @@
   Returns {OK, acct, provider} | {LINK_INVALID} | {LINK_USED}
 ]]
 
-local S_OK, S_INVALID, S_USED = 0, 18, 19
+--@include status
 local now = tonumber(ARGV[1])
 
 -- acct, provider, exp, used of the link; a missing record reads as all nil
 local rec = redis.call('HMGET', KEYS[1], 'acct', 'provider', 'exp', 'used')
-if not rec[1] then return {S_INVALID} end
-if rec[4] then return {S_USED} end
-if now >= tonumber(rec[3]) then return {S_INVALID} end
+if not rec[1] then return {S_LINK_INVALID} end
+if rec[4] then return {S_LINK_USED} end
+if now >= tonumber(rec[3]) then return {S_LINK_INVALID} end
 
 redis.call('HSET', KEYS[1], 'used', ARGV[2], 'used_at', now)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))

@@ -21,7 +21,7 @@
   Returns {OK, balance} (also for a resend of the same signup) | {ALREADY_APPLIED, 0} | {NOT_FOUND, 0} (referrer gone)
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND = 0, 15, 16
+--@include status
 local now, acct, referrer, grant = ARGV[1], ARGV[2], ARGV[7], tonumber(ARGV[8])
 
 -- Created already by this very signup (same owner token hash): a resend after a lost reply.
@@ -30,7 +30,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'owner') == ARGV[3] then
     return {S_OK, tonumber(redis.call('HGET', KEYS[1], 'balance'))}
   end
-  return {S_ALREADY, 0}
+  return {S_ALREADY_APPLIED, 0}
 end
 if referrer ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then return {S_NOT_FOUND, 0} end
 

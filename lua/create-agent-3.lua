@@ -23,13 +23,13 @@
 
 --@include agent-entry
 
-local S_OK, S_ALREADY, S_LIMIT = 0, 15, 20
+--@include status
 
 local now, acct, agent_id = ARGV[1], ARGV[2], ARGV[3]
 local max_agents = tonumber(ARGV[6])
 
-if redis.call('EXISTS', KEYS[1]) == 1 then return {S_ALREADY, 0} end
-if redis.call('SCARD', KEYS[2]) >= max_agents then return {S_LIMIT, max_agents} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {S_ALREADY_APPLIED, 0} end
+if redis.call('SCARD', KEYS[2]) >= max_agents then return {S_LIMIT_REACHED, max_agents} end
 
 redis.call('HSET', KEYS[1], 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1)
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'daily_cap', ARGV[7]) end

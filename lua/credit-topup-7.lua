@@ -33,7 +33,7 @@
         | {ALREADY_APPLIED, balance, 'credited'|'parked', parked_id or ''} | {NOT_FOUND}
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND, S_PARKED = 0, 15, 16, 47
+--@include status
 
 local now, acct, charge = ARGV[1], ARGV[2], ARGV[3]
 local credits = tonumber(ARGV[4])
@@ -57,7 +57,7 @@ if reserved then
   redis.call('HDEL', KEYS[3], 'a:' .. attempt)
   redis.call('HINCRBY', KEYS[3], 'pending', -tonumber(reserved))
 end
-if seen[1] then return {S_ALREADY, balance, seen[1], seen[2] or ''} end
+if seen[1] then return {S_ALREADY_APPLIED, balance, seen[1], seen[2] or ''} end
 
 -- Credit or park: both count against the month's ceiling.
 if kind ~= 'pack' then

@@ -73,9 +73,7 @@
     others               {code, 0}
 ]]
 
-local S_OK, S_REPLAY, S_UNAUTHORIZED, S_KILLED, S_REVOKED, S_RATE = 0, 1, 2, 3, 4, 5
-local S_AGENT_ALLOW, S_ACCOUNT_ALLOW, S_PER_CALL, S_AGENT_CAP, S_DAILY_CAP = 6, 7, 8, 9, 10
-local S_REQ_CAP, S_BALANCE, S_IDEM_MISMATCH, S_IDEM_IN_FLIGHT = 11, 12, 13, 14
+--@include status
 
 local now = tonumber(ARGV[1])
 local token_hash = ARGV[2]
@@ -144,35 +142,35 @@ end
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
 local weighted, to_window_end = rate_window(now, KEYS[6], KEYS[7])
 if weighted >= rate_limit then
-  return {S_RATE, 0, to_window_end, rate_limit}
+  return {S_RATE_LIMITED, 0, to_window_end, rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 rate_count(KEYS[6])
 
 -- 3. agent state
 if agent then
-  if agent[2] == 'revoked' then return {S_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_KILLED, 0, agent[8] or 'operator'} end
+  if agent[2] == 'revoked' then return {S_AGENT_REVOKED, 0} end
+  if agent[2] == 'killed' then return {S_AGENT_KILLED, 0, agent[8] or 'operator'} end
 end
 
 -- 4. allowlists: the agent's and the account's must both allow the target
-if agent and not allowed(agent[4], target) then return {S_AGENT_ALLOW, balance} end
-if not allowed(acct[4], target) then return {S_ACCOUNT_ALLOW, balance} end
+if agent and not allowed(agent[4], target) then return {S_DENIED_AGENT_ALLOWLIST, balance} end
+if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
 -- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
 -- above, so a token that may no longer make this call is not handed its answer either.
 if idem_fp ~= '' then
   local idem = redis.call('HMGET', KEYS[9], 'fp', 'state', 'response')
   if idem[1] then
-    if idem[1] ~= idem_fp then return {S_IDEM_MISMATCH, 0} end
-    if idem[2] ~= 'done' then return {S_IDEM_IN_FLIGHT, 0} end
+    if idem[1] ~= idem_fp then return {S_IDEMPOTENCY_MISMATCH, 0} end
+    if idem[2] ~= 'done' then return {S_IDEMPOTENCY_IN_FLIGHT, 0} end
     return {S_REPLAY, 0, idem[3]}
   end
 end
 
 -- 6. per-call maximum of the agent
 if agent and agent[5] and price > tonumber(agent[5]) then
-  return {S_PER_CALL, balance, tonumber(agent[5]), price}
+  return {S_DENIED_PER_CALL_MAX, balance, tonumber(agent[5]), price}
 end
 
 -- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
@@ -188,14 +186,14 @@ if agent and agent[3] then
   local agent_spent = tonumber(redis.call('GET', KEYS[4]) or '0')
   if agent_spent + price > tonumber(agent[3]) then
     note_cap(KEYS[2], 'cap_noted', 'agent', tonumber(agent[3]), agent_spent)
-    return {S_AGENT_CAP, balance, tonumber(agent[3]), agent_spent}
+    return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(agent[3]), agent_spent}
   end
 end
 local daily_cap = tonumber(acct[3] or default_daily_cap)
 local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
-  return {S_DAILY_CAP, balance, daily_cap, spent}
+  return {S_DAILY_CAP_REACHED, balance, daily_cap, spent}
 end
 
 -- 8. unpriced routes: daily request cap instead of a price
@@ -203,7 +201,7 @@ if unpriced then
   local used = tonumber(redis.call('GET', KEYS[5]) or '0')
   if used + 1 > request_cap then
     note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
-    return {S_REQ_CAP, balance, request_cap, used}
+    return {S_REQUEST_CAP_REACHED, balance, request_cap, used}
   end
 end
 
@@ -214,7 +212,7 @@ local function refill_due(b)
 end
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  return {S_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
+  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
 end
 
 -- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
@@ -248,7 +246,7 @@ if agent then
     local a = append_agent_entry(KEYS[2], KEYS[10], account_id, agent_id, v, now)
     emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
       {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
-    return {S_KILLED, 0, 'breaker'}
+    return {S_AGENT_KILLED, 0, 'breaker'}
   end
 end
 

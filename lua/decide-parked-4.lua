@@ -19,7 +19,7 @@
   Returns {OK, balance (approve; else 0), credits, charge_id} | {NOT_FOUND} | {WRONG_STATE, state}
 ]]
 
-local S_OK, S_NOT_FOUND, S_WRONG_STATE = 0, 16, 48
+--@include status
 local now, id, op = ARGV[1], ARGV[2], ARGV[3]
 
 local p = redis.call('HMGET', KEYS[1], 'state', 'acct', 'charge', 'credits', 'kind', 'gateway')

@@ -11,11 +11,11 @@
   Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms_to_window_end}
 ]]
 
-local S_OK, S_RATE = 0, 5
+--@include status
 --@include rate-window
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 
 local weighted, to_window_end = rate_window(now, KEYS[1], KEYS[2])
-if weighted >= limit then return {S_RATE, 0, to_window_end} end
+if weighted >= limit then return {S_RATE_LIMITED, 0, to_window_end} end
 rate_count(KEYS[1])
 return {S_OK, limit - weighted - 1, to_window_end}

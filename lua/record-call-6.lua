@@ -27,10 +27,10 @@
   Returns {OK} | {ALREADY_APPLIED}
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local record, call_id, charged = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
-if redis.call('HGET', KEYS[5], 'recorded') == '1' then return {S_ALREADY} end
+if redis.call('HGET', KEYS[5], 'recorded') == '1' then return {S_ALREADY_APPLIED} end
 redis.call('HSET', KEYS[5], 'recorded', '1')
 redis.call('ZREM', KEYS[6], ARGV[8] .. '|' .. call_id)
 

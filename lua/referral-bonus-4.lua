@@ -23,12 +23,12 @@
   Returns {OK, referred_balance} | {ALREADY_APPLIED, 0}
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local now, acct, bonus = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local per_day = tonumber(ARGV[5])
 
 local referrer = redis.call('HGET', KEYS[1], 'referrer')
-if not referrer then return {S_ALREADY, 0} end
+if not referrer then return {S_ALREADY_APPLIED, 0} end
 
 -- What one side may receive: the bonus, less what would pass its cap; a limited side gets nothing.
 local function share(key, limited)

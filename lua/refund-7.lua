@@ -22,7 +22,7 @@
   Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND, S_NOT_DUE = 0, 15, 16, 22
+--@include status
 
 local now = ARGV[1]
 local call_id = ARGV[2]
@@ -30,7 +30,7 @@ local call_id = ARGV[2]
 local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target')
 if not call[1] then return {S_NOT_FOUND, 0} end
 if call[1] ~= 'debited' then
-  return {S_ALREADY, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
+  return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end
 if ARGV[5] and ARGV[5] ~= '' then
   local deadline = redis.call('ZSCORE', KEYS[7], ARGV[3] .. '|' .. call_id)

@@ -10,7 +10,7 @@
   Returns {OK, released} with released 1 when this claim was undone, else 0
 ]]
 
-local S_OK = 0
+--@include status
 
 if redis.call('HGET', KEYS[1], 'used') ~= ARGV[1] then return {S_OK, 0} end
 redis.call('HDEL', KEYS[1], 'used', 'used_at')

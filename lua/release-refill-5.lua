@@ -27,12 +27,12 @@
         | {ALREADY_APPLIED} (neither the lock nor a pending amount is this attempt's)
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local now, acct, attempt, outcome = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 
 local m = redis.call('HMGET', KEYS[1], 'pending', 'pending_mode')
 local reserved = redis.call('HGET', KEYS[5], 'a:' .. attempt)
-if m[1] ~= attempt and not reserved then return {S_ALREADY} end
+if m[1] ~= attempt and not reserved then return {S_ALREADY_APPLIED} end
 
 if reserved then
   redis.call('HDEL', KEYS[5], 'a:' .. attempt)

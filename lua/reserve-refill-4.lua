@@ -34,8 +34,7 @@
         | {NOT_FOUND}
 ]]
 
-local S_OK, S_NOT_FOUND, S_CAP = 0, 16, 17
-local S_NO_MANDATE, S_IN_FLIGHT, S_NOT_NEEDED, S_BACKOFF, S_TODAY, S_CEILING = 40, 42, 43, 44, 45, 46
+--@include status
 
 local now = tonumber(ARGV[1])
 local mode = ARGV[2]
@@ -55,18 +54,18 @@ local threshold = tonumber(m[2] or '0')
 local credits = tonumber(ARGV[3] ~= '' and ARGV[3] or (m[3] or '0'))
 local ceiling = tonumber(m[4] or '0')
 
-if m[9] and tonumber(m[10] or '0') > now then return {S_IN_FLIGHT} end
-if credits <= 0 then return {S_NOT_NEEDED, balance, threshold} end
+if m[9] and tonumber(m[10] or '0') > now then return {S_REFILL_IN_FLIGHT} end
+if credits <= 0 then return {S_REFILL_NOT_NEEDED, balance, threshold} end
 if mode == 'auto' then
-  if m[8] and tonumber(m[8]) > now then return {S_BACKOFF, tonumber(m[8]) - now} end
-  if balance >= threshold then return {S_NOT_NEEDED, balance, threshold} end
+  if m[8] and tonumber(m[8]) > now then return {S_REFILL_BACKOFF, tonumber(m[8]) - now} end
+  if balance >= threshold then return {S_REFILL_NOT_NEEDED, balance, threshold} end
 else
-  if redis.call('EXISTS', KEYS[4]) == 1 then return {S_TODAY} end
+  if redis.call('EXISTS', KEYS[4]) == 1 then return {S_TOPUP_TODAY} end
 end
 local month = redis.call('HMGET', KEYS[3], 'refilled', 'pending')
 local refilled, pending = tonumber(month[1] or '0'), tonumber(month[2] or '0')
-if refilled + pending + credits > ceiling then return {S_CEILING, refilled, ceiling, credits, pending} end
-if balance + credits > cap then return {S_CAP, balance, cap, credits} end
+if refilled + pending + credits > ceiling then return {S_CEILING_REACHED, refilled, ceiling, credits, pending} end
+if balance + credits > cap then return {S_BALANCE_CAP, balance, cap, credits} end
 
 -- All checks passed: take the lock.
 redis.call('HSET', KEYS[2], 'pending', attempt, 'pending_amount', credits, 'pending_until', now + hold_ms,

@@ -18,11 +18,11 @@
   Returns {OK, balance} | {ALREADY_APPLIED, balance_in_redis}
 ]]
 
-local S_OK, S_ALREADY = 0, 15
+--@include status
 local force, balance, spent, day_ttl = ARGV[1] == '1', tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
 local current = redis.call('HGET', KEYS[1], 'balance')
-if current and not force then return {S_ALREADY, tonumber(current)} end
+if current and not force then return {S_ALREADY_APPLIED, tonumber(current)} end
 if balance < 0 then return redis.error_reply('restore-account: negative balance ' .. balance) end
 
 redis.call('DEL', KEYS[1])

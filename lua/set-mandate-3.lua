@@ -27,7 +27,7 @@
         | {ALREADY_APPLIED} | {CONSENT_REQUIRED} (enable without a saved card) | {NOT_FOUND}
 ]]
 
-local S_OK, S_ALREADY, S_NOT_FOUND, S_CONSENT = 0, 15, 16, 41
+--@include status
 local now, acct, op = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('EXISTS', KEYS[2]) == 0 then return {S_NOT_FOUND} end
@@ -52,7 +52,7 @@ local function mirror()
 end
 
 if op == 'consent' then
-  if redis.call('HGET', KEYS[1], 'consent_id') == ARGV[11] then return {S_ALREADY} end
+  if redis.call('HGET', KEYS[1], 'consent_id') == ARGV[11] then return {S_ALREADY_APPLIED} end
   redis.call('HSET', KEYS[1], 'brand', ARGV[4], 'last4', ARGV[5], 'customer', ARGV[6], 'pm', ARGV[7],
     'consent_id', ARGV[11], 'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
   redis.call('HSETNX', KEYS[1], 'threshold', ARGV[8])
@@ -65,7 +65,7 @@ if op == 'consent' then
 end
 
 if op == 'update' then
-  if ARGV[7] == '1' and not redis.call('HGET', KEYS[1], 'pm') then return {S_CONSENT} end
+  if ARGV[7] == '1' and not redis.call('HGET', KEYS[1], 'pm') then return {S_CONSENT_REQUIRED} end
   local names = {'threshold', 'refill', 'ceiling', 'enabled'}
   for i, name in ipairs(names) do
     if ARGV[3 + i] ~= '' then redis.call('HSET', KEYS[1], name, ARGV[3 + i]) end

@@ -20,7 +20,7 @@
 
 --@include agent-entry
 
-local S_OK, S_NOT_FOUND = 0, 16
+--@include status
 local FIELDS = {
   account = { daily_cap = true, allow = true, balance_cap = true },
   agent = { daily_cap = true, allow = true, per_call_max = true, brk_credits = true, brk_same = true },

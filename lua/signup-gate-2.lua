@@ -14,18 +14,18 @@
   Returns {OK, count_in_window} | {SIGNUPS_PAUSED, 0} (paused before, or paused by this signup)
 ]]
 
-local S_OK, S_PAUSED = 0, 21
+--@include status
 local HOUR_MS = 3600000
 
 local now, limit, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 
-if redis.call('EXISTS', KEYS[1]) == 1 then return {S_PAUSED, 0} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {S_SIGNUPS_PAUSED, 0} end
 local count = redis.call('ZCOUNT', KEYS[2], '(' .. (now - HOUR_MS), '+inf')
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - HOUR_MS)
 if count + 1 > limit then
   redis.call('SET', KEYS[1], now)
-  return {S_PAUSED, 0}
+  return {S_SIGNUPS_PAUSED, 0}
 end
 redis.call('ZADD', KEYS[2], now, member)
 redis.call('PEXPIRE', KEYS[2], HOUR_MS)

@@ -139,10 +139,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   return { ...cfg, BASE_URL: baseUrl }
 }
 
-/** localhost, 127.0.0.0/8 or ::1: only this machine can reach the pages. */
-function isLoopback(url: string): boolean {
+/** localhost (and *.localhost), 127.0.0.0/8 or ::1: only this machine can reach the pages. */
+export function isLoopback(url: string): boolean {
   const host = new URL(url).hostname
-  return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 }
 
 /** For the entry point: parse process.env or exit with the message. */

@@ -10,7 +10,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { FEATURES } from './alarms/not-configured'
 import type { Flusher } from './ledger/flusher'
-import { MONEY_KINDS, type OutboxEntry } from './ledger/sinks'
+import { MONEY_KINDS, type OutboxEntry } from './ledger/outbox'
 
 const MONEY = new Set<string>(MONEY_KINDS)
 

@@ -5,7 +5,7 @@
  */
 import { OptionalKind } from '@sinclair/typebox'
 import { ERRORS } from './errors'
-import { VERSION } from './modules/public/service'
+import { VERSION } from './version'
 
 interface RouteLike {
   method: string

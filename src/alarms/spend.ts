@@ -11,7 +11,7 @@
  * errors / metrics: a trip is logged as `spend_alarm_tripped`.
  */
 import type { LedgerContext } from '../ledger/context'
-import type { OutboxEntry } from '../ledger/sinks'
+import type { OutboxEntry } from '../ledger/outbox'
 
 const HOUR_MS = 3_600_000
 /** Hour buckets live long enough to serve as "previous hour" and a little more. */

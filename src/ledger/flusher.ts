@@ -21,8 +21,9 @@ import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { LedgerContext } from './context'
 import { buryEntry, countDeadLetters } from './dead-letters'
+import type { OutboxEntry } from './outbox'
 import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
-import { SINKS, type OutboxEntry } from './sinks'
+import { SINKS } from './sinks'
 
 const GROUP = 'flusher'
 const MAX_BACKOFF_MS = 5_000

@@ -8,7 +8,7 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { LedgerContext } from './context'
-import { MONEY_KINDS } from './sinks'
+import { MONEY_KINDS } from './outbox'
 
 export interface LedgerLine {
   id: string

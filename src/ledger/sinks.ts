@@ -9,17 +9,7 @@ import { eventSink } from '../events/sink'
 import { mandateSink, parkedSink } from './payment-sinks'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-
-export interface OutboxEntry {
-  streamId: string
-  kind: string
-  fields: Record<string, string>
-}
-
-export type Sink = (tx: Database, entries: OutboxEntry[]) => Promise<void>
-
-/** Kinds that move money: one immutable ledger row each. */
-export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup'] as const
+import { MONEY_KINDS, type OutboxEntry, type Sink } from './outbox'
 
 const at = (ms: string | undefined) => new Date(Number(ms))
 

@@ -4,8 +4,8 @@
  * `Connection`) never cross; the provider key is injected from the catalog's `auth` and its static
  * headers fill in what the client did not send. The key is masked wherever a response would echo it.
  */
-import { authHeaders } from '../modules/call/upstream'
-import type { Provider } from '../modules/catalog/service'
+import { authHeaders } from '../upstream/call'
+import type { Provider } from '../catalog/catalog'
 import { maskKey } from './scrub'
 
 const HOP_BY_HOP = [

@@ -15,7 +15,7 @@
  * errors: VAULT_KEY_MISSING, API_UNAVAILABLE (no house key), KEY_UNREADABLE (from the vault).
  */
 import { ApiError } from '../errors'
-import type { Provider } from '../modules/catalog/service'
+import type { Provider } from '../catalog/catalog'
 import type { Log } from '../log'
 import type { KeyLookup } from '../services'
 import { lookupWithin, VAULT_UNAVAILABLE } from '../vault/deadline'

@@ -5,7 +5,7 @@
  * does not exist.
  */
 import type { Config } from '../config'
-import type { Catalog, Provider } from '../modules/catalog/service'
+import type { Catalog, Provider } from '../catalog/catalog'
 
 function keyStyle(p: Provider): string {
   if (p.byok) return 'bring-your-own-key only: your vaulted key (POST /v1/keys/link gives a one-time link to store it); without one → VAULT_KEY_MISSING (409)'

@@ -7,7 +7,7 @@
  * errors: PROXY_BAD_PATH (with `reason`), PROXY_UNKNOWN_PROVIDER.
  */
 import { ApiError } from '../errors'
-import type { Provider } from '../modules/catalog/service'
+import type { Provider } from '../catalog/catalog'
 
 export const PROXY_PREFIX = '/proxy/'
 const MAX_PATH = 4096

@@ -1,6 +1,6 @@
 /**
  * Status codes returned as the first element of every script's tuple. One table for all scripts,
- * mirrored by the `local S_*` constants at the top of each Lua file.
+ * given to every Lua file as generated locals (`--@include status`, see scripts.ts statusInclude).
  */
 export enum ScriptStatus {
   OK = 0,

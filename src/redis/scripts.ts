@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RedisClient } from './client'
+import { ScriptStatus } from './codes'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
 
@@ -32,11 +33,22 @@ export function readScripts(dir = LUA_DIR): LuaScript[] {
 }
 
 /**
+ * The script statuses as Lua locals (`local S_OK, S_REPLAY, … = 0, 1, …`), generated from the one
+ * `ScriptStatus` table: a script says `--@include status` and never copies a number by hand.
+ */
+export function statusInclude(): string {
+  const entries = Object.entries(ScriptStatus).filter(([, v]) => typeof v === 'number') as [string, number][]
+  return `local ${entries.map(([k]) => `S_${k}`).join(', ')} = ${entries.map(([, v]) => v).join(', ')}`
+}
+
+/**
  * Splices `lua/lib/<name>.lua` where a script says `--@include <name>`: logic several scripts share
  * (the rate window) is written once, and each script still loads as one self-contained body.
+ * `status` is generated (statusInclude) rather than read from a file.
  */
 function withIncludes(lua: string, dir: string, file: string): string {
   return lua.replace(/^--@include ([a-z0-9-]+)$/gm, (_, name: string) => {
+    if (name === 'status') return statusInclude()
     try {
       return readFileSync(join(dir, 'lib', `${name}.lua`), 'utf8').trimEnd()
     } catch {

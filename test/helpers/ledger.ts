@@ -5,7 +5,7 @@
  */
 import { eq, sql } from 'drizzle-orm'
 import { ledgerEntries } from '../../src/db/schema'
-import { MONEY_KINDS } from '../../src/ledger/sinks'
+import { MONEY_KINDS } from '../../src/ledger/outbox'
 import type { TestApp } from './harness'
 
 export interface StreamEntry {

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, parseConfig } from '../../src/config'
-import { Catalog, CatalogError } from '../../src/modules/catalog/service'
+import { Catalog, CatalogError } from '../../src/catalog/catalog'
 
 const root = join(import.meta.dir, '..', '..')
 const bun = process.execPath

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Flusher } from '../../src/ledger/flusher'
-import { SINKS, type OutboxEntry } from '../../src/ledger/sinks'
+import type { OutboxEntry } from '../../src/ledger/outbox'
+import { SINKS } from '../../src/ledger/sinks'
 import { connectPostgres, type Database } from '../../src/db/client'
 import { pgUrl, startTestApp, type TestApp } from '../helpers/harness'
 import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'

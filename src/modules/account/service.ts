@@ -11,7 +11,7 @@ import { recentCalls, type CallRecord } from '../../ledger/calls'
 import { windowsAt } from '../../ledger/windows'
 import type { Services } from '../../services'
 import { ACTIVITY_MAX_LIMIT } from './model'
-import { accountLinks } from './payment'
+import { accountLinks } from '../../payments/payment-required'
 
 export async function balanceOf(s: Services, accountId: string) {
   const { redis, keys } = s.ctx

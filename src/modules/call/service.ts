@@ -15,10 +15,10 @@ import { debit } from '../../ledger/debit'
 import { refund } from '../../ledger/refund'
 import { keyAfterDebit } from '../../ledger/void'
 import type { Services } from '../../services'
-import { paymentRequired } from '../account/payment'
-import type { Capability } from '../catalog/service'
+import { paymentRequired } from '../../payments/payment-required'
+import type { Capability } from '../../catalog/catalog'
 import { lookupWithin, VAULT_UNAVAILABLE } from '../../vault/deadline'
-import { callUpstream, type UpstreamResult } from './upstream'
+import { callUpstream, type UpstreamResult } from '../../upstream/call'
 import { checkText } from '../../lib/text'
 
 /** How long a byok call waits for the vault before failing (Postgres down must not hang calls). */

@@ -12,8 +12,8 @@ import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { consentDonePage, consentPage, consentPendingPage } from './pages'
-import { applyConsent, resolveRef } from './service'
-import { readMandate, setMandate } from './store'
+import { applyConsent, resolveRef } from '../../mandate/mandate'
+import { readMandate, setMandate } from '../../mandate/store'
 
 const RefQuery = t.Object({ ref: t.Optional(t.String({ maxLength: 100 })), session_id: t.Optional(t.String({ maxLength: 200 })) })
 

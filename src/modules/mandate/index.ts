@@ -3,7 +3,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { rejectUnknownFields } from '../../lib/strict-body'
 import { MandateResponse, MandateUpdateBody, TopupBody, TopupObject, TopupResponse } from './model'
-import { forgetMandate, getMandate, topup, updateMandate } from './service'
+import { forgetMandate, getMandate, topup, updateMandate } from '../../mandate/mandate'
 
 /** The auto-refill mandate (GET: any token of the account; PUT/DELETE: the operator) and POST /v1/topup. */
 export const mandateRoutes = (s: Services, h: Http = http(s)) =>

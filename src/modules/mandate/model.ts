@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { MAX_LIMIT } from './service'
+import { MAX_LIMIT } from '../../mandate/mandate'
 
 const Credits = (description: string) => T.Integer({ minimum: 0, maximum: MAX_LIMIT, description })
 

@@ -2,7 +2,7 @@
 import { esc, htmlPage } from '../../lib/html'
 import { usd } from '../../payments/amounts'
 import type { Limits } from '../../payments/gateway'
-import type { MandateRecord } from './store'
+import type { MandateRecord } from '../../mandate/store'
 
 export interface ConsentView {
   ref: string

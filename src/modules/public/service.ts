@@ -2,8 +2,8 @@
 import { sql } from 'drizzle-orm'
 import { SHARDS } from '../../redis/keys'
 import type { Services } from '../../services'
+import { VERSION } from '../../version'
 
-export const VERSION = '2.0.0'
 
 const withTimeout = <T>(p: Promise<T>, ms: number) =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), ms))])

@@ -11,7 +11,7 @@ import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
 import { readText } from '../../lib/body'
 import { packs, type Pack } from '../../payments/amounts'
 import type { Services } from '../../services'
-import { resolveRef, type MandateRef } from '../mandate/service'
+import { resolveRef, type MandateRef } from '../../mandate/mandate'
 import { checkoutDonePage, creditedPage, packsPage, type PacksView } from './pages'
 import { creditPack, receiveWebhook } from './service'
 

@@ -11,7 +11,7 @@ import { hktDay } from '../../clock'
 import { creditCharge, releaseRefill, type CreditOutcome } from '../../ledger/topup'
 import { WebhookSignatureError, type GatewayEvent } from '../../payments/gateway'
 import type { Services } from '../../services'
-import { applyConsent } from '../mandate/service'
+import { applyConsent } from '../../mandate/mandate'
 
 /** Processed event ids are kept past Stripe's 3-day retry window. */
 const EVENT_TTL_S = 30 * 86400

@@ -15,16 +15,16 @@
  * per below-threshold debit, never two at once" holds across instances.
  * errors: none thrown from trigger(); refill() returns outcomes and throws only on Redis failure.
  */
-import type { Config } from '../../config'
-import type { LedgerContext } from '../../ledger/context'
-import { creditCharge, releaseRefill, reserveRefill, type RefillMode } from '../../ledger/topup'
-import type { Log } from '../../log'
-import type { Mailer } from '../../mail/mailer'
-import { centsOf } from '../../payments/amounts'
-import type { ChargeOutcome, PaymentGateway } from '../../payments/gateway'
-import { ScriptStatus as S } from '../../redis/codes'
-import { emitEvent } from '../../events/emit'
-import { accountLinks } from '../account/payment'
+import type { Config } from '../config'
+import type { LedgerContext } from '../ledger/context'
+import { creditCharge, releaseRefill, reserveRefill, type RefillMode } from '../ledger/topup'
+import type { Log } from '../log'
+import type { Mailer } from '../mail/mailer'
+import { centsOf } from '../payments/amounts'
+import type { ChargeOutcome, PaymentGateway } from '../payments/gateway'
+import { ScriptStatus as S } from '../redis/codes'
+import { emitEvent } from '../events/emit'
+import { accountLinks } from '../payments/payment-required'
 import { notifyRefillFailure } from './notify'
 import { readMandate } from './store'
 

@@ -3,8 +3,8 @@
  * path checks a pause without a Redis round trip. A pause made on another instance is seen within
  * REFRESH_MS; one made here at once.
  */
-import type { LedgerContext } from '../../ledger/context'
-import type { Catalog } from './service'
+import type { LedgerContext } from '../ledger/context'
+import type { Catalog } from './catalog'
 
 const REFRESH_MS = 1000
 

@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Value } from '@sinclair/typebox/value'
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
-import { ApiError } from '../../errors'
-import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type ProviderSpec } from './model'
+import { ApiError } from '../errors'
+import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type ProviderSpec } from './schema'
 
-export const DEFAULT_CATALOG = join(import.meta.dir, '..', '..', '..', 'catalog.json')
+export const DEFAULT_CATALOG = join(import.meta.dir, '..', '..', 'catalog.json')
 
 export interface Provider extends ProviderSpec {
   id: string

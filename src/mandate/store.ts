@@ -2,10 +2,10 @@
  * The mandate as Redis holds it (one hash in the account's slot, written only by set-mandate-3,
  * reserve/credit/release scripts), read into a typed record.
  */
-import { hktMonth } from '../../clock'
-import type { Config } from '../../config'
-import type { LedgerContext } from '../../ledger/context'
-import type { Limits, SavedCard } from '../../payments/gateway'
+import { hktMonth } from '../clock'
+import type { Config } from '../config'
+import type { LedgerContext } from '../ledger/context'
+import type { Limits, SavedCard } from '../payments/gateway'
 
 export interface MandateRecord extends Limits {
   enabled: boolean

@@ -2,13 +2,13 @@
  * The auto-refill mandate: read, adjust, forget, and the completion of a saved-card consent.
  * errors: BAD_REQUEST (limits), CONSENT_REQUIRED (enable before consent), NOT_FOUND (unknown ref).
  */
-import { ApiError } from '../../errors'
-import { chargeableProblem } from '../../payments/amounts'
-import type { Limits, SavedCard } from '../../payments/gateway'
-import { ScriptStatus as S } from '../../redis/codes'
-import type { Services } from '../../services'
-import { windowsAt } from '../../ledger/windows'
-import { accountLinks, paymentRequired } from '../account/payment'
+import { ApiError } from '../errors'
+import { chargeableProblem } from '../payments/amounts'
+import type { Limits, SavedCard } from '../payments/gateway'
+import { ScriptStatus as S } from '../redis/codes'
+import type { Services } from '../services'
+import { windowsAt } from '../ledger/windows'
+import { accountLinks, paymentRequired } from '../payments/payment-required'
 import { readMandate, setMandate, type MandateRecord } from './store'
 
 /** Limits are credits; a refill must be chargeable (whole cents, the card minimum). */

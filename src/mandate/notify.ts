@@ -2,10 +2,10 @@
  * Tells the owner, by e-mail, what an agent cannot fix: a background refill the bank refused or
  * that needs the card holder present. The remedy is always the consent page (enable_url).
  */
-import type { Config } from '../../config'
-import type { LedgerContext } from '../../ledger/context'
-import type { Mailer } from '../../mail/mailer'
-import { accountLinks } from '../account/payment'
+import type { Config } from '../config'
+import type { LedgerContext } from '../ledger/context'
+import type { Mailer } from '../mail/mailer'
+import { accountLinks } from '../payments/payment-required'
 
 type Deps = { ctx: LedgerContext; cfg: Config; mailer: Mailer }
 

@@ -2,9 +2,13 @@
  * PAYMENT_REQUIRED with everything the agent needs to unblock itself (CONTRACT §3): a sentence
  * for the human, the consent page of the auto-refill mandate, and the top-up route.
  */
-import { ApiError } from '../../errors'
-import { packs } from '../../payments/amounts'
-import type { Services } from '../../services'
+import { ApiError } from '../errors'
+import { packs } from './amounts'
+import type { Config } from '../config'
+import type { LedgerContext } from '../ledger/context'
+
+/** What the builders need: the base URL and prices from config, the account hash from Redis. */
+type Deps = { cfg: Config; ctx: LedgerContext }
 
 /**
  * `topup` is the agent's own top-up (POST, through the mandate). The rest are for the human behind
@@ -12,7 +16,7 @@ import type { Services } from '../../services'
  * consent page, `buy_credits` a page to buy a credit pack once, `packs` each pack's payment link
  * (Stripe Checkout; sandbox: our own form).
  */
-export function accountLinks(s: Pick<Services, 'cfg'>, mandateRef: string) {
+export function accountLinks(s: Pick<Deps, 'cfg'>, mandateRef: string) {
   const ref = encodeURIComponent(mandateRef)
   return {
     topup: `${s.cfg.BASE_URL}/v1/topup`,
@@ -27,7 +31,7 @@ export function accountLinks(s: Pick<Services, 'cfg'>, mandateRef: string) {
 }
 
 export async function paymentRequired(
-  s: Services,
+  s: Deps,
   accountId: string,
   balance: number,
   price: number,

@@ -4,18 +4,14 @@
  * On for a loopback BASE_URL (DEMO_PROVIDER=auto); a public deployment must opt in with `on`,
  * since a demo capability there would sell nothing real.
  */
-import type { Config } from '../../config'
+import { isLoopback, type Config } from '../config'
 
 /** Priced so that the 500 signup credits run out in 20 calls, well inside the default 60 calls a minute. */
 export const DEMO_ECHO_PRICE = 25
 
 export function demoEnabled(cfg: Pick<Config, 'DEMO_PROVIDER' | 'BASE_URL'>): boolean {
   if (cfg.DEMO_PROVIDER !== 'auto') return cfg.DEMO_PROVIDER === 'on'
-  return isLoopback(new URL(cfg.BASE_URL).hostname)
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '[::1]'
+  return isLoopback(cfg.BASE_URL)
 }
 
 /** Catalog entries (CONTRACT §4 format) whose provider is this service at BASE_URL. */
