@@ -26,10 +26,10 @@ import { operatorRoutes } from './modules/operator'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
-import { edgeChecks, reachedHandler } from './edge'
+import { edgeChecks, reachedHandler } from './edge/index'
 import { refusalBeforeRequest } from './auth/first'
 import { http } from './http'
-import { bodyTooLarge } from './lib/body'
+import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
 
@@ -40,7 +40,7 @@ export function createApp(s: Services) {
   function apiErrorOf(code: string | number, error: unknown, request: Request): ApiError {
     if (error instanceof ApiError) return error
     if (code === 'VALIDATION') return validationError(error as ValidationError)
-    // A route's own parser (lib/body.ts) refuses with an ApiError, which Elysia wraps.
+    // A route's own parser (edge/body.ts) refuses with an ApiError, which Elysia wraps.
     if (code === 'PARSE') return (error as Error).cause instanceof ApiError ? ((error as Error).cause as ApiError) : new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' })
     if (code === 'NOT_FOUND') return new ApiError('NOT_FOUND', { resource: 'route' })
     const id = requestId(request)

@@ -7,7 +7,7 @@ import type { Server } from 'bun'
 import type { Services } from './services'
 import type { Admitted } from './auth/guard'
 import type { Principal } from './auth/principal'
-import { jsonObjectParser } from './lib/body'
+import { jsonObjectParser } from './edge/body'
 
 // The auth scheme is case-insensitive (RFC 7235 §2.1): `bearer sk_…` is as good as `Bearer sk_…`.
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
@@ -43,7 +43,7 @@ export interface Http {
   memberIn(c: RouteContext): Promise<Principal>
   /** `operator` for a route: admits the request, puts its rate headers on the answer. */
   operatorIn(c: RouteContext): Promise<Principal>
-  /** Parse hook (`parse: h.json`) of a route whose body is a JSON object (lib/body.ts). */
+  /** Parse hook (`parse: h.json`) of a route whose body is a JSON object (edge/body.ts). */
   json: ReturnType<typeof jsonObjectParser>
 }
 

@@ -16,7 +16,7 @@ import { rememberRawPath } from './proxy/raw-target'
 export interface ListenOptions {
   port: number
   hostname?: string
-  /** Request bodies past this size are refused by the app (lib/body.ts), not by Bun. */
+  /** Request bodies past this size are refused by the app (edge/body.ts), not by Bun. */
   maxBodyBytes: number
 }
 
@@ -56,7 +56,7 @@ export async function listen(app: App, opt: ListenOptions): Promise<Listener> {
     idleTimeout: IDLE_TIMEOUT_S,
     // Bun's own refusal is an empty 413 that no client can read; the app refuses at exactly
     // maxBodyBytes with the JSON error, a declared length on arrival and a chunked body as it reads
-    // it (lib/body.ts). Bun's limit is only a backstop so far above that it never speaks first.
+    // it (edge/body.ts). Bun's limit is only a backstop so far above that it never speaks first.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     routes,
     fetch(req) {

@@ -7,7 +7,7 @@ import type { Config } from './config'
 import { connectPostgres, openDatabase, type DbHandle } from './db/client'
 import { TokenResolver } from './auth/principal'
 import { Guard } from './auth/guard'
-import type { LedgerContext } from './ledger/context'
+import type { RedisContext } from './redis/context'
 import { Flusher } from './ledger/flusher'
 import { InFlightLeases } from './ledger/leases'
 import { AbandonedCallSweeper } from './ledger/sweeper'
@@ -41,7 +41,7 @@ export type KeyLookup = (accountId: string, providerId: string) => Promise<strin
 
 export interface Services {
   cfg: Config
-  ctx: LedgerContext
+  ctx: RedisContext
   db: DbHandle
   catalog: Catalog
   guard: Guard
@@ -87,7 +87,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const redis = createRedis(cfg)
   const keys = new Keys(cfg.REDIS_KEY_PREFIX)
   const scripts = loadScripts(redis)
-  const ctx: LedgerContext = { redis, keys, scripts, clock: opt.clock ?? systemClock, cfg }
+  const ctx: RedisContext = { redis, keys, scripts, clock: opt.clock ?? systemClock, cfg }
   const db = await openDatabase(cfg)
   const health = new Health()
   const ledger = new LedgerAvailability({ ctx, db: db.db, health, log, checkMs: cfg.LEDGER_CHECK_MS })

@@ -4,27 +4,27 @@
  * errors: SIGNUPS_PAUSED.
  */
 import { ApiError } from '../errors'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { ScriptStatus as S } from '../redis/codes'
 
 /** Admits one signup into the last hour's count, or refuses it (pausing signups if it tripped). */
-export async function admitSignup(ctx: LedgerContext, accountId: string): Promise<void> {
+export async function admitSignup(ctx: RedisContext, accountId: string): Promise<void> {
   const { keys } = ctx
   const reply = await ctx.scripts.signupGate([keys.signupsPaused(), keys.signupsRecent()], [ctx.clock.now(), ctx.cfg.SIGNUP_ALARM_PER_HOUR, accountId])
   if (reply[0] === S.SIGNUPS_PAUSED) throw new ApiError('SIGNUPS_PAUSED')
 }
 
 /** A signup that failed after admission (e-mail taken, ...) does not count towards the alarm. */
-export async function releaseSignup(ctx: LedgerContext, accountId: string): Promise<void> {
+export async function releaseSignup(ctx: RedisContext, accountId: string): Promise<void> {
   await ctx.redis.zrem(ctx.keys.signupsRecent(), accountId)
 }
 
 /** Founder resume: signups open again and the alarm counts afresh from now. */
-export async function resumeSignups(ctx: LedgerContext): Promise<void> {
+export async function resumeSignups(ctx: RedisContext): Promise<void> {
   const { keys } = ctx
   await ctx.redis.multi().del(keys.signupsPaused()).del(keys.signupsRecent()).exec()
 }
 
-export async function signupsPaused(ctx: LedgerContext): Promise<boolean> {
+export async function signupsPaused(ctx: RedisContext): Promise<boolean> {
   return (await ctx.redis.exists(ctx.keys.signupsPaused())) === 1
 }

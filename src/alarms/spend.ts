@@ -10,7 +10,7 @@
  * Spend is debits minus refunds, so a failing provider (all refunded) does not trip it.
  * errors / metrics: a trip is logged as `spend_alarm_tripped`.
  */
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import type { OutboxEntry } from '../ledger/outbox'
 
 const HOUR_MS = 3_600_000
@@ -25,7 +25,7 @@ export interface SpendAlarmTarget {
 
 export class SpendAlarm {
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     private target: SpendAlarmTarget,
     private onTrip: (slug: string, spend: number, alarm: number) => void = () => {},
   ) {}

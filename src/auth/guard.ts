@@ -5,7 +5,7 @@
  * errors: UNAUTHORIZED, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, FORBIDDEN (operator surfaces).
  */
 import { ApiError } from '../errors'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { denial } from '../ledger/denials'
 import { rateHeaders, windowsAt } from '../ledger/windows'
 import { ScriptStatus as S } from '../redis/codes'
@@ -19,7 +19,7 @@ export interface Admitted {
 export class Guard {
   private trusted: Set<string>
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     readonly tokens: TokenResolver,
   ) {
     this.trusted = new Set(ctx.cfg.TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean))

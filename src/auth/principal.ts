@@ -5,7 +5,7 @@
  * that admits the request (authorize-4 or debit-13), on every request and on every instance.
  */
 import { ApiError } from '../errors'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { hashToken, TOKEN_RE } from './tokens'
 
 export interface Principal {
@@ -20,7 +20,7 @@ const CACHE_MAX = 100_000
 export class TokenResolver {
   private cache = new Map<string, Principal>()
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     /** Called before a bearer is called unknown: throws when Redis may have lost it (ledger/availability.ts). */
     private beforeUnknown: () => Promise<void> = async () => {},
   ) {}

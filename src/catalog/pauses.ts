@@ -3,7 +3,7 @@
  * path checks a pause without a Redis round trip. A pause made on another instance is seen within
  * REFRESH_MS; one made here at once.
  */
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import type { Catalog } from './catalog'
 
 const REFRESH_MS = 1000
@@ -15,7 +15,7 @@ export class PauseWatcher {
   /** Told once per pause that changed something (owners hear of it as `capability.paused`). */
   onPaused: ((slug: string, reason: PauseReason) => Promise<void>) | null = null
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     private catalog: Catalog,
   ) {}
 

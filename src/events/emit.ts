@@ -7,7 +7,7 @@
  * errors: none of its own; a Redis failure rejects.
  */
 import { randomId } from '../auth/tokens'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import type { EventData, EventType } from './types'
 
 export interface EmitOptions {
@@ -18,7 +18,7 @@ export interface EmitOptions {
 }
 
 export async function emitEvent<T extends EventType>(
-  ctx: Pick<LedgerContext, 'redis' | 'keys' | 'clock'>,
+  ctx: Pick<RedisContext, 'redis' | 'keys' | 'clock'>,
   accountId: string,
   type: T,
   data: EventData[T],

@@ -7,7 +7,7 @@
  */
 import { hashToken, newToken, randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
 import { ScriptStatus as S } from '../redis/codes'
 import { decodeAllowlist } from './allowlist'
@@ -46,7 +46,7 @@ const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 
 const optNum = (v: string | null) => (v === null ? null : Number(v))
 
 /** The agents of an account (all of them, or the given ids), oldest first; unknown ids skipped. */
-export async function readAgents(ctx: LedgerContext, acct: string, ids?: string[]): Promise<AgentView[]> {
+export async function readAgents(ctx: RedisContext, acct: string, ids?: string[]): Promise<AgentView[]> {
   const { redis, keys } = ctx
   const day = windowsAt(ctx.clock.now()).day
   const list = ids ?? (await redis.smembers(keys.agents(acct)))
@@ -75,14 +75,14 @@ export async function readAgents(ctx: LedgerContext, acct: string, ids?: string[
     .map(({ created: _c, ...view }) => view)
 }
 
-export async function readAgent(ctx: LedgerContext, acct: string, id: string): Promise<AgentView> {
+export async function readAgent(ctx: RedisContext, acct: string, id: string): Promise<AgentView> {
   const [agent] = AGENT_ID.test(id) ? await readAgents(ctx, acct, [id]) : []
   if (!agent) throw notFound()
   return agent
 }
 
 /** Creates an agent and its token (returned once; only the hash is stored). */
-export async function createAgent(ctx: LedgerContext, acct: string, a: NewAgent): Promise<{ agent: AgentView; token: string }> {
+export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent): Promise<{ agent: AgentView; token: string }> {
   const { redis, keys } = ctx
   const id = 'agt_' + randomId()
   const token = newToken('agent')
@@ -108,7 +108,7 @@ export type AgentAction = 'kill' | 'revive' | 'revoke'
 export type ActionVia = 'api' | 'chat'
 
 /** Moves an agent; repeating the current state is a no-op that answers the agent as it is. */
-export async function changeAgentState(ctx: LedgerContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api'): Promise<AgentView> {
+export async function changeAgentState(ctx: RedisContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api'): Promise<AgentView> {
   if (!AGENT_ID.test(id)) throw notFound()
   const { keys } = ctx
   const reply = await ctx.scripts.agentState([keys.agent(acct, id), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, id, action, via])

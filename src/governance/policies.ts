@@ -4,7 +4,7 @@
  * the account's slot), so the next call on any instance sees either none or all of it.
  * errors: NOT_FOUND (an agent id that is not the account's), CONFLICT (a revoked agent).
  */
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { ApiError } from '../errors'
 import { ScriptStatus as S } from '../redis/codes'
 import { decodeAllowlist } from './allowlist'
@@ -34,7 +34,7 @@ export interface AgentPolicy {
 
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
 
-export async function readAccountPolicy(ctx: LedgerContext, acct: string): Promise<AccountPolicy> {
+export async function readAccountPolicy(ctx: RedisContext, acct: string): Promise<AccountPolicy> {
   const [dailyCap, allow, balanceCap] = await ctx.redis.hmget(ctx.keys.account(acct), 'daily_cap', 'allow', 'balance_cap')
   return {
     daily_cap: Number(dailyCap ?? ctx.cfg.DEFAULT_DAILY_CAP),
@@ -44,7 +44,7 @@ export async function readAccountPolicy(ctx: LedgerContext, acct: string): Promi
 }
 
 /** Policies of the account's agents that can still act (revoked ones are gone for good). */
-export async function readAgentPolicies(ctx: LedgerContext, acct: string, only?: string): Promise<Record<string, AgentPolicy>> {
+export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: string): Promise<Record<string, AgentPolicy>> {
   const { redis, keys } = ctx
   const ids = only ? [only] : await redis.smembers(keys.agents(acct))
   const rows = await Promise.all(
@@ -74,7 +74,7 @@ function triplets(changes: FieldChanges): (string | number)[] {
  * never deleted, so the existence check made before the MULTI still holds in it; an agent revoked
  * in between at worst receives a policy it will never use.
  */
-export async function applyPolicyChange(ctx: LedgerContext, acct: string, change: PolicyChange): Promise<void> {
+export async function applyPolicyChange(ctx: RedisContext, acct: string, change: PolicyChange): Promise<void> {
   const { redis, keys } = ctx
   const agentIds = Object.keys(change.agents ?? {})
   const found = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hmget(keys.agent(acct, id), 'token', 'state') : [null, null])))

@@ -6,7 +6,8 @@ import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS, shardOfAccount } from '../redis/keys'
 import { hktDay } from '../clock'
-import { DAY_KEY_TTL_S, REFERRAL_CREDITS, SIGNUP_CREDITS, type LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
+import { DAY_KEY_TTL_S, REFERRAL_CREDITS, SIGNUP_CREDITS } from './constants'
 
 export interface NewAccount {
   email: string
@@ -21,7 +22,7 @@ export function newAccountId(referrerId: string | null): string {
   return `acc_${String(shard).padStart(2, '0')}_${randomId()}`
 }
 
-export async function createAccount(ctx: LedgerContext, id: string, a: NewAccount): Promise<{ publicRef: string; mandateRef: string; balance: number }> {
+export async function createAccount(ctx: RedisContext, id: string, a: NewAccount): Promise<{ publicRef: string; mandateRef: string; balance: number }> {
   const { keys } = ctx
   const publicRef = 'ref_' + randomId(9)
   const mandateRef = 'mr_' + randomId()
@@ -37,7 +38,7 @@ export async function createAccount(ctx: LedgerContext, id: string, a: NewAccoun
  * Credits both sides once, after the referred account's first successful call, within the
  * referrer's daily limit and each side's balance cap (referral-bonus-4 decides and records both).
  */
-export async function applyReferralBonus(ctx: LedgerContext, accountId: string, referrer: string, callId: string): Promise<number | null> {
+export async function applyReferralBonus(ctx: RedisContext, accountId: string, referrer: string, callId: string): Promise<number | null> {
   const { keys } = ctx
   const reply = await ctx.scripts.referralBonus(
     [keys.account(accountId), keys.account(referrer), keys.referralBonusesToday(referrer, hktDay(ctx.clock.now())), keys.outbox(keys.shardOf(accountId))],

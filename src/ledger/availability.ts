@@ -25,7 +25,7 @@ import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS } from '../redis/keys'
 import type { ScriptName, Scripts } from '../redis/scripts'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 import { restoreMissing } from './rebuild'
 
 /**
@@ -59,7 +59,7 @@ const CLOSED_RECHECK_MS = 200
 const RETRY_AFTER_S = 5
 
 export interface AvailabilityDeps {
-  ctx: LedgerContext
+  ctx: RedisContext
   db: Database
   health: Health
   log: Log
@@ -207,12 +207,12 @@ function unavailable(baseUrl: string): ApiError {
   return new ApiError('LEDGER_UNAVAILABLE', { retry_after_s: RETRY_AFTER_S, status_url: `${baseUrl}/status` }, { 'retry-after': String(RETRY_AFTER_S) })
 }
 
-export async function marksPresent(ctx: LedgerContext): Promise<boolean> {
+export async function marksPresent(ctx: RedisContext): Promise<boolean> {
   const found = await Promise.all(Array.from({ length: SHARDS }, (_, s) => ctx.redis.exists(ctx.keys.ledgerMark(s))))
   return found.every((n) => n === 1)
 }
 
 /** Declares every shard whole (after a rebuild, or on a fresh ledger). */
-export async function writeMarks(ctx: LedgerContext): Promise<void> {
+export async function writeMarks(ctx: RedisContext): Promise<void> {
   await Promise.all(Array.from({ length: SHARDS }, (_, s) => ctx.redis.set(ctx.keys.ledgerMark(s), String(ctx.clock.now()))))
 }

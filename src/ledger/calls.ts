@@ -2,8 +2,8 @@
  * The metadata of finished calls: filed by record-call-6 into the recent list, the outbox and the
  * public counters, and stored for Idempotency-Key replays.
  */
-import type { LedgerContext } from './context'
-import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './context'
+import type { RedisContext } from '../redis/context'
+import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
 
 /** One activity entry (CONTRACT §5): metadata only, never payloads. */
 export interface CallRecord {
@@ -25,7 +25,7 @@ export interface RecordOptions {
   replay?: string
 }
 
-export async function recordCall(ctx: LedgerContext, accountId: string, rec: CallRecord, opt: RecordOptions = {}): Promise<void> {
+export async function recordCall(ctx: RedisContext, accountId: string, rec: CallRecord, opt: RecordOptions = {}): Promise<void> {
   const { keys } = ctx
   const shard = keys.shardOf(accountId)
   const idemMode = opt.idempotencyKey === undefined ? '' : opt.replay !== undefined ? 'store' : 'release'
@@ -53,7 +53,7 @@ export async function recordCall(ctx: LedgerContext, accountId: string, rec: Cal
 }
 
 /** The newest calls Redis still holds for the account, newest first. */
-export async function recentCalls(ctx: LedgerContext, accountId: string): Promise<CallRecord[]> {
+export async function recentCalls(ctx: RedisContext, accountId: string): Promise<CallRecord[]> {
   const rows = await ctx.redis.lrange(ctx.keys.recentCalls(accountId), 0, RECENT_CALLS - 1)
   return rows.map((r) => {
     const { account_id: _omit, ...rec } = JSON.parse(r) as CallRecord & { account_id: string }

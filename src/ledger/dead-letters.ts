@@ -7,7 +7,7 @@
  * A dead letter's public id names its shard and its stream id: `dl_07_1712345678901-0`.
  */
 import { SHARDS, type Shard } from '../redis/keys'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 
 export interface DeadLetter {
   id: string
@@ -54,13 +54,13 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
 }
 
 /** Moves one outbox entry to the dead letters; false when it had already left the outbox. */
-export async function buryEntry(ctx: LedgerContext, shard: Shard, group: string, streamId: string, error: string): Promise<boolean> {
+export async function buryEntry(ctx: RedisContext, shard: Shard, group: string, streamId: string, error: string): Promise<boolean> {
   const [moved] = await ctx.scripts.deadLetter([ctx.keys.outbox(shard), ctx.keys.deadLetters(shard)], [group, streamId, error, Date.now()])
   return Number(moved) === 1
 }
 
 /** The oldest `limit` dead letters of every shard, oldest first. */
-export async function listDeadLetters(ctx: LedgerContext, limit: number): Promise<DeadLetter[]> {
+export async function listDeadLetters(ctx: RedisContext, limit: number): Promise<DeadLetter[]> {
   const perShard = await Promise.all(
     Array.from({ length: SHARDS }, async (_, s) => (await ctx.redis.xrange(ctx.keys.deadLetters(s), '-', '+', 'COUNT', limit)).map(([id, raw]) => decode(s, id, raw))),
   )
@@ -70,13 +70,13 @@ export async function listDeadLetters(ctx: LedgerContext, limit: number): Promis
     .slice(0, limit)
 }
 
-export async function countDeadLetters(ctx: LedgerContext): Promise<number> {
+export async function countDeadLetters(ctx: RedisContext): Promise<number> {
   const lens = await Promise.all(Array.from({ length: SHARDS }, (_, s) => ctx.redis.xlen(ctx.keys.deadLetters(s))))
   return lens.reduce((a, n) => a + n, 0)
 }
 
 /** Puts the entry back into its outbox; the new outbox stream id, or null for an unknown id. */
-export async function replayDeadLetter(ctx: LedgerContext, id: string): Promise<string | null> {
+export async function replayDeadLetter(ctx: RedisContext, id: string): Promise<string | null> {
   const p = parseId(id)
   if (!p) return null
   const [ok, outboxId] = await ctx.scripts.replayDeadLetter([ctx.keys.deadLetters(p.shard), ctx.keys.outbox(p.shard)], [p.streamId])
@@ -84,7 +84,7 @@ export async function replayDeadLetter(ctx: LedgerContext, id: string): Promise<
 }
 
 /** Drops a dead letter for good; false for an unknown id. */
-export async function discardDeadLetter(ctx: LedgerContext, id: string): Promise<boolean> {
+export async function discardDeadLetter(ctx: RedisContext, id: string): Promise<boolean> {
   const p = parseId(id)
   if (!p) return false
   return (await ctx.redis.xdel(ctx.keys.deadLetters(p.shard), p.streamId)) === 1

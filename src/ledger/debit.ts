@@ -6,7 +6,8 @@
 import type { Principal } from '../auth/principal'
 import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
-import { DAY_KEY_TTL_S, type LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
+import { DAY_KEY_TTL_S } from './constants'
 import { denial } from './denials'
 import { windowsAt } from './windows'
 
@@ -38,7 +39,7 @@ export type DebitOutcome =
   | { kind: 'replay'; response: string }
   | { kind: 'insufficient'; balance: number; price: number; mandateRef: string }
 
-export async function debit(ctx: LedgerContext, req: DebitRequest): Promise<DebitOutcome> {
+export async function debit(ctx: RedisContext, req: DebitRequest): Promise<DebitOutcome> {
   const { keys, cfg } = ctx
   const { accountId: acct, agentId, tokenHash } = req.principal
   const now = ctx.clock.now()

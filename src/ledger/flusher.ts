@@ -19,7 +19,7 @@ import { hostname } from 'node:os'
 import { randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 import { buryEntry, countDeadLetters } from './dead-letters'
 import type { OutboxEntry } from './outbox'
 import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
@@ -54,7 +54,7 @@ export class Flusher {
   private counters = { batches: 0, entries: 0, failures: 0, deadLettered: 0, lastError: null as string | null, lastFlushAt: 0 }
 
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     private db: Database,
     private opt: FlusherOptions,
   ) {}

@@ -12,7 +12,7 @@
  * re-checks the deadline inside refund-7, so a renewal racing a sweep wins. A renewal that fails
  * (Redis briefly down) is retried on the next round; a lease spans several rounds.
  */
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 
 export interface LeaseOptions {
   /** How far past "now" each renewal moves the deadline. @default 10 minutes */
@@ -36,7 +36,7 @@ export class InFlightLeases {
   private timer: ReturnType<typeof setInterval> | null = null
 
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     opt: LeaseOptions = {},
     private onError: (e: unknown) => void = () => {},
   ) {

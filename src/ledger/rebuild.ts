@@ -16,7 +16,8 @@ import { accountPolicies, accounts, agents } from '../db/schema'
 import { randomId } from '../auth/tokens'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS } from '../redis/keys'
-import { DAY_KEY_TTL_S, type LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
+import { DAY_KEY_TTL_S } from './constants'
 import { accountLedger, type AccountLedger } from './reconcile'
 
 interface AgentRow {
@@ -56,7 +57,7 @@ function fieldsOf(raw: string[]): Fields {
 }
 
 /** The non-money entries of the account still in the outbox, oldest first. */
-async function pendingState(ctx: LedgerContext, account: string): Promise<Fields[]> {
+async function pendingState(ctx: RedisContext, account: string): Promise<Fields[]> {
   const key = ctx.keys.outbox(ctx.keys.shardOf(account))
   const out: Fields[] = []
   let from = '-'
@@ -84,7 +85,7 @@ function spentToday(led: AccountLedger, day: number, agent?: string): number {
   return Math.max(0, spent)
 }
 
-export async function planRebuild(ctx: LedgerContext, db: Database, account: string): Promise<RebuildPlan> {
+export async function planRebuild(ctx: RedisContext, db: Database, account: string): Promise<RebuildPlan> {
   const [row] = await db.select().from(accounts).where(eq(accounts.id, account))
   const [policy] = await db.select().from(accountPolicies).where(eq(accountPolicies.accountId, account))
   const agentRows = await db.select().from(agents).where(eq(agents.accountId, account))
@@ -177,7 +178,7 @@ export interface RebuildResult {
  * Writes the plan. An account hash that still exists is left alone (restored: false) unless
  * `force`; its agents and lookups are then left alone too.
  */
-export async function applyRebuild(ctx: LedgerContext, plan: RebuildPlan, opt: { force?: boolean } = {}): Promise<RebuildResult> {
+export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { force?: boolean } = {}): Promise<RebuildResult> {
   const { keys, redis } = ctx
   const acct = plan.account
   const day = hktDay(ctx.clock.now())
@@ -210,7 +211,7 @@ export async function applyRebuild(ctx: LedgerContext, plan: RebuildPlan, opt: {
 }
 
 /** Every account Postgres knows, plus those created since the last flush (still in the outbox). */
-export async function allAccountIds(ctx: LedgerContext, db: Database): Promise<string[]> {
+export async function allAccountIds(ctx: RedisContext, db: Database): Promise<string[]> {
   const rows = await db.select({ id: accounts.id }).from(accounts).orderBy(accounts.id)
   const ids = new Set(rows.map((r) => r.id))
   for (let s = 0; s < SHARDS; s++) {
@@ -239,7 +240,7 @@ const RESTORE_CONCURRENCY = 8
  * Restores every account Redis lacks (the automatic rebuild after Redis came back empty). Safe to
  * run again and from several processes: restore-account-2 writes a hash only where none exists.
  */
-export async function restoreMissing(ctx: LedgerContext, db: Database): Promise<RestoreSummary> {
+export async function restoreMissing(ctx: RedisContext, db: Database): Promise<RestoreSummary> {
   const ids = await allAccountIds(ctx, db)
   const out: RestoreSummary = { restored: 0, present: 0, failed: [] }
   let next = 0

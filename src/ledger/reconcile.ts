@@ -7,7 +7,7 @@
 import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 import { MONEY_KINDS } from './outbox'
 
 export interface LedgerLine {
@@ -41,7 +41,7 @@ function fieldsOf(raw: string[]): Record<string, string> {
 }
 
 /** Money entries of the given accounts still in one shard's outbox (read in pages, never all at once). */
-export async function outboxLines(ctx: LedgerContext, shard: number, accounts: Set<string>): Promise<LedgerLine[]> {
+export async function outboxLines(ctx: RedisContext, shard: number, accounts: Set<string>): Promise<LedgerLine[]> {
   const key = ctx.keys.outbox(shard)
   const out: LedgerLine[] = []
   let from = '-'
@@ -64,7 +64,7 @@ export async function postgresLines(db: Database, accounts: string[]): Promise<L
 }
 
 /** The united ledger of each account (all accounts of one shard are read with one pass over its stream). */
-export async function accountLedgers(ctx: LedgerContext, db: Database, accounts: string[]): Promise<Map<string, AccountLedger>> {
+export async function accountLedgers(ctx: RedisContext, db: Database, accounts: string[]): Promise<Map<string, AccountLedger>> {
   const byShard = new Map<number, Set<string>>()
   for (const a of accounts) {
     const s = ctx.keys.shardOf(a)
@@ -100,6 +100,6 @@ export async function accountLedgers(ctx: LedgerContext, db: Database, accounts:
   return out
 }
 
-export async function accountLedger(ctx: LedgerContext, db: Database, account: string): Promise<AccountLedger> {
+export async function accountLedger(ctx: RedisContext, db: Database, account: string): Promise<AccountLedger> {
   return (await accountLedgers(ctx, db, [account])).get(account)!
 }

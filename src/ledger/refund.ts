@@ -3,7 +3,7 @@
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { ScriptStatus as S } from '../redis/codes'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 
 export interface RefundRequest {
   accountId: string
@@ -26,7 +26,7 @@ export interface RefundResult {
   notDue: boolean
 }
 
-export async function refund(ctx: LedgerContext, r: RefundRequest): Promise<RefundResult> {
+export async function refund(ctx: RedisContext, r: RefundRequest): Promise<RefundResult> {
   const { keys } = ctx
   const reply = await ctx.scripts.refund(
     [

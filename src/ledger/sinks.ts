@@ -4,9 +4,9 @@
  */
 import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
-import { accountPolicySink, agentSink } from './governance-sinks'
+import { accountPolicySink, agentSink } from '../governance/sink'
 import { eventSink } from '../events/sink'
-import { mandateSink, parkedSink } from './payment-sinks'
+import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
 import { MONEY_KINDS, type OutboxEntry, type Sink } from './outbox'

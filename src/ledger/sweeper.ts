@@ -12,7 +12,7 @@
  */
 import { SHARDS } from '../redis/keys'
 import { recordCall } from './calls'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 import { refund } from './refund'
 
 const BATCH = 100
@@ -22,7 +22,7 @@ export class AbandonedCallSweeper {
   private refunded = 0
 
   constructor(
-    private ctx: LedgerContext,
+    private ctx: RedisContext,
     private onError: (e: unknown) => void = () => {},
   ) {}
 

@@ -7,7 +7,8 @@ import { randomId } from '../auth/tokens'
 import { hktDay, hktMonth } from '../clock'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS, shardOfAccount } from '../redis/keys'
-import { DAY_KEY_TTL_S, type LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
+import { DAY_KEY_TTL_S } from './constants'
 
 /** How long a refill holds the account's refill lock: above the gateway's longest call (3 × 20 s). */
 export const REFILL_HOLD_MS = 120_000
@@ -34,7 +35,7 @@ export type ReserveOutcome =
   /** CEILING_REACHED: a refilled, b ceiling, c credits, d pending (charges whose outcome is not known yet). */
   | { kind: 'refused'; status: S; a: number; b: number; c: number; d: number }
 
-export async function reserveRefill(ctx: LedgerContext, acct: string, mode: RefillMode, credits: number | null, gateway: string): Promise<ReserveOutcome> {
+export async function reserveRefill(ctx: RedisContext, acct: string, mode: RefillMode, credits: number | null, gateway: string): Promise<ReserveOutcome> {
   const { keys } = ctx
   const now = ctx.clock.now()
   const month = hktMonth(now)
@@ -82,7 +83,7 @@ export function shardOfParked(id: string): number | null {
   return m && Number(m[1]) < SHARDS ? Number(m[1]) : null
 }
 
-export async function creditCharge(ctx: LedgerContext, c: CreditRequest): Promise<CreditOutcome> {
+export async function creditCharge(ctx: RedisContext, c: CreditRequest): Promise<CreditOutcome> {
   const { keys } = ctx
   const shard = keys.shardOf(c.accountId)
   const parkedId = newParkedId(c.accountId)
@@ -119,7 +120,7 @@ export async function creditCharge(ctx: LedgerContext, c: CreditRequest): Promis
  * that arrives late (webhook) names the attempt and month only: `day` is then today's.
  */
 export async function releaseRefill(
-  ctx: LedgerContext,
+  ctx: RedisContext,
   acct: string,
   r: Pick<Reservation, 'attemptId' | 'month' | 'day'>,
   outcome: 'declined' | 'authentication_required',
@@ -140,7 +141,7 @@ export type DecideOutcome =
   | { kind: 'not_found' }
   | { kind: 'wrong_state'; state: string }
 
-export async function decideParked(ctx: LedgerContext, id: string, acct: string, op: ParkedOp): Promise<DecideOutcome> {
+export async function decideParked(ctx: RedisContext, id: string, acct: string, op: ParkedOp): Promise<DecideOutcome> {
   const { keys } = ctx
   const shard = keys.shardOf(acct)
   const reply = await ctx.scripts.decideParked(

@@ -11,7 +11,7 @@
 import type { Principal } from '../auth/principal'
 import type { Log } from '../log'
 import { recordCall } from './calls'
-import type { LedgerContext } from './context'
+import type { RedisContext } from '../redis/context'
 import type { DebitOutcome } from './debit'
 import { refund } from './refund'
 
@@ -25,7 +25,7 @@ export interface VoidRequest {
 }
 
 /** The provider key, read past the debit; without one the debit is voided and the error passed on. */
-export async function keyAfterDebit(ctx: LedgerContext, log: Log, v: VoidRequest, lookup: () => Promise<string>): Promise<string> {
+export async function keyAfterDebit(ctx: RedisContext, log: Log, v: VoidRequest, lookup: () => Promise<string>): Promise<string> {
   try {
     return await lookup()
   } catch (e) {
@@ -34,7 +34,7 @@ export async function keyAfterDebit(ctx: LedgerContext, log: Log, v: VoidRequest
   }
 }
 
-export async function voidDebit(ctx: LedgerContext, v: VoidRequest): Promise<void> {
+export async function voidDebit(ctx: RedisContext, v: VoidRequest): Promise<void> {
   const { principal, debit: d } = v
   await refund(ctx, { accountId: principal.accountId, agentId: principal.agentId, callId: d.callId, day: d.day, reason: 'no_key' })
   await recordCall(

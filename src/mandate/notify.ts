@@ -3,11 +3,11 @@
  * that needs the card holder present. The remedy is always the consent page (enable_url).
  */
 import type { Config } from '../config'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import type { Mailer } from '../mail/mailer'
 import { accountLinks } from '../payments/payment-required'
 
-type Deps = { ctx: LedgerContext; cfg: Config; mailer: Mailer }
+type Deps = { ctx: RedisContext; cfg: Config; mailer: Mailer }
 
 export async function notifyRefillFailure(
   s: Deps,

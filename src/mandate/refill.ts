@@ -16,7 +16,7 @@
  * errors: none thrown from trigger(); refill() returns outcomes and throws only on Redis failure.
  */
 import type { Config } from '../config'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { creditCharge, releaseRefill, reserveRefill, type RefillMode } from '../ledger/topup'
 import type { Log } from '../log'
 import type { Mailer } from '../mail/mailer'
@@ -29,7 +29,7 @@ import { notifyRefillFailure } from './notify'
 import { readMandate } from './store'
 
 export interface RefillDeps {
-  ctx: LedgerContext
+  ctx: RedisContext
   cfg: Config
   payments: PaymentGateway
   mailer: Mailer

@@ -4,7 +4,7 @@
  */
 import { hktMonth } from '../clock'
 import type { Config } from '../config'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import type { Limits, SavedCard } from '../payments/gateway'
 
 export interface MandateRecord extends Limits {
@@ -26,7 +26,7 @@ export function defaultLimits(cfg: Pick<Config, 'CREDITS_PER_USD'>): Limits {
 
 const FIELDS = ['enabled', 'threshold', 'refill', 'ceiling', 'brand', 'last4', 'customer', 'pm', 'gateway', 'disabled_reason', 'last_failure', 'last_failure_at'] as const
 
-export async function readMandate(ctx: LedgerContext, acct: string): Promise<MandateRecord> {
+export async function readMandate(ctx: RedisContext, acct: string): Promise<MandateRecord> {
   const { redis, keys } = ctx
   const [m, [refilled, pending]] = await Promise.all([
     redis.hmget(keys.mandate(acct), ...FIELDS),
@@ -70,7 +70,7 @@ function argsOf(o: MandateOp): (string | number)[] {
 }
 
 /** Runs set-mandate-3; returns its status and the tuple's rest. */
-export async function setMandate(ctx: LedgerContext, acct: string, o: MandateOp): Promise<(string | number | null)[]> {
+export async function setMandate(ctx: RedisContext, acct: string, o: MandateOp): Promise<(string | number | null)[]> {
   const { keys } = ctx
   return ctx.scripts.setMandate([keys.mandate(acct), keys.account(acct), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, o.op, ...argsOf(o)])
 }

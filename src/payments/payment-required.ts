@@ -5,10 +5,10 @@
 import { ApiError } from '../errors'
 import { packs } from './amounts'
 import type { Config } from '../config'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 
 /** What the builders need: the base URL and prices from config, the account hash from Redis. */
-type Deps = { cfg: Config; ctx: LedgerContext }
+type Deps = { cfg: Config; ctx: RedisContext }
 
 /**
  * `topup` is the agent's own top-up (POST, through the mandate). The rest are for the human behind

@@ -18,12 +18,12 @@ import { refund } from '../ledger/refund'
 import { keyAfterDebit } from '../ledger/void'
 import { paymentRequired } from '../payments/payment-required'
 import type { Services } from '../services'
-import { decodeBody, decodersFor } from '../lib/content-encoding'
+import { decodeBody, decodersFor } from '../upstream/content-encoding'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProviderKeys } from './keys'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
-import { bodyTooLarge, limitedStream } from '../lib/body'
+import { bodyTooLarge, limitedStream } from '../edge/body'
 
 export interface ProxyInput {
   /** Provider and path, resolved from the raw request target by resolveProxyTarget. */

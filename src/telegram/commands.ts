@@ -15,7 +15,7 @@
 import { ApiError, renderMessage } from '../errors'
 import { changeAgentState, readAgents, type AgentView } from '../governance/agents'
 import { applyPolicyChange, readAccountPolicy } from '../governance/policies'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
 import type { Database } from '../db/client'
 import { claimLinkCode, linkChat, linkedAccount, unlinkChat, type ChatUser } from './links'
@@ -33,7 +33,7 @@ export const HELP = [
 const NOT_LINKED = 'This chat is not linked to an account. Ask for a code with POST /v1/operator/link (owner token), then send /link <code> here.'
 
 export interface CommandDeps {
-  ctx: LedgerContext
+  ctx: RedisContext
   db: Database
 }
 
@@ -97,7 +97,7 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
 const label = (a: Pick<AgentView, 'id' | 'name'>) => `"${a.name}" (${a.id})`
 
 /** By id, else by unique name (case-insensitive); a reply text when there is no single match. */
-async function findAgent(ctx: LedgerContext, acct: string, ref: string): Promise<AgentView | string> {
+async function findAgent(ctx: RedisContext, acct: string, ref: string): Promise<AgentView | string> {
   const all = await readAgents(ctx, acct)
   const byId = all.find((a) => a.id === ref)
   if (byId) return byId
@@ -115,7 +115,7 @@ function listAgents(agents: AgentView[]): string {
     .join('\n')
 }
 
-async function status(ctx: LedgerContext, acct: string): Promise<string> {
+async function status(ctx: RedisContext, acct: string): Promise<string> {
   const w = windowsAt(ctx.clock.now())
   const [balance, spent, policy, agents] = await Promise.all([
     ctx.redis.hget(ctx.keys.account(acct), 'balance'),

@@ -8,12 +8,12 @@ import { and, eq } from 'drizzle-orm'
 import { hashToken, randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { operatorChats } from '../db/schema'
-import type { LedgerContext } from '../ledger/context'
+import type { RedisContext } from '../redis/context'
 
 export const LINK_TTL_S = 600
 export const LINK_CODE = /^[A-Za-z0-9_-]{22}$/
 
-export async function newLinkCode(ctx: LedgerContext, accountId: string): Promise<{ code: string; expiresAt: number }> {
+export async function newLinkCode(ctx: RedisContext, accountId: string): Promise<{ code: string; expiresAt: number }> {
   const code = randomId(16)
   const expiresAt = ctx.clock.now() + LINK_TTL_S * 1000
   await ctx.redis.set(ctx.keys.operatorLink(hashToken(code)), `${accountId}|${expiresAt}`, 'EX', LINK_TTL_S)
@@ -21,7 +21,7 @@ export async function newLinkCode(ctx: LedgerContext, accountId: string): Promis
 }
 
 /** The account the code was issued for, once; null when unknown, expired or already used. */
-export async function claimLinkCode(ctx: LedgerContext, code: string): Promise<string | null> {
+export async function claimLinkCode(ctx: RedisContext, code: string): Promise<string | null> {
   if (!LINK_CODE.test(code)) return null
   const stored = await ctx.redis.getdel(ctx.keys.operatorLink(hashToken(code)))
   const [accountId, expiresAt] = (stored ?? '').split('|')

@@ -5,7 +5,7 @@
  * here rather than by Bun's fetch, so that a coding we cannot undo is refused, not passed on raw.
  * The provider key is masked in the decoded text, as the proxy masks it.
  */
-import { decodeBody, decodersFor } from '../lib/content-encoding'
+import { decodeBody, decodersFor } from './content-encoding'
 import { maskKey } from '../proxy/scrub'
 import type { Capability, Provider } from '../catalog/catalog'
 

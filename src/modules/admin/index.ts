@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { admitFounder } from '../../auth/founder'
 import { bearerAuth, http, type Http } from '../../http'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { AccountParams, AlarmList, BalanceCapBody, BalanceCapResponse, CapabilityState, SignupsState, SlugParams } from './model'
 import { reopenSignups, setBalanceCap, setPaused } from './service'

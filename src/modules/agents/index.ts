@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { changeAgentState, readAgents, type AgentAction } from '../../governance/agents'
 import { bearerAuth, http, type Http, type RouteContext } from '../../http'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { Agent, AgentList, AgentParams, CreateAgentBody, CreatedAgent } from './model'
 import { createAgentFor } from './service'

@@ -4,7 +4,7 @@
  */
 import { encodeAllowlist } from '../../governance/allowlist'
 import { createAgent, type AgentView } from '../../governance/agents'
-import type { LedgerContext } from '../../ledger/context'
+import type { RedisContext } from '../../redis/context'
 
 export interface CreateAgentInput {
   name: string
@@ -13,7 +13,7 @@ export interface CreateAgentInput {
   per_call_max?: number | null
 }
 
-export async function createAgentFor(ctx: LedgerContext, acct: string, body: CreateAgentInput) {
+export async function createAgentFor(ctx: RedisContext, acct: string, body: CreateAgentInput) {
   const { agent, token } = await createAgent(ctx, acct, {
     name: body.name,
     daily_cap: body.daily_cap ?? null,

@@ -4,7 +4,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
 import { callCapability } from './service'
-import { readText } from '../../lib/body'
+import { readText } from '../../edge/body'
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 

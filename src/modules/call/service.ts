@@ -19,7 +19,7 @@ import { paymentRequired } from '../../payments/payment-required'
 import type { Capability } from '../../catalog/catalog'
 import { lookupWithin, VAULT_UNAVAILABLE } from '../../vault/deadline'
 import { callUpstream, type UpstreamResult } from '../../upstream/call'
-import { checkText } from '../../lib/text'
+import { checkText } from '../../edge/text'
 
 /** How long a byok call waits for the vault before failing (Postgres down must not hang calls). */
 const VAULT_DEADLINE_MS = 3000

@@ -8,7 +8,7 @@
  */
 import { Elysia, t } from 'elysia'
 import { http, type Http } from '../../http'
-import { pageAnswer, readForm, redirect, withHeaders } from '../../lib/html'
+import { pageAnswer, readForm, redirect, withHeaders } from '../../pages/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { consentDonePage, consentPage, consentPendingPage } from './pages'

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import { MandateResponse, MandateUpdateBody, TopupBody, TopupObject, TopupResponse } from './model'
 import { forgetMandate, getMandate, topup, updateMandate } from '../../mandate/mandate'
 

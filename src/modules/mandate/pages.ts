@@ -1,5 +1,5 @@
 /** The saved-card consent pages (/mandate?ref=...), server-rendered, no JavaScript. */
-import { esc, htmlPage } from '../../lib/html'
+import { esc, htmlPage } from '../../pages/html'
 import { usd } from '../../payments/amounts'
 import type { Limits } from '../../payments/gateway'
 import type { MandateRecord } from '../../mandate/store'

@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { FreeText } from '../../lib/text'
+import { FreeText } from '../../edge/text'
 
 export const OperatorLink = T.Object({
   code: T.String({ description: 'One-time code (10 minutes, single use); never a token' }),

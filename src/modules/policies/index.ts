@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { Policies, PoliciesPatch } from './model'
 import { policiesOf, putPolicies } from './service'

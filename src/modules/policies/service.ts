@@ -8,9 +8,9 @@ import type { Principal } from '../../auth/principal'
 import { ApiError } from '../../errors'
 import { encodeAllowlist } from '../../governance/allowlist'
 import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from '../../governance/policies'
-import type { LedgerContext } from '../../ledger/context'
+import type { RedisContext } from '../../redis/context'
 
-export async function policiesOf(ctx: LedgerContext, p: Pick<Principal, 'accountId' | 'agentId'>) {
+export async function policiesOf(ctx: RedisContext, p: Pick<Principal, 'accountId' | 'agentId'>) {
   const [account, agents] = await Promise.all([readAccountPolicy(ctx, p.accountId), readAgentPolicies(ctx, p.accountId, p.agentId ?? undefined)])
   return { account, agents }
 }
@@ -28,7 +28,7 @@ export interface PoliciesPatch {
   agents?: Record<string, Patch>
 }
 
-export async function putPolicies(ctx: LedgerContext, acct: string, body: PoliciesPatch) {
+export async function putPolicies(ctx: RedisContext, acct: string, body: PoliciesPatch) {
   if (body.account && 'balance_cap' in body.account)
     throw new ApiError('FORBIDDEN', { role: 'founder (service owner): the balance cap is not the operator\'s to change' })
   const change: PolicyChange = {}

@@ -1,6 +1,6 @@
 /** The token-recovery pages: /rotate?code=... asks to confirm; its POST shows the new owner token once. */
 import { ApiError } from '../../errors'
-import { errorPage, esc, htmlPage } from '../../lib/html'
+import { errorPage, esc, htmlPage } from '../../pages/html'
 
 /** A plain form, no JavaScript: the rotation waits for a person's click, not a scanner's GET. */
 export function confirmRotatePage(email: string, code: string): Response {

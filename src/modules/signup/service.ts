@@ -5,11 +5,12 @@
 import { hashToken, newToken } from '../../auth/tokens'
 import type { TokenResolver } from '../../auth/principal'
 import { ApiError } from '../../errors'
-import { SIGNUP_CREDITS, type LedgerContext } from '../../ledger/context'
+import type { RedisContext } from '../../redis/context'
+import { SIGNUP_CREDITS } from '../../ledger/constants'
 import { createAccount, newAccountId } from '../../ledger/accounts'
 import { admitSignup, releaseSignup } from '../../alarms/signups'
 
-export async function signup(ctx: LedgerContext, body: { email: string; origin?: string; referred_by?: string }) {
+export async function signup(ctx: RedisContext, body: { email: string; origin?: string; referred_by?: string }) {
   const { redis, keys } = ctx
   const email = body.email.trim().toLowerCase()
   let referrerId: string | null = null
@@ -42,7 +43,7 @@ export async function signup(ctx: LedgerContext, body: { email: string; origin?:
 }
 
 /** Replaces the owner token: the old one fails on its very next request, on every instance. */
-export async function rotateOwnerToken(ctx: LedgerContext, tokens: TokenResolver, accountId: string, oldHash: string) {
+export async function rotateOwnerToken(ctx: RedisContext, tokens: TokenResolver, accountId: string, oldHash: string) {
   const { redis, keys } = ctx
   const token = newToken('owner')
   const hash = hashToken(token)

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { admitFounder } from '../../auth/founder'
 import { bearerAuth, http, type Http } from '../../http'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { SupportBody, SupportCreated, SupportParams, SupportPatch, SupportProblem } from './model'
 import { fileProblem, moveProblem, problemView } from './service'

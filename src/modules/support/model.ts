@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { FreeText } from '../../lib/text'
+import { FreeText } from '../../edge/text'
 
 export const CATEGORIES = ['bug', 'billing', 'provider', 'abuse', 'other'] as const
 export const STATUSES = ['open', 'acknowledged', 'resolved'] as const

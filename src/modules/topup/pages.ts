@@ -1,5 +1,5 @@
 /** Credit-pack pages (/topup?ref=...): a human adds credits once, without a mandate. */
-import { esc, htmlPage } from '../../lib/html'
+import { esc, htmlPage } from '../../pages/html'
 import { usd, type Pack } from '../../payments/amounts'
 
 export interface PacksView {

@@ -7,8 +7,8 @@ import { CodeParams, KeyLinkBody, KeyLinkResponse, KeysResponse, ProviderParams 
 import { errorPage, formPage, storedPage } from './pages'
 import { deleteKey, openVault, requestLink, submitKey, viewLink } from './service'
 import { noteError } from '../../observe'
-import { readBytes } from '../../lib/body'
-import { checkText } from '../../lib/text'
+import { readBytes } from '../../edge/body'
+import { checkText } from '../../edge/text'
 
 export const vaultRoutes = (s: Services, h: Http = http(s)) => {
   const vault = openVault(s)

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { randomId } from '../../auth/tokens'
 import { ApiError } from '../../errors'
-import type { LedgerContext } from '../../ledger/context'
+import type { RedisContext } from '../../redis/context'
 import { ScriptStatus as S } from '../../redis/codes'
 
 export const LINK_TTL_MS = 600_000
@@ -20,7 +20,7 @@ export interface LinkTarget {
   expiresAt: number
 }
 
-export async function createLink(ctx: LedgerContext, accountId: string, provider: string) {
+export async function createLink(ctx: RedisContext, accountId: string, provider: string) {
   const code = randomBytes(32).toString('base64url')
   const expiresAt = ctx.clock.now() + LINK_TTL_MS
   const key = ctx.keys.vaultLink(codeHash(code))
@@ -29,7 +29,7 @@ export async function createLink(ctx: LedgerContext, accountId: string, provider
 }
 
 /** What the link is for, without using it (the GET page). */
-export async function inspectLink(ctx: LedgerContext, code: string): Promise<LinkTarget> {
+export async function inspectLink(ctx: RedisContext, code: string): Promise<LinkTarget> {
   if (!CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
   const [acct, provider, exp, used] = await ctx.redis.hmget(ctx.keys.vaultLink(codeHash(code)), 'acct', 'provider', 'exp', 'used')
   if (!acct || !provider || !exp) throw new ApiError('LINK_INVALID')
@@ -45,7 +45,7 @@ export interface Claim {
 }
 
 /** Uses the link up; exactly one concurrent caller gets the claim. */
-export async function claimLink(ctx: LedgerContext, code: string): Promise<Claim> {
+export async function claimLink(ctx: RedisContext, code: string): Promise<Claim> {
   if (!CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
   const claimId = randomId(12)
   const reply = await ctx.scripts.claimLink([ctx.keys.vaultLink(codeHash(code))], [ctx.clock.now(), claimId, USED_MARKER_MS])
@@ -55,7 +55,7 @@ export async function claimLink(ctx: LedgerContext, code: string): Promise<Claim
 }
 
 /** Gives the link back after the key could not be stored. */
-export async function releaseLink(ctx: LedgerContext, code: string, claimId: string): Promise<void> {
+export async function releaseLink(ctx: RedisContext, code: string, claimId: string): Promise<void> {
   await ctx.scripts.releaseLink([ctx.keys.vaultLink(codeHash(code))], [claimId])
 }
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
-import { rejectUnknownFields } from '../../lib/strict-body'
+import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { DeliveriesQuery, DeliveryList, EventList, EventsQuery, Webhook, WebhookPut, WebhookSaved } from './model'
 import { deleteWebhook, getWebhook, listEvents, pageLimit, putWebhook, recentDeliveries } from './service'

@@ -8,7 +8,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicies, agents } from '../db/schema'
-import type { OutboxEntry, Sink } from './outbox'
+import type { OutboxEntry, Sink } from '../ledger/outbox'
 
 const at = (ms: string | undefined) => new Date(Number(ms))
 const num = (v: string | undefined) => (v === undefined ? null : Number(v))

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { mandates, parkedPayments } from '../db/schema'
-import type { Sink } from './outbox'
+import type { Sink } from '../ledger/outbox'
 
 /** Stream ids ("ms-seq") of one shard's stream, as one increasing number. */
 function version(streamId: string): bigint {

@@ -1,6 +1,6 @@
 /**
  * The checks every routed request passes before its handler: no control character or lone
- * surrogate in any string of its query, path or JSON body (lib/text.ts; a body schema's FreeText
+ * surrogate in any string of its query, path or JSON body (text.ts; a body schema's FreeText
  * fields may hold several lines). The proxy is left out: its query and body go to the provider as
  * sent.
  *
@@ -10,8 +10,8 @@
  * errors: BAD_REQUEST.
  */
 import { Elysia } from 'elysia'
-import { parsedBody } from './lib/body'
-import { checkText, multilinePaths } from './lib/text'
+import { parsedBody } from './body'
+import { checkText, multilinePaths } from './text'
 
 interface RouteLike {
   method: string

@@ -6,8 +6,8 @@
 import { randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import { errorFields, type Log } from '../log'
-import { readText } from './body'
-import { checkText } from './text'
+import { readText } from '../edge/body'
+import { checkText } from '../edge/text'
 import { noteError } from '../observe'
 
 export const PAGE_HEADERS: Record<string, string> = {
@@ -49,7 +49,7 @@ export function redirect(url: string): Response {
 
 /**
  * A form post (urlencoded) or a JSON object, as string fields; at most `limit` bytes, and no field
- * with a control character (lib/text.ts: BAD_REQUEST naming it).
+ * with a control character (edge/text.ts: BAD_REQUEST naming it).
  */
 export async function readForm(request: Request, limit: number): Promise<Record<string, string>> {
   const type = request.headers.get('content-type') ?? ''
