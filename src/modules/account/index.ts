@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { ActivityQuery, ActivityResponse, BalanceResponse } from './model'
-import { activityOf, balanceOf } from './service'
+import { activityOf, balanceOf } from '../../account/views'
 
 export const accountRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()

@@ -22,7 +22,6 @@ export const ActivityQuery = T.Object({
   cursor: T.Optional(T.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
 })
 
-export const ACTIVITY_MAX_LIMIT = 200
 
 export const ActivityEntry = T.Object({
   call_id: T.String(),

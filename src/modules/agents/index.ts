@@ -4,7 +4,7 @@ import { bearerAuth, http, type Http, type RouteContext } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { Agent, AgentList, AgentParams, CreateAgentBody, CreatedAgent } from './model'
-import { createAgentFor } from './service'
+import { createAgentFor } from '../../governance/create-agent'
 
 /** Operator-only (an agent token → FORBIDDEN): agents cannot mint or free each other. */
 export const agentRoutes = (s: Services, h: Http = http(s)) => {

@@ -3,7 +3,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { OperatorLink, TelegramAck, TelegramUpdate } from './model'
 import { ApiError } from '../../errors'
-import { checkTelegramSecret, operatorLink, telegramUpdate } from './service'
+import { checkTelegramSecret, operatorLink, telegramUpdate } from '../../telegram/operator'
 
 export const operatorRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()

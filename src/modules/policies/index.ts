@@ -3,7 +3,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { Policies, PoliciesPatch } from './model'
-import { policiesOf, putPolicies } from './service'
+import { policiesOf, putPolicies } from '../../governance/policy-views'
 
 export const policyRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()

@@ -4,7 +4,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { SupportBody, SupportCreated, SupportParams, SupportPatch, SupportProblem } from './model'
-import { fileProblem, moveProblem, problemView } from './service'
+import { fileProblem, moveProblem, problemView } from '../../support/problems'
 
 export const supportRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()

@@ -1,8 +1,8 @@
 import { Type as T } from '@sinclair/typebox'
 import { FreeText } from '../../edge/text'
+import { STATUSES } from '../../support/problems'
 
 export const CATEGORIES = ['bug', 'billing', 'provider', 'abuse', 'other'] as const
-export const STATUSES = ['open', 'acknowledged', 'resolved'] as const
 
 // Patterns rather than unions of literals: a validation error then names the allowed values.
 const oneOf = (values: readonly string[], description: string) => T.String({ pattern: `^(${values.join('|')})$`, description })

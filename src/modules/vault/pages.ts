@@ -3,7 +3,7 @@
  * script, no external asset, a CSP that forbids both, and no Referer (the URL is the secret).
  */
 import { ApiError, type ErrorCode } from '../../errors'
-import type { LinkView } from './service'
+import type { LinkView } from '../../vault/account-keys'
 
 export const PAGE_HEADERS: Record<string, string> = {
   'content-type': 'text/html; charset=utf-8',

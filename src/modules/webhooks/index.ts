@@ -3,7 +3,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { DeliveriesQuery, DeliveryList, EventList, EventsQuery, Webhook, WebhookPut, WebhookSaved } from './model'
-import { deleteWebhook, getWebhook, listEvents, pageLimit, putWebhook, recentDeliveries } from './service'
+import { deleteWebhook, getWebhook, listEvents, pageLimit, putWebhook, recentDeliveries } from '../../events/webhook-endpoints'
 
 /** Operator-only: an agent token cannot redirect or read the owner's notifications. */
 export const webhookRoutes = (s: Services, h: Http = http(s)) =>

@@ -4,10 +4,10 @@
  * errors: BAD_REQUEST (unknown provider), LINK_INVALID (malformed, unknown, expired), LINK_USED.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { randomId } from '../../auth/tokens'
-import { ApiError } from '../../errors'
-import type { RedisContext } from '../../redis/context'
-import { ScriptStatus as S } from '../../redis/codes'
+import { randomId } from '../auth/tokens'
+import { ApiError } from '../errors'
+import type { RedisContext } from '../redis/context'
+import { ScriptStatus as S } from '../redis/codes'
 
 export const LINK_TTL_MS = 600_000
 /** Long enough that a human coming back to the tab later is told "used", not "invalid". */

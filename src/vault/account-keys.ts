@@ -5,9 +5,9 @@
  * errors: NOT_CONFIGURED, BAD_REQUEST (unknown provider, malformed key), LINK_INVALID, LINK_USED,
  *         NOT_FOUND (DELETE of a key the account does not have).
  */
-import { ApiError } from '../../errors'
-import type { Services } from '../../services'
-import { KeyVault, type KeySummary } from '../../vault/store'
+import { ApiError } from '../errors'
+import type { Services } from '../services'
+import { KeyVault, type KeySummary } from './store'
 import { claimLink, createLink, inspectLink, releaseLink } from './links'
 
 /** Provider keys are header values: printable ASCII, no spaces (so no header injection either). */

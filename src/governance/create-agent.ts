@@ -2,9 +2,9 @@
  * Agent tokens for the operator: create (token shown once), list with today's spend, kill, revive,
  * revoke. errors: BAD_REQUEST (allowlist pattern), NOT_FOUND, CONFLICT (see governance/agents).
  */
-import { encodeAllowlist } from '../../governance/allowlist'
-import { createAgent, type AgentView } from '../../governance/agents'
-import type { RedisContext } from '../../redis/context'
+import { encodeAllowlist } from './allowlist'
+import { createAgent, type AgentView } from './agents'
+import type { RedisContext } from '../redis/context'
 
 export interface CreateAgentInput {
   name: string

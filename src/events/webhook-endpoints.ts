@@ -6,10 +6,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import { and, desc, eq, lt, or } from 'drizzle-orm'
-import { events, eventDeliveries, webhookEndpoints } from '../../db/schema'
-import { checkEndpointUrl } from '../../events/endpoint-url'
-import { ApiError } from '../../errors'
-import type { Services } from '../../services'
+import { events, eventDeliveries, webhookEndpoints } from '../db/schema'
+import { checkEndpointUrl } from './endpoint-url'
+import { ApiError } from '../errors'
+import type { Services } from '../services'
 
 const newSecret = () => 'whsec_' + randomBytes(32).toString('base64')
 

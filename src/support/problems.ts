@@ -5,14 +5,16 @@
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (a move backwards, or nothing new).
  */
 import { and, asc, eq } from 'drizzle-orm'
-import { randomId } from '../../auth/tokens'
-import type { Principal } from '../../auth/principal'
-import type { Database } from '../../db/client'
-import { supportProblems, supportUpdates } from '../../db/schema'
-import { ApiError } from '../../errors'
-import type { Services } from '../../services'
-import { persistEvents } from '../../events/store'
-import { STATUSES } from './model'
+import { randomId } from '../auth/tokens'
+import type { Principal } from '../auth/principal'
+import type { Database } from '../db/client'
+import { supportProblems, supportUpdates } from '../db/schema'
+import { ApiError } from '../errors'
+import type { Services } from '../services'
+import { persistEvents } from '../events/store'
+
+/** A problem's states, moved by the founder (PATCH /admin/support/{id}). */
+export const STATUSES = ['open', 'acknowledged', 'resolved'] as const
 
 type Status = (typeof STATUSES)[number]
 

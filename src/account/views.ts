@@ -5,13 +5,15 @@
  * errors: BAD_REQUEST (cursor).
  */
 import { and, desc, eq, lt, or } from 'drizzle-orm'
-import { calls } from '../../db/schema'
-import { ApiError } from '../../errors'
-import { recentCalls, type CallRecord } from '../../ledger/calls'
-import { windowsAt } from '../../ledger/windows'
-import type { Services } from '../../services'
-import { ACTIVITY_MAX_LIMIT } from './model'
-import { accountLinks } from '../../payments/payment-required'
+import { calls } from '../db/schema'
+import { ApiError } from '../errors'
+import { recentCalls, type CallRecord } from '../ledger/calls'
+import { windowsAt } from '../ledger/windows'
+import type { Services } from '../services'
+import { accountLinks } from '../payments/payment-required'
+
+/** The most calls one page of /v1/activity returns. */
+export const ACTIVITY_MAX_LIMIT = 200
 
 export async function balanceOf(s: Services, accountId: string) {
   const { redis, keys } = s.ctx

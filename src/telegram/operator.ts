@@ -7,10 +7,10 @@
  * errors: NOT_CONFIGURED (no bot token or webhook secret), UNAUTHORIZED (secret missing or wrong).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { notConfigured } from '../../alarms/not-configured'
-import type { Services } from '../../services'
-import { runCommand } from '../../telegram/commands'
-import { newLinkCode } from '../../telegram/links'
+import { notConfigured } from '../alarms/not-configured'
+import type { Services } from '../services'
+import { runCommand } from './commands'
+import { newLinkCode } from './links'
 
 const UPDATE_DEDUPE_S = 86400
 

@@ -4,11 +4,11 @@
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (pattern), NOT_FOUND (agent id).
  */
-import type { Principal } from '../../auth/principal'
-import { ApiError } from '../../errors'
-import { encodeAllowlist } from '../../governance/allowlist'
-import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from '../../governance/policies'
-import type { RedisContext } from '../../redis/context'
+import type { Principal } from '../auth/principal'
+import { ApiError } from '../errors'
+import { encodeAllowlist } from './allowlist'
+import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from './policies'
+import type { RedisContext } from '../redis/context'
 
 export async function policiesOf(ctx: RedisContext, p: Pick<Principal, 'accountId' | 'agentId'>) {
   const [account, agents] = await Promise.all([readAccountPolicy(ctx, p.accountId), readAgentPolicies(ctx, p.accountId, p.agentId ?? undefined)])
