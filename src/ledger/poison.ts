@@ -3,10 +3,12 @@
  * - `down`: Postgres did not answer (connection refused, reset, timed out, shutting down). Nothing
  *   is wrong with the entries: they wait and the round is retried with back-off.
  * - `poison`: Postgres refused the data itself (SQLSTATE class 22 data exception, 23 integrity
- *   violation, 54 a value past a limit), or the entry has a kind no sink knows. Only such an
- *   error, reproduced with the entry tried alone, makes an entry a dead letter.
- * - `held`: anything else (a deadlock, a bug in a sink). Not the entry's fault, so nothing is
- *   dead-lettered, but not an outage either: the shard's batch waits, the other shards go on.
+ *   violation, 54 a value past a limit), the entry has a kind no sink knows, or the sink could not
+ *   even build its row (a TypeError, RangeError or SyntaxError thrown on the entry's fields: an
+ *   invalid date, a field missing). Only such an error, reproduced with the entry tried alone,
+ *   makes an entry a dead letter: a bad byte must never hold the ledger up.
+ * - `held`: anything else (a deadlock, a server-side error of ours). Not the entry's fault, so
+ *   nothing is dead-lettered, but not an outage either: the shard's batch waits, the others go on.
  */
 export type FlushFailure = 'down' | 'poison' | 'held'
 
@@ -51,7 +53,11 @@ export function classifyFlushError(e: unknown): FlushFailure {
     if (cls === '08' || cls === '53' || cls === '57' || cls === '58') return 'down'
     return 'held'
   }
-  return connectionCode(e) ? 'down' : 'held'
+  if (connectionCode(e)) return 'down'
+  // Thrown while turning the entry's fields into a row: the data is the cause, and it is the same
+  // every time this entry is tried.
+  if (e instanceof TypeError || e instanceof RangeError || e instanceof SyntaxError) return 'poison'
+  return 'held'
 }
 
 /** One line for the dead letter: the SQLSTATE and Postgres' own message, never the query text. */

@@ -89,6 +89,7 @@ async function injectPoison(shard: number, acct: string): Promise<Record<string,
   const call = real.find((e) => e.f.kind === 'call')!.f
   const nulAcct = `acc_${String(shard).padStart(2, '0')}_nul${rand()}`
   const dupAcct = `acc_${String(shard).padStart(2, '0')}_dup${rand()}`
+  const badAt = `acc_${String(shard).padStart(2, '0')}_bat${rand()}`
   return {
     // U+0000 in a text column (22021 invalid byte sequence).
     [await xadd(shard, { ...account, id: `${nulAcct}:account`, acct: nulAcct, email: `nul\u0000${rand()}@example.com`, public_ref: rand() })]: 'nul_account',
@@ -98,6 +99,8 @@ async function injectPoison(shard: number, acct: string): Promise<Record<string,
     [await xadd(shard, { ...call, id: `call_bad${rand()}:call`, rec: '{"call_id": ' })]: 'bad_call',
     // Another account with the email of the real one before it (23505): fixable, replayed below.
     [await xadd(shard, { ...account, id: `${dupAcct}:account`, acct: dupAcct, public_ref: rand() })]: 'dup_account',
+    // A time no Date can hold: the sink itself throws (a JS RangeError, not Postgres' refusal).
+    [await xadd(shard, { ...account, id: `${badAt}:account`, acct: badAt, email: `at-${rand()}@example.com`, public_ref: rand(), at: 'yesterday' })]: 'bad_at',
     // A kind this flusher has no sink for (a future kind, or a bug).
     [await xadd(shard, { kind: 'future_kind', id: `fk_${rand()}`, acct })]: 'future_kind',
   }
@@ -114,7 +117,7 @@ describe('a poison outbox entry', () => {
 
     const all = await allEntries()
     const good = all.filter((e) => !poison[e.f.id!]).map((e) => e.f.id!)
-    expect(Object.keys(poison)).toHaveLength(15)
+    expect(Object.keys(poison)).toHaveLength(18)
     const observed: string[] = []
     t.s.flusher.observe(async (entries) => void observed.push(...entries.map((e) => e.fields.id!)))
 
@@ -135,7 +138,7 @@ describe('a poison outbox entry', () => {
 
     const list = await admin('GET', '/admin/dead-letters')
     expect(list.status, list.text).toBe(200)
-    expect(list.body.count).toBe(15)
+    expect(list.body.count).toBe(18)
     const dead = list.body.dead_letters as { id: string; shard: number; kind: string; error: string; entry: Fields; at: string; source_id: string }[]
     expect(dead.map((d) => d.entry.id!).sort()).toEqual(Object.keys(poison).sort())
     for (const d of dead) {
@@ -144,7 +147,7 @@ describe('a poison outbox entry', () => {
       expect(d.source_id).toBe(original.id)
       expect(d.kind).toBe(original.f.kind!)
       expect(d.shard).toBe(accounts.find((a) => d.id.startsWith(`dl_${String(a.shard).padStart(2, '0')}_`))!.shard)
-      expect(d.error).toMatch({ nul_account: /^22021/, nul_debit: /^22P05/, bad_call: /^22P02/, dup_account: /^23505/, future_kind: /no sink/ }[poison[d.entry.id!]!]!)
+      expect(d.error).toMatch({ nul_account: /^22021/, nul_debit: /^22P05/, bad_call: /^22P02/, dup_account: /^23505/, future_kind: /no sink/, bad_at: /^Invalid Date$/ }[poison[d.entry.id!]!]!)
       expect(Date.parse(d.at)).toBeGreaterThan(0)
     }
 
@@ -152,7 +155,7 @@ describe('a poison outbox entry', () => {
     expect(status.body.status).toBe('degraded')
     expect(status.body.degraded.map((r: { reason: string }) => r.reason)).toEqual(['dead_letters'])
     const metrics = await t.req('GET', '/metrics')
-    expect(metrics.text).toMatch(/^pab_dead_letters 15$/m)
+    expect(metrics.text).toMatch(/^pab_dead_letters 18$/m)
     expect(metrics.text).toMatch(/^pab_ledger_lag_entries 0$/m)
 
     // The cause of the duplicates is fixed (the founder frees the email); replayed, they commit.
@@ -169,7 +172,7 @@ describe('a poison outbox entry', () => {
       expect(rows.map((r) => r.email)).toEqual([d.entry.email!])
     }
     const after = (await admin('GET', '/admin/dead-letters')).body
-    expect(after.count).toBe(15 - dups.length)
+    expect(after.count).toBe(18 - dups.length)
     expect(after.dead_letters.filter((d: { entry: Fields }) => d.entry.acct === nul.entry.acct)).toHaveLength(1)
 
     // Discarded after review, they stop degrading /status.
@@ -196,7 +199,7 @@ describe('a poison outbox entry', () => {
     pgRelay.up()
     for (let i = 0; i < 20 && (await flusher.flushOnce()) > 0; i++);
     expect((await t.s.flusher.lag()).entries).toBe(0)
-    expect(await t.s.flusher.deadLetters()).toBe(before + 5)
+    expect(await t.s.flusher.deadLetters()).toBe(before + 6)
     expect((await pgLedger(t, a!.account_id)).sum).toBe(await redisBalance(t, a!.account_id))
     for (const d of (await admin('GET', '/admin/dead-letters')).body.dead_letters) await admin('DELETE', `/admin/dead-letters/${d.id}`)
   })
