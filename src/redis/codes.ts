@@ -48,6 +48,10 @@ export enum ScriptStatus {
   CEILING_REACHED = 46,
   /** A paid charge would pass the balance cap: parked for founder review. */
   PARKED = 47,
-  /** A parked payment is not in the state the decision needs. */
+  /** A parked payment (or a proposal) is not in the state the decision needs. */
   WRONG_STATE = 48,
+
+  // Proposals (an agent asks its operator): from 60.
+  /** An approval of this proposal is being applied (its top-up is at the card processor). */
+  APPLYING = 60,
 }

@@ -125,6 +125,17 @@ export class Keys {
   charge(acct: string, chargeId: string): string {
     return `${this.acctTag(acct)}:charge:${acct}:${chargeId}`
   }
+  /**
+   * The account's proposals (CONTRACT §11): id → the JSON record. One hash per account, so that
+   * propose-3 and decide-proposal-5 name every proposal they touch through one key.
+   */
+  proposals(acct: string): string {
+    return `${this.acctTag(acct)}:props:${acct}`
+  }
+  /** The account's pending proposals by expiry (ms): the expiry sweep and the per-agent limit. */
+  pendingProposals(acct: string): string {
+    return `${this.acctTag(acct)}:propq:${acct}`
+  }
   /** Throttle of token-recovery e-mails: one per account per (app-clock) minute window. */
   recoveryMailed(acct: string, minute: number): string {
     return `${this.acctTag(acct)}:recmail:${acct}:${minute}`
