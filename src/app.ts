@@ -32,6 +32,7 @@ import { http } from './http'
 import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
+import { ledgerRoutes } from './modules/ledger'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
@@ -85,6 +86,7 @@ export function createApp(s: Services) {
     .use(webhookRoutes(s))
     .use(operatorRoutes(s))
     .use(demoRoutes(s))
+    .use(ledgerRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return instrument(app, s)
