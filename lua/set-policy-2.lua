@@ -20,6 +20,8 @@
 
 --@include agent-entry
 
+--@include account-policy-entry
+
 --@include status
 local FIELDS = {
   account = { daily_cap = true, allow = true, balance_cap = true },
@@ -42,19 +44,12 @@ for i = 5, #ARGV, 3 do
   else redis.call('HDEL', KEYS[1], ARGV[i]) end
 end
 
-local e
 local v
 if entity == 'account' then
   v = redis.call('HINCRBY', KEYS[1], 'policy_v', 1)
-  local a = redis.call('HMGET', KEYS[1], 'daily_cap', 'allow', 'balance_cap')
-  e = {'kind', 'account_policy', 'id', acct .. ':policy:v' .. v, 'acct', acct, 'v', v, 'at', now}
-  if a[1] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[1] end
-  if a[2] then e[#e + 1] = 'allow'; e[#e + 1] = a[2] end
-  if a[3] then e[#e + 1] = 'balance_cap'; e[#e + 1] = a[3] end
+  append_account_policy_entry(KEYS[1], KEYS[2], acct, v, now)
 else
   v = redis.call('HINCRBY', KEYS[1], 'v', 1)
   append_agent_entry(KEYS[1], KEYS[2], acct, agent_id, v, now)
-  return {S_OK, v}
 end
-redis.call('XADD', KEYS[2], '*', unpack(e))
 return {S_OK, v}
