@@ -23,6 +23,7 @@ import { topupRoutes } from './modules/topup'
 import { parkedRoutes } from './modules/parked'
 import { webhookRoutes } from './modules/webhooks'
 import { operatorRoutes } from './modules/operator'
+import { proposalRoutes } from './modules/proposals'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
@@ -76,6 +77,7 @@ export function createApp(s: Services) {
     .use(agentRoutes(s))
     .use(policyRoutes(s))
     .use(supportRoutes(s))
+    .use(proposalRoutes(s))
     .use(adminRoutes(s))
     .use(deadLetterRoutes(s))
     .use(proxyRoutes(s))

@@ -151,7 +151,7 @@ export const ERRORS = {
   CONFLICT: {
     status: 409,
     message: 'The resource is already in the requested state: {reason}.',
-    context: ['reason'],
+    context: ['reason', 'status'],
   },
   FORBIDDEN: {
     status: 403,

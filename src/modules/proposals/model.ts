@@ -1,0 +1,48 @@
+import { Type as T } from '@sinclair/typebox'
+import { PROPOSAL_KINDS, PROPOSAL_STATUSES } from '../../proposals/record'
+
+// Patterns rather than unions of literals: a validation error then names the allowed values.
+const oneOf = (values: readonly string[], description: string) => T.String({ pattern: `^(${values.join('|')})$`, description })
+
+const KIND_DOC =
+  'raise_daily_cap (the agent\'s daily cap; the account\'s when agent_id is absent and the owner asks), raise_budget (an agent\'s lifetime budget), ' +
+  'allow (one more allowlist pattern for an agent), topup (credits, through the mandate as POST /v1/topup)'
+
+export const NewProposalBody = T.Object(
+  {
+    kind: oneOf(PROPOSAL_KINDS, KIND_DOC),
+    value: T.Union([T.Integer(), T.String({ maxLength: 86 })], { description: 'Credits (an integer), or the pattern for allow' }),
+    agent_id: T.Optional(T.String({ maxLength: 64, description: 'The agent concerned; an agent token may name itself (the default) or its subtree' })),
+    reason: T.String({ minLength: 1, maxLength: 280, description: 'Why, in at most 280 characters (metadata only: no payloads or keys)' }),
+  },
+  { additionalProperties: false },
+)
+
+export const DecisionObject = T.Object(
+  { note: T.Optional(T.String({ maxLength: 280, description: 'A word for the agent, shown with the decision' })) },
+  { additionalProperties: false },
+)
+/** The body may be left out. */
+export const DecisionBody = T.Optional(DecisionObject)
+
+export const ProposalParams = T.Object({ id: T.String({ maxLength: 64 }) })
+
+export const ProposalQuery = T.Object({ status: T.Optional(oneOf(PROPOSAL_STATUSES, PROPOSAL_STATUSES.join(' | '))) })
+
+export const Proposal = T.Object({
+  id: T.String(),
+  kind: T.String(),
+  value: T.Union([T.Integer(), T.String()]),
+  agent_id: T.Union([T.String(), T.Null()], { description: 'null: the account itself' }),
+  reason: T.String(),
+  proposed_by: T.String({ description: 'The proposing agent id, or owner' }),
+  status: T.String({ description: 'pending → approved | declined | expired (after 24 h)' }),
+  status_url: T.String({ description: 'Poll this for the decision' }),
+  created_at: T.String({ format: 'date-time' }),
+  expires_at: T.String({ format: 'date-time' }),
+  decided_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
+  decided_via: T.Union([T.String(), T.Null()], { description: 'api | chat | expiry' }),
+  note: T.Union([T.String(), T.Null()]),
+})
+
+export const ProposalList = T.Object({ proposals: T.Array(Proposal) })

@@ -1,0 +1,257 @@
+/**
+ * Proposals (CONTRACT §11): an agent asks its operator for more room — a higher daily cap, a bigger
+ * budget, one more allowlist pattern, a top-up — with a reason, and the operator approves or
+ * declines. The REST routes, the operator chat, the owner console and the MCP endpoint all call
+ * these functions; every state change is one script (propose-3, decide-proposal-5), so two
+ * operators racing on one proposal cannot both win, and an approval applies its policy change in
+ * the script that moves the proposal. A top-up goes through POST /v1/topup's own service (the
+ * mandate, every rule of the direct endpoint) under a claim on the proposal.
+ * errors: BAD_REQUEST (kind, value, agent_id), NOT_FOUND (proposal, agent outside the caller's
+ *         subtree), RATE_LIMITED (10 pending per agent), CONFLICT (not pending → `status`; being
+ *         applied; revoked agent; raise_budget not available yet), POLICY_DENIED (a pattern the
+ *         account allowlist refuses), and whatever POST /v1/topup answers for a topup.
+ */
+import { randomId } from '../auth/tokens'
+import type { Principal } from '../auth/principal'
+import { ApiError } from '../errors'
+import { readAgent } from '../governance/agents'
+import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
+import { chargeableProblem } from '../payments/amounts'
+import { ScriptStatus as S } from '../redis/codes'
+import type { RedisContext } from '../redis/context'
+import {
+  MAX_PENDING_PER_AGENT,
+  PROPOSAL_ID,
+  PROPOSAL_TTL_MS,
+  parseRecord,
+  statusUrlBase,
+  viewOf,
+  type DecidedVia,
+  type ProposalKind,
+  type ProposalRecord,
+  type ProposalStatus,
+  type ProposalView,
+} from './record'
+
+export interface ProposalDeps {
+  ctx: RedisContext
+  /** POST /v1/topup's service for the account: through the mandate, with every rule it has. */
+  topup(accountId: string, credits: number): Promise<unknown>
+}
+
+export interface NewProposal {
+  kind: ProposalKind
+  value: number | string
+  agent_id?: string
+  reason: string
+}
+
+/** Who asks: the principal's account and agent (null = the owner). */
+type Caller = Pick<Principal, 'accountId' | 'agentId'>
+
+/** Credits a cap or a budget may be raised to (the bound of PUT /v1/policies' caps). */
+const MAX_CREDITS = 1_000_000_000_000
+/** How long an approval's top-up may hold the proposal before another approval may try. */
+const CLAIM_LEASE_MS = 120_000
+
+const notFound = () => new ApiError('NOT_FOUND', { resource: 'proposal' })
+
+export async function createProposal(d: ProposalDeps, who: Caller, body: NewProposal): Promise<ProposalView> {
+  const { ctx } = d
+  const value = checkValue(d, body.kind, body.value)
+  const agentId = await targetAgent(ctx, who, body)
+  const id = 'prop_' + randomId()
+  const now = ctx.clock.now()
+  const expires = now + PROPOSAL_TTL_MS
+  const reply = await ctx.scripts.propose(scriptKeys(ctx, who.accountId).slice(0, 3), [
+    now,
+    who.accountId,
+    id,
+    body.kind,
+    value,
+    agentId ?? '',
+    who.agentId ?? 'owner',
+    body.reason,
+    expires,
+    new Date(expires).toISOString(),
+    statusUrlBase(ctx.cfg.BASE_URL),
+    MAX_PENDING_PER_AGENT,
+  ])
+  if (reply[0] === S.RATE_LIMITED) {
+    const retry = Math.max(1, Math.ceil(Number(reply[1]) / 1000))
+    throw new ApiError('RATE_LIMITED', { retry_after_s: retry, reason: `at most ${MAX_PENDING_PER_AGENT} pending proposals per agent; wait for a decision or an expiry` }, { 'retry-after': String(retry) })
+  }
+  if (reply[0] !== S.OK) throw new Error(`propose ${id}: status ${reply[0]}`)
+  return (await readView(d, who.accountId, id))!
+}
+
+/** One proposal of the caller's account (any of its tokens); another account's → NOT_FOUND. */
+export async function getProposal(d: ProposalDeps, who: Caller, id: string): Promise<ProposalView> {
+  if (!PROPOSAL_ID.test(id)) throw notFound()
+  const view = await readView(d, who.accountId, id)
+  if (!view) throw notFound()
+  return view
+}
+
+/** The owner sees every proposal of the account; an agent those for its subtree. Newest first. */
+export async function listProposals(d: ProposalDeps, who: Caller, status?: ProposalStatus): Promise<ProposalView[]> {
+  const { ctx } = d
+  let records = await readRecords(ctx, who.accountId)
+  const due = records.filter((r) => isDue(ctx, r))
+  if (due.length > 0) {
+    await Promise.all(due.map((r) => decide(ctx, who.accountId, r, 'expire', 'api', '')))
+    records = await readRecords(ctx, who.accountId)
+  }
+  return records
+    .filter((r) => who.agentId === null || inSubtree(who.agentId, r.agent_id))
+    .filter((r) => status === undefined || r.status === status)
+    .sort((a, b) => b.created - a.created || b.id.localeCompare(a.id))
+    .map((r) => viewOf(r, ctx.cfg.BASE_URL))
+}
+
+/**
+ * Approves and applies (operator only; the caller checked the role). A policy kind is applied by
+ * decide-proposal-5 with the proposal's move; a top-up is claimed, run through POST /v1/topup's
+ * service, then approved — or released and its error answered, the proposal still pending.
+ */
+export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: Exclude<DecidedVia, 'expiry'> = 'api'): Promise<ProposalView> {
+  const { ctx } = d
+  const rec = await readRecord(ctx, accountId, id)
+  if (rec.kind === 'raise_budget' && rec.status === 'pending')
+    throw new ApiError('CONFLICT', {
+      reason: 'raise_budget cannot be approved yet: agent budgets (CONTRACT §8) are not available on this deployment; the proposal stays pending',
+      status: 'pending',
+    })
+  if (rec.kind !== 'topup') {
+    decided(await decide(ctx, accountId, rec, 'approve', via, note))
+    return (await readView(d, accountId, id))!
+  }
+  const token = randomId()
+  decided(await decide(ctx, accountId, rec, 'claim', via, note, token))
+  try {
+    await d.topup(accountId, Number(rec.value))
+  } catch (e) {
+    await decide(ctx, accountId, rec, 'release', via, note, token)
+    throw e
+  }
+  await decide(ctx, accountId, rec, 'finish', via, note, token)
+  return (await readView(d, accountId, id))!
+}
+
+/** Declines (operator only): nothing changes but the proposal's state. */
+export async function declineProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: Exclude<DecidedVia, 'expiry'> = 'api'): Promise<ProposalView> {
+  const rec = await readRecord(d.ctx, accountId, id)
+  decided(await decide(d.ctx, accountId, rec, 'decline', via, note))
+  return (await readView(d, accountId, id))!
+}
+
+// ---- checks ----
+
+function checkValue(d: ProposalDeps, kind: ProposalKind, value: number | string): string {
+  if (kind === 'allow') {
+    if (typeof value !== 'string') throw new ApiError('BAD_REQUEST', { field: 'value', expected: 'an allowlist pattern (a string) for kind allow' })
+    try {
+      return encodeAllowlist([value], 'value')!
+    } catch (e) {
+      if (e instanceof ApiError) throw new ApiError('BAD_REQUEST', { ...e.context, field: 'value' })
+      throw e
+    }
+  }
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_CREDITS)
+    throw new ApiError('BAD_REQUEST', { field: 'value', expected: `an integer number of credits from 0 to ${MAX_CREDITS}` })
+  if (kind === 'topup') {
+    const p = chargeableProblem(value, d.ctx.cfg.CREDITS_PER_USD)
+    if (p) throw new ApiError('BAD_REQUEST', { field: 'value', expected: p })
+  }
+  return String(value)
+}
+
+/** The agent the proposal is for (null = the account); an agent reaches only its own subtree. */
+async function targetAgent(ctx: RedisContext, who: Caller, body: NewProposal): Promise<string | null> {
+  if (who.agentId !== null) {
+    const id = body.agent_id ?? who.agentId
+    if (!inSubtree(who.agentId, id)) throw new ApiError('NOT_FOUND', { resource: 'agent' })
+    return id
+  }
+  if (body.agent_id === undefined) {
+    if (body.kind === 'raise_daily_cap' || body.kind === 'topup') return null
+    throw new ApiError('BAD_REQUEST', { field: 'agent_id', expected: `the id of the agent whose ${body.kind === 'allow' ? 'allowlist' : 'budget'} changes` })
+  }
+  const agent = await readAgent(ctx, who.accountId, body.agent_id)
+  if (agent.state === 'revoked') throw new ApiError('CONFLICT', { reason: `agent ${agent.id} is revoked for good; its policy no longer matters` })
+  return agent.id
+}
+
+/**
+ * The caller's own subtree. Until sub-agents exist (CONTRACT §8, issue 15) an agent's subtree is
+ * the agent itself; this is the one place to widen it.
+ */
+function inSubtree(agentId: string, target: string | undefined): boolean {
+  return target === agentId
+}
+
+// ---- Redis ----
+
+function scriptKeys(ctx: RedisContext, acct: string, agentId?: string): string[] {
+  const { keys } = ctx
+  return [keys.proposals(acct), keys.pendingProposals(acct), keys.outbox(keys.shardOf(acct)), keys.account(acct), keys.agent(acct, agentId ?? null)]
+}
+
+type Action = 'approve' | 'decline' | 'expire' | 'claim' | 'finish' | 'release'
+
+function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: Action, via: DecidedVia, note: string, token = '') {
+  const [props, pending, outbox, account, agent] = scriptKeys(ctx, acct, rec.agent_id)
+  return ctx.scripts.decideProposal(
+    [props!, pending!, account!, agent!, outbox!],
+    [ctx.clock.now(), acct, rec.id, action, via, note, statusUrlBase(ctx.cfg.BASE_URL), token, CLAIM_LEASE_MS, MAX_PATTERNS],
+  )
+}
+
+/** A decision's reply as the API answers it; returns only when the proposal moved (or was claimed). */
+function decided(reply: (string | number | null)[]): void {
+  const [status, a] = reply
+  switch (status) {
+    case S.OK:
+      return
+    case S.WRONG_STATE:
+      throw new ApiError('CONFLICT', { reason: `the proposal is already ${a}`, status: a })
+    case S.APPLYING:
+      throw new ApiError('CONFLICT', { reason: 'an approval of this proposal is being applied (its top-up is at the card processor)', status: 'pending' })
+    case S.NOT_FOUND:
+      throw new ApiError('NOT_FOUND', { resource: String(a) })
+    case S.AGENT_REVOKED:
+      throw new ApiError('CONFLICT', { reason: 'the agent is revoked for good; its policy no longer matters', status: 'pending' })
+    case S.DENIED_ACCOUNT_ALLOWLIST:
+      throw new ApiError('POLICY_DENIED', { rule: 'account_allowlist', raised_by: 'operator', raise_via: 'PUT /v1/policies' })
+    case S.LIMIT_REACHED:
+      throw new ApiError('BAD_REQUEST', { field: 'allowlist', expected: `at most ${a} patterns` })
+    default:
+      throw new Error(`decide-proposal: status ${status}`)
+  }
+}
+
+const isDue = (ctx: RedisContext, r: ProposalRecord) => r.status === 'pending' && ctx.clock.now() >= r.expires && !(r.claim && (r.claim_until ?? 0) > ctx.clock.now())
+
+async function readRecords(ctx: RedisContext, acct: string): Promise<ProposalRecord[]> {
+  const all = await ctx.redis.hvals(ctx.keys.proposals(acct))
+  return all.map(parseRecord)
+}
+
+async function readRecord(ctx: RedisContext, acct: string, id: string): Promise<ProposalRecord> {
+  const raw = PROPOSAL_ID.test(id) ? await ctx.redis.hget(ctx.keys.proposals(acct), id) : null
+  if (!raw) throw notFound()
+  return parseRecord(raw)
+}
+
+/** The proposal as shown, after moving it to `expired` if its time is up (a read also expires). */
+async function readView(d: ProposalDeps, acct: string, id: string): Promise<ProposalView | null> {
+  const { ctx } = d
+  const raw = await ctx.redis.hget(ctx.keys.proposals(acct), id)
+  if (!raw) return null
+  let rec = parseRecord(raw)
+  if (isDue(ctx, rec)) {
+    await decide(ctx, acct, rec, 'expire', 'api', '')
+    rec = parseRecord((await ctx.redis.hget(ctx.keys.proposals(acct), id))!)
+  }
+  return viewOf(rec, ctx.cfg.BASE_URL)
+}
