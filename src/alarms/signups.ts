@@ -5,13 +5,12 @@
  */
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
-import { ScriptStatus as S } from '../redis/codes'
+import { runSignupGate } from '../lua/admission'
 
 /** Admits one signup into the last hour's count, or refuses it (pausing signups if it tripped). */
 export async function admitSignup(ctx: RedisContext, accountId: string): Promise<void> {
-  const { keys } = ctx
-  const reply = await ctx.scripts.signupGate([keys.signupsPaused(), keys.signupsRecent()], [ctx.clock.now(), ctx.cfg.SIGNUP_ALARM_PER_HOUR, accountId])
-  if (reply[0] === S.SIGNUPS_PAUSED) throw new ApiError('SIGNUPS_PAUSED')
+  const reply = await runSignupGate(ctx, { now: ctx.clock.now(), perHour: ctx.cfg.SIGNUP_ALARM_PER_HOUR, accountId })
+  if (reply.status === 'signups_paused') throw new ApiError('SIGNUPS_PAUSED')
 }
 
 /** A signup that failed after admission (e-mail taken, ...) does not count towards the alarm. */

@@ -8,7 +8,7 @@ import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { denial } from '../ledger/denials'
 import { rateHeaders, windowsAt } from '../ledger/windows'
-import { ScriptStatus as S } from '../redis/codes'
+import { runAuthorize, runRateLimit } from '../lua/admission'
 import type { Principal, TokenResolver } from './principal'
 
 export interface Admitted {
@@ -33,16 +33,21 @@ export class Guard {
       await this.admitAnonymous(ip)
       throw new ApiError('UNAUTHORIZED')
     }
-    const { keys, cfg } = this.ctx
+    const { cfg } = this.ctx
     const now = this.ctx.clock.now()
     const w = windowsAt(now)
     const { accountId: acct, agentId } = principal
-    const reply = await this.ctx.scripts.authorize(
-      [keys.account(acct), keys.agent(acct, agentId), keys.rateWindow(acct, agentId, w.rate), keys.rateWindow(acct, agentId, w.prevRate)],
-      [now, principal.tokenHash, agentId ?? '', cfg.RATE_LIMIT_PER_TOKEN],
-    )
-    if (reply[0] !== S.OK) throw denial(reply, { agentId, resetsAt: w.resetsAt })
-    return { principal, headers: rateHeaders(cfg.RATE_LIMIT_PER_TOKEN, Number(reply[1]), Number(reply[2])) }
+    const reply = await runAuthorize(this.ctx, {
+      now,
+      accountId: acct,
+      agentId,
+      tokenHash: principal.tokenHash,
+      rateWindow: w.rate,
+      prevRateWindow: w.prevRate,
+      rateLimit: cfg.RATE_LIMIT_PER_TOKEN,
+    })
+    if (reply.status !== 'ok') throw denial(reply, { agentId, resetsAt: w.resetsAt })
+    return { principal, headers: rateHeaders(cfg.RATE_LIMIT_PER_TOKEN, reply.remaining, reply.toWindowEndMs) }
   }
 
   /** Operator-only surfaces: the owner token, never an agent token. */
@@ -54,12 +59,12 @@ export class Guard {
 
   /** A request with no (valid) bearer: counted per client IP. */
   async admitAnonymous(ip: string): Promise<Record<string, string>> {
-    const { keys, cfg } = this.ctx
+    const { cfg } = this.ctx
     const now = this.ctx.clock.now()
     const w = windowsAt(now)
-    const reply = await this.ctx.scripts.rateLimit([keys.ipRateWindow(ip, w.rate), keys.ipRateWindow(ip, w.prevRate)], [now, cfg.RATE_LIMIT_PER_IP])
-    if (reply[0] !== S.OK) throw denial([S.RATE_LIMITED, 0, reply[2]!, cfg.RATE_LIMIT_PER_IP], { agentId: null, resetsAt: w.resetsAt })
-    return rateHeaders(cfg.RATE_LIMIT_PER_IP, Number(reply[1]), Number(reply[2]))
+    const reply = await runRateLimit(this.ctx, { now, ip, rateWindow: w.rate, prevRateWindow: w.prevRate, limit: cfg.RATE_LIMIT_PER_IP })
+    if (reply.status !== 'ok') throw denial(reply, { agentId: null, resetsAt: w.resetsAt })
+    return rateHeaders(cfg.RATE_LIMIT_PER_IP, reply.remaining, reply.toWindowEndMs)
   }
 
   /** Public routes: per token when a valid bearer comes along, else per IP. */

@@ -9,7 +9,7 @@ import { hashToken, newToken, randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
-import { ScriptStatus as S } from '../redis/codes'
+import { runAgentState, runCreateAgent } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 
 /** Every agent ever created stays listed (revoked ones too), so the set is bounded. */
@@ -89,15 +89,22 @@ export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent):
   const tokenHash = hashToken(token)
   // The token mapping first: once the agent is listed, its token already resolves.
   await redis.set(keys.token(tokenHash), `${acct}|${id}`)
-  const reply = await ctx.scripts.createAgent(
-    [keys.agent(acct, id), keys.agents(acct), keys.outbox(keys.shardOf(acct))],
-    [ctx.clock.now(), acct, id, tokenHash, a.name, MAX_AGENTS, a.daily_cap ?? '', a.allow === null ? '0' : '1', a.allow ?? '', a.per_call_max ?? ''],
-  )
-  if (reply[0] !== S.OK) {
+  const reply = await runCreateAgent(ctx, {
+    now: ctx.clock.now(),
+    accountId: acct,
+    agentId: id,
+    tokenHash,
+    name: a.name,
+    maxAgents: MAX_AGENTS,
+    dailyCap: a.daily_cap ?? null,
+    allow: a.allow,
+    perCallMax: a.per_call_max ?? null,
+  })
+  if (reply.status !== 'ok') {
     await redis.del(keys.token(tokenHash))
-    if (reply[0] === S.LIMIT_REACHED)
+    if (reply.status === 'limit_reached')
       throw new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} agent tokens, the most allowed (revoked ones count)` })
-    throw new Error(`create-agent ${id}: status ${reply[0]}`)
+    throw new Error(`create-agent ${id}: ${reply.status}`)
   }
   return { agent: await readAgent(ctx, acct, id), token }
 }
@@ -110,10 +117,9 @@ export type ActionVia = 'api' | 'chat'
 /** Moves an agent; repeating the current state is a no-op that answers the agent as it is. */
 export async function changeAgentState(ctx: RedisContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api'): Promise<AgentView> {
   if (!AGENT_ID.test(id)) throw notFound()
-  const { keys } = ctx
-  const reply = await ctx.scripts.agentState([keys.agent(acct, id), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, id, action, via])
-  if (reply[0] === S.NOT_FOUND) throw notFound()
-  if (reply[0] === S.AGENT_REVOKED)
+  const reply = await runAgentState(ctx, { now: ctx.clock.now(), accountId: acct, agentId: id, action, via })
+  if (reply.status === 'not_found') throw notFound()
+  if (reply.status === 'agent_revoked')
     throw new ApiError('CONFLICT', { reason: `agent ${id} is revoked, and revocation is permanent; create a new agent token instead` })
   return readAgent(ctx, acct, id)
 }

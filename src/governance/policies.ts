@@ -6,7 +6,7 @@
  */
 import type { RedisContext } from '../redis/context'
 import { ApiError } from '../errors'
-import { ScriptStatus as S } from '../redis/codes'
+import { runSetPolicies, type PolicyWrite } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { AGENT_ID } from './agents'
 
@@ -65,10 +65,6 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
   return out
 }
 
-function triplets(changes: FieldChanges): (string | number)[] {
-  return Object.entries(changes).flatMap(([field, v]) => (v === null ? [field, 'del', ''] : [field, 'set', v]))
-}
-
 /**
  * Applies a change atomically. Every agent id must be the account's and not revoked. Agents are
  * never deleted, so the existence check made before the MULTI still holds in it; an agent revoked
@@ -83,21 +79,10 @@ export async function applyPolicyChange(ctx: RedisContext, acct: string, change:
   const revoked = agentIds.find((_, i) => found[i]![1] === 'revoked')
   if (revoked !== undefined) throw new ApiError('CONFLICT', { reason: `agent ${revoked} is revoked for good; its policy no longer matters` })
 
-  const now = ctx.clock.now()
-  const outbox = keys.outbox(keys.shardOf(acct))
-  const calls: [string, (string | number)[]][] = []
-  if (change.account && Object.keys(change.account).length > 0) calls.push([keys.account(acct), [now, 'account', acct, '', ...triplets(change.account)]])
-  for (const [id, fields] of Object.entries(change.agents ?? {}))
-    if (Object.keys(fields).length > 0) calls.push([keys.agent(acct, id), [now, 'agent', acct, id, ...triplets(fields)]])
-  if (calls.length === 0) return
-
-  // defineCommand registers set-policy-2 on transactions too (EVAL on first use per connection).
-  const multi = redis.multi() as unknown as { setPolicy(...a: (string | number)[]): void; exec(): Promise<[Error | null, unknown][] | null> }
-  for (const [hash, argv] of calls) multi.setPolicy(hash, outbox, ...argv)
-  const results = await multi.exec()
-  if (!results) throw new Error('set-policy: transaction aborted')
-  for (const [err, reply] of results) {
-    if (err) throw err
-    if ((reply as number[])[0] === S.NOT_FOUND) throw new ApiError('NOT_FOUND', { resource: change.agents ? 'agent' : 'account' })
-  }
+  const writes: PolicyWrite[] = []
+  if (change.account && Object.keys(change.account).length > 0) writes.push({ agentId: null, fields: change.account })
+  for (const [id, fields] of Object.entries(change.agents ?? {})) if (Object.keys(fields).length > 0) writes.push({ agentId: id, fields })
+  if (writes.length === 0) return
+  const replies = await runSetPolicies(ctx, acct, ctx.clock.now(), writes)
+  if (replies.some((r) => r.status === 'not_found')) throw new ApiError('NOT_FOUND', { resource: change.agents ? 'agent' : 'account' })
 }

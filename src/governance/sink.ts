@@ -8,20 +8,18 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicies, agents } from '../db/schema'
-import type { OutboxEntry, Sink } from '../ledger/outbox'
+import { accountPolicyFields, agentFields, type Sink } from '../ledger/outbox'
 
-const at = (ms: string | undefined) => new Date(Number(ms))
-const num = (v: string | undefined) => (v === undefined ? null : Number(v))
 /** Field absent = null (no list); present = the patterns, possibly none. */
-const list = (v: string | undefined) => (v === undefined ? null : v.split('\n').filter(Boolean))
+const list = (v: string | null) => (v === null ? null : v.split('\n').filter(Boolean))
 
 /** ON CONFLICT cannot touch one row twice per statement: keep each key's highest version. */
-function newest(entries: OutboxEntry[], key: (e: OutboxEntry) => string): OutboxEntry[] {
-  const best = new Map<string, OutboxEntry>()
-  for (const e of entries) {
-    const k = key(e)
+function newest<T extends { version: number }>(rows: T[], key: (r: T) => string): T[] {
+  const best = new Map<string, T>()
+  for (const r of rows) {
+    const k = key(r)
     const cur = best.get(k)
-    if (!cur || Number(e.fields.v) > Number(cur.fields.v)) best.set(k, e)
+    if (!cur || r.version > cur.version) best.set(k, r)
   }
   return [...best.values()]
 }
@@ -45,30 +43,30 @@ async function upsertNewer<T extends Projection>(
 }
 
 export const agentSink: Sink = async (tx: Database, entries) => {
-  const rows = newest(entries, (e) => e.fields.agent!).map(({ fields: f }) => ({
-    id: f.agent!,
-    accountId: f.acct!,
-    name: f.name!,
-    state: f.state!,
-    tokenHash: f.token!,
-    dailyCap: num(f.daily_cap),
-    allowlist: list(f.allow),
-    perCallMax: num(f.per_call_max),
-    version: Number(f.v),
-    createdAt: at(f.created),
-    updatedAt: at(f.at),
+  const rows = newest(entries.map(agentFields), (a) => a.agent).map((a) => ({
+    id: a.agent,
+    accountId: a.account,
+    name: a.name,
+    state: a.state,
+    tokenHash: a.tokenHash,
+    dailyCap: a.dailyCap,
+    allowlist: list(a.allow),
+    perCallMax: a.perCallMax,
+    version: a.version,
+    createdAt: new Date(a.created),
+    updatedAt: new Date(a.at),
   }))
   await upsertNewer(tx, agents, agents.id, rows, ['name', 'state', 'dailyCap', 'allowlist', 'perCallMax', 'version', 'updatedAt'])
 }
 
 export const accountPolicySink: Sink = async (tx: Database, entries) => {
-  const rows = newest(entries, (e) => e.fields.acct!).map(({ fields: f }) => ({
-    accountId: f.acct!,
-    dailyCap: num(f.daily_cap),
-    allowlist: list(f.allow),
-    balanceCap: num(f.balance_cap),
-    version: Number(f.v),
-    updatedAt: at(f.at),
+  const rows = newest(entries.map(accountPolicyFields), (p) => p.account).map((p) => ({
+    accountId: p.account,
+    dailyCap: p.dailyCap,
+    allowlist: list(p.allow),
+    balanceCap: p.balanceCap,
+    version: p.version,
+    updatedAt: new Date(p.at),
   }))
   await upsertNewer(tx, accountPolicies, accountPolicies.accountId, rows, ['dailyCap', 'allowlist', 'balanceCap', 'version', 'updatedAt'])
 }

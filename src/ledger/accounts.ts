@@ -3,7 +3,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { randomId } from '../auth/tokens'
-import { ScriptStatus as S } from '../redis/codes'
+import { runCreateAccount, runReferralBonus } from '../lua/accounts'
 import { SHARDS, shardOfAccount } from '../redis/keys'
 import { hktDay } from '../clock'
 import type { RedisContext } from '../redis/context'
@@ -23,15 +23,22 @@ export function newAccountId(referrerId: string | null): string {
 }
 
 export async function createAccount(ctx: RedisContext, id: string, a: NewAccount): Promise<{ publicRef: string; mandateRef: string; balance: number }> {
-  const { keys } = ctx
   const publicRef = 'ref_' + randomId(9)
   const mandateRef = 'mr_' + randomId()
-  const reply = await ctx.scripts.createAccount(
-    [keys.account(id), a.referrerId ? keys.account(a.referrerId) : keys.agent(id, null), keys.outbox(keys.shardOf(id))],
-    [ctx.clock.now(), id, a.ownerTokenHash, a.email, publicRef, a.origin ?? '', a.referrerId ?? '', SIGNUP_CREDITS, ctx.cfg.DEFAULT_BALANCE_CAP, mandateRef],
-  )
-  if (reply[0] !== S.OK) throw new Error(`create-account ${id}: status ${reply[0]}`)
-  return { publicRef, mandateRef, balance: Number(reply[1]) }
+  const reply = await runCreateAccount(ctx, {
+    now: ctx.clock.now(),
+    accountId: id,
+    ownerTokenHash: a.ownerTokenHash,
+    email: a.email,
+    publicRef,
+    origin: a.origin,
+    referrerId: a.referrerId,
+    signupCredits: SIGNUP_CREDITS,
+    balanceCap: ctx.cfg.DEFAULT_BALANCE_CAP,
+    mandateRef,
+  })
+  if (reply.status !== 'ok') throw new Error(`create-account ${id}: ${reply.status}`)
+  return { publicRef, mandateRef, balance: reply.balance }
 }
 
 /**
@@ -39,10 +46,17 @@ export async function createAccount(ctx: RedisContext, id: string, a: NewAccount
  * referrer's daily limit and each side's balance cap (referral-bonus-4 decides and records both).
  */
 export async function applyReferralBonus(ctx: RedisContext, accountId: string, referrer: string, callId: string): Promise<number | null> {
-  const { keys } = ctx
-  const reply = await ctx.scripts.referralBonus(
-    [keys.account(accountId), keys.account(referrer), keys.referralBonusesToday(referrer, hktDay(ctx.clock.now())), keys.outbox(keys.shardOf(accountId))],
-    [ctx.clock.now(), accountId, REFERRAL_CREDITS, callId, ctx.cfg.REFERRAL_BONUS_PER_DAY, DAY_KEY_TTL_S, ctx.cfg.DEFAULT_BALANCE_CAP],
-  )
-  return reply[0] === S.OK ? Number(reply[1]) : null
+  const now = ctx.clock.now()
+  const reply = await runReferralBonus(ctx, {
+    now,
+    accountId,
+    referrerId: referrer,
+    day: hktDay(now),
+    credits: REFERRAL_CREDITS,
+    callId,
+    perDay: ctx.cfg.REFERRAL_BONUS_PER_DAY,
+    dayKeyTtlS: DAY_KEY_TTL_S,
+    defaultBalanceCap: ctx.cfg.DEFAULT_BALANCE_CAP,
+  })
+  return reply.status === 'ok' ? reply.balance : null
 }

@@ -2,6 +2,7 @@
  * The metadata of finished calls: filed by record-call-6 into the recent list, the outbox and the
  * public counters, and stored for Idempotency-Key replays.
  */
+import { runRecordCall } from '../lua/record-call'
 import type { RedisContext } from '../redis/context'
 import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
 
@@ -26,30 +27,18 @@ export interface RecordOptions {
 }
 
 export async function recordCall(ctx: RedisContext, accountId: string, rec: CallRecord, opt: RecordOptions = {}): Promise<void> {
-  const { keys } = ctx
-  const shard = keys.shardOf(accountId)
-  const idemMode = opt.idempotencyKey === undefined ? '' : opt.replay !== undefined ? 'store' : 'release'
-  await ctx.scripts.recordCall(
-    [
-      keys.recentCalls(accountId),
-      keys.stats(shard),
-      keys.idempotency(accountId, rec.agent_id, opt.idempotencyKey ?? null),
-      keys.outbox(shard),
-      keys.call(accountId, rec.call_id),
-      keys.inflight(shard),
-    ],
-    [
-      JSON.stringify({ ...rec, account_id: accountId }),
-      rec.call_id,
-      rec.refunded ? 0 : rec.charged,
-      rec.refunded || rec.outcome !== 'ok' ? '0' : '1',
-      idemMode,
-      opt.replay ?? '',
-      RECENT_CALLS,
-      accountId,
-      SETTLED_CALL_TTL_S,
-    ],
-  )
+  const key = opt.idempotencyKey
+  await runRecordCall(ctx, {
+    accountId,
+    callId: rec.call_id,
+    agentId: rec.agent_id,
+    recordJson: JSON.stringify({ ...rec, account_id: accountId }),
+    charged: rec.refunded ? 0 : rec.charged,
+    organic: !rec.refunded && rec.outcome === 'ok',
+    idempotency: key === undefined ? null : opt.replay !== undefined ? { key, mode: 'store', replay: opt.replay } : { key, mode: 'release' },
+    recentCalls: RECENT_CALLS,
+    settledTtlS: SETTLED_CALL_TTL_S,
+  })
 }
 
 /** The newest calls Redis still holds for the account, newest first. */

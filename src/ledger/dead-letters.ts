@@ -7,6 +7,7 @@
  * A dead letter's public id names its shard and its stream id: `dl_07_1712345678901-0`.
  */
 import { SHARDS, type Shard } from '../redis/keys'
+import { runDeadLetter, runReplayDeadLetter } from '../lua/dead-letters'
 import type { RedisContext } from '../redis/context'
 
 export interface DeadLetter {
@@ -55,8 +56,7 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
 
 /** Moves one outbox entry to the dead letters; false when it had already left the outbox. */
 export async function buryEntry(ctx: RedisContext, shard: Shard, group: string, streamId: string, error: string): Promise<boolean> {
-  const [moved] = await ctx.scripts.deadLetter([ctx.keys.outbox(shard), ctx.keys.deadLetters(shard)], [group, streamId, error, Date.now()])
-  return Number(moved) === 1
+  return (await runDeadLetter(ctx, { shard, group, streamId, error, now: Date.now() })).status === 'moved'
 }
 
 /** The oldest `limit` dead letters of every shard, oldest first. */
@@ -79,8 +79,8 @@ export async function countDeadLetters(ctx: RedisContext): Promise<number> {
 export async function replayDeadLetter(ctx: RedisContext, id: string): Promise<string | null> {
   const p = parseId(id)
   if (!p) return null
-  const [ok, outboxId] = await ctx.scripts.replayDeadLetter([ctx.keys.deadLetters(p.shard), ctx.keys.outbox(p.shard)], [p.streamId])
-  return Number(ok) === 1 ? String(outboxId) : null
+  const reply = await runReplayDeadLetter(ctx, p)
+  return reply.status === 'replayed' ? reply.outboxId : null
 }
 
 /** Drops a dead letter for good; false for an unknown id. */

@@ -1,47 +1,41 @@
 /**
- * Maps a script's denial tuple to the error registry: the one place where a ScriptStatus becomes an
+ * Maps a script's refusal (decoded once in lua/refusal.ts) to the error registry: the one place where a ScriptStatus becomes an
  * ApiError, so every route that runs debit-13 or authorize-4 answers the same codes and context.
  */
 import { ApiError } from '../errors'
-import { ScriptStatus as S } from '../redis/codes'
+import type { Refusal } from '../lua/refusal'
 import { rateHeaders } from './windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
 
-export type Reply = (string | number | null)[]
-
-export function denial(reply: Reply, ctx: { agentId: string | null; resetsAt: string }): ApiError {
-  const [status, , a, b] = reply as [number, number, number, number]
-  switch (status) {
-    case S.UNAUTHORIZED:
+export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: string }): ApiError {
+  switch (r.status) {
+    case 'unauthorized':
       return new ApiError('UNAUTHORIZED')
-    case S.AGENT_KILLED:
-      // The reason the agent hash stores: `operator` (a kill by hand) or `breaker` (runaway spend).
-      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId, reason: typeof a === 'string' && a ? a : 'operator' })
-    case S.AGENT_REVOKED:
+    case 'agent_killed':
+      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId, reason: r.reason })
+    case 'agent_revoked':
       return new ApiError('AGENT_REVOKED', { agent_id: ctx.agentId })
-    case S.RATE_LIMITED: {
-      const retry = Math.max(1, Math.ceil(a / 1000))
-      return new ApiError('RATE_LIMITED', { retry_after_s: retry }, { 'retry-after': String(retry), ...rateHeaders(b, 0, a) })
+    case 'rate_limited': {
+      const retry = Math.max(1, Math.ceil(r.retryAfterMs / 1000))
+      return new ApiError('RATE_LIMITED', { retry_after_s: retry }, { 'retry-after': String(retry), ...rateHeaders(r.limit, 0, r.retryAfterMs) })
     }
-    case S.DENIED_AGENT_ALLOWLIST:
+    case 'agent_allowlist':
       return policy('agent_allowlist')
-    case S.DENIED_ACCOUNT_ALLOWLIST:
+    case 'account_allowlist':
       return policy('account_allowlist')
-    case S.DENIED_PER_CALL_MAX:
-      return policy('per_call_max', { cap: a, price: b })
-    case S.DENIED_AGENT_DAILY_CAP:
-      return policy('agent_daily_cap', { cap: a, spent: b, resets_at: ctx.resetsAt })
-    case S.DAILY_CAP_REACHED:
-      return new ApiError('DAILY_CAP_REACHED', { cap: a, spent: b, resets_at: ctx.resetsAt, raise_via: RAISE_VIA })
-    case S.REQUEST_CAP_REACHED:
-      return new ApiError('REQUEST_CAP_REACHED', { cap: a, used: b, resets_at: ctx.resetsAt })
-    case S.IDEMPOTENCY_MISMATCH:
+    case 'per_call_max':
+      return policy('per_call_max', { cap: r.cap, price: r.price })
+    case 'agent_daily_cap':
+      return policy('agent_daily_cap', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt })
+    case 'daily_cap':
+      return new ApiError('DAILY_CAP_REACHED', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, raise_via: RAISE_VIA })
+    case 'request_cap':
+      return new ApiError('REQUEST_CAP_REACHED', { cap: r.cap, used: r.used, resets_at: ctx.resetsAt })
+    case 'idempotency_mismatch':
       return new ApiError('CONFLICT', { reason: 'this Idempotency-Key was used with a different request' })
-    case S.IDEMPOTENCY_IN_FLIGHT:
+    case 'idempotency_in_flight':
       return new ApiError('CONFLICT', { reason: 'a request with this Idempotency-Key is still in flight; retry shortly' })
-    default:
-      throw new Error(`script status ${status} has no error mapping`)
   }
 }
 

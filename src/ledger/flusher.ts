@@ -21,7 +21,7 @@ import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import { buryEntry, countDeadLetters } from './dead-letters'
-import type { OutboxEntry } from './outbox'
+import { readOutboxGroup, type OutboxEntry } from './outbox'
 import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
 import { SINKS } from './sinks'
 
@@ -260,10 +260,7 @@ export class Flusher {
   }
 
   private async readFrom(key: string, from: '0' | '>'): Promise<OutboxEntry[]> {
-    const res = (await this.ctx.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', this.opt.batch, 'STREAMS', key, from)) as
-      | [string, [string, string[]][]][]
-      | null
-    return (res?.[0]?.[1] ?? []).map(([streamId, fields]) => parseEntry(streamId, fields))
+    return readOutboxGroup(this.ctx, key, GROUP, this.consumer, this.opt.batch, from)
   }
 
   private async write(entries: OutboxEntry[]): Promise<void> {
@@ -312,10 +309,4 @@ export class Flusher {
   stats() {
     return { ...this.counters, running: this.running, consumer: this.consumer }
   }
-}
-
-function parseEntry(streamId: string, fields: string[]): OutboxEntry {
-  const f: Record<string, string> = {}
-  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!
-  return { streamId, kind: f.kind ?? '', fields: f }
 }

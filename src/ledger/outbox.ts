@@ -1,9 +1,13 @@
 /**
- * The outbox entry as the flusher reads it from a shard's stream, and the shape of a sink that
- * lands a batch of them in Postgres. Its own file so that the sinks (ledger, governance, payments,
- * events) and their registry can all depend on it without depending on each other.
+ * The outbox contract on the TypeScript side: the entry as read from a shard's stream, its ONE
+ * parser, the typed readers of each kind's fields (the names the Lua scripts XADD), and the ONE way
+ * to read a stream (a paged XRANGE scan, or a consumer group's batch). The flusher, rebuild and
+ * reconcile all read through here, so the format has a single opinion about it.
+ * Its own file so that the sinks (ledger, governance, payments, events) and their registry can all
+ * depend on it without depending on each other.
  */
 import type { Database } from '../db/client'
+import type { RedisContext } from '../redis/context'
 
 export interface OutboxEntry {
   streamId: string
@@ -15,3 +19,151 @@ export type Sink = (tx: Database, entries: OutboxEntry[]) => Promise<void>
 
 /** Kinds that move money: one immutable ledger row each. */
 export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup'] as const
+export type MoneyKind = (typeof MONEY_KINDS)[number]
+
+const MONEY = new Set<string>(MONEY_KINDS)
+export const isMoneyKind = (kind: string): kind is MoneyKind => MONEY.has(kind)
+
+/** A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it. */
+export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry {
+  const fields: Record<string, string> = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
+  return { streamId, kind: fields.kind ?? '', fields }
+}
+
+const optNum = (v: string | undefined) => (v ? Number(v) : null)
+
+/** A money entry (grant, debit, refund, referral, topup). */
+export interface MoneyFields {
+  id: string
+  kind: string
+  account: string
+  agent: string | null
+  /** Signed credits: negative for a debit. */
+  amount: number
+  /** The balance right after this entry, as the script that wrote it saw it. */
+  balanceAfter: number
+  callId: string | null
+  refId: string | null
+  target: string | null
+  /** A referral bonus not (fully) credited: the part left out, and why. */
+  uncredited: number | null
+  reason: string | null
+  at: number
+}
+
+export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
+  return {
+    id: f.id!,
+    kind,
+    account: f.acct!,
+    agent: f.agent || null,
+    amount: Number(f.amount),
+    balanceAfter: Number(f.bal),
+    callId: f.call || null,
+    refId: f.ref || null,
+    target: f.target || null,
+    uncredited: optNum(f.uncredited),
+    reason: f.reason || null,
+    at: Number(f.at),
+  }
+}
+
+/** `account`: a new account (create-account-3). */
+export interface AccountFields {
+  account: string
+  email: string
+  publicRef: string
+  origin: string | null
+  referrer: string | null
+  ownerTokenHash: string
+  at: number
+}
+
+export function accountFields({ fields: f }: OutboxEntry): AccountFields {
+  return { account: f.acct!, email: f.email!, publicRef: f.public_ref!, origin: f.origin || null, referrer: f.referrer || null, ownerTokenHash: f.owner!, at: Number(f.at) }
+}
+
+/** `owner`: a rotated owner token. */
+export function ownerFields({ fields: f }: OutboxEntry): { account: string; ownerTokenHash: string } {
+  return { account: f.acct!, ownerTokenHash: f.owner! }
+}
+
+/** Absent field = null; for `allow`, present = the patterns joined by "\n" (possibly none). */
+const present = (v: string | undefined) => (v === undefined ? null : v)
+const presentNum = (v: string | undefined) => (v === undefined ? null : Number(v))
+
+/** `account_policy`: the account's whole policy at version v (set-policy-2). */
+export interface AccountPolicyFields {
+  account: string
+  version: number
+  dailyCap: number | null
+  allow: string | null
+  balanceCap: number | null
+  at: number
+}
+
+export function accountPolicyFields({ fields: f }: OutboxEntry): AccountPolicyFields {
+  return { account: f.acct!, version: Number(f.v), dailyCap: presentNum(f.daily_cap), allow: present(f.allow), balanceCap: presentNum(f.balance_cap), at: Number(f.at) }
+}
+
+/** `agent`: the agent's whole row at version v (lua/lib/agent-entry.lua). */
+export interface AgentFields {
+  account: string
+  agent: string
+  tokenHash: string
+  name: string
+  state: string
+  created: number
+  version: number
+  dailyCap: number | null
+  allow: string | null
+  perCallMax: number | null
+  at: number
+}
+
+export function agentFields({ fields: f }: OutboxEntry): AgentFields {
+  return {
+    account: f.acct!,
+    agent: f.agent!,
+    tokenHash: f.token!,
+    name: f.name!,
+    state: f.state!,
+    created: Number(f.created),
+    version: Number(f.v),
+    dailyCap: presentNum(f.daily_cap),
+    allow: present(f.allow),
+    perCallMax: presentNum(f.per_call_max),
+    at: Number(f.at),
+  }
+}
+
+/** Entries per XRANGE page: one round trip each, never the whole stream at once. */
+const SCAN_PAGE = 1000
+
+/** Every entry of one shard's outbox, oldest first, read in pages. */
+export async function* scanOutbox(ctx: Pick<RedisContext, 'redis' | 'keys'>, shard: number): AsyncGenerator<OutboxEntry> {
+  const key = ctx.keys.outbox(shard)
+  let from = '-'
+  for (;;) {
+    const page = await ctx.redis.xrange(key, from, '+', 'COUNT', SCAN_PAGE)
+    for (const [id, raw] of page) yield parseOutboxEntry(id, raw)
+    if (page.length < SCAN_PAGE) return
+    from = '(' + page.at(-1)![0]
+  }
+}
+
+/**
+ * One batch of a consumer group: from '0' this consumer's unacked entries, from '>' new ones.
+ */
+export async function readOutboxGroup(
+  ctx: Pick<RedisContext, 'redis'>,
+  key: string,
+  group: string,
+  consumer: string,
+  count: number,
+  from: '0' | '>',
+): Promise<OutboxEntry[]> {
+  const res = (await ctx.redis.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, from)) as [string, [string, string[]][]][] | null
+  return (res?.[0]?.[1] ?? []).map(([streamId, raw]) => parseOutboxEntry(streamId, raw))
+}

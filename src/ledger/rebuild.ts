@@ -14,10 +14,11 @@ import { hktDay } from '../clock'
 import type { Database } from '../db/client'
 import { accountPolicies, accounts, agents } from '../db/schema'
 import { randomId } from '../auth/tokens'
-import { ScriptStatus as S } from '../redis/codes'
+import { runRestoreAccount } from '../lua/accounts'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
+import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, type AccountLedger } from './reconcile'
 
 interface AgentRow {
@@ -50,26 +51,24 @@ export class RebuildError extends Error {}
 
 type Fields = Record<string, string>
 
-function fieldsOf(raw: string[]): Fields {
-  const f: Fields = {}
-  for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i]!] = raw[i + 1]!
-  return f
+/** The account's state entries still in the outbox (not yet flushed), oldest first. */
+interface PendingState {
+  created: AccountFields | null
+  owners: string[]
+  policies: AccountPolicyFields[]
+  agents: AgentFields[]
 }
 
-/** The non-money entries of the account still in the outbox, oldest first. */
-async function pendingState(ctx: RedisContext, account: string): Promise<Fields[]> {
-  const key = ctx.keys.outbox(ctx.keys.shardOf(account))
-  const out: Fields[] = []
-  let from = '-'
-  for (;;) {
-    const page = await ctx.redis.xrange(key, from, '+', 'COUNT', 1000)
-    for (const [, raw] of page) {
-      const f = fieldsOf(raw)
-      if (f.acct === account && ['account', 'owner', 'account_policy', 'agent'].includes(f.kind!)) out.push(f)
-    }
-    if (page.length < 1000) return out
-    from = '(' + page.at(-1)![0]
+async function pendingState(ctx: RedisContext, account: string): Promise<PendingState> {
+  const out: PendingState = { created: null, owners: [], policies: [], agents: [] }
+  for await (const e of scanOutbox(ctx, ctx.keys.shardOf(account))) {
+    if (e.fields.acct !== account) continue
+    if (e.kind === 'account') out.created ??= accountFields(e)
+    else if (e.kind === 'owner') out.owners.push(ownerFields(e).ownerTokenHash)
+    else if (e.kind === 'account_policy') out.policies.push(accountPolicyFields(e))
+    else if (e.kind === 'agent') out.agents.push(agentFields(e))
   }
+  return out
 }
 
 /** Today's spend of the account (or of one agent): debits of today minus the refunds of those debits. */
@@ -92,20 +91,18 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
   const pending = await pendingState(ctx, account)
   const led = await accountLedger(ctx, db, account)
 
-  const created = pending.find((f) => f.kind === 'account')
+  const created = pending.created
   if (!row && !created) throw new RebuildError(`${account}: neither Postgres nor the outbox knows this account`)
-  let owner = row?.ownerTokenHash ?? created!.owner!
-  for (const f of pending) if (f.kind === 'owner') owner = f.owner!
-  const email = row?.email ?? created!.email!
-  const publicRef = row?.publicRef ?? created!.public_ref!
-  const referrer = row?.referredBy ?? (created?.referrer || null)
-  const createdMs = row?.createdAt.getTime() ?? Number(created!.at)
+  const owner = pending.owners.at(-1) ?? row?.ownerTokenHash ?? created!.ownerTokenHash
+  const email = row?.email ?? created!.email
+  const publicRef = row?.publicRef ?? created!.publicRef
+  const referrer = row?.referredBy ?? created?.referrer ?? null
+  const createdMs = row?.createdAt.getTime() ?? created!.at
 
   // Policy: the Postgres projection, unless the outbox holds a newer version.
   let pol = { v: policy?.version ?? 0, dailyCap: policy?.dailyCap ?? null, allow: policy?.allowlist?.join('\n') ?? null, balanceCap: policy?.balanceCap ?? null }
-  for (const f of pending)
-    if (f.kind === 'account_policy' && Number(f.v) > pol.v)
-      pol = { v: Number(f.v), dailyCap: f.daily_cap ? Number(f.daily_cap) : null, allow: f.allow ?? null, balanceCap: f.balance_cap ? Number(f.balance_cap) : null }
+  for (const p of pending.policies)
+    if (p.version > pol.v) pol = { v: p.version, dailyCap: p.dailyCap, allow: p.allow, balanceCap: p.balanceCap }
 
   const day = hktDay(ctx.clock.now())
   const byAgent = new Map<string, AgentRow>()
@@ -122,18 +119,18 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
       perCallMax: a.perCallMax,
       spentToday: 0,
     })
-  for (const f of pending) {
-    if (f.kind !== 'agent' || Number(f.v) <= (byAgent.get(f.agent!)?.version ?? 0)) continue
-    byAgent.set(f.agent!, {
-      id: f.agent!,
-      tokenHash: f.token!,
-      name: f.name!,
-      state: f.state!,
-      createdMs: Number(f.created),
-      version: Number(f.v),
-      dailyCap: f.daily_cap ? Number(f.daily_cap) : null,
-      allow: f.allow ?? null,
-      perCallMax: f.per_call_max ? Number(f.per_call_max) : null,
+  for (const f of pending.agents) {
+    if (f.version <= (byAgent.get(f.agent)?.version ?? 0)) continue
+    byAgent.set(f.agent, {
+      id: f.agent,
+      tokenHash: f.tokenHash,
+      name: f.name,
+      state: f.state,
+      createdMs: f.created,
+      version: f.version,
+      dailyCap: f.dailyCap,
+      allow: f.allow,
+      perCallMax: f.perCallMax,
       spentToday: 0,
     })
   }
@@ -185,11 +182,16 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   // The consent page ref is not kept in Postgres: keep the one Redis still has, else a new one.
   const existingMref = await redis.hget(keys.account(acct), 'mref')
   const mref = existingMref ?? 'mr_' + randomId()
-  const reply = await ctx.scripts.restoreAccount(
-    [keys.account(acct), keys.spentToday(acct, day)],
-    [opt.force ? '1' : '0', plan.balance, plan.spentToday, DAY_KEY_TTL_S, ...Object.entries({ ...plan.fields, mref }).flat()],
-  )
-  if (reply[0] === S.ALREADY_APPLIED) return { account: acct, restored: false, balance: Number(reply[1]), expected: plan.balance }
+  const reply = await runRestoreAccount(ctx, {
+    accountId: acct,
+    day,
+    force: opt.force ?? false,
+    balance: plan.balance,
+    spentToday: plan.spentToday,
+    dayKeyTtlS: DAY_KEY_TTL_S,
+    fields: { ...plan.fields, mref },
+  })
+  if (reply.status === 'already_applied') return { account: acct, restored: false, balance: reply.balance, expected: plan.balance }
 
   for (const a of plan.agents) {
     const hash: Fields = { token: a.tokenHash, name: a.name, state: a.state, created: String(a.createdMs), v: String(a.version) }
@@ -214,15 +216,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
 export async function allAccountIds(ctx: RedisContext, db: Database): Promise<string[]> {
   const rows = await db.select({ id: accounts.id }).from(accounts).orderBy(accounts.id)
   const ids = new Set(rows.map((r) => r.id))
-  for (let s = 0; s < SHARDS; s++) {
-    let from = '-'
-    for (;;) {
-      const page = await ctx.redis.xrange(ctx.keys.outbox(s), from, '+', 'COUNT', 1000)
-      for (const [, f] of page) if (f[f.indexOf('kind') + 1] === 'account') ids.add(f[f.indexOf('acct') + 1]!)
-      if (page.length < 1000) break
-      from = '(' + page.at(-1)![0]
-    }
-  }
+  for (let s = 0; s < SHARDS; s++) for await (const e of scanOutbox(ctx, s)) if (e.kind === 'account') ids.add(accountFields(e).account)
   return [...ids]
 }
 

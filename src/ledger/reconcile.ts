@@ -8,7 +8,7 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { RedisContext } from '../redis/context'
-import { MONEY_KINDS } from './outbox'
+import { isMoneyKind, moneyFields, scanOutbox } from './outbox'
 
 export interface LedgerLine {
   id: string
@@ -32,29 +32,16 @@ export interface AccountLedger {
   outbox: { count: number; sum: number }
 }
 
-const MONEY = new Set<string>(MONEY_KINDS)
-
-function fieldsOf(raw: string[]): Record<string, string> {
-  const f: Record<string, string> = {}
-  for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i]!] = raw[i + 1]!
-  return f
-}
-
-/** Money entries of the given accounts still in one shard's outbox (read in pages, never all at once). */
+/** Money entries of the given accounts still in one shard's outbox. */
 export async function outboxLines(ctx: RedisContext, shard: number, accounts: Set<string>): Promise<LedgerLine[]> {
-  const key = ctx.keys.outbox(shard)
   const out: LedgerLine[] = []
-  let from = '-'
-  for (;;) {
-    const page = await ctx.redis.xrange(key, from, '+', 'COUNT', 1000)
-    for (const [, raw] of page) {
-      const f = fieldsOf(raw)
-      if (!MONEY.has(f.kind!) || !accounts.has(f.acct!)) continue
-      out.push({ id: f.id!, kind: f.kind!, account: f.acct!, agent: f.agent || null, amount: Number(f.amount), balanceAfter: Number(f.bal), callId: f.call || null, at: Number(f.at), in: 'outbox' })
-    }
-    if (page.length < 1000) return out
-    from = '(' + page.at(-1)![0]
+  for await (const e of scanOutbox(ctx, shard)) {
+    if (!isMoneyKind(e.kind)) continue
+    const m = moneyFields(e)
+    if (!accounts.has(m.account)) continue
+    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, at: m.at, in: 'outbox' })
   }
+  return out
 }
 
 export async function postgresLines(db: Database, accounts: string[]): Promise<LedgerLine[]> {

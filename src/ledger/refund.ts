@@ -2,7 +2,7 @@
  * Refund the debit of a failed call (refund-7). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
-import { ScriptStatus as S } from '../redis/codes'
+import { runRefund } from '../lua/refund'
 import type { RedisContext } from '../redis/context'
 
 export interface RefundRequest {
@@ -27,18 +27,7 @@ export interface RefundResult {
 }
 
 export async function refund(ctx: RedisContext, r: RefundRequest): Promise<RefundResult> {
-  const { keys } = ctx
-  const reply = await ctx.scripts.refund(
-    [
-      keys.account(r.accountId),
-      keys.call(r.accountId, r.callId),
-      keys.spentToday(r.accountId, r.day),
-      keys.agentSpentToday(r.accountId, r.agentId, r.day),
-      keys.unpricedRequestsToday(r.accountId, r.day),
-      keys.outbox(keys.shardOf(r.accountId)),
-      keys.inflight(keys.shardOf(r.accountId)),
-    ],
-    [ctx.clock.now(), r.callId, r.accountId, r.reason, r.dueBy ?? ''],
-  )
-  return { applied: reply[0] === S.OK, balance: Number(reply[1]), notDue: reply[0] === S.NOT_DUE }
+  const reply = await runRefund(ctx, { now: ctx.clock.now(), ...r })
+  const balance = reply.status === 'ok' || reply.status === 'already_applied' ? reply.balance : 0
+  return { applied: reply.status === 'ok', balance, notDue: reply.status === 'not_due' }
 }

@@ -9,9 +9,7 @@ import { eventSink } from '../events/sink'
 import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-import { MONEY_KINDS, type OutboxEntry, type Sink } from './outbox'
-
-const at = (ms: string | undefined) => new Date(Number(ms))
+import { accountFields, moneyFields, MONEY_KINDS, ownerFields, type Sink } from './outbox'
 
 /**
  * One INSERT … SELECT FROM jsonb_to_recordset per batch: the rows travel as a single JSON parameter.
@@ -36,22 +34,25 @@ const ledgerSink: Sink = (tx, entries) =>
     { ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'), at: `timestamptz 'epoch' + at * interval '1 millisecond'`, stream_id: 'stream_id' },
     'id',
     JSON.stringify(
-      entries.map(({ streamId, kind, fields: f }) => ({
-        id: f.id,
-        account_id: f.acct,
-        agent_id: f.agent || null,
-        kind,
-        amount: Number(f.amount),
-        balance_after: Number(f.bal),
-        call_id: f.call || null,
-        ref_id: f.ref || null,
-        target: f.target || null,
-        uncredited: f.uncredited ? Number(f.uncredited) : null,
-        // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
-        uncredited_reason: f.uncredited ? f.reason || null : null,
-        at: Number(f.at),
-        stream_id: streamId,
-      })),
+      entries.map((e) => {
+        const m = moneyFields(e)
+        return {
+          id: m.id,
+          account_id: m.account,
+          agent_id: m.agent,
+          kind: m.kind,
+          amount: m.amount,
+          balance_after: m.balanceAfter,
+          call_id: m.callId,
+          ref_id: m.refId,
+          target: m.target,
+          uncredited: m.uncredited,
+          // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
+          uncredited_reason: m.uncredited !== null ? m.reason : null,
+          at: m.at,
+          stream_id: e.streamId,
+        }
+      }),
     ),
   )
 
@@ -73,15 +74,15 @@ const accountSink: Sink = async (tx, entries) => {
   await tx
     .insert(accounts)
     .values(
-      entries.map(({ fields: f }) => ({
-        id: f.acct!,
-        email: f.email!,
-        publicRef: f.public_ref!,
-        origin: f.origin || null,
-        referredBy: f.referrer || null,
-        shard: shardOfAccount(f.acct!),
-        ownerTokenHash: f.owner!,
-        createdAt: at(f.at),
+      entries.map(accountFields).map((a) => ({
+        id: a.account,
+        email: a.email,
+        publicRef: a.publicRef,
+        origin: a.origin,
+        referredBy: a.referrer,
+        shard: shardOfAccount(a.account),
+        ownerTokenHash: a.ownerTokenHash,
+        createdAt: new Date(a.at),
       })),
     )
     .onConflictDoNothing({ target: accounts.id })
@@ -89,8 +90,7 @@ const accountSink: Sink = async (tx, entries) => {
 
 /** A rotated owner token: the durable copy follows the newest hash (rotations are rare, row by row). */
 const ownerSink: Sink = async (tx, entries) => {
-  for (const { fields: f } of entries)
-    await tx.update(accounts).set({ ownerTokenHash: f.owner! }).where(eq(accounts.id, f.acct!))
+  for (const o of entries.map(ownerFields)) await tx.update(accounts).set({ ownerTokenHash: o.ownerTokenHash }).where(eq(accounts.id, o.account))
 }
 
 export const SINKS: Record<string, Sink> = {

@@ -1,12 +1,14 @@
 /**
  * Money in: typed callers of the refill and credit scripts. Every rule lives in the scripts
  * (reserve-refill-4 before a charge, credit-topup-7 after it, release-refill-5 when it is refused,
- * decide-parked-4 for the founder); this file only builds keys and reads the tuples.
+ * decide-parked-4 for the founder); this file turns their named replies (src/lua/refills.ts)
+ * into the outcomes the payment flows use.
  */
 import { randomId } from '../auth/tokens'
 import { hktDay, hktMonth } from '../clock'
 import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS, shardOfAccount } from '../redis/keys'
+import { runCreditTopup, runDecideParked, runReleaseRefill, runReserveRefill, type ParkedOp, type ReserveRefillReply } from '../lua/refills'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 
@@ -36,21 +38,49 @@ export type ReserveOutcome =
   | { kind: 'refused'; status: S; a: number; b: number; c: number; d: number }
 
 export async function reserveRefill(ctx: RedisContext, acct: string, mode: RefillMode, credits: number | null, gateway: string): Promise<ReserveOutcome> {
-  const { keys } = ctx
   const now = ctx.clock.now()
   const month = hktMonth(now)
   const day = hktDay(now)
   const attemptId = `rf_${randomId()}`
-  const reply = await ctx.scripts.reserveRefill(
-    [keys.account(acct), keys.mandate(acct), keys.refills(acct, month), keys.topupDay(acct, day)],
-    [now, mode, credits ?? '', attemptId, month, day, REFILL_HOLD_MS, DAY_KEY_TTL_S, gateway, ctx.cfg.DEFAULT_BALANCE_CAP, REFILLS_TTL_S],
-  )
-  const status = Number(reply[0]) as S
-  if (status !== S.OK)
-    return { kind: 'refused', status, a: Number(reply[1] ?? 0), b: Number(reply[2] ?? 0), c: Number(reply[3] ?? 0), d: Number(reply[4] ?? 0) }
-  return {
-    kind: 'reserved',
-    r: { attemptId, credits: Number(reply[1]), customerId: String(reply[2]), paymentMethodId: String(reply[3]), month, day },
+  const reply = await runReserveRefill(ctx, {
+    now,
+    accountId: acct,
+    mode,
+    credits,
+    attemptId,
+    month,
+    day,
+    holdMs: REFILL_HOLD_MS,
+    dayKeyTtlS: DAY_KEY_TTL_S,
+    gateway,
+    defaultBalanceCap: ctx.cfg.DEFAULT_BALANCE_CAP,
+    refillsTtlS: REFILLS_TTL_S,
+  })
+  if (reply.status === 'ok')
+    return { kind: 'reserved', r: { attemptId, credits: reply.credits, customerId: reply.customerId, paymentMethodId: reply.paymentMethodId, month, day } }
+  return { kind: 'refused', ...refusedValues(reply) }
+}
+
+/** The refusal in the a..d shape the refill results carry (mandate/refill.ts, the top-up's answer). */
+function refusedValues(r: Exclude<ReserveRefillReply, { status: 'ok' }>): { status: S; a: number; b: number; c: number; d: number } {
+  const of = (status: S, a = 0, b = 0, c = 0, d = 0) => ({ status, a, b, c, d })
+  switch (r.status) {
+    case 'no_mandate':
+      return of(S.NO_MANDATE)
+    case 'refill_in_flight':
+      return of(S.REFILL_IN_FLIGHT)
+    case 'refill_not_needed':
+      return of(S.REFILL_NOT_NEEDED, r.balance, r.threshold)
+    case 'refill_backoff':
+      return of(S.REFILL_BACKOFF, r.retryAfterMs)
+    case 'topup_today':
+      return of(S.TOPUP_TODAY)
+    case 'ceiling_reached':
+      return of(S.CEILING_REACHED, r.refilled, r.ceiling, r.credits, r.pending)
+    case 'balance_cap':
+      return of(S.BALANCE_CAP, r.balance, r.balanceCap, r.credits)
+    case 'not_found':
+      return of(S.NOT_FOUND)
   }
 }
 
@@ -84,33 +114,28 @@ export function shardOfParked(id: string): number | null {
 }
 
 export async function creditCharge(ctx: RedisContext, c: CreditRequest): Promise<CreditOutcome> {
-  const { keys } = ctx
-  const shard = keys.shardOf(c.accountId)
-  const parkedId = newParkedId(c.accountId)
-  const month = c.month ?? hktMonth(ctx.clock.now())
-  const reply = await ctx.scripts.creditTopup(
-    [
-      keys.account(c.accountId),
-      keys.mandate(c.accountId),
-      keys.refills(c.accountId, month),
-      keys.charge(c.accountId, c.chargeId),
-      keys.parked(shard, parkedId),
-      keys.parkedQueue(shard),
-      keys.outbox(shard),
-    ],
-    [ctx.clock.now(), c.accountId, c.chargeId, c.credits, c.kind, c.attemptId ?? '', parkedId, c.gateway, CHARGE_TTL_S, REFILLS_TTL_S],
-  )
-  switch (Number(reply[0])) {
-    case S.OK:
-      return { kind: 'credited', balance: Number(reply[1]), credits: Number(reply[2]) }
-    case S.PARKED:
-      return { kind: 'parked', balance: Number(reply[1]), balanceCap: Number(reply[2]), parkedId: String(reply[3]) }
-    case S.ALREADY_APPLIED:
-      return { kind: 'duplicate', balance: Number(reply[1]), state: reply[2] as 'credited' | 'parked', parkedId: (reply[3] as string) || null }
-    case S.NOT_FOUND:
+  const reply = await runCreditTopup(ctx, {
+    now: ctx.clock.now(),
+    accountId: c.accountId,
+    chargeId: c.chargeId,
+    credits: c.credits,
+    kind: c.kind,
+    attemptId: c.attemptId,
+    month: c.month ?? hktMonth(ctx.clock.now()),
+    parkedId: newParkedId(c.accountId),
+    gateway: c.gateway,
+    chargeTtlS: CHARGE_TTL_S,
+    refillsTtlS: REFILLS_TTL_S,
+  })
+  switch (reply.status) {
+    case 'ok':
+      return { kind: 'credited', balance: reply.balance, credits: reply.credits }
+    case 'parked':
+      return { kind: 'parked', balance: reply.balance, balanceCap: reply.balanceCap, parkedId: reply.parkedId }
+    case 'already_applied':
+      return { kind: 'duplicate', balance: reply.balance, state: reply.state, parkedId: reply.parkedId }
+    case 'not_found':
       return { kind: 'no_account' }
-    default:
-      throw new Error(`credit-topup: status ${reply[0]}`)
   }
 }
 
@@ -126,15 +151,20 @@ export async function releaseRefill(
   outcome: 'declined' | 'authentication_required',
   code: string,
 ): Promise<boolean> {
-  const { keys } = ctx
-  const reply = await ctx.scripts.releaseRefill(
-    [keys.mandate(acct), keys.account(acct), keys.topupDay(acct, r.day), keys.outbox(keys.shardOf(acct)), keys.refills(acct, r.month)],
-    [ctx.clock.now(), acct, r.attemptId, outcome, code.slice(0, 64), AUTO_REFILL_BACKOFF_MS],
-  )
-  return Number(reply[0]) === S.OK
+  const reply = await runReleaseRefill(ctx, {
+    now: ctx.clock.now(),
+    accountId: acct,
+    attemptId: r.attemptId,
+    month: r.month,
+    day: r.day,
+    outcome,
+    code: code.slice(0, 64),
+    backoffMs: AUTO_REFILL_BACKOFF_MS,
+  })
+  return reply.status === 'ok'
 }
 
-export type ParkedOp = 'approve' | 'claim' | 'reject' | 'unclaim'
+export type { ParkedOp }
 
 export type DecideOutcome =
   | { kind: 'ok'; balance: number; credits: number; chargeId: string }
@@ -142,18 +172,13 @@ export type DecideOutcome =
   | { kind: 'wrong_state'; state: string }
 
 export async function decideParked(ctx: RedisContext, id: string, acct: string, op: ParkedOp): Promise<DecideOutcome> {
-  const { keys } = ctx
-  const shard = keys.shardOf(acct)
-  const reply = await ctx.scripts.decideParked(
-    [keys.parked(shard, id), keys.parkedQueue(shard), keys.account(acct), keys.outbox(shard)],
-    [ctx.clock.now(), id, op],
-  )
-  switch (Number(reply[0])) {
-    case S.OK:
-      return { kind: 'ok', balance: Number(reply[1]), credits: Number(reply[2]), chargeId: String(reply[3]) }
-    case S.WRONG_STATE:
-      return { kind: 'wrong_state', state: String(reply[1]) }
-    default:
+  const reply = await runDecideParked(ctx, { now: ctx.clock.now(), parkedId: id, accountId: acct, op })
+  switch (reply.status) {
+    case 'ok':
+      return { kind: 'ok', balance: reply.balance, credits: reply.credits, chargeId: reply.chargeId }
+    case 'wrong_state':
+      return { kind: 'wrong_state', state: reply.state }
+    case 'not_found':
       return { kind: 'not_found' }
   }
 }

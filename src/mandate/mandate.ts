@@ -72,7 +72,7 @@ export async function updateMandate(s: Services, accountId: string, body: Partia
   const problem = limitProblem(s.cfg, body)
   if (problem) throw new ApiError('BAD_REQUEST', problem)
   const reply = await setMandate(s.ctx, accountId, { op: 'update', ...body })
-  if (reply[0] === S.CONSENT_REQUIRED) throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
+  if (reply.status === 'consent_required') throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
   return getMandate(s, accountId)
 }
 
@@ -92,8 +92,8 @@ export async function forgetMandate(s: Services, accountId: string) {
 /** A completed consent: the card is saved and the mandate enabled with the owner's limits. */
 export async function applyConsent(s: Services, accountId: string, c: { card: SavedCard; limits: Limits; consentId: string }): Promise<'applied' | 'already'> {
   const reply = await setMandate(s.ctx, accountId, { op: 'consent', card: c.card, limits: c.limits, consentId: c.consentId, gateway: s.payments.mode })
-  if (reply[0] === S.NOT_FOUND) throw new ApiError('NOT_FOUND', { resource: 'account' })
-  return reply[0] === S.ALREADY_APPLIED ? 'already' : 'applied'
+  if (reply.status === 'not_found') throw new ApiError('NOT_FOUND', { resource: 'account' })
+  return reply.status === 'already_applied' ? 'already' : 'applied'
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { hktMonth } from '../clock'
 import type { Config } from '../config'
+import { runSetMandate, type MandateOp, type SetMandateReply } from '../lua/mandate'
 import type { RedisContext } from '../redis/context'
 import type { Limits, SavedCard } from '../payments/gateway'
 
@@ -49,28 +50,9 @@ export async function readMandate(ctx: RedisContext, acct: string): Promise<Mand
   }
 }
 
-export type MandateOp =
-  | { op: 'consent'; card: SavedCard; limits: Limits; consentId: string; gateway: string }
-  | { op: 'update'; threshold?: number; refill?: number; ceiling?: number; enabled?: boolean }
-  | { op: 'forget'; reason: string }
-  | { op: 'customer'; customerId: string }
+export type { MandateOp }
 
-function argsOf(o: MandateOp): (string | number)[] {
-  const opt = (v: number | undefined) => (v === undefined ? '' : v)
-  switch (o.op) {
-    case 'consent':
-      return [o.card.brand, o.card.last4, o.card.customerId, o.card.paymentMethodId, o.limits.threshold, o.limits.refill, o.limits.ceiling, o.consentId, o.gateway]
-    case 'update':
-      return [opt(o.threshold), opt(o.refill), opt(o.ceiling), o.enabled === undefined ? '' : o.enabled ? '1' : '0']
-    case 'forget':
-      return [o.reason]
-    case 'customer':
-      return [o.customerId]
-  }
-}
-
-/** Runs set-mandate-3; returns its status and the tuple's rest. */
-export async function setMandate(ctx: RedisContext, acct: string, o: MandateOp): Promise<(string | number | null)[]> {
-  const { keys } = ctx
-  return ctx.scripts.setMandate([keys.mandate(acct), keys.account(acct), keys.outbox(keys.shardOf(acct))], [ctx.clock.now(), acct, o.op, ...argsOf(o)])
+/** Runs set-mandate-3 for the account, now. */
+export function setMandate(ctx: RedisContext, acct: string, o: MandateOp): Promise<SetMandateReply> {
+  return runSetMandate(ctx, acct, ctx.clock.now(), o)
 }

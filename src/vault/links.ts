@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
-import { ScriptStatus as S } from '../redis/codes'
+import { runClaimLink, runReleaseLink } from '../lua/links'
 
 export const LINK_TTL_MS = 600_000
 /** Long enough that a human coming back to the tab later is told "used", not "invalid". */
@@ -48,15 +48,15 @@ export interface Claim {
 export async function claimLink(ctx: RedisContext, code: string): Promise<Claim> {
   if (!CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
   const claimId = randomId(12)
-  const reply = await ctx.scripts.claimLink([ctx.keys.vaultLink(codeHash(code))], [ctx.clock.now(), claimId, USED_MARKER_MS])
-  if (reply[0] === S.LINK_USED) throw new ApiError('LINK_USED')
-  if (reply[0] !== S.OK) throw new ApiError('LINK_INVALID')
-  return { accountId: String(reply[1]), provider: String(reply[2]), claimId }
+  const reply = await runClaimLink(ctx, { linkKey: ctx.keys.vaultLink(codeHash(code)), now: ctx.clock.now(), claimId, usedMarkerMs: USED_MARKER_MS })
+  if (reply.status === 'link_used') throw new ApiError('LINK_USED')
+  if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
+  return { accountId: reply.accountId, provider: reply.provider, claimId }
 }
 
 /** Gives the link back after the key could not be stored. */
 export async function releaseLink(ctx: RedisContext, code: string, claimId: string): Promise<void> {
-  await ctx.scripts.releaseLink([ctx.keys.vaultLink(codeHash(code))], [claimId])
+  await runReleaseLink(ctx, { linkKey: ctx.keys.vaultLink(codeHash(code)), claimId })
 }
 
 function codeHash(code: string): string {

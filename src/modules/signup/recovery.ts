@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { randomId } from '../../auth/tokens'
 import { ApiError } from '../../errors'
-import { ScriptStatus as S } from '../../redis/codes'
+import { runClaimLink } from '../../lua/links'
 import type { Services } from '../../services'
 import { rotateOwnerToken } from './service'
 
@@ -74,10 +74,10 @@ export async function inspectRecovery(s: Services, code: string | undefined): Pr
 export async function redeemRecovery(s: Services, code: string | undefined): Promise<{ token: string; email: string }> {
   if (!code || !CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
   const { redis, keys } = s.ctx
-  const reply = await s.ctx.scripts.claimLink([keys.recoveryLink(codeHash(code))], [s.ctx.clock.now(), randomId(8), USED_MARKER_MS])
-  if (reply[0] === S.LINK_USED) throw new ApiError('LINK_USED')
-  if (reply[0] !== S.OK) throw new ApiError('LINK_INVALID')
-  const accountId = String(reply[1])
+  const reply = await runClaimLink(s.ctx, { linkKey: keys.recoveryLink(codeHash(code)), now: s.ctx.clock.now(), claimId: randomId(8), usedMarkerMs: USED_MARKER_MS })
+  if (reply.status === 'link_used') throw new ApiError('LINK_USED')
+  if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
+  const accountId = reply.accountId
   const [oldHash, email] = await redis.hmget(keys.account(accountId), 'owner', 'email')
   const { token } = await rotateOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
   s.log.info('token_recovered', { account_id: accountId })

@@ -1,0 +1,95 @@
+/**
+ * debit-13, the one money decision of a paid request: its KEYS and ARGV built from named
+ * arguments, its tuples (see the Lua header) decoded into a DebitReply.
+ */
+import { ScriptStatus as S } from '../redis/codes'
+import type { RedisContext } from '../redis/context'
+import { refusalOf, type Refusal } from './refusal'
+import { num, statusOf, str, unexpected } from './reply'
+
+export interface DebitArgs {
+  now: number
+  accountId: string
+  agentId: string | null
+  tokenHash: string
+  /** Capability slug or `proxy:<provider>`. */
+  target: string
+  price: number
+  unpriced: boolean
+  callId: string
+  /** The HKT day and the current / previous minute windows of `now` (ledger/windows.ts). */
+  day: number
+  rateWindow: number
+  prevRateWindow: number
+  rateLimit: number
+  defaultDailyCap: number
+  unpricedRequestCap: number
+  idempotency?: { key: string; fingerprint: string }
+  /** Identical-requests fingerprint for the breaker, when the body is at hand. */
+  fingerprint?: string
+  dayKeyTtlS: number
+  breakerCreditsPerMinute: number
+  breakerIdenticalPerMinute: number
+  lowBalanceAlert: number
+  abandonAt: number
+}
+
+export type DebitReply =
+  | { status: 'ok'; balance: number; referrerId: string | null; spentToday: number; refillDue: boolean }
+  | { status: 'replay'; response: string }
+  | { status: 'insufficient_balance'; balance: number; price: number; refillDue: boolean; mandateRef: string }
+  | Refusal
+
+export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitReply> {
+  const { keys } = ctx
+  const acct = a.accountId
+  const reply = await ctx.scripts.debit(
+    [
+      keys.account(acct),
+      keys.agent(acct, a.agentId),
+      keys.spentToday(acct, a.day),
+      keys.agentSpentToday(acct, a.agentId, a.day),
+      keys.unpricedRequestsToday(acct, a.day),
+      keys.rateWindow(acct, a.agentId, a.rateWindow),
+      keys.rateWindow(acct, a.agentId, a.prevRateWindow),
+      keys.call(acct, a.callId),
+      keys.idempotency(acct, a.agentId, a.idempotency?.key ?? null),
+      keys.outbox(keys.shardOf(acct)),
+      keys.breakerWindow(acct, a.agentId, a.rateWindow),
+      keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
+      keys.inflight(keys.shardOf(acct)),
+    ],
+    [
+      a.now,
+      a.tokenHash,
+      a.agentId ?? '',
+      a.target,
+      a.price,
+      a.unpriced ? '1' : '0',
+      a.callId,
+      a.rateLimit,
+      a.defaultDailyCap,
+      a.unpricedRequestCap,
+      a.idempotency?.fingerprint ?? '',
+      a.dayKeyTtlS,
+      acct,
+      a.fingerprint ?? '',
+      a.breakerCreditsPerMinute,
+      a.breakerIdenticalPerMinute,
+      a.lowBalanceAlert,
+      a.abandonAt,
+      a.idempotency?.key ?? '',
+    ],
+  )
+  switch (statusOf(reply)) {
+    case S.OK:
+      return { status: 'ok', balance: num(reply, 1), referrerId: str(reply, 2) || null, spentToday: num(reply, 3), refillDue: num(reply, 4) === 1 }
+    case S.REPLAY:
+      return { status: 'replay', response: str(reply, 2) }
+    case S.INSUFFICIENT_BALANCE:
+      return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4) }
+  }
+  const refusal = refusalOf(reply)
+  if (!refusal) throw unexpected('debit-13', reply)
+  return refusal
+}

@@ -1,0 +1,49 @@
+/** set-mandate-3: every change of an auto-refill mandate (see its Lua header). */
+import { ScriptStatus as S } from '../redis/codes'
+import type { Limits, SavedCard } from '../payments/gateway'
+import type { RedisContext } from '../redis/context'
+import { statusOf, str, unexpected } from './reply'
+
+export type MandateOp =
+  | { op: 'consent'; card: SavedCard; limits: Limits; consentId: string; gateway: string }
+  | { op: 'update'; threshold?: number; refill?: number; ceiling?: number; enabled?: boolean }
+  | { op: 'forget'; reason: string }
+  | { op: 'customer'; customerId: string }
+
+export type SetMandateReply =
+  /** consent: the card saved; forget: the card just forgotten (both '' otherwise). */
+  | { status: 'ok'; customerId: string; paymentMethodId: string }
+  | { status: 'already_applied' }
+  | { status: 'consent_required' }
+  | { status: 'not_found' }
+
+function argsOf(o: MandateOp): (string | number)[] {
+  const opt = (v: number | undefined) => (v === undefined ? '' : v)
+  switch (o.op) {
+    case 'consent':
+      return [o.card.brand, o.card.last4, o.card.customerId, o.card.paymentMethodId, o.limits.threshold, o.limits.refill, o.limits.ceiling, o.consentId, o.gateway]
+    case 'update':
+      return [opt(o.threshold), opt(o.refill), opt(o.ceiling), o.enabled === undefined ? '' : o.enabled ? '1' : '0']
+    case 'forget':
+      return [o.reason]
+    case 'customer':
+      return [o.customerId]
+  }
+}
+
+export async function runSetMandate(ctx: RedisContext, accountId: string, now: number, o: MandateOp): Promise<SetMandateReply> {
+  const { keys } = ctx
+  const reply = await ctx.scripts.setMandate([keys.mandate(accountId), keys.account(accountId), keys.outbox(keys.shardOf(accountId))], [now, accountId, o.op, ...argsOf(o)])
+  switch (statusOf(reply)) {
+    case S.OK:
+      return { status: 'ok', customerId: str(reply, 1), paymentMethodId: str(reply, 2) }
+    case S.ALREADY_APPLIED:
+      return { status: 'already_applied' }
+    case S.CONSENT_REQUIRED:
+      return { status: 'consent_required' }
+    case S.NOT_FOUND:
+      return { status: 'not_found' }
+    default:
+      throw unexpected('set-mandate-3', reply)
+  }
+}

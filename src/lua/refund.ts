@@ -1,0 +1,50 @@
+/** refund-7: gives back one call's debit, at most once per call id (see its Lua header). */
+import { ScriptStatus as S } from '../redis/codes'
+import type { RedisContext } from '../redis/context'
+import { num, statusOf, unexpected } from './reply'
+
+export interface RefundArgs {
+  now: number
+  accountId: string
+  agentId: string | null
+  callId: string
+  /** The HKT day of the debit: the refund lowers that day's spend. */
+  day: number
+  reason: string
+  /** The sweeper's sweep instant: refund only if the call's deadline was not moved past it. */
+  dueBy?: number
+}
+
+export type RefundReply =
+  | { status: 'ok'; balance: number; amount: number }
+  | { status: 'already_applied'; balance: number }
+  | { status: 'not_found' }
+  | { status: 'not_due' }
+
+export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<RefundReply> {
+  const { keys } = ctx
+  const reply = await ctx.scripts.refund(
+    [
+      keys.account(a.accountId),
+      keys.call(a.accountId, a.callId),
+      keys.spentToday(a.accountId, a.day),
+      keys.agentSpentToday(a.accountId, a.agentId, a.day),
+      keys.unpricedRequestsToday(a.accountId, a.day),
+      keys.outbox(keys.shardOf(a.accountId)),
+      keys.inflight(keys.shardOf(a.accountId)),
+    ],
+    [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? ''],
+  )
+  switch (statusOf(reply)) {
+    case S.OK:
+      return { status: 'ok', balance: num(reply, 1), amount: num(reply, 2) }
+    case S.ALREADY_APPLIED:
+      return { status: 'already_applied', balance: num(reply, 1) }
+    case S.NOT_FOUND:
+      return { status: 'not_found' }
+    case S.NOT_DUE:
+      return { status: 'not_due' }
+    default:
+      throw unexpected('refund-7', reply)
+  }
+}
