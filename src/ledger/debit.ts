@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principal'
 import { randomId } from '../auth/tokens'
-import { ScriptStatus as S } from '../redis/codes'
+import { runDebit } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 import { denial } from './denials'
@@ -40,58 +40,44 @@ export type DebitOutcome =
   | { kind: 'insufficient'; balance: number; price: number; mandateRef: string }
 
 export async function debit(ctx: RedisContext, req: DebitRequest): Promise<DebitOutcome> {
-  const { keys, cfg } = ctx
+  const { cfg } = ctx
   const { accountId: acct, agentId, tokenHash } = req.principal
   const now = ctx.clock.now()
   const w = windowsAt(now)
   const callId = 'call_' + randomId()
-  const reply = await ctx.scripts.debit(
-    [
-      keys.account(acct),
-      keys.agent(acct, agentId),
-      keys.spentToday(acct, w.day),
-      keys.agentSpentToday(acct, agentId, w.day),
-      keys.unpricedRequestsToday(acct, w.day),
-      keys.rateWindow(acct, agentId, w.rate),
-      keys.rateWindow(acct, agentId, w.prevRate),
-      keys.call(acct, callId),
-      keys.idempotency(acct, agentId, req.idempotency?.key ?? null),
-      keys.outbox(keys.shardOf(acct)),
-      keys.breakerWindow(acct, agentId, w.rate),
-      keys.breakerWindow(acct, agentId, w.prevRate),
-      keys.inflight(keys.shardOf(acct)),
-    ],
-    [
-      now,
-      tokenHash,
-      agentId ?? '',
-      req.target,
-      req.price,
-      req.unpriced ? '1' : '0',
-      callId,
-      cfg.RATE_LIMIT_PER_TOKEN,
-      cfg.DEFAULT_DAILY_CAP,
-      cfg.UNPRICED_DAILY_REQUEST_CAP,
-      req.idempotency?.fingerprint ?? '',
-      DAY_KEY_TTL_S,
-      acct,
-      req.fingerprint ?? '',
-      cfg.BREAKER_CREDITS_PER_MINUTE,
-      cfg.BREAKER_IDENTICAL_PER_MINUTE,
-      cfg.LOW_BALANCE_ALERT,
-      now + (req.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS),
-      req.idempotency?.key ?? '',
-    ],
-  )
-  const status = reply[0] as number
-  // debit-13's refill flag (5th element on OK, 4th on INSUFFICIENT_BALANCE): the refill itself runs
-  // in the background and never delays or fails this request.
-  const refillFlag = status === S.OK ? reply[4] : status === S.INSUFFICIENT_BALANCE ? reply[3] : 0
-  if (Number(refillFlag) === 1) ctx.onRefillDue?.(acct)
-  if (status === S.OK)
-    return { kind: 'debited', callId, balance: Number(reply[1]), referrerId: (reply[2] as string) || null, day: w.day, at: now }
-  if (status === S.REPLAY) return { kind: 'replay', response: String(reply[2]) }
-  if (status === S.INSUFFICIENT_BALANCE)
-    return { kind: 'insufficient', balance: Number(reply[1]), price: Number(reply[2]), mandateRef: String(reply[4] ?? '') }
-  throw denial(reply, { agentId, resetsAt: w.resetsAt })
+  const reply = await runDebit(ctx, {
+    now,
+    accountId: acct,
+    agentId,
+    tokenHash,
+    target: req.target,
+    price: req.price,
+    unpriced: req.unpriced,
+    callId,
+    day: w.day,
+    rateWindow: w.rate,
+    prevRateWindow: w.prevRate,
+    rateLimit: cfg.RATE_LIMIT_PER_TOKEN,
+    defaultDailyCap: cfg.DEFAULT_DAILY_CAP,
+    unpricedRequestCap: cfg.UNPRICED_DAILY_REQUEST_CAP,
+    idempotency: req.idempotency,
+    fingerprint: req.fingerprint,
+    dayKeyTtlS: DAY_KEY_TTL_S,
+    breakerCreditsPerMinute: cfg.BREAKER_CREDITS_PER_MINUTE,
+    breakerIdenticalPerMinute: cfg.BREAKER_IDENTICAL_PER_MINUTE,
+    lowBalanceAlert: cfg.LOW_BALANCE_ALERT,
+    abandonAt: now + (req.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS),
+  })
+  // The refill itself runs in the background and never delays or fails this request.
+  if ((reply.status === 'ok' || reply.status === 'insufficient_balance') && reply.refillDue) ctx.onRefillDue?.(acct)
+  switch (reply.status) {
+    case 'ok':
+      return { kind: 'debited', callId, balance: reply.balance, referrerId: reply.referrerId, day: w.day, at: now }
+    case 'replay':
+      return { kind: 'replay', response: reply.response }
+    case 'insufficient_balance':
+      return { kind: 'insufficient', balance: reply.balance, price: reply.price, mandateRef: reply.mandateRef }
+    default:
+      throw denial(reply, { agentId, resetsAt: w.resetsAt })
+  }
 }
