@@ -4,13 +4,14 @@
  * serves what Redis has.
  * errors: BAD_REQUEST (cursor).
  */
-import { and, desc, eq, lt, or } from 'drizzle-orm'
+import { and, desc, eq, isNull, lt, or } from 'drizzle-orm'
 import { calls } from '../db/schema'
 import { ApiError } from '../errors'
 import { recentCalls, type CallRecord } from '../ledger/calls'
 import { windowsAt } from '../ledger/windows'
 import type { Services } from '../services'
 import { accountLinks } from '../payments/payment-required'
+import type { CallOutcome } from '../ledger/paid-call/outcome'
 
 /** The most calls one page of /v1/activity returns. */
 export const ACTIVITY_MAX_LIMIT = 200
@@ -50,14 +51,24 @@ function decodeCursor(raw: string | undefined): Cursor | null {
   throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
 }
 
-export async function activityOf(s: Services, accountId: string, rawLimit: string | undefined, rawCursor: string | undefined) {
+/** Narrows activity to one agent (`_owner`: the owner token's own calls), route or slug, outcome. */
+export interface ActivityFilter {
+  agent?: string
+  slug?: string
+  outcome?: string
+}
+
+const matches = (r: CallRecord, f: ActivityFilter) =>
+  (!f.agent || (r.agent_id ?? '_owner') === f.agent) && (!f.slug || r.slug === f.slug) && (!f.outcome || r.outcome === f.outcome)
+
+export async function activityOf(s: Services, accountId: string, rawLimit: string | undefined, rawCursor: string | undefined, filter: ActivityFilter = {}) {
   const limit = rawLimit === undefined ? 50 : Number(rawLimit)
   if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_MAX_LIMIT)
     throw new ApiError('BAD_REQUEST', { field: 'limit', expected: `an integer from 1 to ${ACTIVITY_MAX_LIMIT}` })
   const cursor = decodeCursor(rawCursor)
   const [bal, recent] = await Promise.all([s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance'), recentCalls(s.ctx, accountId)])
   const merged = new Map<string, CallRecord>()
-  for (const r of recent) if (before(r, cursor)) merged.set(r.call_id, r)
+  for (const r of recent) if (before(r, cursor) && matches(r, filter)) merged.set(r.call_id, r)
   try {
     const older = await s.db.db
       .select()
@@ -65,6 +76,10 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
       .where(
         and(
           eq(calls.accountId, accountId),
+          filter.agent ? (filter.agent === '_owner' ? isNull(calls.agentId) : eq(calls.agentId, filter.agent)) : undefined,
+          filter.slug ? eq(calls.slug, filter.slug) : undefined,
+          // Any word may be asked for; one outside the outcome table simply matches no row.
+          filter.outcome ? eq(calls.outcome, filter.outcome as CallOutcome) : undefined,
           cursor ? or(lt(calls.at, new Date(cursor.at)), and(eq(calls.at, new Date(cursor.at)), lt(calls.callId, cursor.id))) : undefined,
         ),
       )

@@ -136,6 +136,13 @@ export class Keys {
   pendingProposals(acct: string): string {
     return `${this.acctTag(acct)}:propq:${acct}`
   }
+  /**
+   * An owner console session (cookie `<acct>.<id>`), under the SHA-256 of its id: in the account's
+   * slot so console-session-2 compares it with the account's current owner token in one script.
+   */
+  consoleSession(acct: string, idHash: string): string {
+    return `${this.acctTag(acct)}:csess:${acct}:${idHash}`
+  }
   /** Throttle of token-recovery e-mails: one per account per (app-clock) minute window. */
   recoveryMailed(acct: string, minute: number): string {
     return `${this.acctTag(acct)}:recmail:${acct}:${minute}`

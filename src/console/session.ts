@@ -1,0 +1,95 @@
+/**
+ * Owner console sessions (CONTRACT §9): signed in with the owner token, kept in Redis for 12 h in
+ * the account's slot, carried by an HttpOnly, SameSite=Strict cookie `<acct>.<id>` (only the
+ * SHA-256 of `<id>` is stored). Each session holds its own CSRF token for the console's forms.
+ * Whether a session stands is decided by console-session-2, which ends it once the owner token it
+ * signed in with has been rotated.
+ * errors: UNAUTHORIZED (unknown or rotated token), FORBIDDEN (agent token) — from the guard.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { isAccountId } from '../redis/keys'
+import type { RedisContext } from '../redis/context'
+import { ScriptStatus as S } from '../redis/codes'
+import type { Principal } from '../auth/principal'
+
+export const SESSION_TTL_MS = 12 * 3600 * 1000
+export const SESSION_COOKIE = 'pab_console'
+/** The sign-in form's CSRF token, before there is a session (double-submit: cookie = field). */
+export const SIGNIN_COOKIE = 'pab_console_signin'
+const SIGNIN_TTL_S = 3600
+
+const ID = /^[A-Za-z0-9_-]{43}$/
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+const random = () => randomBytes(32).toString('base64url')
+
+export interface ConsoleSession {
+  accountId: string
+  csrf: string
+  /** The cookie value (`<acct>.<id>`), to end this very session. */
+  cookie: string
+}
+
+function parseCookieValue(value: string | undefined): { acct: string; id: string } | null {
+  if (!value) return null
+  const dot = value.lastIndexOf('.')
+  const acct = value.slice(0, dot)
+  const id = value.slice(dot + 1)
+  return dot > 0 && isAccountId(acct) && ID.test(id) ? { acct, id } : null
+}
+
+/** Opens a session for an admitted owner principal (the guard has checked token and role). */
+export async function openSession(ctx: RedisContext, owner: Principal): Promise<ConsoleSession> {
+  const id = random()
+  const csrf = random()
+  const key = ctx.keys.consoleSession(owner.accountId, sha256(id))
+  await ctx.redis
+    .multi()
+    .hset(key, 'owner', owner.tokenHash, 'csrf', csrf, 'exp', ctx.clock.now() + SESSION_TTL_MS)
+    .pexpire(key, SESSION_TTL_MS)
+    .exec()
+  return { accountId: owner.accountId, csrf, cookie: `${owner.accountId}.${id}` }
+}
+
+/** The session a cookie names, or null when it is unknown, expired or its owner token rotated. */
+export async function readSession(ctx: RedisContext, cookie: string | undefined): Promise<ConsoleSession | null> {
+  const c = parseCookieValue(cookie)
+  if (!c) return null
+  const { keys } = ctx
+  const reply = await ctx.scripts.consoleSession([keys.consoleSession(c.acct, sha256(c.id)), keys.account(c.acct)], [ctx.clock.now()])
+  if (reply[0] !== S.OK) return null
+  return { accountId: c.acct, csrf: String(reply[1]), cookie: cookie! }
+}
+
+export async function closeSession(ctx: RedisContext, cookie: string | undefined): Promise<void> {
+  const c = parseCookieValue(cookie)
+  if (c) await ctx.redis.del(ctx.keys.consoleSession(c.acct, sha256(c.id)))
+}
+
+/** Constant-time comparison of a submitted form token with the expected one. */
+export function csrfMatches(expected: string | undefined, got: string | undefined): boolean {
+  if (!expected || !got) return false
+  const a = Buffer.from(sha256(expected))
+  const b = Buffer.from(sha256(got))
+  return timingSafeEqual(a, b)
+}
+
+export const newSigninToken = random
+
+interface CookieOptions {
+  secure: boolean
+}
+
+const flags = (o: CookieOptions, maxAgeS: number) => `; Path=/console; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${o.secure ? '; Secure' : ''}`
+
+export const sessionCookie = (value: string, o: CookieOptions) => `${SESSION_COOKIE}=${value}${flags(o, SESSION_TTL_MS / 1000)}`
+export const signinCookie = (value: string, o: CookieOptions) => `${SIGNIN_COOKIE}=${value}${flags(o, SIGNIN_TTL_S)}`
+export const expiredCookie = (name: string, o: CookieOptions) => `${name}=${flags(o, 0)}`
+
+/** One cookie of a Cookie header. */
+export function cookieOf(request: Request, name: string): string | undefined {
+  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}

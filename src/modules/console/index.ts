@@ -1,0 +1,357 @@
+/**
+ * The owner console (CONTRACT §9): server-rendered pages under /console, signed in with the owner
+ * token (console/session.ts), one stylesheet, no script. Every action calls the service the REST
+ * route calls (governance, account views, mandate, vault, webhook endpoints, operator chat); a POST
+ * answers with the page it acted on, so a token or secret shown once never passes through a URL.
+ * errors (as pages): UNAUTHORIZED / FORBIDDEN (sign-in), FORBIDDEN (a form without its CSRF token),
+ *         RATE_LIMITED (sign-in, per IP), and whatever the called service refuses (shown on the page).
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Elysia } from 'elysia'
+import { ApiError } from '../../errors'
+import { http, type Http } from '../../http'
+import { randomId } from '../../auth/tokens'
+import { errorFields } from '../../log'
+import { noteError } from '../../observe'
+import { readText } from '../../edge/body'
+import { checkText } from '../../edge/text'
+import { esc, redirect } from '../../pages/html'
+import type { Services } from '../../services'
+import {
+  closeSession,
+  cookieOf,
+  csrfMatches,
+  expiredCookie,
+  newSigninToken,
+  openSession,
+  readSession,
+  sessionCookie,
+  SESSION_COOKIE,
+  SIGNIN_COOKIE,
+  signinCookie,
+  type ConsoleSession,
+} from '../../console/session'
+import { activityOf, balanceOf } from '../../account/views'
+import { spendHistory } from '../../account/spend-history'
+import { changeAgentState, readAgents, type AgentAction } from '../../governance/agents'
+import { createAgentFor } from '../../governance/create-agent'
+import { policiesOf, putPolicies } from '../../governance/policy-views'
+import { getMandate, topup, updateMandate } from '../../mandate/mandate'
+import { openVault, requestLink } from '../../vault/account-keys'
+import { deleteWebhook, getWebhook, putWebhook } from '../../events/webhook-endpoints'
+import { operatorLink } from '../../telegram/operator'
+import { statementFormat, statementHeaders, statementLag, statementRange, statementStream } from '../../ledger/statement'
+import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } from './pages/layout'
+import { signinPage } from './pages/signin'
+import { overviewMain } from './pages/overview'
+import { agentsMain } from './pages/agents'
+import { policiesMain } from './pages/policies'
+import { activityMain } from './pages/activity'
+import { moneyMain } from './pages/money'
+import { keysMain } from './pages/keys'
+import { webhooksMain } from './pages/webhooks'
+import { proposalsMain } from './pages/proposals'
+
+const CSS = readFileSync(join(import.meta.dir, 'console.css'))
+
+/** Form fields that may span lines (textareas); browsers send their line breaks as CRLF. */
+const MULTILINE = new Set(['allowlist'])
+
+type Form = Record<string, string>
+
+const optInt = (form: Form, field: string): number | null => {
+  const raw = (form[field] ?? '').trim()
+  if (raw === '') return null
+  if (!/^\d{1,15}$/.test(raw)) throw new ApiError('BAD_REQUEST', { field, expected: 'a whole number of credits, or empty' })
+  return Number(raw)
+}
+const lines = (raw: string | undefined): string[] | null => {
+  const list = (raw ?? '').split('\n').map((l) => l.trim()).filter(Boolean)
+  return list.length ? list : null
+}
+
+export const consoleRoutes = (s: Services, h: Http = http(s)) => {
+  const cookie = { secure: s.cfg.BASE_URL.startsWith('https:') }
+  const vault = openVault(s)
+
+  async function readConsoleForm(request: Request): Promise<Form> {
+    const text = await readText(request, s.cfg.MAX_BODY_BYTES)
+    const out: Form = {}
+    for (const [k, v] of new URLSearchParams(text)) out[k] = MULTILINE.has(k) ? v.replace(/\r\n?/g, '\n') : v
+    checkText(out, MULTILINE)
+    return out
+  }
+
+  /** An unexpected failure is logged with a request id and shown as INTERNAL; an ApiError as itself. */
+  function failurePage(request: Request, e: unknown): Response {
+    let err: ApiError
+    if (e instanceof ApiError) err = e
+    else {
+      const requestId = randomId(8)
+      s.log.error('unhandled', { request_id: requestId, path: new URL(request.url).pathname, ...errorFields(e) })
+      err = new ApiError('INTERNAL', { request_id: requestId })
+    }
+    noteError(request, err)
+    return barePage(err.code, `<h1 class="error"><code>${esc(err.code)}</code></h1><p>${esc(String(err.body().message))}</p><p><a href="/console">Back to the console</a></p>`, err.status, err.headers)
+  }
+
+  const errorFlash = (e: unknown): { flash: Flash; status: number } | null =>
+    e instanceof ApiError && e.status < 500 ? { flash: { error: `${e.code}: ${String(e.body().message)}` }, status: e.status } : null
+
+  // ---- pages ----
+  const agentNames = async (acct: string) => new Map((await readAgents(s.ctx, acct)).map((a) => [a.id, a.name]))
+
+  const pages: Record<PageName, (sess: ConsoleSession, url: URL, flash?: Flash, status?: number, extra?: Record<string, unknown>) => Promise<Response>> = {
+    async Overview(sess, _url, flash, status) {
+      const [bal, history, names, lag] = await Promise.all([
+        balanceOf(s, sess.accountId),
+        spendHistory(s.db.db, sess.accountId, s.ctx.clock.now()),
+        agentNames(sess.accountId),
+        statementLag(s.ctx, sess.accountId),
+      ])
+      return consolePage('Overview', sess.csrf, overviewMain({ ...bal, history, agentNames: names, ledgerLag: lag }), { flash, status })
+    },
+    async Agents(sess, _url, flash, status, extra) {
+      const created = extra?.created as { name: string; token: string } | undefined
+      return consolePage('Agents', sess.csrf, agentsMain(await readAgents(s.ctx, sess.accountId), sess.csrf, created), { flash, status })
+    },
+    async Policies(sess, _url, flash, status) {
+      const [p, agents] = await Promise.all([policiesOf(s.ctx, { accountId: sess.accountId, agentId: null }), readAgents(s.ctx, sess.accountId)])
+      return consolePage('Policies', sess.csrf, policiesMain(p, agents, sess.csrf), { flash, status })
+    },
+    async Activity(sess, url) {
+      const q = url.searchParams
+      const filter = { agent: q.get('agent') || undefined, route: q.get('route') || undefined, outcome: q.get('outcome') || undefined }
+      const [page, agents] = await Promise.all([
+        activityOf(s, sess.accountId, '50', q.get('cursor') || undefined, { agent: filter.agent, slug: filter.route, outcome: filter.outcome }),
+        readAgents(s.ctx, sess.accountId),
+      ])
+      return consolePage('Activity', sess.csrf, activityMain({ calls: page.calls, next_cursor: page.next_cursor, filter, agents }))
+    },
+    async Money(sess, _url, flash, status) {
+      const [bal, mandate] = await Promise.all([balanceOf(s, sess.accountId), getMandate(s, sess.accountId)])
+      return consolePage('Money', sess.csrf, moneyMain({ balance: bal.balance, mandate, buyCreditsUrl: bal.links.buy_credits }, sess.csrf), { flash, status })
+    },
+    async Keys(sess, _url, flash, status, extra) {
+      const keys = vault.configured ? await vault.list(sess.accountId) : []
+      const link = extra?.link as { url: string; provider: string; expires_at: string } | undefined
+      return consolePage('Keys', sess.csrf, keysMain({ configured: vault.configured, keys, providers: [...s.catalog.providers.keys()], link }, sess.csrf), { flash, status })
+    },
+    async Proposals(sess) {
+      return consolePage('Proposals', sess.csrf, proposalsMain())
+    },
+    async Webhooks(sess, _url, flash, status, extra) {
+      const endpoint = await getWebhook(s, sess.accountId).catch((e) => {
+        if (e instanceof ApiError && e.code === 'NOT_FOUND') return null
+        throw e
+      })
+      const configured = Boolean(s.bot && s.cfg.TELEGRAM_WEBHOOK_SECRET)
+      const chatLink = extra?.chatLink as { command: string; expires_at: string } | undefined
+      return consolePage('Webhooks', sess.csrf, webhooksMain({ endpoint, secret: extra?.secret as string | undefined, chat: { configured, link: chatLink } }, sess.csrf), { flash, status })
+    },
+  }
+
+  /** A signed-in GET page; no session → the sign-in page. */
+  const view = (name: PageName) => async ({ request }: { request: Request }) => {
+    try {
+      const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
+      if (!sess) return redirect('/console/sign-in')
+      return await pages[name](sess, new URL(request.url))
+    } catch (e) {
+      return failurePage(request, e)
+    }
+  }
+
+  /**
+   * A signed-in form action: the session, then its CSRF token, then the service call. The answer
+   * is the page it belongs to, with the outcome (or the service's refusal) on it.
+   */
+  const act =
+    (page: PageName, run: (sess: ConsoleSession, form: Form, params: Record<string, string>) => Promise<{ ok?: string; extra?: Record<string, unknown> }>) =>
+    async ({ request, params }: { request: Request; params: Record<string, string> }) => {
+      try {
+        const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
+        if (!sess) return redirect('/console/sign-in')
+        const form = await readConsoleForm(request)
+        if (!csrfMatches(sess.csrf, form.csrf)) throw new ApiError('FORBIDDEN', { role: 'console form that carries its own CSRF token: reload the page and submit again' })
+        const url = new URL(request.url)
+        try {
+          const done = await run(sess, form, params ?? {})
+          return await pages[page](sess, url, { ok: done.ok }, 200, done.extra)
+        } catch (e) {
+          const shown = errorFlash(e)
+          if (!shown) throw e
+          noteError(request, e as ApiError)
+          return await pages[page](sess, url, shown.flash, shown.status)
+        }
+      } catch (e) {
+        return failurePage(request, e)
+      }
+    }
+
+  const agentMove = (action: AgentAction, verb: string) =>
+    act('Agents', async (sess, _f, params) => {
+      const a = await changeAgentState(s.ctx, sess.accountId, params.id ?? '', action)
+      return { ok: `${a.name} ${verb}.` }
+    })
+
+  const formRoute = { parse: 'none' as const }
+
+  return new Elysia()
+    .get('/console/console.css', () => new Response(CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' } }), {
+      detail: { summary: "The owner console's stylesheet" },
+    })
+    .get(
+      '/console/sign-in',
+      async ({ request }) => {
+        const existing = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE)).catch(() => null)
+        if (existing) return redirect('/console')
+        const csrf = newSigninToken()
+        return signinPage(csrf, { setCookie: signinCookie(csrf, cookie) })
+      },
+      { detail: { summary: 'HTML: owner console sign-in (owner token)' } },
+    )
+    .post(
+      '/console/sign-in',
+      async ({ request, server }) => {
+        const again = (error: string, status: number, headers: Record<string, string> = {}) => {
+          const csrf = newSigninToken()
+          const res = signinPage(csrf, { error, status, setCookie: signinCookie(csrf, cookie) })
+          for (const [k, v] of Object.entries(headers)) res.headers.set(k, v)
+          return res
+        }
+        try {
+          // Per client IP before anything else: guessing tokens costs one request each.
+          await h.anonymous(request, server)
+          const form = await readConsoleForm(request)
+          if (!csrfMatches(cookieOf(request, SIGNIN_COOKIE), form.csrf)) return again('The form had expired. Please sign in again.', 403)
+          const { principal } = await h.operator((form.token ?? '').trim(), request, server)
+          const sess = await openSession(s.ctx, principal)
+          const res = redirect('/console')
+          res.headers.append('set-cookie', sessionCookie(sess.cookie, cookie))
+          res.headers.append('set-cookie', expiredCookie(SIGNIN_COOKIE, cookie))
+          return res
+        } catch (e) {
+          if (!(e instanceof ApiError)) return failurePage(request, e)
+          noteError(request, e)
+          if (e.code === 'FORBIDDEN') return again('That is an agent token. Only the owner token (sk_…) signs in to the console.', 403)
+          if (e.code === 'UNAUTHORIZED') return again('That token was not recognised: check that it is the current owner token.', 401)
+          if (e.code === 'RATE_LIMITED') return again('Too many sign-in attempts from this address. Wait a minute and try again.', 429, e.headers)
+          return failurePage(request, e)
+        }
+      },
+      { ...formRoute, detail: { summary: 'HTML form post: sign in with the owner token (rate-limited per IP); sets the session cookie' } },
+    )
+    .post(
+      '/console/sign-out',
+      async ({ request }) => {
+        const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
+        const form = await readConsoleForm(request)
+        if (sess && csrfMatches(sess.csrf, form.csrf)) await closeSession(s.ctx, sess.cookie)
+        const res = redirect('/console/sign-in')
+        res.headers.append('set-cookie', expiredCookie(SESSION_COOKIE, cookie))
+        return res
+      },
+      { ...formRoute, detail: { summary: 'HTML form post: end the console session' } },
+    )
+    .get('/console', view('Overview'), { detail: { summary: 'HTML: console overview (balance, spend today, 30-day chart, top agents and routes)' } })
+    .get('/console/agents', view('Agents'), { detail: { summary: 'HTML: console agents (tree, spend, kill / revive / revoke, create)' } })
+    .get('/console/policies', view('Policies'), { detail: { summary: 'HTML: console policies (caps and allowlists)' } })
+    .get('/console/activity', view('Activity'), { detail: { summary: 'HTML: console activity (paged; filter by agent, route, outcome)' } })
+    .get('/console/money', view('Money'), { detail: { summary: 'HTML: console money (mandate, card, refills, top-up)' } })
+    .get('/console/keys', view('Keys'), { detail: { summary: 'HTML: console keys (vaulted providers, new vault link)' } })
+    .get('/console/proposals', view('Proposals'), { detail: { summary: 'HTML: console proposals' } })
+    .get('/console/webhooks', view('Webhooks'), { detail: { summary: 'HTML: console webhooks and the operator chat link' } })
+    .get(
+      '/console/ledger',
+      async ({ request }) => {
+        try {
+          const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
+          if (!sess) return redirect('/console/sign-in')
+          const q = new URL(request.url).searchParams
+          const range = statementRange({ from: q.get('from') ?? undefined, to: q.get('to') ?? undefined }, s.ctx.clock.now())
+          const format = statementFormat(q.get('format') ?? undefined)
+          const lag = await statementLag(s.ctx, sess.accountId)
+          return new Response(statementStream(s.db.db, sess.accountId, range, format), {
+            headers: { ...statementHeaders(sess.accountId, range, format, lag), 'content-security-policy': CONSOLE_HEADERS['content-security-policy']! },
+          })
+        } catch (e) {
+          return failurePage(request, e)
+        }
+      },
+      { detail: { summary: 'Download the ledger statement (as GET /v1/ledger) from a console session' } },
+    )
+    .post(
+      '/console/agents',
+      act('Agents', async (sess, f) => {
+        const created = await createAgentFor(s.ctx, sess.accountId, {
+          name: (f.name ?? '').trim(),
+          daily_cap: optInt(f, 'daily_cap'),
+          per_call_max: optInt(f, 'per_call_max'),
+          allowlist: lines(f.allowlist),
+        })
+        return { ok: `Agent ${created.name} created.`, extra: { created: { name: created.name, token: created.token } } }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: create an agent (token shown once)' } },
+    )
+    .post('/console/agents/:id/kill', agentMove('kill', 'killed'), { ...formRoute, detail: { summary: 'HTML form post: kill an agent' } })
+    .post('/console/agents/:id/revive', agentMove('revive', 'revived'), { ...formRoute, detail: { summary: 'HTML form post: revive an agent' } })
+    .post('/console/agents/:id/revoke', agentMove('revoke', 'revoked'), { ...formRoute, detail: { summary: 'HTML form post: revoke an agent' } })
+    .post(
+      '/console/policies',
+      act('Policies', async (sess, f) => {
+        if (f.agent) {
+          await putPolicies(s.ctx, sess.accountId, { agents: { [f.agent]: { daily_cap: optInt(f, 'daily_cap'), per_call_max: optInt(f, 'per_call_max'), allowlist: lines(f.allowlist) } } })
+          return { ok: 'Agent policy saved.' }
+        }
+        const cap = optInt(f, 'daily_cap')
+        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), allowlist: lines(f.allowlist) } })
+        return { ok: 'Account policy saved.' }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: change caps and allowlists (as PUT /v1/policies)' } },
+    )
+    .post(
+      '/console/money/mandate',
+      act('Money', async (sess, f) => {
+        const limits = { threshold: optInt(f, 'threshold'), refill: optInt(f, 'refill'), ceiling: optInt(f, 'ceiling') }
+        await updateMandate(s, sess.accountId, Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== null)))
+        return { ok: 'Mandate limits saved.' }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: adjust the mandate limits (as PUT /v1/mandate)' } },
+    )
+    .post(
+      '/console/money/topup',
+      act('Money', async (sess, f) => {
+        const r = await topup(s, sess.accountId, optInt(f, 'amount') ?? undefined)
+        return { ok: `Topped up ${r.credits_added} credits; balance ${r.balance}.` }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: top up through the mandate (as POST /v1/topup)' } },
+    )
+    .post(
+      '/console/keys/link',
+      act('Keys', async (sess, f) => ({ ok: 'Vault link created.', extra: { link: await requestLink(s, vault, sess.accountId, f.provider ?? '') } })),
+      { ...formRoute, detail: { summary: 'HTML form post: a new vault link (as POST /v1/keys/link)' } },
+    )
+    .post(
+      '/console/webhooks',
+      act('Webhooks', async (sess, f) => {
+        const r = await putWebhook(s, sess.accountId, { url: (f.url ?? '').trim() })
+        return { ok: 'Webhook endpoint saved.', extra: { secret: r.secret } }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: set the webhook endpoint (as PUT /v1/webhooks)' } },
+    )
+    .post(
+      '/console/webhooks/delete',
+      act('Webhooks', async (sess) => {
+        await deleteWebhook(s, sess.accountId)
+        return { ok: 'Webhook endpoint removed.' }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: remove the webhook endpoint (as DELETE /v1/webhooks)' } },
+    )
+    .post(
+      '/console/webhooks/chat-link',
+      act('Webhooks', async (sess) => ({ ok: 'Chat link code created.', extra: { chatLink: await operatorLink(s, sess.accountId) } })),
+      { ...formRoute, detail: { summary: 'HTML form post: an operator chat link code (as POST /v1/operator/link)' } },
+    )
+}

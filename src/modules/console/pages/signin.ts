@@ -1,0 +1,19 @@
+import { esc } from '../../../pages/html'
+import { barePage } from './layout'
+
+/** The sign-in form: the owner token (never an agent token), with the sign-in CSRF token. */
+export function signinPage(csrf: string, opt: { error?: string; status?: number; setCookie: string }): Response {
+  const main = `<div class="signin">
+<h1>Owner console</h1>
+<p class="muted">Sign in with your account's owner token (<code>sk_…</code>). Agent tokens cannot sign in.</p>
+${opt.error ? `<p class="notice error" role="alert">${esc(opt.error)}</p>` : ''}
+<form method="post" action="/console/sign-in">
+<input type="hidden" name="csrf" value="${esc(csrf)}">
+<label for="token">Owner token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required spellcheck="false" class="mono">
+<button type="submit">Sign in</button>
+</form>
+<p class="muted"><small>Lost it? <code>POST /v1/token/rotate</code> with your e-mail sends a replacement link. The session lasts 12 hours and ends when the owner token is replaced.</small></p>
+</div>`
+  return barePage('Sign in', main, opt.status ?? 200, { 'set-cookie': opt.setCookie })
+}

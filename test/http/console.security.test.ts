@@ -1,0 +1,210 @@
+/**
+ * The owner console's guards: the session cookie's flags, the CSP and framing headers on every
+ * page, CSRF tokens (a form without its token does nothing), agent tokens kept out, a rotated owner
+ * token ending the session, sessions bound to their account, every reflected form field escaped,
+ * and the sign-in rate limit.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { ConsoleClient, csrfOf } from '../helpers/console'
+import { vaultEnv } from '../helpers/vault'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp({ env: { ...vaultEnv(), WEBHOOKS_ALLOW_INSECURE_LOOPBACK: '1' } })
+})
+afterAll(async () => {
+  await t?.close()
+})
+
+const PAGES = ['/console', '/console/agents', '/console/policies', '/console/activity', '/console/money', '/console/keys', '/console/proposals', '/console/webhooks']
+
+async function signedIn() {
+  const a = await t.signup()
+  const c = new ConsoleClient(t)
+  const r = await c.signIn(a.token)
+  expect(r.status).toBe(303)
+  expect(r.headers.get('location')).toBe('/console')
+  return { a, c }
+}
+
+function expectConsoleHeaders(h: Headers) {
+  const csp = h.get('content-security-policy') ?? ''
+  expect(csp).toContain("frame-ancestors 'none'")
+  expect(csp).toContain("default-src 'none'")
+  expect(csp).not.toContain('unsafe-inline')
+  expect(csp).not.toContain('script-src')
+  expect(h.get('x-frame-options')).toBe('DENY')
+}
+
+describe('console security', () => {
+  test('session cookie: HttpOnly, SameSite=Strict, Path=/console, Max-Age 12 h, no Secure over http', async () => {
+    const a = await t.signup()
+    const c = new ConsoleClient(t)
+    const page = await c.get('/console/sign-in')
+    expect(page.text).toContain('<label for="token">Owner token</label>')
+    expect(page.text).toContain('>Sign in</button>')
+    const r = await c.post('/console/sign-in', { csrf: csrfOf(page.text), token: a.token })
+    const set = r.headers.getSetCookie().find((x) => x.startsWith('pab_console='))!
+    expect(set).toBeDefined()
+    const flags = set.split(';').map((x) => x.trim())
+    expect(flags).toContain('HttpOnly')
+    expect(flags).toContain('SameSite=Strict')
+    expect(flags).toContain('Path=/console')
+    expect(flags).toContain('Max-Age=43200')
+    expect(flags).not.toContain('Secure')
+  })
+
+  test('the cookie is Secure when BASE_URL is https', async () => {
+    const https = await startTestApp({ env: { BASE_URL: 'https://pab.example' } })
+    try {
+      const a = await https.signup()
+      const c = new ConsoleClient(https)
+      const r = await c.signIn(a.token)
+      expect(r.status).toBe(303)
+      for (const set of r.headers.getSetCookie()) expect(set.split(';').map((x) => x.trim())).toContain('Secure')
+    } finally {
+      await https.close()
+    }
+  })
+
+  test('every console page sends the CSP with no script and frame-ancestors none, and X-Frame-Options DENY', async () => {
+    const { c } = await signedIn()
+    for (const p of PAGES) {
+      const r = await c.get(p)
+      expect(r.status).toBe(200)
+      expectConsoleHeaders(r.headers)
+      expect(r.text).not.toContain('<script')
+      expect(r.text).not.toContain(' style=')
+    }
+    const anon = new ConsoleClient(t)
+    expectConsoleHeaders((await anon.get('/console/sign-in')).headers)
+  })
+
+  test('without a session every page sends the browser to the sign-in form', async () => {
+    const anon = new ConsoleClient(t)
+    for (const p of PAGES) {
+      const r = await anon.get(p)
+      expect(r.status).toBe(303)
+      expect(r.headers.get('location')).toBe('/console/sign-in')
+    }
+  })
+
+  test('a form posted without its CSRF token (or with another session’s) is refused and changes nothing', async () => {
+    const { a, c } = await signedIn()
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'bot' } })
+    const missing = await c.post(`/console/agents/${agent.body.id}/kill`, {})
+    expect(missing.status).toBe(403)
+    expect(missing.text).toContain('FORBIDDEN')
+    const other = await signedIn()
+    const foreignCsrf = csrfOf((await other.c.get('/console/agents')).text)
+    const wrong = await c.post(`/console/agents/${agent.body.id}/kill`, { csrf: foreignCsrf })
+    expect(wrong.status).toBe(403)
+    const list = await t.req('GET', '/v1/agents', { token: a.token })
+    expect(list.body.agents[0].state).toBe('active')
+    expect((await t.req('POST', '/v1/call/test.echo', { token: agent.body.token, body: { q: 'x' } })).status).toBe(200)
+    // The sign-in form has its own token too.
+    const fresh = new ConsoleClient(t)
+    await fresh.get('/console/sign-in')
+    const noToken = await fresh.post('/console/sign-in', { token: a.token })
+    expect(noToken.status).toBe(403)
+    expect(noToken.headers.getSetCookie().some((x) => x.startsWith('pab_console='))).toBe(false)
+  })
+
+  test('an agent token cannot sign in; an unknown token neither', async () => {
+    const a = await t.signup()
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'bot' } })
+    const c = new ConsoleClient(t)
+    const r = await c.signIn(agent.body.token)
+    expect(r.status).toBe(403)
+    expect(r.text).toContain('agent token')
+    expect(c.jar.has('pab_console')).toBe(false)
+    const bad = await c.signIn('sk_' + 'A'.repeat(43))
+    expect(bad.status).toBe(401)
+    expect(c.jar.has('pab_console')).toBe(false)
+  })
+
+  test('rotating the owner token ends the session (and a rotation back does not revive it)', async () => {
+    const { a, c } = await signedIn()
+    expect((await c.get('/console')).status).toBe(200)
+    const rotated = await t.req('POST', '/v1/token/rotate', { token: a.token })
+    expect(rotated.status).toBe(200)
+    const after = await c.get('/console')
+    expect(after.status).toBe(303)
+    expect(after.headers.get('location')).toBe('/console/sign-in')
+    const keys = await t.redis.keys(`${t.prefix}:*csess:${a.account_id}:*`)
+    expect(keys).toEqual([])
+    // The new token signs in.
+    const again = new ConsoleClient(t)
+    expect((await again.signIn(rotated.body.token)).status).toBe(303)
+  })
+
+  test('a session lasts 12 hours by the app clock', async () => {
+    const { c } = await signedIn()
+    t.clock.advance(12 * 3600 * 1000 - 1000)
+    expect((await c.get('/console')).status).toBe(200)
+    t.clock.advance(2000)
+    expect((await c.get('/console')).status).toBe(303)
+  })
+
+  test("a session acts only on its own account: another account's agent is NOT_FOUND and untouched", async () => {
+    const { c } = await signedIn()
+    const b = await t.signup()
+    const theirs = await t.req('POST', '/v1/agents', { token: b.token, body: { name: 'theirs' } })
+    const r = await c.submit('/console/agents', `/console/agents/${theirs.body.id}/kill`, {})
+    expect(r.status).toBe(404)
+    expect(r.text).toContain('NOT_FOUND')
+    expect((await t.req('GET', '/v1/agents', { token: b.token })).body.agents[0].state).toBe('active')
+  })
+
+  test('every form field that comes back on a page is HTML-escaped', async () => {
+    const { a, c } = await signedIn()
+    const evil = `<img src=x onerror=alert(1)>"'&`
+    const escaped = '&#60;img src=x onerror=alert(1)&#62;&#34;&#39;&#38;'
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'plain' } })
+    const posts: [string, string, Record<string, string>][] = [
+      ['/console/agents', '/console/agents', { name: evil, daily_cap: '', per_call_max: '', allowlist: '' }],
+      ['/console/agents', '/console/agents', { name: 'x', daily_cap: evil, per_call_max: evil, allowlist: evil }],
+      ['/console/policies', '/console/policies', { daily_cap: evil, allowlist: evil }],
+      ['/console/policies', '/console/policies', { agent: agent.body.id, daily_cap: '', per_call_max: '', allowlist: `search.*\n${evil}` }],
+      ['/console/policies', '/console/policies', { agent: evil, daily_cap: '5' }],
+      ['/console/money', '/console/money/mandate', { threshold: evil, refill: evil, ceiling: evil }],
+      ['/console/money', '/console/money/topup', { amount: evil }],
+      ['/console/keys', '/console/keys/link', { provider: evil }],
+      ['/console/webhooks', '/console/webhooks', { url: evil }],
+      ['/console/webhooks', '/console/webhooks', { url: `http://127.0.0.1:9/${encodeURIComponent(evil)}?q=${evil}` }],
+    ]
+    for (const [page, action, fields] of posts) {
+      const r = await c.submit(page, action, fields)
+      expect(r.status).toBeLessThan(500)
+      expect(r.text).not.toContain('<img src=x')
+      expect(r.text).not.toContain(`"'&`)
+    }
+    // The name did come back, escaped, on the agents page.
+    expect((await c.get('/console/agents')).text).toContain(escaped)
+    const filtered = await c.get(`/console/activity?${new URLSearchParams({ agent: evil, route: evil, outcome: evil })}`)
+    expect(filtered.status).toBe(200)
+    expect(filtered.text).not.toContain('<img src=x')
+    expect(filtered.text).toContain(`value="${escaped}"`)
+  })
+
+  test('sign-in is rate-limited per client IP', async () => {
+    const limited = await startTestApp({ env: { RATE_LIMIT_PER_IP: '3' } })
+    try {
+      const c = new ConsoleClient(limited)
+      const page = await c.get('/console/sign-in')
+      const csrf = csrfOf(page.text)
+      const statuses: number[] = []
+      for (let i = 0; i < 5; i++) statuses.push((await c.post('/console/sign-in', { csrf, token: 'sk_' + 'B'.repeat(43) })).status)
+      expect(statuses.slice(-1)[0]).toBe(429)
+      expect(statuses.filter((x) => x === 429).length).toBeGreaterThanOrEqual(2)
+      // Even the right token waits out the window.
+      const a = await limited.req('POST', '/v1/signup', { body: { email: `rl-${limited.prefix}@example.com` }, headers: { 'x-forwarded-for': '10.9.9.9' } })
+      const blocked = await c.post('/console/sign-in', { csrf, token: a.body.token })
+      expect(blocked.status).toBe(429)
+      expect(blocked.headers.get('retry-after')).toBeTruthy()
+    } finally {
+      await limited.close()
+    }
+  })
+})
