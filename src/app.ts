@@ -34,6 +34,7 @@ import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
 import { ledgerRoutes } from './modules/ledger'
+import { consoleRoutes } from './modules/console'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
@@ -89,6 +90,7 @@ export function createApp(s: Services) {
     .use(operatorRoutes(s))
     .use(demoRoutes(s))
     .use(ledgerRoutes(s))
+    .use(consoleRoutes(s))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return instrument(app, s)
