@@ -75,6 +75,12 @@ export const ERRORS = {
     message: 'No vaulted {provider} key on this account. Request a one-time vault link with POST /v1/keys/link.',
     context: ['provider', 'link_via'],
   },
+  VAULT_UNAVAILABLE: {
+    status: 503,
+    message:
+      'The key vault holding your {provider} key did not answer in time, so the request was not sent; the debit was refunded. Retry in {retry_after_s} seconds (GET /status shows whether the database is down).',
+    context: ['provider', 'refunded', 'retry_after_s', 'status_url'],
+  },
   KEY_UNREADABLE: {
     status: 500,
     message: 'The vaulted {provider} key could not be decrypted. Re-vault it through a fresh link (POST /v1/keys/link); contact support if it repeats.',

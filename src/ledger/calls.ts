@@ -4,6 +4,7 @@
  */
 import { runRecordCall } from '../lua/record-call'
 import type { RedisContext } from '../redis/context'
+import type { CallOutcome } from './paid-call/outcome'
 import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
 
 /** One activity entry (CONTRACT §5): metadata only, never payloads. */
@@ -13,8 +14,8 @@ export interface CallRecord {
   agent_id: string | null
   charged: number
   refunded: boolean
-  /** ok | provider_4xx | provider_error | timeout | network | too_large | abandoned (cut off by a crash; refunded by the sweeper) | no_key (no provider key after the debit; refunded, ledger/void.ts) */
-  outcome: string
+  /** How the call ended; whether that is refunded is the table's to say (paid-call/outcome.ts). */
+  outcome: CallOutcome
   http_status: number | null
   latency_ms: number
   at: string

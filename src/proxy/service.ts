@@ -1,26 +1,20 @@
 /**
- * One proxied request, its path already found safe (path.ts): who is calling → the debit (debit-13:
- * token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps, request cap for
- * unpriced routes, balance) → which provider key, read only now so that a refused token never
- * reaches the vault (none: the debit is voided) → the upstream request, both bodies streamed →
- * settlement: refund on provider failure or the response cap, file the call for activity and the
- * public counters.
- * errors: UNAUTHORIZED, VAULT_KEY_MISSING, KEY_UNREADABLE,
- *         API_UNAVAILABLE, every denial of debit-13, PAYMENT_REQUIRED, PROVIDER_ERROR (refunded),
- *         RESPONSE_TOO_LARGE (refunded).
+ * One proxied request, its path already found safe (path.ts): who is calling → open the paid
+ * request (debit-13: token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps,
+ * request cap for unpriced routes, balance; with a lease, since a stream has no natural end) → the
+ * provider key, read only now (none: the call settles as no_key) → the upstream request, both bodies
+ * streamed → settle once, by the outcome table the paid call shares (ledger/paid-call).
+ * errors: UNAUTHORIZED, every denial of debit-13, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
+ *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded), PROVIDER_ERROR
+ *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
-import { applyReferralBonus } from '../ledger/accounts'
-import { recordCall, type CallRecord } from '../ledger/calls'
-import { debit, type DebitOutcome } from '../ledger/debit'
-import { refund } from '../ledger/refund'
-import { keyAfterDebit } from '../ledger/void'
-import { paymentRequired } from '../payments/payment-required'
+import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { decodeBody, decodersFor } from '../upstream/content-encoding'
+import type { ProviderKeys } from '../vault/provider-key'
 import { downstreamHeaders, upstreamHeaders } from './headers'
-import type { ProviderKeys } from './keys'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
 import { bodyTooLarge, limitedStream } from '../edge/body'
@@ -31,83 +25,43 @@ export interface ProxyInput {
   ip: string
 }
 
-/** Outcome of a proxied request as filed in activity; the refunded ones give the debit back. */
-type Outcome = 'ok' | 'provider_4xx' | 'provider_error' | 'network' | 'too_large' | 'request_too_large' | 'client_closed'
-// A chunked request body past MAX_BODY_BYTES is found only while it streams, after the debit: the
-// request was refused, so it is not the caller's bill either.
-const REFUNDED: ReadonlySet<Outcome> = new Set(['provider_error', 'network', 'too_large', 'request_too_large'])
-
 export async function proxyRequest(s: Services, keys: ProviderKeys, request: Request, input: ProxyInput): Promise<Response> {
   const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
 
   const price = provider.proxy.price
-  const slug = `proxy:${provider.id}`
-  // A stream may run for any length of time: the debit's deadline is a lease, renewed while it runs.
-  const d = await debit(s.ctx, { principal, target: slug, price, unpriced: price === 0, idempotency: undefined, abandonAfterMs: s.leases.leaseMs })
-  if (d.kind === 'insufficient') throw await paymentRequired(s, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef })
-  if (d.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
-  const apiKey = await keyAfterDebit(s.ctx, s.log, { principal, debit: d, target: slug, price }, () => keys.get(provider, principal.accountId))
-  const releaseLease = s.leases.hold(principal.accountId, d.callId)
+  // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
+  const opened = await openPaidCall(s, { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true })
+  if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
+  const { call } = opened
+  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
   try {
-    return await relayDebited(s, request, { target, principal, apiKey, price, slug, debit: d, releaseLease })
+    return await relayDebited(s, request, { target, apiKey, call })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
-    releaseLease()
+    call.leaveToSweeper()
     throw e
   }
 }
 
-/** A proxied request past its debit: what the relay needs to forward it and settle it once. */
+/** A proxied request past its debit: what the relay needs to forward it and settle it. */
 interface Debited {
   target: ProxyTarget
-  principal: Principal
   apiKey: string
-  price: number
-  slug: string
-  debit: Extract<DebitOutcome, { kind: 'debited' }>
-  /** Stops renewing the call's in-flight lease (leases.ts): called when the request settles. */
-  releaseLease: () => void
+  call: DebitedCall
 }
 
-/** Forwards a debited request and settles it: refund on provider failure or the cap, file the call. */
+/** Forwards a debited request and settles it by the shared outcome table (ledger/paid-call). */
 async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
-  const { target, principal, apiKey, price, slug, debit: d, releaseLease } = x
+  const { target, apiKey, call } = x
   const { provider } = target
-  const started = performance.now()
+  const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
-  let settled: Promise<number | null> | null = null
-  /** Files the request once; returns the balance after the refund when there was one. */
-  const settle = (outcome: Outcome): Promise<number | null> =>
-    (settled ??= (async () => {
-      releaseLease()
-      const refunded = REFUNDED.has(outcome)
-      const rec: CallRecord = {
-        call_id: d.callId,
-        slug,
-        agent_id: principal.agentId,
-        charged: price,
-        refunded,
-        outcome,
-        http_status: httpStatus,
-        latency_ms: Math.round(performance.now() - started),
-        at: new Date(d.at).toISOString(),
-      }
-      let balance: number | null = null
-      if (refunded) {
-        const r = await refund(s.ctx, { accountId: principal.accountId, agentId: principal.agentId, callId: d.callId, day: d.day, reason: outcome })
-        balance = r.balance
-      }
-      // Filing the metadata and the referral bonus never delay the bytes.
-      void recordCall(s.ctx, principal.accountId, rec).catch((e) => s.log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
-      if (outcome === 'ok' && d.referrerId)
-        void applyReferralBonus(s.ctx, principal.accountId, d.referrerId, d.callId).catch((e) =>
-          s.log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) }),
-        )
-      return balance
-    })())
+  const settle = (outcome: CallOutcome) => call.settle(outcome, { httpStatus })
+  /** Settles a refunded failure and answers it as the paid call would. */
+  const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
   const upstream = new AbortController()
   const abortUpstream = () => upstream.abort()
@@ -143,50 +97,45 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       await settle('client_closed')
       return new Response(null, { status: 499 })
     }
-    const balance = await settle('network')
-    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: null, balance })
+    throw await fail('network')
   }
   // An upstream that answered on a truncated body answered another request than the one sent.
   if (bodyTooBig) throw await refuseBody()
   httpStatus = res.status
 
-  // Redirects are not followed, and not handed to the client either: its SDK would follow the
-  // Location with our token in x-api-key to a host the catalog never named.
-  if (res.status >= 500 || (res.status >= 300 && res.status < 400 && res.headers.has('location'))) {
+  // A redirect is not handed to the client either: its SDK would follow the Location with our token
+  // in x-api-key to a host the catalog never named.
+  const answered = outcomeOfAnswer(res.status, res.headers.has('location'))
+  if (answered === 'provider_error' || answered === 'redirect') {
     abortUpstream()
-    const balance = await settle('provider_error')
-    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+    throw await fail(answered)
   }
   // An upstream that ignored our identity request is decoded here, so that the cap counts and the
   // mask sees the bytes the client reads (docs/decisions.md); a coding we cannot undo is its failure.
   const decoders = decodersFor(res.headers.get('content-encoding'))
   if (!decoders) {
     abortUpstream()
-    const balance = await settle('provider_error')
-    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+    throw await fail('bad_encoding')
   }
-  const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   // An encoded body's length is of the wire bytes, not of what the client gets: the relay counts those.
   const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
   if (declared > cap) {
     abortUpstream()
-    const balance = await settle('too_large')
-    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+    throw await fail('too_large')
   }
 
-  const done: Outcome = res.status >= 400 ? 'provider_4xx' : 'ok'
   const headers = downstreamHeaders(
     res.headers,
     apiKey,
     {
-      'x-pab-call-id': d.callId,
-      'x-pab-charged': String(price),
-      'x-pab-balance': String(d.balance),
+      'x-pab-call-id': call.callId,
+      'x-pab-charged': String(call.price),
+      'x-pab-balance': String(call.balance),
     },
     decoders.length > 0,
   )
   if (!res.body) {
-    void settle(done)
+    void settle(answered).catch((e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
     return new Response(null, { status: res.status, headers })
   }
   // The first chunk is read before answering, so that a body which fails or is already over the cap
@@ -200,19 +149,17 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       await settle('client_closed')
       return new Response(null, { status: 499 })
     }
-    const balance = await settle('provider_error')
-    throw new ApiError('PROVIDER_ERROR', { refunded: true, call_id: d.callId, provider_status: res.status, balance })
+    throw await fail('provider_error')
   }
   if (first.done) {
-    void settle(done)
+    void settle(answered).catch((e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
     return new Response(null, { status: res.status, headers })
   }
   if (first.value.byteLength > cap) {
     abortUpstream()
-    const balance = await settle('too_large')
-    throw new ApiError('RESPONSE_TOO_LARGE', { cap, refunded: true, call_id: d.callId, balance })
+    throw await fail('too_large')
   }
-  const ends: Record<RelayEnd, Outcome> = { complete: done, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
+  const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
   const body = relay(reader, first.value, {
     cap,
     apiKey,

@@ -10,7 +10,8 @@ import { maskKey } from '../proxy/scrub'
 import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
-  | { kind: 'response'; status: number; body: unknown }
+  /** `hasLocation`: a 3xx that points elsewhere is not an answer (we never follow it). */
+  | { kind: 'response'; status: number; body: unknown; hasLocation: boolean }
   | { kind: 'too_large'; status: number }
   /** A Content-Encoding we cannot decode (a provider failure, refunded). */
   | { kind: 'bad_encoding'; status: number }
@@ -70,7 +71,7 @@ export async function callUpstream(provider: Provider, cap: Capability, params: 
       parsed = text
     }
   }
-  return { kind: 'response', status: res.status, body: parsed }
+  return { kind: 'response', status: res.status, body: parsed, hasLocation: res.headers.has('location') }
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */

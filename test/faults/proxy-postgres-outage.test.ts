@@ -3,7 +3,7 @@
  * everyone else) while the proxy serves. The vault lives in Postgres, yet Postgres being down never
  * blocks calls (CONTRACT §6): a house-key route is served with the house key after a short wait for
  * the vault; a byok route, which has no other key, fails after a bounded wait instead of hanging on
- * the database driver — nothing debited, nothing forwarded. The API runs in its own process, as in
+ * the database driver with VAULT_UNAVAILABLE (503) — its debit refunded, nothing forwarded. The API runs in its own process, as in
  * production, so the driver's connection errors stay there.
  *
  *   bun test test/faults/proxy-postgres-outage.test.ts
@@ -65,8 +65,8 @@ test('Postgres down: house-key proxy routes keep serving with the house key; byo
 
   const started = Date.now()
   const b = await post(byok!.token, 'fakebyok')
-  expect(b.status).toBe(500)
-  expect(((await b.json()) as { error: string }).error).toBe('INTERNAL')
+  expect(b.status).toBe(503)
+  expect(await b.json()).toMatchObject({ error: 'VAULT_UNAVAILABLE', provider: 'fakebyok', refunded: true })
   expect(Date.now() - started).toBeLessThan(10_000)
   expect(fake.seen.length).toBe(before + 1)
 

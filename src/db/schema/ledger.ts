@@ -1,4 +1,5 @@
 import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import type { CallOutcome } from '../../ledger/paid-call/outcome'
 
 /**
  * The durable copy of the Redis ledger. Entries are immutable; a refund or a bonus is a new row
@@ -39,7 +40,8 @@ export const calls = pgTable(
     slug: text('slug').notNull(),
     charged: integer('charged').notNull(),
     refunded: integer('refunded').notNull(),
-    outcome: text('outcome').notNull(),
+    /** Written only from a CallRecord (ledger/sinks.ts), so only the words of the outcome table. */
+    outcome: text('outcome').$type<CallOutcome>().notNull(),
     httpStatus: integer('http_status'),
     latencyMs: integer('latency_ms').notNull(),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),

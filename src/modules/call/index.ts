@@ -3,13 +3,16 @@ import { ApiError } from '../../errors'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
-import { callCapability } from './service'
+import { callCapability } from '../../calls/capability-call'
+import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
-export const callRoutes = (s: Services, h: Http = http(s)) =>
-  new Elysia().use(bearerAuth).post(
+export const callRoutes = (s: Services, h: Http = http(s)) => {
+  // Read through `s` on each request: the vault's lookup may be swapped in after boot (and is in tests).
+  const keys = new ProviderKeys(() => s.vaultedKey, s.log)
+  return new Elysia().use(bearerAuth).post(
     '/v1/call/:slug',
     async ({ bearer, params, request, server }) => {
       // The token's own rate limit and state are checked inside the debit script; a request with
@@ -24,7 +27,7 @@ export const callRoutes = (s: Services, h: Http = http(s)) =>
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
       // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
       const rawBody = await readText(request, s.cfg.MAX_BODY_BYTES)
-      const answer = await callCapability(s, { principal, slug: params.slug, rawBody, idempotencyKey })
+      const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },
     {
@@ -36,3 +39,4 @@ export const callRoutes = (s: Services, h: Http = http(s)) =>
       response: { 200: CallResponse },
     },
   )
+}

@@ -1,0 +1,141 @@
+/**
+ * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
+ * the debit (debit-13) and ends in exactly one way, `settle(outcome)`: refunded (refund-7) or kept,
+ * filed for activity (record-call-6), the referral bonus on the first `ok`, the in-flight lease
+ * released. A second settle changes nothing and answers what the first did. A request that dies
+ * without settling is refunded by the sweeper at its deadline (sweeper.ts).
+ * errors / metrics: a settle whose refund fails (Redis down) rejects, and the sweeper refunds the
+ * call at its deadline; a failed filing or bonus is logged and never fails the request.
+ */
+import type { Principal } from '../../auth/principal'
+import type { Log } from '../../log'
+import type { RedisContext } from '../../redis/context'
+import { applyReferralBonus } from '../accounts'
+import { recordCall, type CallRecord } from '../calls'
+import { refund } from '../refund'
+import { isRefunded, type CallOutcome } from './outcome'
+
+/** What the request knows when it ends. Metering will add the amount actually used here. */
+export interface SettleFacts {
+  /** The provider's HTTP status, when it answered. */
+  httpStatus?: number | null
+  /**
+   * The answer an Idempotency-Key replay gets, built from the balance after the settlement (a
+   * charged call that carries a key). Stored before settle resolves, so a replay can never miss it.
+   */
+  replay?: (balance: number) => string
+}
+
+export interface Settlement {
+  outcome: CallOutcome
+  refunded: boolean
+  /** After the refund or the referral bonus; the debit's own when neither moved it. */
+  balance: number
+  /** The stored replay answer, when `facts.replay` was given and the call was charged. */
+  replay?: string
+}
+
+export interface DebitedCallInit {
+  principal: Principal
+  /** Capability slug or `proxy:<provider>`, as debited. */
+  target: string
+  price: number
+  callId: string
+  /** Right after the debit. */
+  balance: number
+  /** The referrer while the referral bonus is still owed (debit-13 reads it with the debit). */
+  referrerId: string | null
+  /** HKT day and instant of the debit: a refund lowers that day's spend. */
+  day: number
+  at: number
+  idempotencyKey?: string
+  /** Stops renewing the call's in-flight lease, if it holds one. */
+  releaseLease: () => void
+}
+
+export class DebitedCall {
+  private settled: Promise<Settlement> | null = null
+  private readonly started = performance.now()
+
+  constructor(
+    private readonly deps: { ctx: RedisContext; log: Log },
+    private readonly d: DebitedCallInit,
+  ) {}
+
+  get callId(): string {
+    return this.d.callId
+  }
+
+  get price(): number {
+    return this.d.price
+  }
+
+  /** The balance right after the debit, before any settlement. */
+  get balance(): number {
+    return this.d.balance
+  }
+
+  /** Ends the call, once: every later call answers the first one's settlement. */
+  settle(outcome: CallOutcome, facts: SettleFacts = {}): Promise<Settlement> {
+    return (this.settled ??= this.run(outcome, facts))
+  }
+
+  /**
+   * The provider key, read only now that the debit has answered agent state, the rate limit and the
+   * balance (a refused token never reaches the vault). Without one the call settles as `no_key`
+   * and the lookup's own error passes on.
+   */
+  async keyOrVoid(lookup: () => Promise<string>): Promise<string> {
+    try {
+      return await lookup()
+    } catch (e) {
+      await this.settle('no_key').catch((err) => this.deps.log.error('void_debit_failed', { call_id: this.d.callId, error: String(err) }))
+      throw e
+    }
+  }
+
+  /**
+   * Lets go of the lease without settling, after an error nobody planned for: the sweeper refunds
+   * the call one lease later, as it would after a crash. A settled call is unaffected.
+   */
+  leaveToSweeper(): void {
+    this.d.releaseLease()
+  }
+
+  private async run(outcome: CallOutcome, facts: SettleFacts): Promise<Settlement> {
+    const { ctx, log } = this.deps
+    const d = this.d
+    const { accountId, agentId } = d.principal
+    d.releaseLease()
+    const refunded = isRefunded(outcome)
+    let balance = d.balance
+    if (refunded) {
+      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, reason: outcome })).balance
+    } else if (outcome === 'ok' && d.referrerId) {
+      // Awaited on every path: the paid call's answer shows the balance with the bonus in it.
+      const after = await applyReferralBonus(ctx, accountId, d.referrerId, d.callId).catch((e) => {
+        log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) })
+        return null
+      })
+      balance = after ?? balance
+    }
+    const replay = !refunded && facts.replay ? facts.replay(balance) : undefined
+    const rec: CallRecord = {
+      call_id: d.callId,
+      slug: d.target,
+      agent_id: agentId,
+      charged: d.price,
+      refunded,
+      outcome,
+      http_status: facts.httpStatus ?? null,
+      latency_ms: Math.round(performance.now() - this.started),
+      at: new Date(d.at).toISOString(),
+    }
+    const recorded = recordCall(ctx, accountId, rec, { idempotencyKey: d.idempotencyKey, replay })
+    // An Idempotency-Key's answer (stored, or the key released for a retry) must exist before the
+    // client can send the key again; without a key, filing the metadata never delays the answer.
+    if (d.idempotencyKey !== undefined) await recorded
+    else void recorded.catch((e) => log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
+    return { outcome, refunded, balance, replay }
+  }
+}

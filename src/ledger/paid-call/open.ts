@@ -1,0 +1,68 @@
+/**
+ * Opening a paid request: the debit (debit-13: token, rate limit, agent state, Idempotency-Key,
+ * allowlists, caps, balance, breaker) and, for a request of unknown length, its in-flight lease.
+ * errors: every denial of debit-13 (thrown), PAYMENT_REQUIRED (built with the account's links).
+ */
+import type { Principal } from '../../auth/principal'
+import type { Config } from '../../config'
+import type { Log } from '../../log'
+import { paymentRequired } from '../../payments/payment-required'
+import type { RedisContext } from '../../redis/context'
+import { debit } from '../debit'
+import type { InFlightLeases } from '../leases'
+import { DebitedCall } from './debited-call'
+
+export interface PaidCallDeps {
+  ctx: RedisContext
+  cfg: Config
+  log: Log
+  leases: InFlightLeases
+}
+
+export interface PaidCallRequest {
+  principal: Principal
+  /** Capability slug or `proxy:<provider>`. */
+  target: string
+  price: number
+  /** Counted against the unpriced request cap instead of the balance (price 0). */
+  unpriced: boolean
+  /** Idempotency-Key header and the request's fingerprint, when the client sent a key. */
+  idempotency?: { key: string; fingerprint: string }
+  /** Hash of (target, body) for the breaker's identical-requests rule, when the body is at hand. */
+  fingerprint?: string
+  /** How long before an unsettled call counts as cut off (ignored with `lease`: the lease is). */
+  abandonAfterMs?: number
+  /** A request with no natural end (a stream): renew its deadline while it runs (leases.ts). */
+  lease?: boolean
+}
+
+export type OpenedCall = { kind: 'replay'; response: string } | { kind: 'debited'; call: DebitedCall }
+
+export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Promise<OpenedCall> {
+  const { principal } = req
+  const d = await debit(deps.ctx, {
+    principal,
+    target: req.target,
+    price: req.price,
+    unpriced: req.unpriced,
+    idempotency: req.idempotency,
+    fingerprint: req.fingerprint,
+    abandonAfterMs: req.lease ? deps.leases.leaseMs : req.abandonAfterMs,
+  })
+  if (d.kind === 'replay') return { kind: 'replay', response: d.response }
+  if (d.kind === 'insufficient') throw await paymentRequired(deps, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef })
+  const releaseLease = req.lease ? deps.leases.hold(principal.accountId, d.callId) : () => {}
+  const call = new DebitedCall(deps, {
+    principal,
+    target: req.target,
+    price: req.price,
+    callId: d.callId,
+    balance: d.balance,
+    referrerId: d.referrerId,
+    day: d.day,
+    at: d.at,
+    idempotencyKey: req.idempotency?.key,
+    releaseLease,
+  })
+  return { kind: 'debited', call }
+}

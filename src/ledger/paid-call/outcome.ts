@@ -1,0 +1,55 @@
+/**
+ * How a paid request ended, and the one table that says who pays for each ending. Both the paid
+ * call and the proxy settle through it, so a rule changed here changes for both; a rule written at a
+ * call site drifted once already (a 3xx charged on one path, refunded on the other).
+ */
+
+/**
+ * charged: the provider did the work, or the caller chose to stop it.
+ * refunded: the provider failed, or the request never properly reached it.
+ */
+export const SETTLEMENT = {
+  /** A 2xx, or a 3xx without Location (304): the provider answered. */
+  ok: 'charged',
+  /** A 4xx is the caller's request at fault; passed through. */
+  provider_4xx: 'charged',
+  /** The client went away mid-request: the provider had started the work. */
+  client_closed: 'charged',
+  /** A 5xx, a body cut mid-stream, or an unexpected failure reading it. */
+  provider_error: 'refunded',
+  /** No connection, or it broke before the provider answered. */
+  network: 'refunded',
+  timeout: 'refunded',
+  /** The answer passed the response cap. */
+  too_large: 'refunded',
+  /** A Content-Encoding we cannot undo, or a body that does not decode. */
+  bad_encoding: 'refunded',
+  /** A 3xx with Location: we never follow redirects, so the provider gave no answer. */
+  redirect: 'refunded',
+  /** No provider key past the debit (none vaulted, unreadable, the vault not answering). */
+  no_key: 'refunded',
+  /** A streamed proxy body passed MAX_BODY_BYTES: the request was refused, not served. */
+  request_too_large: 'refunded',
+  /** Never settled by its request (a crash cut it off): refunded by the sweeper. */
+  abandoned: 'refunded',
+} as const satisfies Record<string, 'charged' | 'refunded'>
+
+export type CallOutcome = keyof typeof SETTLEMENT
+
+export const CALL_OUTCOMES = Object.keys(SETTLEMENT) as CallOutcome[]
+
+export function isRefunded(outcome: CallOutcome): boolean {
+  return SETTLEMENT[outcome] === 'refunded'
+}
+
+/**
+ * The outcome of a provider's HTTP answer, the same on both paths. A 3xx with Location is a failure
+ * because we never follow it (the upstream host comes only from the catalog) and must not hand it on
+ * (an SDK would follow it with our token); a 3xx without one (304) is an answer.
+ */
+export function outcomeOfAnswer(status: number, hasLocation: boolean): CallOutcome {
+  if (status >= 500) return 'provider_error'
+  if (status >= 300 && status < 400 && hasLocation) return 'redirect'
+  if (status >= 400) return 'provider_4xx'
+  return 'ok'
+}
