@@ -17,7 +17,7 @@ import { eventDeliveries, operatorChats, webhookEndpoints } from '../db/schema'
 import type { Log } from '../log'
 import type { BotApi } from '../telegram/botapi'
 import { nextAttemptAt } from './backoff'
-import { renderEvent } from './render'
+import { eventButtons, renderEvent } from './render'
 import type { EventType, OwnerEvent } from './types'
 import { sendWebhook, type AttemptResult } from './webhook-send'
 
@@ -121,7 +121,7 @@ export class DeliveryWorker {
         } else if (r.channel === 'telegram') {
           if (!chats.has(`${r.account_id}|${r.target}`)) outcome = { cancel: 'chat unlinked' }
           else if (!this.d.bot) outcome = { ok: false, code: null, error: 'Telegram is not configured on this deployment' }
-          else outcome = await this.d.bot.sendMessage(r.target, renderEvent(ev))
+          else outcome = await this.d.bot.sendMessage(r.target, renderEvent(ev), eventButtons(ev))
         } else outcome = { cancel: `unknown channel ${r.channel}` }
         await this.record(r, outcome)
       }),

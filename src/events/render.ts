@@ -5,6 +5,33 @@ type D<T extends EventType> = EventData[T]
 
 const agentName = (d: { name?: string; agent_id: string }) => (d.name ? `"${d.name}" (${d.agent_id})` : d.agent_id)
 
+/** What a proposal asks for, in words. */
+function proposalWhat(x: { kind: string; value: number | string; agent_id: string | null }): string {
+  const whose = x.agent_id ? `agent ${x.agent_id}` : 'the account'
+  switch (x.kind) {
+    case 'raise_daily_cap':
+      return `a daily cap of ${x.value} credits for ${whose}`
+    case 'raise_budget':
+      return `a budget of ${x.value} credits for ${whose}`
+    case 'allow':
+      return `allowing ${x.value} for ${whose}`
+    case 'topup':
+      return `a top-up of ${x.value} credits`
+    default:
+      return `${x.kind} ${x.value}`
+  }
+}
+
+/**
+ * Buttons under an event's chat message (Bot API inline keyboard); their callback_data is the
+ * command a tap runs. Only a new proposal has any.
+ */
+export function eventButtons(ev: OwnerEvent): { text: string; callback_data: string }[][] | null {
+  if (ev.type !== 'proposal.created') return null
+  const id = (ev.data as D<'proposal.created'>).proposal_id
+  return [[{ text: 'Approve', callback_data: `/approve ${id}` }, { text: 'Decline', callback_data: `/decline ${id}` }]]
+}
+
 export function renderEvent(ev: OwnerEvent): string {
   const d = ev.data as unknown
   switch (ev.type) {
@@ -52,6 +79,15 @@ export function renderEvent(ev: OwnerEvent): string {
     case 'support.updated': {
       const x = d as D<'support.updated'>
       return `Support problem ${x.problem_id} is ${x.status}${x.note ? `: ${x.note}` : ''}. ${x.status_url}`
+    }
+    case 'proposal.created': {
+      const x = d as D<'proposal.created'>
+      const who = x.proposed_by === 'owner' ? 'The owner' : `Agent ${x.proposed_by}`
+      return `${who} proposes ${proposalWhat(x)}: "${x.reason}". Approve with /approve ${x.proposal_id}, or /decline ${x.proposal_id} (expires ${x.expires_at}).`
+    }
+    case 'proposal.decided': {
+      const x = d as D<'proposal.decided'>
+      return `Proposal ${x.proposal_id} (${proposalWhat(x)}) is ${x.status}${x.via === 'chat' ? ' (chat)' : ''}${x.note ? `: ${x.note}` : ''}.`
     }
     default:
       return `Event ${String(ev.type)}: ${JSON.stringify(ev.data)}`

@@ -23,6 +23,8 @@ export const EVENT_TYPES = [
   'capability.paused',
   'payment.parked',
   'support.updated',
+  'proposal.created',
+  'proposal.decided',
 ] as const
 
 export type EventType = (typeof EVENT_TYPES)[number]
@@ -51,6 +53,20 @@ export interface EventData {
   'payment.parked': { parked_id: string; credits: number; balance: number; balance_cap: number; charge_id?: string }
   /** The founder moved a support problem of this account, or added a note. */
   'support.updated': { problem_id: string; status: string; note: string | null; status_url: string }
+  /** An agent (or the owner) asked for more room (CONTRACT §11); `value` is credits, or the pattern of an `allow`. */
+  'proposal.created': {
+    proposal_id: string
+    kind: string
+    value: number | string
+    agent_id: string | null
+    reason: string
+    proposed_by: string
+    status: 'pending'
+    status_url: string
+    expires_at: string
+  }
+  /** A proposal left `pending`: approved or declined (`via` api or chat), or expired (`via` expiry). */
+  'proposal.decided': { proposal_id: string; kind: string; value: number | string; agent_id: string | null; status: 'approved' | 'declined' | 'expired'; via: string; note: string | null; status_url: string }
 }
 
 /** An event as stored and delivered. */
@@ -75,4 +91,6 @@ export const EVENT_DOCS: Record<EventType, string> = {
   'capability.paused': 'a capability the account uses was paused',
   'payment.parked': 'a card payment over the balance cap waits for review',
   'support.updated': 'a support problem of the account moved or got a note',
+  'proposal.created': 'an agent asked the operator for more room (a cap, a budget, a pattern, a top-up); decide it in the chat or via POST /v1/proposals/{id}/approve',
+  'proposal.decided': 'a proposal was approved, declined or expired',
 }

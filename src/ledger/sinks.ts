@@ -6,6 +6,7 @@ import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicySink, agentSink } from '../governance/sink'
 import { eventSink } from '../events/sink'
+import { proposalSink } from '../proposals/sink'
 import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
@@ -103,4 +104,5 @@ export const SINKS: Record<string, Sink> = {
   mandate: mandateSink,
   parked: parkedSink,
   event: eventSink,
+  proposal: proposalSink,
 }

@@ -17,7 +17,7 @@ import { ApiError } from '../errors'
 import { readAgent } from '../governance/agents'
 import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
 import { chargeableProblem } from '../payments/amounts'
-import { ScriptStatus as S } from '../redis/codes'
+import { runDecideProposal, runPropose, type DecideAction, type DecideReply } from '../lua/proposals'
 import type { RedisContext } from '../redis/context'
 import {
   MAX_PENDING_PER_AGENT,
@@ -26,7 +26,6 @@ import {
   parseRecord,
   statusUrlBase,
   viewOf,
-  type DecidedVia,
   type ProposalKind,
   type ProposalRecord,
   type ProposalStatus,
@@ -63,25 +62,23 @@ export async function createProposal(d: ProposalDeps, who: Caller, body: NewProp
   const id = 'prop_' + randomId()
   const now = ctx.clock.now()
   const expires = now + PROPOSAL_TTL_MS
-  const reply = await ctx.scripts.propose(scriptKeys(ctx, who.accountId).slice(0, 3), [
+  const reply = await runPropose(ctx, {
     now,
-    who.accountId,
+    accountId: who.accountId,
     id,
-    body.kind,
+    kind: body.kind,
     value,
-    agentId ?? '',
-    who.agentId ?? 'owner',
-    body.reason,
+    agentId,
+    by: who.agentId ?? 'owner',
+    reason: body.reason,
     expires,
-    new Date(expires).toISOString(),
-    statusUrlBase(ctx.cfg.BASE_URL),
-    MAX_PENDING_PER_AGENT,
-  ])
-  if (reply[0] === S.RATE_LIMITED) {
-    const retry = Math.max(1, Math.ceil(Number(reply[1]) / 1000))
+    statusUrlBase: statusUrlBase(ctx.cfg.BASE_URL),
+    maxPending: MAX_PENDING_PER_AGENT,
+  })
+  if (reply.status === 'rate_limited') {
+    const retry = Math.max(1, Math.ceil(reply.retryAfterMs / 1000))
     throw new ApiError('RATE_LIMITED', { retry_after_s: retry, reason: `at most ${MAX_PENDING_PER_AGENT} pending proposals per agent; wait for a decision or an expiry` }, { 'retry-after': String(retry) })
   }
-  if (reply[0] !== S.OK) throw new Error(`propose ${id}: status ${reply[0]}`)
   return (await readView(d, who.accountId, id))!
 }
 
@@ -114,7 +111,7 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
  * decide-proposal-5 with the proposal's move; a top-up is claimed, run through POST /v1/topup's
  * service, then approved — or released and its error answered, the proposal still pending.
  */
-export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: Exclude<DecidedVia, 'expiry'> = 'api'): Promise<ProposalView> {
+export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
   const { ctx } = d
   const rec = await readRecord(ctx, accountId, id)
   if (rec.kind === 'raise_budget' && rec.status === 'pending')
@@ -139,7 +136,7 @@ export async function approveProposal(d: ProposalDeps, accountId: string, id: st
 }
 
 /** Declines (operator only): nothing changes but the proposal's state. */
-export async function declineProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: Exclude<DecidedVia, 'expiry'> = 'api'): Promise<ProposalView> {
+export async function declineProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
   const rec = await readRecord(d.ctx, accountId, id)
   decided(await decide(d.ctx, accountId, rec, 'decline', via, note))
   return (await readView(d, accountId, id))!
@@ -192,41 +189,39 @@ function inSubtree(agentId: string, target: string | undefined): boolean {
 
 // ---- Redis ----
 
-function scriptKeys(ctx: RedisContext, acct: string, agentId?: string): string[] {
-  const { keys } = ctx
-  return [keys.proposals(acct), keys.pendingProposals(acct), keys.outbox(keys.shardOf(acct)), keys.account(acct), keys.agent(acct, agentId ?? null)]
-}
-
-type Action = 'approve' | 'decline' | 'expire' | 'claim' | 'finish' | 'release'
-
-function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: Action, via: DecidedVia, note: string, token = '') {
-  const [props, pending, outbox, account, agent] = scriptKeys(ctx, acct, rec.agent_id)
-  return ctx.scripts.decideProposal(
-    [props!, pending!, account!, agent!, outbox!],
-    [ctx.clock.now(), acct, rec.id, action, via, note, statusUrlBase(ctx.cfg.BASE_URL), token, CLAIM_LEASE_MS, MAX_PATTERNS],
-  )
+function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: DecideAction, via: 'api' | 'chat', note: string, claim = ''): Promise<DecideReply> {
+  return runDecideProposal(ctx, {
+    now: ctx.clock.now(),
+    accountId: acct,
+    id: rec.id,
+    agentId: rec.agent_id ?? null,
+    action,
+    via,
+    note,
+    statusUrlBase: statusUrlBase(ctx.cfg.BASE_URL),
+    claim,
+    claimLeaseMs: CLAIM_LEASE_MS,
+    maxPatterns: MAX_PATTERNS,
+  })
 }
 
 /** A decision's reply as the API answers it; returns only when the proposal moved (or was claimed). */
-function decided(reply: (string | number | null)[]): void {
-  const [status, a] = reply
-  switch (status) {
-    case S.OK:
+function decided(reply: DecideReply): void {
+  switch (reply.status) {
+    case 'ok':
       return
-    case S.WRONG_STATE:
-      throw new ApiError('CONFLICT', { reason: `the proposal is already ${a}`, status: a })
-    case S.APPLYING:
+    case 'wrong_state':
+      throw new ApiError('CONFLICT', { reason: `the proposal is already ${reply.state}`, status: reply.state })
+    case 'applying':
       throw new ApiError('CONFLICT', { reason: 'an approval of this proposal is being applied (its top-up is at the card processor)', status: 'pending' })
-    case S.NOT_FOUND:
-      throw new ApiError('NOT_FOUND', { resource: String(a) })
-    case S.AGENT_REVOKED:
+    case 'not_found':
+      throw new ApiError('NOT_FOUND', { resource: reply.what })
+    case 'agent_revoked':
       throw new ApiError('CONFLICT', { reason: 'the agent is revoked for good; its policy no longer matters', status: 'pending' })
-    case S.DENIED_ACCOUNT_ALLOWLIST:
+    case 'denied_account_allowlist':
       throw new ApiError('POLICY_DENIED', { rule: 'account_allowlist', raised_by: 'operator', raise_via: 'PUT /v1/policies' })
-    case S.LIMIT_REACHED:
-      throw new ApiError('BAD_REQUEST', { field: 'allowlist', expected: `at most ${a} patterns` })
-    default:
-      throw new Error(`decide-proposal: status ${status}`)
+    case 'limit_reached':
+      throw new ApiError('BAD_REQUEST', { field: 'allowlist', expected: `at most ${reply.max} patterns` })
   }
 }
 

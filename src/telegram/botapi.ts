@@ -1,8 +1,14 @@
 /**
- * The few Bot API calls the operator channel makes: sendMessage, to TELEGRAM_API_BASE.
+ * The few Bot API calls the operator channel makes: sendMessage and answerCallbackQuery, to TELEGRAM_API_BASE.
  * The bot token is part of the Bot API URL, so a URL is never logged or put in an error.
  */
 import type { AttemptResult } from '../events/webhook-send'
+
+/** A button of an inline keyboard: its label and the data sent back when tapped (≤ 64 bytes). */
+export interface InlineButton {
+  text: string
+  callback_data: string
+}
 
 const TIMEOUT_MS = 10_000
 /** Telegram's limit on one message. */
@@ -14,12 +20,24 @@ export class BotApi {
     private token: string,
   ) {}
 
-  async sendMessage(chatId: string, text: string): Promise<AttemptResult> {
+  /** `buttons`: an inline keyboard under the message; a tap comes back as a callback_query update. */
+  async sendMessage(chatId: string, text: string, buttons?: InlineButton[][] | null): Promise<AttemptResult> {
+    const body: Record<string, unknown> = { chat_id: chatId, text: text.slice(0, MAX_TEXT), disable_web_page_preview: true }
+    if (buttons) body.reply_markup = { inline_keyboard: buttons }
+    return this.post('sendMessage', body)
+  }
+
+  /** Stops the tapped button's spinner; `text` shows briefly as a notice. */
+  answerCallbackQuery(callbackQueryId: string, text: string): Promise<AttemptResult> {
+    return this.post('answerCallbackQuery', { callback_query_id: callbackQueryId, text: text.slice(0, 200) })
+  }
+
+  private async post(method: string, payload: Record<string, unknown>): Promise<AttemptResult> {
     try {
-      const res = await fetch(`${this.base.replace(/\/$/, '')}/bot${this.token}/sendMessage`, {
+      const res = await fetch(`${this.base.replace(/\/$/, '')}/bot${this.token}/${method}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ chat_id: chatId, text: text.slice(0, MAX_TEXT), disable_web_page_preview: true }),
+        body: JSON.stringify(payload),
         redirect: 'manual',
         signal: AbortSignal.timeout(TIMEOUT_MS),
       })

@@ -9,6 +9,8 @@
  *   /kill <agent>           kill an agent (by id or name)
  *   /revive <agent>         revive a killed agent (the spec's /revive)
  *   /cap <agent> <credits>  set an agent's daily cap ("off" removes it)
+ *   /proposals              the pending proposals
+ *   /approve <id> [note]    approve a proposal (also its Approve button); /decline <id> [note]
  *   /unlink                 stop this chat acting for the account
  * errors: none thrown; every outcome is a reply text.
  */
@@ -19,6 +21,9 @@ import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
 import type { Database } from '../db/client'
 import { claimLinkCode, linkChat, linkedAccount, unlinkChat, type ChatUser } from './links'
+import { approveProposal, declineProposal, listProposals, type ProposalDeps } from '../proposals/proposals'
+import type { ProposalView } from '../proposals/record'
+import { readAccount } from '../redis/account-hash'
 
 export const HELP = [
   'Commands:',
@@ -27,6 +32,8 @@ export const HELP = [
   '/kill <agent> — kill an agent (id or name)',
   '/revive <agent> — revive a killed agent',
   '/cap <agent> <credits> — set an agent daily cap ("off" removes it)',
+  '/proposals — pending proposals from your agents',
+  '/approve <id> [note] — approve a proposal; /decline <id> [note] declines it',
   '/unlink — stop this chat acting for the account',
 ].join('\n')
 
@@ -35,6 +42,8 @@ const NOT_LINKED = 'This chat is not linked to an account. Ask for a code with P
 export interface CommandDeps {
   ctx: RedisContext
   db: Database
+  /** The proposals' services (a top-up approval needs the mandate's). */
+  proposals: ProposalDeps
 }
 
 /** Parses `/cmd@Bot args`; null when the text is not a command. */
@@ -82,6 +91,16 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
         await applyPolicyChange(d.ctx, acct, { agents: { [agent.id]: { daily_cap: credits } } })
         return credits === null ? `Agent ${label(agent)} has no daily cap of its own now.` : `Agent ${label(agent)} may spend ${credits} credits per day (HKT).`
       }
+      case 'proposals':
+        return listPending(await listProposals(d.proposals, { accountId: acct, agentId: null }, 'pending'))
+      case 'approve':
+      case 'decline': {
+        if (args.length < 1) return `Usage: /${cmd} <proposal id> [note]`
+        const note = args.slice(1).join(' ').slice(0, 280)
+        const decide = cmd === 'approve' ? approveProposal : declineProposal
+        const p = await decide(d.proposals, acct, args[0]!, note, 'chat')
+        return `Proposal ${p.id} is ${p.status}.`
+      }
       case 'unlink':
         await unlinkChat(d.db, who)
         return 'Unlinked: this chat no longer acts for the account or receives its events.'
@@ -95,6 +114,11 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
 }
 
 const label = (a: Pick<AgentView, 'id' | 'name'>) => `"${a.name}" (${a.id})`
+
+function listPending(list: ProposalView[]): string {
+  if (list.length === 0) return 'No pending proposals.'
+  return list.map((p) => `${p.id} — ${p.kind} ${p.value}${p.agent_id ? ` for ${p.agent_id}` : ''}: "${p.reason}" (/approve ${p.id})`).join('\n')
+}
 
 /** By id, else by unique name (case-insensitive); a reply text when there is no single match. */
 async function findAgent(ctx: RedisContext, acct: string, ref: string): Promise<AgentView | string> {
@@ -117,8 +141,8 @@ function listAgents(agents: AgentView[]): string {
 
 async function status(ctx: RedisContext, acct: string): Promise<string> {
   const w = windowsAt(ctx.clock.now())
-  const [balance, spent, policy, agents] = await Promise.all([
-    ctx.redis.hget(ctx.keys.account(acct), 'balance'),
+  const [{ balance }, spent, policy, agents] = await Promise.all([
+    readAccount(ctx, acct, 'balance'),
     ctx.redis.get(ctx.keys.spentToday(acct, w.day)),
     readAccountPolicy(ctx, acct),
     readAgents(ctx, acct),

@@ -11,6 +11,7 @@ import { notConfigured } from '../alarms/not-configured'
 import type { Services } from '../services'
 import { runCommand } from './commands'
 import { newLinkCode } from './links'
+import { proposalDeps } from '../proposals/deps'
 
 const UPDATE_DEDUPE_S = 86400
 
@@ -30,6 +31,8 @@ const digest = (v: string) => createHash('sha256').update(v).digest()
 export interface Update {
   update_id: number
   message?: { chat: { id: number }; from?: { id: number }; text?: string }
+  /** A tap on an inline keyboard button (a new proposal's Approve / Decline): its data is a command. */
+  callback_query?: { id: string; from: { id: number }; message?: { chat: { id: number } }; data?: string }
 }
 
 /** True when the header holds the webhook secret; NOT_CONFIGURED without a bot. */
@@ -44,10 +47,22 @@ export async function telegramUpdate(s: Services, update: Update): Promise<{ ok:
   const bot = requireBot(s)
   const fresh = await s.ctx.redis.set(s.ctx.keys.telegramUpdate(update.update_id), '1', 'EX', UPDATE_DEDUPE_S, 'NX')
   if (fresh !== 'OK') return { ok: true }
+  const deps = { ctx: s.ctx, db: s.db.db, proposals: proposalDeps(s) }
+  const tap = update.callback_query
+  if (tap) {
+    // The same command, from the same (chat, user) pair, as if typed: a button decides nothing more.
+    if (!tap.data || !tap.message) return { ok: true }
+    const who = { chatId: String(tap.message.chat.id), userId: String(tap.from.id) }
+    const reply = await runCommand(deps, who, tap.data)
+    await bot.answerCallbackQuery(tap.id, reply)
+    const sent = await bot.sendMessage(who.chatId, reply)
+    if (!sent.ok) s.log.warn('telegram_reply_failed', { chat_id: who.chatId, error: sent.error })
+    return { ok: true }
+  }
   const msg = update.message
   if (!msg?.text || !msg.from) return { ok: true }
   const who = { chatId: String(msg.chat.id), userId: String(msg.from.id) }
-  const reply = await runCommand({ ctx: s.ctx, db: s.db.db }, who, msg.text)
+  const reply = await runCommand(deps, who, msg.text)
   const sent = await bot.sendMessage(who.chatId, reply)
   if (!sent.ok) s.log.warn('telegram_reply_failed', { chat_id: who.chatId, error: sent.error })
   return { ok: true }

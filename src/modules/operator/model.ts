@@ -21,6 +21,22 @@ export const TelegramUpdate = T.Object(
         { additionalProperties: true },
       ),
     ),
+    callback_query: T.Optional(
+      T.Object(
+        {
+          id: T.String({ maxLength: 64 }),
+          from: T.Object({ id: T.Integer() }, { additionalProperties: true }),
+          message: T.Optional(
+            T.Object(
+              { chat: T.Object({ id: T.Integer() }, { additionalProperties: true }), text: T.Optional(FreeText({ maxLength: 4096 })) },
+              { additionalProperties: true, description: 'The message the button was under' },
+            ),
+          ),
+          data: T.Optional(T.String({ maxLength: 64 })),
+        },
+        { additionalProperties: true, description: 'A tap on an inline keyboard button; data is the command it runs' },
+      ),
+    ),
   },
   { additionalProperties: true, description: 'A Telegram Bot API Update' },
 )
