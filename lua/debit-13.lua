@@ -61,16 +61,23 @@
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
 
-  Returns {status, balance, a, b}:
-    OK                   {0, balance_after, pending referrer's account id or '', account_spent_today,
-                          refill_due: 1 when balance_after < refill_below, else 0}
-    REPLAY               {1, 0, stored_response_json}
-    RATE_LIMITED         {5, 0, retry_after_ms, limit}
-    DENIED_*, *_CAP_*    {code, balance, cap, spent_or_used}
-    INSUFFICIENT_BALANCE {12, balance, price, refill_due: 1 when balance < refill_below, else 0,
-                          mandate ref (for the enable_url)}
-    AGENT_KILLED         {3, 0, reason: the agent hash's kill_reason (operator | breaker)}
-    others               {code, 0}
+  Returns, by status (src/lua/debit.ts decodes each into a named result):
+    OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
+                               account_spent_today, refill_due (1 when balance_after < refill_below)}
+                              A resent call id answers the same shape with refill_due 0.
+    REPLAY                    {REPLAY, 0, stored_response_json}
+    INSUFFICIENT_BALANCE      {INSUFFICIENT_BALANCE, balance, price, refill_due (1 when balance < refill_below),
+                               mandate ref or '' (for the enable_url)}
+    RATE_LIMITED              {RATE_LIMITED, 0, retry_after_ms, limit}
+    AGENT_KILLED              {AGENT_KILLED, 0, reason: kill_reason (operator | breaker)}
+    DENIED_PER_CALL_MAX       {DENIED_PER_CALL_MAX, balance, per_call_max, price}
+    DENIED_AGENT_DAILY_CAP    {DENIED_AGENT_DAILY_CAP, balance, agent_daily_cap, agent_spent_today}
+    DAILY_CAP_REACHED         {DAILY_CAP_REACHED, balance, daily_cap, spent_today}
+    REQUEST_CAP_REACHED       {REQUEST_CAP_REACHED, balance, request_cap, requests_today}
+    DENIED_AGENT_ALLOWLIST, DENIED_ACCOUNT_ALLOWLIST
+                              {status, balance}
+    UNAUTHORIZED, AGENT_REVOKED, IDEMPOTENCY_MISMATCH, IDEMPOTENCY_IN_FLIGHT
+                              {status, 0}
 ]]
 
 --@include status

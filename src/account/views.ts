@@ -12,6 +12,7 @@ import { windowsAt } from '../ledger/windows'
 import type { Services } from '../services'
 import { accountLinks } from '../payments/payment-required'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
+import { readAccount } from '../redis/account-hash'
 
 /** The most calls one page of /v1/activity returns. */
 export const ACTIVITY_MAX_LIMIT = 200
@@ -19,15 +20,12 @@ export const ACTIVITY_MAX_LIMIT = 200
 export async function balanceOf(s: Services, accountId: string) {
   const { redis, keys } = s.ctx
   const w = windowsAt(s.ctx.clock.now())
-  const [fields, spent] = await Promise.all([
-    redis.hmget(keys.account(accountId), 'balance', 'daily_cap', 'balance_cap', 'mref'),
-    redis.get(keys.spentToday(accountId, w.day)),
-  ])
-  const [balance, dailyCap, balanceCap, mref] = fields
+  const [a, spent] = await Promise.all([readAccount(s.ctx, accountId, 'balance', 'daily_cap', 'balance_cap', 'mref'), redis.get(keys.spentToday(accountId, w.day))])
+  const mref = a.mref
   return {
-    balance: Number(balance ?? 0),
-    balance_cap: Number(balanceCap ?? s.cfg.DEFAULT_BALANCE_CAP),
-    daily_cap: Number(dailyCap ?? s.cfg.DEFAULT_DAILY_CAP),
+    balance: a.balance ?? 0,
+    balance_cap: a.balance_cap ?? s.cfg.DEFAULT_BALANCE_CAP,
+    daily_cap: a.daily_cap ?? s.cfg.DEFAULT_DAILY_CAP,
     spent_today: Number(spent ?? 0),
     resets_at: w.resetsAt,
     links: accountLinks(s, mref ?? ''),
@@ -66,7 +64,7 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
   if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_MAX_LIMIT)
     throw new ApiError('BAD_REQUEST', { field: 'limit', expected: `an integer from 1 to ${ACTIVITY_MAX_LIMIT}` })
   const cursor = decodeCursor(rawCursor)
-  const [bal, recent] = await Promise.all([s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance'), recentCalls(s.ctx, accountId)])
+  const [{ balance: bal }, recent] = await Promise.all([readAccount(s.ctx, accountId, 'balance'), recentCalls(s.ctx, accountId)])
   const merged = new Map<string, CallRecord>()
   for (const r of recent) if (before(r, cursor) && matches(r, filter)) merged.set(r.call_id, r)
   try {

@@ -9,8 +9,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { isAccountId } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
-import { ScriptStatus as S } from '../redis/codes'
 import type { Principal } from '../auth/principal'
+import { runConsoleSession } from '../lua/console-session'
 
 export const SESSION_TTL_MS = 12 * 3600 * 1000
 export const SESSION_COOKIE = 'pab_console'
@@ -54,10 +54,9 @@ export async function openSession(ctx: RedisContext, owner: Principal): Promise<
 export async function readSession(ctx: RedisContext, cookie: string | undefined): Promise<ConsoleSession | null> {
   const c = parseCookieValue(cookie)
   if (!c) return null
-  const { keys } = ctx
-  const reply = await ctx.scripts.consoleSession([keys.consoleSession(c.acct, sha256(c.id)), keys.account(c.acct)], [ctx.clock.now()])
-  if (reply[0] !== S.OK) return null
-  return { accountId: c.acct, csrf: String(reply[1]), cookie: cookie! }
+  const reply = await runConsoleSession(ctx, { now: ctx.clock.now(), accountId: c.acct, sessionIdHash: sha256(c.id) })
+  if (reply.status !== 'ok') return null
+  return { accountId: c.acct, csrf: reply.csrf, cookie: cookie! }
 }
 
 export async function closeSession(ctx: RedisContext, cookie: string | undefined): Promise<void> {

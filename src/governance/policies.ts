@@ -9,6 +9,7 @@ import { ApiError } from '../errors'
 import { runSetPolicies, type PolicyWrite } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { AGENT_ID } from './agents'
+import { readAccount } from '../redis/account-hash'
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
 export type FieldChanges = Record<string, string | number | null>
@@ -35,11 +36,11 @@ export interface AgentPolicy {
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
 
 export async function readAccountPolicy(ctx: RedisContext, acct: string): Promise<AccountPolicy> {
-  const [dailyCap, allow, balanceCap] = await ctx.redis.hmget(ctx.keys.account(acct), 'daily_cap', 'allow', 'balance_cap')
+  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap')
   return {
-    daily_cap: Number(dailyCap ?? ctx.cfg.DEFAULT_DAILY_CAP),
-    balance_cap: Number(balanceCap ?? ctx.cfg.DEFAULT_BALANCE_CAP),
-    allowlist: decodeAllowlist(allow),
+    daily_cap: a.daily_cap ?? ctx.cfg.DEFAULT_DAILY_CAP,
+    balance_cap: a.balance_cap ?? ctx.cfg.DEFAULT_BALANCE_CAP,
+    allowlist: decodeAllowlist(a.allow),
   }
 }
 

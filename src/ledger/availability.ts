@@ -27,6 +27,7 @@ import { SHARDS } from '../redis/keys'
 import type { ScriptName, Scripts } from '../redis/scripts'
 import type { RedisContext } from '../redis/context'
 import { restoreMissing } from './rebuild'
+import { statusOf } from '../lua/reply'
 
 /**
  * Scripts that run while the ledger is closed: settling what was admitted before (a refund, a call
@@ -131,7 +132,8 @@ export class LedgerAvailability {
         if (first) await this.confirmAbsent()
         else if (!this.open) await this.assertOpen()
         const reply = await run(keys, argv)
-        if (reply[0] === S.UNAUTHORIZED || reply[0] === S.NOT_FOUND) await this.confirmAbsent()
+        const status = statusOf(reply)
+        if (status === S.UNAUTHORIZED || status === S.NOT_FOUND) await this.confirmAbsent()
         return reply
       }
     }

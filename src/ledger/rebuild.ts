@@ -20,6 +20,7 @@ import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, type AccountLedger } from './reconcile'
+import { readAccount } from '../redis/account-hash'
 
 interface AgentRow {
   id: string
@@ -180,8 +181,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   const acct = plan.account
   const day = hktDay(ctx.clock.now())
   // The consent page ref is not kept in Postgres: keep the one Redis still has, else a new one.
-  const existingMref = await redis.hget(keys.account(acct), 'mref')
-  const mref = existingMref ?? 'mr_' + randomId()
+  const mref = (await readAccount(ctx, acct, 'mref')).mref ?? 'mr_' + randomId()
   const reply = await runRestoreAccount(ctx, {
     accountId: acct,
     day,

@@ -10,6 +10,7 @@ import type { Services } from '../services'
 import { windowsAt } from '../ledger/windows'
 import { accountLinks, paymentRequired } from '../payments/payment-required'
 import { readMandate, setMandate, type MandateRecord } from './store'
+import { readAccount } from '../redis/account-hash'
 
 /** Limits are credits; a refill must be chargeable (whole cents, the card minimum). */
 export const MAX_LIMIT = 1_000_000_000
@@ -38,12 +39,12 @@ export async function resolveRef(s: Services, ref: string | undefined): Promise<
   const { redis, keys } = s.ctx
   const accountId = ref && /^mr_[A-Za-z0-9_-]{10,64}$/.test(ref) ? await redis.get(keys.mandateRef(ref)) : null
   if (!accountId) throw new ApiError('NOT_FOUND', { resource: 'mandate link' })
-  const email = (await redis.hget(keys.account(accountId), 'email')) ?? ''
+  const email = (await readAccount(s.ctx, accountId, 'email')).email ?? ''
   return { accountId, email, mref: ref! }
 }
 
 export async function enableUrl(s: Services, accountId: string): Promise<string> {
-  const mref = (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
+  const mref = (await readAccount(s.ctx, accountId, 'mref')).mref ?? ''
   return accountLinks(s, mref).enable_auto_refill
 }
 
@@ -159,5 +160,5 @@ async function refusal(
 }
 
 async function balanceOf(s: Services, accountId: string): Promise<number> {
-  return Number((await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance')) ?? 0)
+  return (await readAccount(s.ctx, accountId, 'balance')).balance ?? 0
 }

@@ -6,6 +6,7 @@ import type { Config } from '../config'
 import type { RedisContext } from '../redis/context'
 import type { Mailer } from '../mail/mailer'
 import { accountLinks } from '../payments/payment-required'
+import { readAccount } from '../redis/account-hash'
 
 type Deps = { ctx: RedisContext; cfg: Config; mailer: Mailer }
 
@@ -14,7 +15,7 @@ export async function notifyRefillFailure(
   accountId: string,
   f: { kind: 'declined' | 'authentication_required'; credits: number; card: string; message: string },
 ): Promise<void> {
-  const [email, mref] = await s.ctx.redis.hmget(s.ctx.keys.account(accountId), 'email', 'mref')
+  const { email, mref } = await readAccount(s.ctx, accountId, 'email', 'mref')
   if (!email) return
   const links = accountLinks(s, mref ?? '')
   const text =

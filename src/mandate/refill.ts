@@ -27,6 +27,7 @@ import { emitEvent } from '../events/emit'
 import { accountLinks } from '../payments/payment-required'
 import { notifyRefillFailure } from './notify'
 import { readMandate } from './store'
+import { readAccount } from '../redis/account-hash'
 
 export interface RefillDeps {
   ctx: RedisContext
@@ -164,7 +165,7 @@ export class Refiller {
     await releaseRefill(ctx, accountId, r, outcome.kind, code)
     log.warn('refill_refused', { account_id: accountId, mode, credits: r.credits, outcome: outcome.kind, code })
     // Every channel of the owner (webhook, chat) hears it too; the id is fixed by the attempt.
-    const mref = await ctx.redis.hget(ctx.keys.account(accountId), 'mref')
+    const { mref } = await readAccount(ctx, accountId, 'mref')
     await emitEvent(
       ctx,
       accountId,

@@ -6,6 +6,7 @@ import { ApiError } from '../errors'
 import { packs } from './amounts'
 import type { Config } from '../config'
 import type { RedisContext } from '../redis/context'
+import { readAccount } from '../redis/account-hash'
 
 /** What the builders need: the base URL and prices from config, the account hash from Redis. */
 type Deps = { cfg: Config; ctx: RedisContext }
@@ -44,7 +45,7 @@ export async function paymentRequired(
   } = {},
 ): Promise<ApiError> {
   const { reason = 'insufficient_balance', declined } = opt
-  const mref = opt.mandateRef ?? (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'mref')) ?? ''
+  const mref = opt.mandateRef ?? (await readAccount(s.ctx, accountId, 'mref')).mref ?? ''
   const links = accountLinks(s, mref)
   const usd = (n: number) => `$${(n / s.cfg.CREDITS_PER_USD).toFixed(2)}`
   const human_readable =

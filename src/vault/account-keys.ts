@@ -9,6 +9,7 @@ import { ApiError } from '../errors'
 import type { Services } from '../services'
 import { KeyVault, type KeySummary } from './store'
 import { claimLink, createLink, inspectLink, releaseLink } from './links'
+import { readAccount } from '../redis/account-hash'
 
 /** Provider keys are header values: printable ASCII, no spaces (so no header injection either). */
 const KEY_RE = /^[\x21-\x7e]{8,4096}$/
@@ -66,5 +67,5 @@ export async function deleteKey(vault: KeyVault, accountId: string, provider: st
 }
 
 async function emailOf(s: Services, accountId: string): Promise<string> {
-  return (await s.ctx.redis.hget(s.ctx.keys.account(accountId), 'email')) ?? ''
+  return (await readAccount(s.ctx, accountId, 'email')).email ?? ''
 }

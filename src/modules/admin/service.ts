@@ -9,6 +9,7 @@ import { ApiError } from '../../errors'
 import { applyPolicyChange, readAccountPolicy } from '../../governance/policies'
 import { isAccountId } from '../../redis/keys'
 import type { Services } from '../../services'
+import { readAccount } from '../../redis/account-hash'
 
 export async function setPaused(s: Services, slug: string, paused: boolean) {
   const cap = s.catalog.capabilities.get(slug)
@@ -25,6 +26,6 @@ export async function reopenSignups(s: Services) {
 export async function setBalanceCap(s: Services, accountId: string, balanceCap: number) {
   if (!isAccountId(accountId)) throw new ApiError('NOT_FOUND', { resource: 'account' })
   await applyPolicyChange(s.ctx, accountId, { account: { balance_cap: balanceCap } })
-  const [policy, balance] = await Promise.all([readAccountPolicy(s.ctx, accountId), s.ctx.redis.hget(s.ctx.keys.account(accountId), 'balance')])
-  return { account_id: accountId, balance_cap: policy.balance_cap, balance: Number(balance ?? 0) }
+  const [policy, balance] = await Promise.all([readAccountPolicy(s.ctx, accountId), readAccount(s.ctx, accountId, 'balance')])
+  return { account_id: accountId, balance_cap: policy.balance_cap, balance: balance.balance ?? 0 }
 }

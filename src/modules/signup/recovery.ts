@@ -13,6 +13,7 @@ import { ApiError } from '../../errors'
 import { runClaimLink } from '../../lua/links'
 import type { Services } from '../../services'
 import { rotateOwnerToken } from './service'
+import { readAccount } from '../../redis/account-hash'
 
 export const RECOVERY_LINK_TTL_MS = 600_000
 /** A used link keeps its record this long, so a reuse says LINK_USED rather than LINK_INVALID. */
@@ -67,7 +68,7 @@ export async function inspectRecovery(s: Services, code: string | undefined): Pr
   if (!acct || !exp) throw new ApiError('LINK_INVALID')
   if (used) throw new ApiError('LINK_USED')
   if (s.ctx.clock.now() >= Number(exp)) throw new ApiError('LINK_INVALID')
-  return { email: (await redis.hget(keys.account(acct), 'email')) ?? '' }
+  return { email: (await readAccount(s.ctx, acct, 'email')).email ?? '' }
 }
 
 /** Claims the link (once) and rotates the owner token. */
@@ -78,7 +79,7 @@ export async function redeemRecovery(s: Services, code: string | undefined): Pro
   if (reply.status === 'link_used') throw new ApiError('LINK_USED')
   if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
   const accountId = reply.accountId
-  const [oldHash, email] = await redis.hmget(keys.account(accountId), 'owner', 'email')
+  const { owner: oldHash, email } = await readAccount(s.ctx, accountId, 'owner', 'email')
   const { token } = await rotateOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
   s.log.info('token_recovered', { account_id: accountId })
   return { token, email: email ?? '' }

@@ -14,6 +14,7 @@ import type { Services } from '../../services'
 import { resolveRef, type MandateRef } from '../../mandate/mandate'
 import { checkoutDonePage, creditedPage, packsPage, type PacksView } from './pages'
 import { creditPack, receiveWebhook } from './service'
+import { readAccount } from '../../redis/account-hash'
 
 const PackQuery = t.Object({ ref: t.Optional(t.String({ maxLength: 100 })), pack: t.Optional(t.String({ maxLength: 20 })) })
 
@@ -30,7 +31,7 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
     email: ref.email,
     mode: s.payments.mode,
     packs: all,
-    balanceCap: Number((await s.ctx.redis.hget(s.ctx.keys.account(ref.accountId), 'balance_cap')) ?? s.cfg.DEFAULT_BALANCE_CAP),
+    balanceCap: (await readAccount(s.ctx, ref.accountId, 'balance_cap')).balance_cap ?? s.cfg.DEFAULT_BALANCE_CAP,
     creditsPerUsd: s.cfg.CREDITS_PER_USD,
   })
   const checkout = (ref: MandateRef, p: Pack, form: Record<string, string>) =>

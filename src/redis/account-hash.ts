@@ -1,0 +1,41 @@
+/**
+ * The one reader of an account hash ({s}:acct:<acct>) in TypeScript: its field names, and how each
+ * decodes. The scripts write it (create-account-3, set-policy-2, set-mandate-3, debit-13, …);
+ * everything else reads it through readAccount, so a renamed or re-typed field changes one table.
+ * A field the hash does not hold reads null (no account, or no such setting): callers pick the
+ * default, since the default is theirs to know (config, '' for a link).
+ */
+import type { RedisContext } from './context'
+
+const num = (v: string | null) => (v === null ? null : Number(v))
+const str = (v: string | null) => v
+
+const FIELDS = {
+  /** SHA-256 of the current owner token. */
+  owner: str,
+  balance: num,
+  email: str,
+  public_ref: str,
+  origin: str,
+  /** The referrer while the referral bonus is still owed. */
+  referrer: str,
+  /** Own daily cap; absent = the deployment's default. */
+  daily_cap: num,
+  /** Allowlist patterns joined by "\n"; absent = everything. */
+  allow: str,
+  balance_cap: num,
+  /** The saved-card consent page's ref (/mandate?ref=). */
+  mref: str,
+  /** The enabled mandate's threshold, present only while auto-refill is on. */
+  refill_below: num,
+  policy_v: num,
+  created: num,
+} as const
+
+export type AccountField = keyof typeof FIELDS
+export type AccountValues<F extends AccountField> = { [K in F]: ReturnType<(typeof FIELDS)[K]> }
+
+export async function readAccount<F extends AccountField>(ctx: Pick<RedisContext, 'redis' | 'keys'>, accountId: string, ...fields: F[]): Promise<AccountValues<F>> {
+  const raw = await ctx.redis.hmget(ctx.keys.account(accountId), ...fields)
+  return Object.fromEntries(fields.map((f, i) => [f, FIELDS[f](raw[i] ?? null)])) as AccountValues<F>
+}
