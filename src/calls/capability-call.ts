@@ -21,6 +21,8 @@ export interface CallInput {
   /** The raw JSON body, as received (hashed for Idempotency-Key fingerprints). */
   rawBody: string
   idempotencyKey: string | null
+  /** Aborts when the client goes away. */
+  signal?: AbortSignal
 }
 
 export interface CallAnswer {
@@ -53,9 +55,14 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const provider = s.catalog.providers.get(cap.provider)!
   const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'capability', capability: cap, provider }, principal.accountId))
 
-  const up = await callUpstream(provider, cap, params, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES)
+  const up = await callUpstream(provider, cap, params, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
   const outcome = outcomeOf(up)
-  const httpStatus = up.kind === 'timeout' || up.kind === 'network' ? null : up.status
+  const httpStatus = 'status' in up ? up.status : null
+  if (up.kind === 'client_closed') {
+    // Nobody is left to read an answer; the call is settled all the same (charged, as on the proxy).
+    await call.settle(outcome, { httpStatus })
+    return { status: 499, body: '' }
+  }
   if (isRefunded(outcome) || up.kind !== 'response') {
     const settled = await call.settle(outcome, { httpStatus })
     throw providerFailure(call, settled, { providerStatus: up.kind === 'response' ? up.status : null, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
@@ -79,6 +86,8 @@ function outcomeOf(up: UpstreamResult): CallOutcome {
       return 'timeout'
     case 'network':
       return 'network'
+    case 'client_closed':
+      return 'client_closed'
   }
 }
 

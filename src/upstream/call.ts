@@ -17,6 +17,8 @@ export type UpstreamResult =
   | { kind: 'bad_encoding'; status: number }
   | { kind: 'timeout' }
   | { kind: 'network'; error: string }
+  /** The caller went away: the upstream request was aborted with it. */
+  | { kind: 'client_closed' }
 
 export function authHeaders(provider: Provider, apiKey: string): Record<string, string> {
   const h: Record<string, string> = { ...(provider.headers ?? {}) }
@@ -24,7 +26,15 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
   return h
 }
 
-export async function callUpstream(provider: Provider, cap: Capability, params: unknown, apiKey: string, maxBytes: number): Promise<UpstreamResult> {
+export async function callUpstream(
+  provider: Provider,
+  cap: Capability,
+  params: unknown,
+  apiKey: string,
+  maxBytes: number,
+  /** The client's request signal: a client that goes away takes its upstream request with it. */
+  clientGone?: AbortSignal,
+): Promise<UpstreamResult> {
   const url = new URL(provider.base_url + cap.path)
   const headers = authHeaders(provider, apiKey)
   headers['accept-encoding'] = 'identity'
@@ -36,11 +46,15 @@ export async function callUpstream(provider: Provider, cap: Capability, params: 
     body = JSON.stringify(params)
     headers['content-type'] = 'application/json'
   }
+  const timeout = AbortSignal.timeout(cap.timeout_ms)
+  const signal = clientGone ? AbortSignal.any([timeout, clientGone]) : timeout
+  const failed = (e: unknown): UpstreamResult =>
+    clientGone?.aborted ? { kind: 'client_closed' } : timeout.aborted || (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
   let res: Response
   try {
-    res = await fetch(url, { method: cap.method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(cap.timeout_ms), decompress: false } as RequestInit)
+    res = await fetch(url, { method: cap.method, headers, body, redirect: 'manual', signal, decompress: false } as RequestInit)
   } catch (e) {
-    return (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
+    return failed(e)
   }
   const decoders = decodersFor(res.headers.get('content-encoding'))
   if (!decoders) {
@@ -60,7 +74,7 @@ export async function callUpstream(provider: Provider, cap: Capability, params: 
     // A provider that quotes the key back (an error message) must not hand it to the caller.
     text = maskKey(new TextDecoder().decode(bytes), apiKey)
   } catch (e) {
-    return (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
+    return failed(e)
   }
   const type = res.headers.get('content-type') ?? ''
   let parsed: unknown = text

@@ -27,7 +27,7 @@ export const callRoutes = (s: Services, h: Http = http(s)) => {
         throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
       // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
       const rawBody = await readText(request, s.cfg.MAX_BODY_BYTES)
-      const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey })
+      const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey, signal: request.signal })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },
     {
