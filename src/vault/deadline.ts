@@ -1,7 +1,7 @@
 /**
  * A vault lookup with a deadline. The vault reads Postgres, and Postgres being down must never
  * hang a request (CONTRACT §6): past `ms`, or on a driver error, the answer is VAULT_UNAVAILABLE and
- * the caller decides (the proxy falls back to a house key; a byok call fails fast). The vault's own
+ * the caller decides (provider-key.ts: a house key when the target has one, else VAULT_UNAVAILABLE). The vault's own
  * errors (KEY_UNREADABLE) are answers and pass through.
  */
 import { ApiError } from '../errors'

@@ -1,4 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
+import { CALL_OUTCOMES, SETTLEMENT } from '../../ledger/paid-call'
 
 export const BalanceResponse = T.Object({
   balance: T.Integer({ description: 'Credits' }),
@@ -23,13 +24,16 @@ export const ActivityQuery = T.Object({
 })
 
 
+/** The outcome words as the settlement table has them, so the documentation cannot drift from it. */
+const byRule = (rule: 'charged' | 'refunded') => CALL_OUTCOMES.filter((o) => SETTLEMENT[o] === rule).join(' | ')
+
 export const ActivityEntry = T.Object({
   call_id: T.String(),
   slug: T.String(),
   agent_id: T.Union([T.String(), T.Null()]),
   charged: T.Integer(),
   refunded: T.Boolean(),
-  outcome: T.String({ description: 'ok | provider_4xx | provider_error | timeout | network | too_large | abandoned | no_key (refunded: the provider key could not be had) | request_too_large (refunded: a streamed proxy body passed MAX_BODY_BYTES)' }),
+  outcome: T.String({ description: `How the call ended. Charged: ${byRule('charged')}. Refunded: ${byRule('refunded')}.` }),
   http_status: T.Union([T.Integer(), T.Null()]),
   latency_ms: T.Integer(),
   at: T.String(),
