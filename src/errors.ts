@@ -17,7 +17,7 @@ export const ERRORS = {
     status: 402,
     message:
       'Balance too low for this call ({price} credits needed, {balance} available). Relay human_readable to the user verbatim, then retry the same call after a top-up or after enabling auto-refill at enable_url.',
-    context: ['human_readable', 'enable_url', 'balance', 'price', 'topup_url', 'reason'],
+    context: ['human_readable', 'enable_url', 'balance', 'price', 'topup_url', 'reason', 'propose_via', 'kind'],
   },
   UNAUTHORIZED: {
     status: 401,
@@ -38,12 +38,12 @@ export const ERRORS = {
   POLICY_DENIED: {
     status: 403,
     message: 'Blocked by the {rule} policy before dispatch. The {raised_by} can change it via {raise_via}.',
-    context: ['rule', 'raised_by', 'raise_via', 'cap', 'spent'],
+    context: ['rule', 'raised_by', 'raise_via', 'cap', 'spent', 'propose_via', 'kind'],
   },
   DAILY_CAP_REACHED: {
     status: 429,
     message: 'The account daily spend cap ({cap} credits) is reached. It resets at {resets_at} (00:00 HKT); the operator can raise it via PUT /v1/policies.',
-    context: ['cap', 'spent', 'resets_at', 'raise_via'],
+    context: ['cap', 'spent', 'resets_at', 'raise_via', 'propose_via', 'kind'],
   },
   RATE_LIMITED: {
     status: 429,

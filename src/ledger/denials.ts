@@ -7,6 +7,8 @@ import type { Refusal } from '../lua/refusal'
 import { rateHeaders } from './windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
+/** A refusal that an operator's approval could lift names the proposal (CONTRACT §11) that would help. */
+const propose = (kind: string) => ({ propose_via: 'POST /v1/proposals', kind })
 
 export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: string }): ApiError {
   switch (r.status) {
@@ -21,15 +23,15 @@ export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: stri
       return new ApiError('RATE_LIMITED', { retry_after_s: retry }, { 'retry-after': String(retry), ...rateHeaders(r.limit, 0, r.retryAfterMs) })
     }
     case 'agent_allowlist':
-      return policy('agent_allowlist')
+      return policy('agent_allowlist', propose('allow'))
     case 'account_allowlist':
       return policy('account_allowlist')
     case 'per_call_max':
       return policy('per_call_max', { cap: r.cap, price: r.price })
     case 'agent_daily_cap':
-      return policy('agent_daily_cap', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt })
+      return policy('agent_daily_cap', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, ...propose('raise_daily_cap') })
     case 'daily_cap':
-      return new ApiError('DAILY_CAP_REACHED', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, raise_via: RAISE_VIA })
+      return new ApiError('DAILY_CAP_REACHED', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, raise_via: RAISE_VIA, ...propose('raise_daily_cap') })
     case 'request_cap':
       return new ApiError('REQUEST_CAP_REACHED', { cap: r.cap, used: r.used, resets_at: ctx.resetsAt })
     case 'idempotency_mismatch':

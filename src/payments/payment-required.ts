@@ -42,6 +42,8 @@ export async function paymentRequired(
     declined?: { card: string; message: string }
     /** The mandate ref when the caller has it already (debit-13 returns it with the refusal). */
     mandateRef?: string
+    /** The refused agent: it may ask its operator for a top-up (CONTRACT §11). */
+    agentId?: string | null
   } = {},
 ): Promise<ApiError> {
   const { reason = 'insufficient_balance', declined } = opt
@@ -61,5 +63,6 @@ export async function paymentRequired(
     price,
     topup_url: links.topup,
     reason,
+    ...(opt.agentId ? { propose_via: 'POST /v1/proposals', kind: 'topup' } : {}),
   })
 }

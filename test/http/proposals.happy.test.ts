@@ -164,3 +164,21 @@ describe('proposals', () => {
     expect(mine[1]!.data).toMatchObject({ proposal_id: p.id, status: 'approved', via: 'api' })
   })
 })
+
+describe('refusals name the proposal that would lift them', () => {
+  test('POLICY_DENIED (agent allowlist, agent daily cap), DAILY_CAP_REACHED and an agent’s PAYMENT_REQUIRED carry propose_via and kind', async () => {
+    const o = await owner()
+    const a = await o.mk('limited', { allowlist: ['test.echo', 'test.pricey'], daily_cap: 5 })
+    expect((await call(a.token, 'test.cheap')).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_allowlist', propose_via: 'POST /v1/proposals', kind: 'allow' })
+    expect((await call(a.token)).status).toBe(200)
+    expect((await call(a.token)).body).toMatchObject({ rule: 'agent_daily_cap', propose_via: 'POST /v1/proposals', kind: 'raise_daily_cap' })
+    await t.req('PUT', '/v1/policies', { token: o.token, body: { account: { daily_cap: 5 }, agents: { [a.id]: { daily_cap: null } } } })
+    expect((await call(a.token)).body).toMatchObject({ error: 'DAILY_CAP_REACHED', propose_via: 'POST /v1/proposals', kind: 'raise_daily_cap' })
+    await t.req('PUT', '/v1/policies', { token: o.token, body: { account: { daily_cap: 100000 } } })
+    expect((await call(a.token, 'test.pricey')).status).toBe(200) // 495 → 195: the next 300 is too much
+    const broke = await call(a.token, 'test.pricey')
+    expect(broke.body).toMatchObject({ error: 'PAYMENT_REQUIRED', propose_via: 'POST /v1/proposals', kind: 'topup' })
+    // The owner is not an agent: it tops up itself.
+    expect((await call(o.token, 'test.pricey')).body.propose_via).toBeUndefined()
+  })
+})

@@ -50,7 +50,7 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     abandonAfterMs: req.lease ? deps.leases.leaseMs : req.abandonAfterMs,
   })
   if (d.kind === 'replay') return { kind: 'replay', response: d.response }
-  if (d.kind === 'insufficient') throw await paymentRequired(deps, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef })
+  if (d.kind === 'insufficient') throw await paymentRequired(deps, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef, agentId: principal.agentId })
   const releaseLease = req.lease ? deps.leases.hold(principal.accountId, d.callId) : () => {}
   const call = new DebitedCall(deps, {
     principal,
