@@ -41,6 +41,8 @@ import { getMandate, topup, updateMandate } from '../../mandate/mandate'
 import { openVault, requestLink } from '../../vault/account-keys'
 import { deleteWebhook, getWebhook, putWebhook } from '../../events/webhook-endpoints'
 import { operatorLink } from '../../telegram/operator'
+import { approveProposal, declineProposal, listProposals } from '../../proposals/proposals'
+import { proposalDeps } from '../../proposals/deps'
 import { statementFormat, statementHeaders, statementLag, statementRange, statementStream } from '../../ledger/statement'
 import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } from './pages/layout'
 import { signinPage } from './pages/signin'
@@ -74,6 +76,7 @@ const lines = (raw: string | undefined): string[] | null => {
 export const consoleRoutes = (s: Services, h: Http = http(s)) => {
   const cookie = { secure: s.cfg.BASE_URL.startsWith('https:') }
   const vault = openVault(s)
+  const proposals = proposalDeps(s)
 
   async function readConsoleForm(request: Request): Promise<Form> {
     const text = await readText(request, s.cfg.MAX_BODY_BYTES)
@@ -138,8 +141,9 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       const link = extra?.link as { url: string; provider: string; expires_at: string } | undefined
       return consolePage('Keys', sess.csrf, keysMain({ configured: vault.configured, keys, providers: [...s.catalog.providers.keys()], link }, sess.csrf), { flash, status })
     },
-    async Proposals(sess) {
-      return consolePage('Proposals', sess.csrf, proposalsMain())
+    async Proposals(sess, _url, flash, status) {
+      const [pending, agents] = await Promise.all([listProposals(proposals, { accountId: sess.accountId, agentId: null }, 'pending'), readAgents(s.ctx, sess.accountId)])
+      return consolePage('Proposals', sess.csrf, proposalsMain(pending, agents, sess.csrf), { flash, status })
     },
     async Webhooks(sess, _url, flash, status, extra) {
       const endpoint = await getWebhook(s, sess.accountId).catch((e) => {
@@ -332,6 +336,22 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       '/console/keys/link',
       act('Keys', async (sess, f) => ({ ok: 'Vault link created.', extra: { link: await requestLink(s, vault, sess.accountId, f.provider ?? '') } })),
       { ...formRoute, detail: { summary: 'HTML form post: a new vault link (as POST /v1/keys/link)' } },
+    )
+    .post(
+      '/console/proposals/:id/approve',
+      act('Proposals', async (sess, f, params) => {
+        const p = await approveProposal(proposals, sess.accountId, params.id ?? '', f.note ?? '')
+        return { ok: `Proposal ${p.id} approved.` }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: approve a proposal (as POST /v1/proposals/{id}/approve)' } },
+    )
+    .post(
+      '/console/proposals/:id/decline',
+      act('Proposals', async (sess, f, params) => {
+        const p = await declineProposal(proposals, sess.accountId, params.id ?? '', f.note ?? '')
+        return { ok: `Proposal ${p.id} declined.` }
+      }),
+      { ...formRoute, detail: { summary: 'HTML form post: decline a proposal (as POST /v1/proposals/{id}/decline)' } },
     )
     .post(
       '/console/webhooks',

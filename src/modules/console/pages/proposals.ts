@@ -1,4 +1,31 @@
-/** Proposals (CONTRACT §11) are not wired yet: the page says so plainly. */
-export function proposalsMain(): string {
-  return `<p>No proposals.</p><p class="muted"><small>When an agent asks for more room (a higher cap, a budget, an allowlist pattern, a top-up), its pending proposals are listed here with Approve / Decline.</small></p>`
+import type { AgentView } from '../../../governance/agents'
+import type { ProposalView } from '../../../proposals/record'
+import { esc } from '../../../pages/html'
+import { csrfField } from './layout'
+
+const KIND: Record<string, string> = {
+  raise_daily_cap: 'Raise the daily cap to',
+  raise_budget: 'Raise the budget to',
+  allow: 'Allow the pattern',
+  topup: 'Top up',
+}
+
+/** Pending proposals (CONTRACT §11) with Approve / Decline and an optional note. */
+export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf: string): string {
+  if (!pending.length) return '<p>No proposals.</p><p class="muted"><small>When an agent asks for more room (a higher cap, a budget, an allowlist pattern, a top-up), it is listed here with Approve / Decline.</small></p>'
+  const names = new Map(agents.map((a) => [a.id, a.name]))
+  return pending
+    .map((p, i) => {
+      const who = p.agent_id ? `${esc(names.get(p.agent_id) ?? p.agent_id)} <code>${esc(p.agent_id)}</code>` : 'the account'
+      const base = `/console/proposals/${encodeURIComponent(p.id)}`
+      return `<section class="card" data-proposal="${esc(p.id)}">
+<h2>${esc(KIND[p.kind] ?? p.kind)} <code>${esc(String(p.value))}</code> for ${who}</h2>
+<p>${esc(p.reason)}</p>
+<p class="muted"><small>Proposed by <code>${esc(p.proposed_by)}</code> at ${esc(p.created_at.replace('T', ' ').slice(0, 16))} UTC; expires ${esc(p.expires_at.replace('T', ' ').slice(0, 16))} UTC.</small></p>
+<form method="post" action="${base}/approve">${csrfField(csrf)}
+<label for="note-${i}">Note <small>(optional)</small></label><input id="note-${i}" name="note" type="text" maxlength="280">
+<button type="submit">Approve</button><button type="submit" class="quiet" formaction="${base}/decline">Decline</button></form>
+</section>`
+    })
+    .join('\n')
 }
