@@ -21,6 +21,8 @@ import { DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, type AccountLedger } from './reconcile'
 import { readAccount } from '../redis/account-hash'
+import { planProposals, restoreProposals } from '../proposals/restore'
+import type { ProposalRecord } from '../proposals/record'
 
 interface AgentRow {
   id: string
@@ -45,6 +47,8 @@ export interface RebuildPlan {
   publicRef: string
   ownerTokenHash: string
   agents: AgentRow[]
+  /** Every proposal of the account (CONTRACT §11); the pending ones are indexed again. */
+  proposals: ProposalRecord[]
   ledger: { entries: number; postgres: number; outbox: number }
 }
 
@@ -159,6 +163,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
     publicRef,
     ownerTokenHash: owner,
     agents: [...byAgent.values()],
+    proposals: await planProposals(ctx, db, account),
     ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
   }
 }
@@ -203,6 +208,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     await m.exec()
     await redis.set(keys.token(a.tokenHash), `${acct}|${a.id}`)
   }
+  await restoreProposals(ctx, acct, plan.proposals)
   await Promise.all([
     redis.set(keys.token(plan.ownerTokenHash), `${acct}|`),
     redis.set(keys.email(plan.email), acct),
