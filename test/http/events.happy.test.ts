@@ -77,6 +77,9 @@ describe('owner events over webhooks', () => {
     // support.updated: the founder moves the account's problem
     const problem = await t.req('POST', '/v1/support', { token: owner.token, body: { category: 'billing', summary: 'parked pack' } })
     expect((await founder('PATCH', `/admin/support/${problem.body.id}`, { status: 'acknowledged', note: 'on it' })).status).toBe(200)
+    // proposal.created / proposal.decided: the bot asks for a higher cap, the owner declines
+    const proposal = await t.req('POST', '/v1/proposals', { token: bot.token, body: { kind: 'raise_daily_cap', value: 50, reason: 'more' } })
+    expect((await t.req('POST', `/v1/proposals/${proposal.body.id}/decline`, { token: owner.token })).body.status).toBe('declined')
     // refill.failed: emit → deliver (its producer's real path needs a declining card: Stripe mode)
     await emitEvent(t.s.ctx, acct, 'refill.failed', { credits: 1000, reason: 'authentication_required', message: 'needs the card holder', mode: 'auto' })
 
