@@ -24,7 +24,7 @@ describe('ledger rebuild and proposals', () => {
     const declined = await ask('declined before the flush')
     await t.req('POST', `/v1/proposals/${declined.id}/decline`, { token: o.token })
     const flushedPending = await ask('pending, flushed')
-    const others = []
+    const others: { id: string }[] = []
     for (let i = 0; i < 7; i++) others.push(await ask(`filler ${i}`))
     await flushAll(t)
     // Not flushed yet: a newer version (the decline) and a new proposal live only in the outbox.
