@@ -21,6 +21,9 @@ interface RouteLike {
 
 export const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
+/** Console routes anyone may load: the sign-in form (and its post) and the stylesheet. */
+const CONSOLE_PUBLIC = new Set(['/console/sign-in', '/console/console.css'])
+
 /** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
 const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
 
@@ -48,7 +51,10 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
     // A body wrapped in T.Optional (POST /v1/topup, POST /v1/token/rotate) may be left out.
     const optional = (h.body as Record<symbol, unknown> | undefined)?.[OptionalKind] === 'Optional'
     if (h.body) op.requestBody = { required: !optional, content: { 'application/json': { schema: plain(h.body) } } }
-    if (!PUBLIC.has(r.path)) op.security = [{ bearer: [] }]
+    // The owner console's pages sign in with a form and then ride a session cookie, not a bearer.
+    if (CONSOLE_PUBLIC.has(r.path)) op.security = []
+    else if (r.path.startsWith('/console')) op.security = [{ consoleSession: [] }]
+    else if (!PUBLIC.has(r.path)) op.security = [{ bearer: [] }]
     ;(paths[path] ??= {})[r.method.toLowerCase()] = op
   }
   return {
@@ -56,7 +62,10 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
     info: { title: 'Prepaid API Balance', version: VERSION, description: 'A prepaid, capped, auditable API balance for AI agents.' },
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer' },
+        consoleSession: { type: 'apiKey', in: 'cookie', name: 'pab_console', description: 'Owner console session (CONTRACT §9): set by POST /console/sign-in' },
+      },
       schemas: {
         Error: {
           type: 'object',
