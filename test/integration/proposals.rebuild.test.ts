@@ -28,7 +28,7 @@ describe('ledger rebuild and proposals', () => {
     for (let i = 0; i < 7; i++) others.push(await ask(`filler ${i}`))
     await flushAll(t)
     // Not flushed yet: a newer version (the decline) and a new proposal live only in the outbox.
-    await t.req('POST', `/v1/proposals/${others[0].id}/decline`, { token: o.token })
+    await t.req('POST', `/v1/proposals/${others[0]!.id}/decline`, { token: o.token })
     const unflushed = await ask('pending, only in the outbox')
     const before = (await t.req('GET', '/v1/proposals', { token: o.token })).body.proposals
 
@@ -39,7 +39,7 @@ describe('ledger rebuild and proposals', () => {
 
     const after = (await t.req('GET', '/v1/proposals', { token: o.token })).body.proposals
     expect(after).toEqual(before)
-    expect(after.find((p: { id: string }) => p.id === others[0].id).status).toBe('declined')
+    expect(after.find((p: { id: string }) => p.id === others[0]!.id).status).toBe('declined')
     expect(after.find((p: { id: string }) => p.id === unflushed.id).status).toBe('pending')
 
     // Still 8 pending for the agent: two more fit, the eleventh does not.
