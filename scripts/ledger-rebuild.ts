@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util'
 import { systemClock } from '../src/clock'
 import { loadConfigOrExit } from '../src/config'
 import { openDatabase } from '../src/db/client'
-import type { LedgerContext } from '../src/ledger/context'
+import type { RedisContext } from '../src/redis/context'
 import { writeMarks } from '../src/ledger/availability'
 import { allAccountIds, applyRebuild, planRebuild, RebuildError } from '../src/ledger/rebuild'
 import { createRedis } from '../src/redis/client'
@@ -40,7 +40,7 @@ if (!opt.all && opt.account!.length === 0) {
 
 const cfg = loadConfigOrExit()
 const redis = createRedis(cfg)
-const ctx: LedgerContext = { redis, keys: new Keys(cfg.REDIS_KEY_PREFIX), scripts: loadScripts(redis), clock: systemClock, cfg }
+const ctx: RedisContext = { redis, keys: new Keys(cfg.REDIS_KEY_PREFIX), scripts: loadScripts(redis), clock: systemClock, cfg }
 const db = await openDatabase(cfg)
 
 const summary = { accounts: 0, restored: 0, unchanged: 0, drift: 0, failed: 0 }

@@ -13,7 +13,7 @@ import { hashToken, newToken } from '../../src/auth/tokens'
 import { systemClock } from '../../src/clock'
 import { parseConfig } from '../../src/config'
 import { createAccount, newAccountId } from '../../src/ledger/accounts'
-import type { LedgerContext } from '../../src/ledger/context'
+import type { RedisContext } from '../../src/redis/context'
 import { debit } from '../../src/ledger/debit'
 import { createRedis, masters } from '../../src/redis/client'
 import { Keys } from '../../src/redis/keys'
@@ -38,7 +38,7 @@ async function prepare(url: string, price: number) {
   const cfg = parseConfig({ REDIS_URL: url, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PER_TOKEN: '1000000000', DEFAULT_DAILY_CAP: HUGE, DEFAULT_BALANCE_CAP: HUGE })
   const redis = createRedis(cfg)
   const scripts = loadScripts(redis)
-  const ctx: LedgerContext = { redis, keys: new Keys(prefix), scripts, clock: systemClock, cfg }
+  const ctx: RedisContext = { redis, keys: new Keys(prefix), scripts, clock: systemClock, cfg }
   const accountId = newAccountId(null)
   const token = newToken('owner')
   await createAccount(ctx, accountId, { email: `raw-${prefix}@example.com`, origin: 'bench', ownerTokenHash: hashToken(token), referrerId: null })

@@ -9,7 +9,7 @@
 import { expect } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/client'
-import type { LedgerContext } from '../../src/ledger/context'
+import type { RedisContext } from '../../src/redis/context'
 import type { Flusher } from '../../src/ledger/flusher'
 import { accountLedgers, type AccountLedger } from '../../src/ledger/reconcile'
 
@@ -24,12 +24,12 @@ export interface Expectation {
 }
 
 export interface LedgerStores {
-  ctx: LedgerContext
+  ctx: RedisContext
   db: { db: Database }
   flusher: Flusher
 }
 
-async function redisBalances(ctx: LedgerContext, accounts: string[]): Promise<Map<string, number>> {
+async function redisBalances(ctx: RedisContext, accounts: string[]): Promise<Map<string, number>> {
   const vals = await Promise.all(accounts.map((a) => ctx.redis.hget(ctx.keys.account(a), 'balance')))
   return new Map(accounts.map((a, i) => [a, Number(vals[i])]))
 }
