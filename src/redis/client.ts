@@ -1,3 +1,4 @@
+import './bun-tracing' // before any command: see the file
 import Redis, { Cluster } from 'ioredis'
 import type { Config } from '../config'
 
