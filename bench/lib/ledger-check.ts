@@ -1,7 +1,10 @@
 /**
  * After the load: is the ledger exact? Three independent views of the paid calls must agree:
- *   Redis    funded balance − final balance = price × successful calls (the service's own count,
- *            the public `organic_calls_routed` counter, filed per call by record-call-6);
+ *   Redis    funded balance − final balance = price × charged calls: the successful ones (the
+ *            service's own count, the public `organic_calls_routed` counter) plus the ones whose
+ *            client went away mid-call, which are charged too (`client_closed`: the provider had
+ *            started the work) but counted by no public counter — at most the requests autocannon
+ *            drops in flight, and exactly the `client_closed` rows in Postgres;
  *   Postgres after the flusher drained: Σ debit/refund entries = the same credits, one debit row per
  *            successful call, one `ok` row per call in `calls`;
  *   client   autocannon's 2xx count, which can be short by up to `connections` per run: when a run's
@@ -17,11 +20,13 @@ export interface LedgerCheck {
   spent: number
   price: number
   serverOk: number
+  /** Charged calls that did not end `ok` (client_closed when autocannon stops): spent / price − serverOk. */
+  otherCharged: number
   clientOk: number
   maxInFlightDropped: number
   redisExact: boolean
   clientConsistent: boolean
-  pg: null | { debits: number; refunds: number; sum: number; callsOk: number; exact: boolean; lagEntries: number }
+  pg: null | { debits: number; refunds: number; sum: number; callsOk: number; callsOtherCharged: number; exact: boolean; lagEntries: number }
   exact: boolean
 }
 
@@ -57,8 +62,9 @@ export async function checkLedger(
   const serverOk = await settledCount(svc.url)
   const final = await svc.balance(a.accountId)
   const spent = a.funded - final
-  const redisExact = spent === a.price * serverOk && final >= 0
-  const clientConsistent = a.clientOk <= serverOk && serverOk <= a.clientOk + a.maxInFlightDropped
+  const otherCharged = spent / a.price - serverOk
+  const redisExact = Number.isInteger(otherCharged) && otherCharged >= 0 && otherCharged <= a.maxInFlightDropped && final >= 0
+  const clientConsistent = a.clientOk <= serverOk && serverOk + otherCharged <= a.clientOk + a.maxInFlightDropped
   let pg: LedgerCheck['pg'] = null
   if (svc.dbUrl && svc.flusher) {
     const lagEntries = await drained(svc.url)
@@ -69,12 +75,18 @@ export async function checkLedger(
                count(*) filter (where kind = 'refund') as refunds,
                sum(amount) filter (where kind in ('debit', 'refund')) as sum
         from ledger_entries where account_id = ${a.accountId}`
-      const [c] = await sql<{ ok: string }[]>`select count(*) as ok from calls where account_id = ${a.accountId} and outcome = 'ok'`
+      // The charged endings of the settlement table (src/ledger/paid-call/outcome.ts) other than ok.
+      const [c] = await sql<{ ok: string; other: string }[]>`
+        select count(*) filter (where outcome = 'ok') as ok,
+               count(*) filter (where outcome in ('client_closed', 'provider_4xx')) as other
+        from calls where account_id = ${a.accountId}`
       const debits = Number(m!.debits)
       const refunds = Number(m!.refunds)
       const sum = Number(m!.sum ?? 0)
       const callsOk = Number(c!.ok)
-      pg = { debits, refunds, sum, callsOk, lagEntries, exact: lagEntries === 0 && -sum === spent && debits - refunds === serverOk && callsOk === serverOk }
+      const callsOtherCharged = Number(c!.other)
+      const exact = lagEntries === 0 && -sum === spent && debits - refunds === serverOk + otherCharged && callsOk === serverOk && callsOtherCharged === otherCharged
+      pg = { debits, refunds, sum, callsOk, callsOtherCharged, lagEntries, exact }
     } finally {
       await sql.end()
     }
@@ -85,6 +97,7 @@ export async function checkLedger(
     spent,
     price: a.price,
     serverOk,
+    otherCharged,
     clientOk: a.clientOk,
     maxInFlightDropped: a.maxInFlightDropped,
     redisExact,

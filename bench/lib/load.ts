@@ -10,6 +10,8 @@ export interface LoadOptions {
   durationS: number
   body: string
   headers: Record<string, string>
+  /** Each `[<id>]` in the body becomes a fresh random id per request (JSON-RPC ids of the MCP row). */
+  idReplacement?: boolean
 }
 
 export interface LoadResult {
@@ -36,6 +38,7 @@ export function clientRuntime(): string[] {
 
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const args = [...clientRuntime(), AUTOCANNON, '--json', '-c', String(o.connections), '-d', String(o.durationS), '-m', 'POST', '-b', o.body]
+  if (o.idReplacement) args.push('-I')
   for (const [k, v] of Object.entries(o.headers)) args.push('-H', `${k}=${v}`)
   args.push(o.url)
   const started = performance.now()
@@ -57,4 +60,38 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     durationS: r.duration,
     clientCpuPct: Math.round((cpuUs / 1e6 / wallS) * 100),
   }
+}
+
+export interface RateResult {
+  /** The rate asked for, and the 2xx rate autocannon kept. */
+  rate: number
+  reqPerSec: number
+  /** Latency of the 2xx answers, ms with µs resolution (autocannon's own histogram is whole ms). */
+  p50: number
+  p99: number
+  p999: number
+  max: number
+  samples: number
+  ok: number
+  non2xx: number
+  errors: number
+  timeouts: number
+  clientCpuPct: number
+}
+
+const OPEN_LOOP = join(import.meta.dir, 'open-loop.mjs')
+
+/**
+ * A rate-fixed (open-loop) run: autocannon's `overallRate` paces the requests at `rate` per second
+ * across the connections whatever the server's speed, so the latency is that of a server at that
+ * load, not of one driven to saturation (where latency only measures the queue autocannon builds).
+ */
+export async function runRate(o: LoadOptions & { rate: number }): Promise<RateResult> {
+  const proc = Bun.spawn([...clientRuntime(), OPEN_LOOP, JSON.stringify(o)], { stdout: 'pipe', stderr: 'pipe' })
+  const started = performance.now()
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`the open-loop client exited with ${code}: ${err.slice(-2000)}`)
+  const wallS = (performance.now() - started) / 1000
+  const cpuUs = Number(proc.resourceUsage()?.cpuTime.total ?? 0n)
+  return { ...(JSON.parse(out) as Omit<RateResult, 'clientCpuPct'>), clientCpuPct: Math.round((cpuUs / 1e6 / wallS) * 100) }
 }

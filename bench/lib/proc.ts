@@ -16,8 +16,9 @@ export interface Child {
   stop(): Promise<void>
 }
 
-export function startChild(name: string, cmd: string[], env: Record<string, string | undefined>, logFile: string): Child {
-  const proc = Bun.spawn(cmd, { env: { ...process.env, ...env } as Record<string, string>, stdout: Bun.file(logFile), stderr: Bun.file(logFile) })
+/** `cwd`: the tree the child runs in (a baseline checkout runs its own src/ and lua/); default ours. */
+export function startChild(name: string, cmd: string[], env: Record<string, string | undefined>, logFile: string, o: { cwd?: string } = {}): Child {
+  const proc = Bun.spawn(cmd, { env: { ...process.env, ...env } as Record<string, string>, stdout: Bun.file(logFile), stderr: Bun.file(logFile), cwd: o.cwd })
   return {
     name,
     proc,

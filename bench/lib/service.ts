@@ -80,7 +80,13 @@ export async function startService(o: {
   catalog?: unknown
   /** Run on this Redis Cluster (`host:port,...`) instead of BENCH_REDIS_URL (the scale bench). */
   redisClusterNodes?: string
+  /**
+   * The tree whose service runs (its own src/index.ts, lua/ and node_modules): a checkout of an
+   * earlier commit for a baseline row. Default: this tree.
+   */
+  root?: string
 }): Promise<BenchService> {
+  const root = o.root ?? ROOT
   const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
   const dbName = `bench_${Math.random().toString(36).slice(2, 10)}`
   let dbUrl: string | undefined
@@ -110,16 +116,20 @@ export async function startService(o: {
     DEFAULT_DAILY_CAP: HUGE,
     DEFAULT_BALANCE_CAP: HUGE,
     FLUSHER: o.flusher === false || o.flusherProcess ? '0' : '1',
+    // Only the bench's catalog: the built-in demo provider (on by default on loopback) is not what is
+    // measured. A tree from before it ignores the variable (config reads only the names it knows).
+    DEMO_PROVIDER: 'off',
   }
   if (!dbUrl) delete env.DATABASE_URL
   if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes
   const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`] : []
-  const child = startChild('service', [join(ROOT, 'node_modules', '.bin', 'bun'), ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'))
+  const bun = join(root, 'node_modules', '.bin', 'bun')
+  const child = startChild('service', [bun, ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'), { cwd: root })
   const url = `http://127.0.0.1:${o.port}`
   await waitHttp(`${url}/status`, child)
   const flusherChild =
     o.flusherProcess && o.flusher !== false
-      ? startChild('flusher', [join(ROOT, 'node_modules', '.bin', 'bun'), 'run', 'src/flusher-main.ts'], env, join(o.outDir, 'flusher.log'))
+      ? startChild('flusher', [bun, 'run', 'src/flusher-main.ts'], env, join(o.outDir, 'flusher.log'), { cwd: root })
       : null
   const redis = createRedis({ REDIS_URL, REDIS_CLUSTER_NODES: o.redisClusterNodes })
   await redis.ping() // a cluster client learns its masters on connect
