@@ -57,17 +57,30 @@
   ARGV[18] abandon deadline, epoch ms: a call neither recorded nor refunded by then was cut off (an
            API crash) and the sweeper refunds it (src/ledger/sweeper.ts)
   ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
+  ARGV[20..27] a metered request (CONTRACT §7, docs/metering.md), '' in ARGV[20] for a flat one:
+           model, input bound (tokens, never below the true count), prices in credits per 1M tokens
+           (input, cached input, output), the request's output ceiling ('' = none named), the
+           model's max_output, the catalog's min_output. The reservation
+           ceil((input_bound × input + ceiling × output) / 1e6) + 1 is then the price every check
+           below weighs. With no ceiling named and max_output past what the limits leave (balance,
+           per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
+           is reserved instead and reported as clamped; below min_output the full ceiling is
+           weighed and refused by the limit it passes. The prices go on the call record, so the
+           settle (settle-6) charges what was reserved against.
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
 
   Returns, by status (src/lua/debit.ts decodes each into a named result):
     OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
-                               account_spent_today, refill_due (1 when balance_after < refill_below)}
+                               account_spent_today, refill_due (1 when balance_after < refill_below),
+                               price (the reservation when metered), output ceiling reserved
+                               (0 when flat), clamped (1 when the script chose the ceiling)}
                               A resent call id answers the same shape with refill_due 0.
     REPLAY                    {REPLAY, 0, stored_response_json}
     INSUFFICIENT_BALANCE      {INSUFFICIENT_BALANCE, balance, price, refill_due (1 when balance < refill_below),
-                               mandate ref or '' (for the enable_url)}
+                               mandate ref or '' (for the enable_url), affordable output ceiling
+                               (metered: the largest ≥ min_output that fits, else 0; flat: 0)}
     RATE_LIMITED              {RATE_LIMITED, 0, retry_after_ms, limit}
     AGENT_KILLED              {AGENT_KILLED, 0, reason: kill_reason (operator | breaker)}
     DENIED_PER_CALL_MAX       {DENIED_PER_CALL_MAX, balance, per_call_max, price}
@@ -101,6 +114,8 @@ local default_brk_same = tonumber(ARGV[16])
 local low_alert = tonumber(ARGV[17])
 local abandon_at = tonumber(ARGV[18])
 local idem_key = ARGV[19]
+local model = ARGV[20]              -- '' = a flat-priced request
+local metered = model ~= ''
 --@include rate-window
 --@include agent-entry
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
@@ -113,19 +128,7 @@ local function emit(id, type, data)
 end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
--- An allowlist is a newline-separated list of patterns; an absent field means "everything".
--- A pattern is an exact slug, a glob with '*', or proxy:<provider>.
-local function allowed(list, name)
-  if not list then return true end
-  for pattern in string.gmatch(list, '[^\n]+') do
-    if pattern == name then return true end
-    if string.find(pattern, '*', 1, true) then
-      local lua_pat = '^' .. string.gsub(pattern, '[%^%$%(%)%%%.%[%]%+%-%?]', '%%%0'):gsub('%*', '.*') .. '$'
-      if string.match(name, lua_pat) then return true end
-    end
-  end
-  return false
-end
+--@include allowlist
 
 -- 1. token
 local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
@@ -134,7 +137,9 @@ local balance = tonumber(acct[2])
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if redis.call('EXISTS', KEYS[8]) == 1 then
-  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0}
+  local was = redis.call('HMGET', KEYS[8], 'price', 'max_out', 'clamped')
+  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
+    tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 local agent = nil
 if agent_id == '' then
@@ -173,6 +178,31 @@ if idem_fp ~= '' then
     if idem[2] ~= 'done' then return {S_IDEMPOTENCY_IN_FLIGHT, 0} end
     return {S_REPLAY, 0, idem[3]}
   end
+end
+
+-- 5b. metered: the reservation becomes the price (CONTRACT §7). The clamp looks at the same limits
+-- the checks below apply, so a ceiling it picks always passes them.
+local max_out, clamped, affordable = 0, 0, 0
+local p_in, p_cached, p_out = 0, 0, 0
+if metered then
+  local input_bound = tonumber(ARGV[21])
+  p_in, p_cached, p_out = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
+  local asked, model_max, min_out = ARGV[25], tonumber(ARGV[26]), tonumber(ARGV[27])
+  local function reservation(out) return math.ceil((input_bound * p_in + out * p_out) / 1000000) + 1 end
+  local room = balance
+  if agent and agent[5] then room = math.min(room, tonumber(agent[5])) end
+  if agent and agent[3] then room = math.min(room, tonumber(agent[3]) - tonumber(redis.call('GET', KEYS[4]) or '0')) end
+  room = math.min(room, tonumber(acct[3] or default_daily_cap) - tonumber(redis.call('GET', KEYS[3]) or '0'))
+  -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
+  local fits = model_max
+  if p_out > 0 then fits = math.floor(((room - 1) * 1000000 - input_bound * p_in) / p_out) end
+  if reservation(0) > room then fits = 0 end
+  fits = math.max(0, math.min(fits, model_max))
+  if fits >= min_out then affordable = fits end
+  if asked ~= '' then max_out = tonumber(asked)
+  elseif reservation(model_max) <= room or affordable == 0 then max_out = model_max
+  else max_out, clamped = affordable, 1 end
+  price = reservation(max_out)
 end
 
 -- 6. per-call maximum of the agent
@@ -219,7 +249,7 @@ local function refill_due(b)
 end
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or ''}
+  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or '', affordable}
 end
 
 -- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
@@ -270,6 +300,10 @@ if unpriced then
 end
 redis.call('HSET', KEYS[8], 'price', price, 'agent', agent_id, 'target', target,
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key)
+if metered then
+  redis.call('HSET', KEYS[8], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
+    'max_out', max_out, 'clamped', clamped)
+end
 redis.call('EXPIRE', KEYS[8], 2 * 86400)
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
 redis.call('ZADD', KEYS[13], abandon_at, account_id .. '|' .. call_id)
@@ -278,7 +312,7 @@ if idem_fp ~= '' then
   redis.call('EXPIRE', KEYS[9], 86400)
 end
 redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-  'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now)
+  'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now, 'model', model)
 if brk_on then
   if price > 0 then redis.call('HINCRBY', KEYS[11], 'credits', price) end
   if req_fp ~= '' then redis.call('HINCRBY', KEYS[11], 'f:' .. req_fp, 1) end
@@ -290,4 +324,4 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
-return {S_OK, balance, acct[5] or '', spent, refill_due(balance)}
+return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}

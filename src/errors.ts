@@ -17,7 +17,7 @@ export const ERRORS = {
     status: 402,
     message:
       'Balance too low for this call ({price} credits needed, {balance} available). Relay human_readable to the user verbatim, then retry the same call after a top-up or after enabling auto-refill at enable_url.',
-    context: ['human_readable', 'enable_url', 'balance', 'price', 'topup_url', 'reason', 'propose_via', 'kind'],
+    context: ['human_readable', 'enable_url', 'balance', 'price', 'topup_url', 'reason', 'propose_via', 'kind', 'affordable_max_tokens'],
   },
   UNAUTHORIZED: {
     status: 401,

@@ -3,6 +3,32 @@ import { Type as T, type Static } from '@sinclair/typebox'
 
 export const Lane = T.Union([T.Literal('house'), T.Literal('byok'), T.Literal('free')])
 
+/** A model's prices (CONTRACT §7): integer credits per 1,000,000 tokens, and its largest output. */
+export const ModelPriceSchema = T.Object(
+  {
+    input: T.Integer({ minimum: 0 }),
+    /** Cached input tokens; absent = charged as input. */
+    cached_input: T.Optional(T.Integer({ minimum: 0 })),
+    output: T.Integer({ minimum: 0 }),
+    max_output: T.Integer({ minimum: 1 }),
+  },
+  { additionalProperties: false },
+)
+
+/** Token metering of a proxy route or a capability (CONTRACT §7). */
+export const MeteredSchema = T.Object(
+  {
+    /** Where the model, the output ceiling and the usage are read. */
+    dialect: T.Union([T.Literal('openai'), T.Literal('anthropic')]),
+    /** Metered path suffixes (a capability's own path is its route). */
+    routes: T.Optional(T.Array(T.String({ pattern: '^/' }), { minItems: 1 })),
+    /** The smallest output ceiling a clamp may write into a request. */
+    min_output: T.Integer({ minimum: 1, default: 16 }),
+    models: T.Record(T.String({ pattern: '^[a-z0-9][a-z0-9._:-]{0,79}$' }), ModelPriceSchema),
+  },
+  { additionalProperties: false },
+)
+
 export const ProviderSchema = T.Object(
   {
     base_url: T.String({ pattern: '^https?://[^/]+' }),
@@ -12,7 +38,7 @@ export const ProviderSchema = T.Object(
     headers: T.Optional(T.Record(T.String(), T.String())),
     byok: T.Optional(T.Boolean()),
     proxy: T.Optional(
-      T.Object({ price: T.Integer({ minimum: 0 }), paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }) }),
+      T.Object({ price: T.Integer({ minimum: 0 }), paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }), metered: T.Optional(MeteredSchema) }),
     ),
   },
   { additionalProperties: false },
@@ -31,11 +57,15 @@ export const CapabilitySchema = T.Object(
     params: T.Record(T.String(), T.Unknown()),
     /** Credits per hour past which the service pauses the capability by itself. */
     spend_alarm: T.Optional(T.Integer({ minimum: 1 })),
+    /** Charged by the tokens used (CONTRACT §7): its own prices, or `true` for its provider's proxy ones. */
+    metered: T.Optional(T.Union([T.Literal(true), MeteredSchema])),
   },
   { additionalProperties: false },
 )
 
 export const CatalogFileSchema = T.Object({
+  /** The date the metered prices were taken from the providers' price pages (YYYY-MM-DD). */
+  prices_as_of: T.Optional(T.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' })),
   providers: T.Record(T.String({ pattern: '^[a-z0-9][a-z0-9_-]*$' }), ProviderSchema),
   capabilities: T.Array(CapabilitySchema),
 })
@@ -43,3 +73,5 @@ export const CatalogFileSchema = T.Object({
 export type ProviderSpec = Static<typeof ProviderSchema>
 export type CapabilitySpec = Static<typeof CapabilitySchema>
 export type CatalogFile = Static<typeof CatalogFileSchema>
+export type ModelPrice = Static<typeof ModelPriceSchema>
+export type MeteredSpec = Static<typeof MeteredSchema>

@@ -1,6 +1,7 @@
 /**
  * Allowlists (CONTRACT §5): lists of patterns, each a capability slug (`web.search`), a glob with
- * `*` (`openai.*`, `proxy:*`) or a proxy route (`proxy:openai`). `null` allows everything, `[]`
+ * `*` (`openai.*`, `proxy:*`), a proxy route (`proxy:openai`) or a metered route's models
+ * (`proxy:openai/gpt-4o*`, CONTRACT §7). `null` allows everything, `[]`
  * nothing. Stored as one hash field of patterns joined by "\n" (field absent = null), which is the
  * form debit-13 matches against.
  * errors: BAD_REQUEST (a pattern that could never match a target).
@@ -9,11 +10,11 @@ import { Type as T } from '@sinclair/typebox'
 import { ApiError } from '../errors'
 
 /** Slug-shaped or proxy-route-shaped, `*` allowed anywhere; no newline can get in. */
-const PATTERN = /^(?:[a-z0-9*][a-z0-9._*-]{0,79}|proxy:[a-z0-9*][a-z0-9_*-]{0,63})$/
-const EXPECTED = 'a slug (web.search), a glob with * (openai.*) or proxy:<provider>; lowercase'
+const PATTERN = /^(?:[a-z0-9*][a-z0-9._*-]{0,79}|proxy:[a-z0-9*][a-z0-9_*-]{0,63}(?:\/[a-z0-9*][a-z0-9._:*-]{0,79})?)$/
+const EXPECTED = 'a slug (web.search), a glob with * (openai.*), proxy:<provider> or proxy:<provider>/<model-glob>; lowercase'
 export const MAX_PATTERNS = 100
 
-export const AllowlistSchema = T.Union([T.Array(T.String({ maxLength: 86 }), { maxItems: MAX_PATTERNS }), T.Null()], {
+export const AllowlistSchema = T.Union([T.Array(T.String({ maxLength: 150 }), { maxItems: MAX_PATTERNS }), T.Null()], {
   description: 'Patterns: a slug (web.search), a glob (openai.*) or a proxy route (proxy:openai). null allows everything, [] nothing.',
 })
 

@@ -5,6 +5,7 @@
 import { runRecordCall } from '../lua/record-call'
 import type { RedisContext } from '../redis/context'
 import type { CallOutcome } from './paid-call/outcome'
+import type { TokenCounts, UsageSource } from '../metering/usage'
 import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
 
 /** One activity entry (CONTRACT §5): metadata only, never payloads. */
@@ -19,6 +20,13 @@ export interface CallRecord {
   http_status: number | null
   latency_ms: number
   at: string
+  /** Metered calls (CONTRACT §7); a flat-priced call's model and tokens read null. */
+  model?: string | null
+  tokens?: TokenCounts | null
+  /** Metered: the credits reserved by the debit, and usage past them left uncharged (credits, rounded up). */
+  reserved?: number
+  uncharged?: number
+  usage_source?: UsageSource | null
 }
 
 export interface RecordOptions {
@@ -47,6 +55,6 @@ export async function recentCalls(ctx: RedisContext, accountId: string): Promise
   const rows = await ctx.redis.lrange(ctx.keys.recentCalls(accountId), 0, RECENT_CALLS - 1)
   return rows.map((r) => {
     const { account_id: _omit, ...rec } = JSON.parse(r) as CallRecord & { account_id: string }
-    return rec
+    return { model: null, tokens: null, ...rec }
   })
 }

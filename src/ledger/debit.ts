@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principal'
 import { randomId } from '../auth/tokens'
-import { runDebit } from '../lua/debit'
+import { runDebit, type DebitMetering } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 import { denial } from './denials'
@@ -30,14 +30,28 @@ export interface DebitRequest {
    * keeps renewing it (leases.ts). @default 30 minutes
    */
   abandonAfterMs?: number
+  /** A metered request: `price` is ignored, the script reserves (CONTRACT §7). */
+  metered?: DebitMetering
 }
 
 export const DEFAULT_ABANDON_AFTER_MS = 30 * 60_000
 
 export type DebitOutcome =
-  | { kind: 'debited'; callId: string; balance: number; referrerId: string | null; day: number; at: number }
+  | {
+      kind: 'debited'
+      callId: string
+      balance: number
+      referrerId: string | null
+      day: number
+      at: number
+      /** The credits debited (a metered request's reservation). */
+      price: number
+      /** Metered: the output ceiling reserved; `clamped` when the script chose it below max_output. */
+      maxOut: number
+      clamped: boolean
+    }
   | { kind: 'replay'; response: string }
-  | { kind: 'insufficient'; balance: number; price: number; mandateRef: string }
+  | { kind: 'insufficient'; balance: number; price: number; mandateRef: string; affordableMaxTokens: number }
 
 export async function debit(ctx: RedisContext, req: DebitRequest): Promise<DebitOutcome> {
   const { cfg } = ctx
@@ -67,16 +81,17 @@ export async function debit(ctx: RedisContext, req: DebitRequest): Promise<Debit
     breakerIdenticalPerMinute: cfg.BREAKER_IDENTICAL_PER_MINUTE,
     lowBalanceAlert: cfg.LOW_BALANCE_ALERT,
     abandonAt: now + (req.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS),
+    metered: req.metered,
   })
   // The refill itself runs in the background and never delays or fails this request.
   if ((reply.status === 'ok' || reply.status === 'insufficient_balance') && reply.refillDue) ctx.onRefillDue?.(acct)
   switch (reply.status) {
     case 'ok':
-      return { kind: 'debited', callId, balance: reply.balance, referrerId: reply.referrerId, day: w.day, at: now }
+      return { kind: 'debited', callId, balance: reply.balance, referrerId: reply.referrerId, day: w.day, at: now, price: reply.price, maxOut: reply.maxOut, clamped: reply.clamped }
     case 'replay':
       return { kind: 'replay', response: reply.response }
     case 'insufficient_balance':
-      return { kind: 'insufficient', balance: reply.balance, price: reply.price, mandateRef: reply.mandateRef }
+      return { kind: 'insufficient', balance: reply.balance, price: reply.price, mandateRef: reply.mandateRef, affordableMaxTokens: reply.affordableMaxTokens }
     default:
       throw denial(reply, { agentId, resetsAt: w.resetsAt })
   }

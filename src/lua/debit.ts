@@ -32,12 +32,40 @@ export interface DebitArgs {
   breakerIdenticalPerMinute: number
   lowBalanceAlert: number
   abandonAt: number
+  /** A metered request (CONTRACT §7): the reservation is computed, and clamped, by the script. */
+  metered?: DebitMetering
+}
+
+/** What debit-13 needs to reserve a metered request: the model's prices and the request's bounds. */
+export interface DebitMetering {
+  model: string
+  /** Never below the true input token count. */
+  inputBound: number
+  /** Credits per 1,000,000 tokens. */
+  input: number
+  cachedInput: number
+  output: number
+  /** The ceiling the request names, or null: then the script picks it (max_output or a clamp). */
+  ceiling: number | null
+  maxOutput: number
+  minOutput: number
 }
 
 export type DebitReply =
-  | { status: 'ok'; balance: number; referrerId: string | null; spentToday: number; refillDue: boolean }
+  | {
+      status: 'ok'
+      balance: number
+      referrerId: string | null
+      spentToday: number
+      refillDue: boolean
+      /** The credits debited: the price, or a metered request's reservation. */
+      price: number
+      /** Metered: the output ceiling reserved (0 when flat), and whether the script picked it lower than max_output. */
+      maxOut: number
+      clamped: boolean
+    }
   | { status: 'replay'; response: string }
-  | { status: 'insufficient_balance'; balance: number; price: number; refillDue: boolean; mandateRef: string }
+  | { status: 'insufficient_balance'; balance: number; price: number; refillDue: boolean; mandateRef: string; affordableMaxTokens: number }
   | Refusal
 
 export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitReply> {
@@ -79,17 +107,33 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       a.lowBalanceAlert,
       a.abandonAt,
       a.idempotency?.key ?? '',
+      ...meteringArgs(a.metered),
     ],
   )
   switch (statusOf(reply)) {
     case S.OK:
-      return { status: 'ok', balance: num(reply, 1), referrerId: str(reply, 2) || null, spentToday: num(reply, 3), refillDue: num(reply, 4) === 1 }
+      return {
+        status: 'ok',
+        balance: num(reply, 1),
+        referrerId: str(reply, 2) || null,
+        spentToday: num(reply, 3),
+        refillDue: num(reply, 4) === 1,
+        price: num(reply, 5),
+        maxOut: num(reply, 6),
+        clamped: num(reply, 7) === 1,
+      }
     case S.REPLAY:
       return { status: 'replay', response: str(reply, 2) }
     case S.INSUFFICIENT_BALANCE:
-      return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4) }
+      return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4), affordableMaxTokens: num(reply, 5) }
   }
   const refusal = refusalOf(reply)
   if (!refusal) throw unexpected('debit-13', reply)
   return refusal
+}
+
+/** ARGV[20..27]; a flat request sends '' as the model and nothing after it. */
+function meteringArgs(m: DebitMetering | undefined): (string | number)[] {
+  if (!m) return ['']
+  return [m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
 }

@@ -44,6 +44,8 @@ export async function paymentRequired(
     mandateRef?: string
     /** The refused agent: it may ask its operator for a top-up (CONTRACT §11). */
     agentId?: string | null
+    /** A metered request's largest output ceiling that fits (0 when none): CONTRACT §7. */
+    affordableMaxTokens?: number
   } = {},
 ): Promise<ApiError> {
   const { reason = 'insufficient_balance', declined } = opt
@@ -64,5 +66,6 @@ export async function paymentRequired(
     topup_url: links.topup,
     reason,
     ...(opt.agentId ? { propose_via: 'POST /v1/proposals', kind: 'topup' } : {}),
+    ...(opt.affordableMaxTokens !== undefined ? { affordable_max_tokens: opt.affordableMaxTokens } : {}),
   })
 }

@@ -29,6 +29,8 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
+  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-6, CONTRACT §7). */
+  mc_rem: num,
   created: num,
 } as const
 

@@ -10,13 +10,20 @@
 import type { Principal } from '../../auth/principal'
 import type { Log } from '../../log'
 import type { RedisContext } from '../../redis/context'
+import { runSettle } from '../../lua/settle'
+import type { MeteredUsage } from '../../metering/usage'
 import { applyReferralBonus } from '../accounts'
 import { recordCall, type CallRecord } from '../calls'
 import { refund } from '../refund'
 import { isRefunded, type CallOutcome } from './outcome'
 
-/** What the request knows when it ends. Metering will add the amount actually used here. */
+/** What the request knows when it ends. */
 export interface SettleFacts {
+  /**
+   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-6). Without
+   * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
+   */
+  usage?: MeteredUsage
   /** The provider's HTTP status, when it answered. */
   httpStatus?: number | null
   /**
@@ -33,6 +40,17 @@ export interface Settlement {
   balance: number
   /** The stored replay answer, when `facts.replay` was given and the call was charged. */
   replay?: string
+  /** The credits the call kept: the flat price, a metered call's charge, 0 when refunded. */
+  charged: number
+}
+
+/** A metered call's reservation, as the debit made it. */
+export interface MeteredReservation {
+  model: string
+  inputBound: number
+  /** The output ceiling reserved, and whether the debit chose it below the model's max_output. */
+  maxOut: number
+  clamped: boolean
 }
 
 export interface DebitedCallInit {
@@ -51,6 +69,8 @@ export interface DebitedCallInit {
   idempotencyKey?: string
   /** Stops renewing the call's in-flight lease, if it holds one. */
   releaseLease: () => void
+  /** Set when the call is charged by its tokens: `price` is then the reservation. */
+  metered?: MeteredReservation
 }
 
 export class DebitedCall {
@@ -68,6 +88,11 @@ export class DebitedCall {
 
   get price(): number {
     return this.d.price
+  }
+
+  /** The reservation of a metered call (its `price` is what was reserved), or undefined when flat. */
+  get metered(): MeteredReservation | undefined {
+    return this.d.metered
   }
 
   /** The balance right after the debit, before any settlement. */
@@ -109,9 +134,19 @@ export class DebitedCall {
     d.releaseLease()
     const refunded = isRefunded(outcome)
     let balance = d.balance
+    let charged = refunded ? 0 : d.price
+    let metered: Pick<CallRecord, 'model' | 'tokens' | 'reserved' | 'uncharged' | 'usage_source'> = {}
     if (refunded) {
       balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, reason: outcome })).balance
-    } else if (outcome === 'ok' && d.referrerId) {
+    } else if (d.metered) {
+      const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source })
+      // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
+      charged = r.status === 'ok' ? r.charged : 0
+      if (r.status === 'ok') balance = r.balance
+      metered = { tokens: usage.tokens, usage_source: usage.source, uncharged: r.status === 'ok' ? Math.ceil(r.unchargedMicro / 1e6) : 0 }
+    }
+    if (!refunded && outcome === 'ok' && d.referrerId) {
       // Awaited on every path: the paid call's answer shows the balance with the bonus in it.
       const after = await applyReferralBonus(ctx, accountId, d.referrerId, d.callId).catch((e) => {
         log.error('referral_bonus_failed', { call_id: d.callId, error: String(e) })
@@ -122,20 +157,22 @@ export class DebitedCall {
     const replay = !refunded && facts.replay ? facts.replay(balance) : undefined
     const rec: CallRecord = {
       call_id: d.callId,
-      slug: d.target,
+      // A metered request is debited as proxy:<provider>/<model> (for the allowlists); its route is the part before the model.
+      slug: d.metered ? d.target.replace(/\/.*$/, '') : d.target,
       agent_id: agentId,
-      charged: d.price,
+      charged: refunded ? d.price : charged,
       refunded,
       outcome,
       http_status: facts.httpStatus ?? null,
       latency_ms: Math.round(performance.now() - this.started),
       at: new Date(d.at).toISOString(),
+      ...(d.metered ? { model: d.metered.model, reserved: d.price, tokens: null, usage_source: null, uncharged: 0, ...metered } : {}),
     }
     const recorded = recordCall(ctx, accountId, rec, { idempotencyKey: d.idempotencyKey, replay })
     // An Idempotency-Key's answer (stored, or the key released for a retry) must exist before the
     // client can send the key again; without a key, filing the metadata never delays the answer.
     if (d.idempotencyKey !== undefined) await recorded
     else void recorded.catch((e) => log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
-    return { outcome, refunded, balance, replay }
+    return { outcome, refunded, balance, replay, charged }
   }
 }

@@ -9,6 +9,7 @@ import type { Log } from '../../log'
 import { paymentRequired } from '../../payments/payment-required'
 import type { RedisContext } from '../../redis/context'
 import { debit } from '../debit'
+import type { DebitMetering } from '../../lua/debit'
 import type { InFlightLeases } from '../leases'
 import { DebitedCall } from './debited-call'
 
@@ -34,6 +35,8 @@ export interface PaidCallRequest {
   abandonAfterMs?: number
   /** A request with no natural end (a stream): renew its deadline while it runs (leases.ts). */
   lease?: boolean
+  /** Charged by the tokens used (CONTRACT §7): the debit reserves, the settle charges the usage. */
+  metered?: DebitMetering
 }
 
 export type OpenedCall = { kind: 'replay'; response: string } | { kind: 'debited'; call: DebitedCall }
@@ -48,14 +51,20 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     idempotency: req.idempotency,
     fingerprint: req.fingerprint,
     abandonAfterMs: req.lease ? deps.leases.leaseMs : req.abandonAfterMs,
+    metered: req.metered,
   })
   if (d.kind === 'replay') return { kind: 'replay', response: d.response }
-  if (d.kind === 'insufficient') throw await paymentRequired(deps, principal.accountId, d.balance, d.price, { mandateRef: d.mandateRef, agentId: principal.agentId })
+  if (d.kind === 'insufficient')
+    throw await paymentRequired(deps, principal.accountId, d.balance, d.price, {
+      mandateRef: d.mandateRef,
+      agentId: principal.agentId,
+      affordableMaxTokens: req.metered ? d.affordableMaxTokens : undefined,
+    })
   const releaseLease = req.lease ? deps.leases.hold(principal.accountId, d.callId) : () => {}
   const call = new DebitedCall(deps, {
     principal,
     target: req.target,
-    price: req.price,
+    price: d.price,
     callId: d.callId,
     balance: d.balance,
     referrerId: d.referrerId,
@@ -63,6 +72,7 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     at: d.at,
     idempotencyKey: req.idempotency?.key,
     releaseLease,
+    metered: req.metered ? { model: req.metered.model, inputBound: req.metered.inputBound, maxOut: d.maxOut, clamped: d.clamped } : undefined,
   })
   return { kind: 'debited', call }
 }

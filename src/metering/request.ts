@@ -1,0 +1,88 @@
+/**
+ * A metered request as the proxy and the paid call read it before the debit (CONTRACT §7): the
+ * model and its prices, the output ceiling it names, whether it streams, and a bound on its input
+ * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
+ * written in, and for an OpenAI chat stream the usage chunk asked for.
+ * errors: BAD_REQUEST (body, model, the ceiling field).
+ */
+import { ApiError } from '../errors'
+import type { MeteredSpec, ModelPrice } from '../catalog/schema'
+import type { ApiKind } from './usage'
+
+/** Where the priced models are shown (the refusal of an unpriced one points there). */
+export const PRICES_SHOWN_AT = '/llms-full.txt and GET /v1/search'
+
+export interface MeteredRequest {
+  kind: ApiKind
+  model: string
+  price: ModelPrice
+  /** The output ceiling the request names (0 for embeddings, which produce none), or null. */
+  ceiling: number | null
+  /** The field a clamp writes the ceiling into. */
+  ceilingField: string | null
+  stream: boolean
+  /**
+   * Never below the true input token count: the body's UTF-8 byte length (a token is at least
+   * one byte of the text it encodes, and the JSON around the text only adds bytes).
+   */
+  inputBound: number
+  minOutput: number
+  body: Record<string, unknown>
+}
+
+/** The request field that names the output ceiling, per API; the first present one wins. */
+const CEILING_FIELDS: Record<ApiKind, string[]> = {
+  chat: ['max_completion_tokens', 'max_tokens'],
+  responses: ['max_output_tokens'],
+  messages: ['max_tokens'],
+  embeddings: [],
+}
+
+export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind): MeteredRequest {
+  let body: unknown
+  try {
+    body = JSON.parse(raw)
+  } catch {
+    body = null
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON object (a metered route reads its model and output ceiling)' })
+  const b = body as Record<string, unknown>
+  const model = typeof b.model === 'string' ? b.model : ''
+  const price = Object.hasOwn(spec.models, model) ? spec.models[model] : undefined
+  if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })
+  let ceiling: number | null = kind === 'embeddings' ? 0 : null
+  for (const f of CEILING_FIELDS[kind]) {
+    const v = b[f]
+    if (v === undefined || v === null) continue
+    if (!Number.isSafeInteger(v) || (v as number) < 1) throw new ApiError('BAD_REQUEST', { field: f, expected: 'a positive integer' })
+    ceiling = v as number
+    break
+  }
+  return {
+    kind,
+    model,
+    price,
+    ceiling,
+    ceilingField: CEILING_FIELDS[kind][0] ?? null,
+    stream: b.stream === true,
+    inputBound: Buffer.byteLength(raw, 'utf8'),
+    minOutput: spec.min_output,
+    body: b,
+  }
+}
+
+/** An OpenAI chat stream reports its usage only when asked; the client may have asked itself. */
+export function needsUsageChunk(r: MeteredRequest): boolean {
+  if (r.kind !== 'chat' || !r.stream) return false
+  const opts = r.body.stream_options
+  return !(opts && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true)
+}
+
+/** The body to forward: the raw one unless a clamped ceiling or the usage request must be added. */
+export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: number | null; injectUsage: boolean }): string {
+  if (o.clampTo === null && !o.injectUsage) return raw
+  const b: Record<string, unknown> = { ...r.body }
+  if (o.clampTo !== null && r.ceilingField) b[r.ceilingField] = o.clampTo
+  if (o.injectUsage) b.stream_options = { ...(b.stream_options as object | undefined), include_usage: true }
+  return JSON.stringify(b)
+}
