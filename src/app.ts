@@ -35,6 +35,7 @@ import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
 import { ledgerRoutes } from './modules/ledger'
 import { consoleRoutes } from './modules/console'
+import { mcpRoutes } from './modules/mcp'
 
 export function createApp(s: Services) {
   let openapi: unknown = null
@@ -91,6 +92,7 @@ export function createApp(s: Services) {
     .use(demoRoutes(s))
     .use(ledgerRoutes(s))
     .use(consoleRoutes(s))
+    .use(mcpRoutes(s, () => routes.routes))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
   return instrument(app, s)

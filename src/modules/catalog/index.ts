@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CapabilitiesResponse, SearchQuery, SearchResponse } from './model'
+import { searchAnswer } from '../../catalog/search-answer'
 
 export const catalogRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -10,19 +11,7 @@ export const catalogRoutes = (s: Services, h: Http = http(s)) =>
       '/v1/search',
       async ({ query, bearer, request, server, set }) => {
         set.headers = await h.anonymous(request, server, bearer)
-        return {
-          query: query.q,
-          results: s.catalog.search(query.q).map((c) => ({
-            slug: c.slug,
-            lane: c.lane,
-            price: c.price,
-            params: c.params,
-            provider: c.provider,
-            description: c.description,
-            status: s.catalog.state(c),
-            ...(c.demo ? { demo: true } : {}),
-          })),
-        }
+        return searchAnswer(s.catalog, query.q)
       },
       { query: SearchQuery, response: { 200: SearchResponse }, detail: { summary: 'Search the capability catalog' } },
     )

@@ -1,0 +1,43 @@
+/**
+ * Each capability of the catalog as its own MCP tool (`web.search` → `web_search`), so a model can
+ * pick it directly: its params schema is the input, its price is in the description, and a call
+ * is POST /v1/call/{slug} with the arguments as the body (the same function, the same debit).
+ */
+import { callCapability } from '../calls/capability-call'
+import type { Capability } from '../catalog/catalog'
+import type { Services } from '../services'
+import type { ProviderKeys } from '../vault/provider-key'
+import { answerOfJson, type McpTool } from './tool'
+
+export const capabilityToolName = (slug: string): string => slug.replace(/\./g, '_')
+
+export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability): McpTool {
+  return {
+    name: capabilityToolName(cap.slug),
+    access: 'paid',
+    description: `${cap.description.replace(/\.?$/, '.')} ${priceNote(cap)} The answer: call_id, charged, balance, provider_status and the provider's result. (REST: POST /v1/call/${cap.slug})`,
+    // MCP wants an object schema; a catalog entry that leaves `type` out still describes an object body.
+    inputSchema: { type: 'object', ...cap.params },
+    async run(call, args) {
+      const answer = await callCapability(s, keys, {
+        principal: call.principal,
+        slug: cap.slug,
+        rawBody: JSON.stringify(args ?? {}),
+        idempotencyKey: null,
+        signal: call.signal,
+      })
+      return answerOfJson(answer.body || '{}')
+    },
+  }
+}
+
+function priceNote(cap: Capability): string {
+  switch (cap.lane) {
+    case 'house':
+      return `Price: ${cap.price} credits per call, debited from the prepaid balance (refunded when the provider fails).`
+    case 'byok':
+      return `Price: ${cap.price} credits service fee per call; runs on your own ${cap.provider} key from the vault (request_vault_link).`
+    case 'free':
+      return 'Price: free (counted against the daily request cap of unpriced calls).'
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The MCP endpoint (CONTRACT §10): the official SDK's Streamable HTTP transport in stateless mode —
+ * a fresh server and transport per HTTP request, answers as JSON, no session id — so any instance
+ * answers any request and nothing is kept between requests. Without an open stream there is no
+ * notifications/tools/list_changed: the server says so (listChanged: false) and clients re-list.
+ *
+ * A tool result carries the REST answer's JSON as text and as structuredContent; a refusal is a
+ * tool result with isError whose text is the REST error body ({error, message, ...context}).
+ * errors (as tool errors): those of the adapted routes; FORBIDDEN (owner-only tool, agent token);
+ *         NOT_FOUND (no such tool); INTERNAL (unexpected, logged with a request id).
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { Principal } from '../auth/principal'
+import { ApiError } from '../errors'
+import { errorFields } from '../log'
+import type { Services } from '../services'
+import { VERSION } from '../version'
+import { ToolRegistry } from './registry'
+import type { RouteLike } from './route-schemas'
+import type { ToolAnswer } from './tool'
+
+/** The HTTP request's caller, resolved from its bearer; admission is the route's (see modules/mcp). */
+export interface McpCaller {
+  principal: Principal
+  /** Admits the caller as a REST route of that access would (throws its refusal). */
+  admit(access: 'member' | 'operator'): Promise<void>
+  /** Headers a refusal asks for (Retry-After and the rate headers). */
+  noteHeaders(headers: Record<string, string>): void
+  requestId: string
+}
+
+const INSTRUCTIONS =
+  'A prepaid, capped API balance. search_capabilities finds what you can call; call_capability (or the per-capability tool) ' +
+  'debits its price and answers with the charge and the balance. A refusal is a tool error whose text is a JSON body ' +
+  '{error, message, ...}: follow its message; on PAYMENT_REQUIRED relay human_readable and enable_url to your human verbatim, ' +
+  'or ask for money with top_up or propose. The tool list follows the catalog (paused capabilities leave it): list tools again when a call answers API_PAUSED.'
+
+export class McpEndpoint {
+  readonly registry: ToolRegistry
+
+  constructor(
+    private s: Services,
+    routes: () => RouteLike[],
+  ) {
+    this.registry = new ToolRegistry(s, routes)
+  }
+
+  /** Answers one HTTP request of the transport; `body` is its JSON, already read and parsed. */
+  async handle(request: Request, body: unknown, caller: McpCaller): Promise<Response> {
+    const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS })
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list(caller.principal.agentId === null) }))
+    server.setRequestHandler(CallToolRequestSchema, (req) => this.call(req.params.name, req.params.arguments, caller, request.signal))
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+    await server.connect(transport)
+    try {
+      return await transport.handleRequest(request, { parsedBody: body })
+    } finally {
+      // The JSON answer is complete by now; nothing of this request outlives it.
+      await server.close()
+    }
+  }
+
+  private async call(name: string, args: unknown, caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
+    try {
+      const tool = this.registry.find(name)
+      // Admission first, as on REST: a caller learns nothing (not even which tools exist) before it.
+      if (!tool) {
+        await caller.admit('member')
+        throw new ApiError('NOT_FOUND', { resource: 'tool' })
+      }
+      // A paid tool is admitted inside the debit script, as POST /v1/call is: one count, one round trip.
+      if (tool.access !== 'paid') await caller.admit(tool.access)
+      return success(await tool.run({ principal: caller.principal, signal }, args))
+    } catch (e) {
+      return failure(this.apiError(e, name, caller), caller)
+    }
+  }
+
+  private apiError(e: unknown, tool: string, caller: McpCaller): ApiError {
+    if (e instanceof ApiError) return e
+    this.s.log.error('unhandled', { request_id: caller.requestId, path: '/mcp', tool, ...errorFields(e) })
+    return new ApiError('INTERNAL', { request_id: caller.requestId })
+  }
+}
+
+function success(a: ToolAnswer): CallToolResult {
+  return { content: [{ type: 'text', text: a.text }], structuredContent: a.value }
+}
+
+function failure(err: ApiError, caller: McpCaller): CallToolResult {
+  caller.noteHeaders(err.headers)
+  const body = err.body()
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true }
+}

@@ -1,0 +1,126 @@
+/**
+ * The service's own MCP tools (CONTRACT §10), each the adapter of one REST route: the route's
+ * input model, the service function its handler calls, the answer its handler returns. Nothing
+ * here decides about money or governance; that stays in the functions (and their scripts).
+ */
+import { Type as T, type TObject } from '@sinclair/typebox'
+import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf } from '../account/views'
+import { callCapability } from '../calls/capability-call'
+import { searchAnswer } from '../catalog/search-answer'
+import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
+import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
+import { topup } from '../mandate/mandate'
+import { createProposal, type NewProposal } from '../proposals/proposals'
+import { proposalDeps } from '../proposals/deps'
+import type { Services } from '../services'
+import { fileProblem, type NewProblem } from '../support/problems'
+import { openVault, requestLink } from '../vault/account-keys'
+import type { ProviderKeys } from '../vault/provider-key'
+import { checkText } from '../edge/text'
+import { argsParser } from './args'
+import type { RouteRef, RouteSchemas } from './route-schemas'
+import { answerOf, answerOfJson, type Access, type McpTool, type ToolAnswer, type ToolCall } from './tool'
+
+/** As POST /v1/call's Idempotency-Key header: printable ASCII, no spaces. */
+const IDEMPOTENCY_KEY = '^[\\x21-\\x7e]{1,255}$'
+
+export const CALL_TOOL = 'call_capability'
+
+/** The names of the tools an agent token does not see (owner token only). */
+export const OWNER_ONLY = new Set(['list_agents', 'kill_agent', 'revive_agent', 'set_policies'])
+
+export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderKeys): McpTool[] {
+  const vault = openVault(s)
+  const proposals = proposalDeps(s)
+
+  /** A tool over a route: its schema (or a given one), the route's summary first in its description. */
+  function tool<A>(
+    name: string,
+    access: Access,
+    route: RouteRef,
+    input: 'body' | 'query' | 'params' | TObject,
+    note: string,
+    run: (call: ToolCall, args: A) => Promise<ToolAnswer>,
+  ): McpTool {
+    const args = argsParser<A>(typeof input === 'string' ? schemas.part(route, input) : input)
+    const summary = schemas.summary(route)
+    return {
+      name,
+      access,
+      description: `${summary}${summary.endsWith('.') ? '' : '.'} ${note} (REST: ${route})`.trim(),
+      inputSchema: args.jsonSchema,
+      run: (call, raw) => run(call, args.parse(raw)),
+    }
+  }
+  const nothing = T.Object({}, { additionalProperties: false })
+  const activityQuery = schemas.part('GET /v1/activity', 'query') as TObject
+
+  return [
+    tool<{ q: string }>('search_capabilities', 'member', 'GET /v1/search', 'query', 'Find capabilities by words; call one with call_capability or with its own tool.', async (_, a) =>
+      answerOf(searchAnswer(s.catalog, a.q)),
+    ),
+    tool<{ slug: string; params?: unknown; idempotency_key?: string }>(
+      CALL_TOOL,
+      'paid',
+      'POST /v1/call/:slug',
+      T.Object(
+        {
+          slug: T.String({ minLength: 1, maxLength: 80, description: 'The capability, e.g. web.search (search_capabilities lists them)' }),
+          params: T.Optional(T.Unknown({ description: "The capability's params: a JSON object valid against its params schema (default {})" })),
+          idempotency_key: T.Optional(
+            T.String({ pattern: IDEMPOTENCY_KEY, description: 'As the Idempotency-Key header: a retry with the same key and params is answered once, charged once' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim.',
+      async (call, a) => {
+        // The params are the provider's free text, checked as such inside the call; the rest is one line each.
+        checkText({ slug: a.slug, idempotency_key: a.idempotency_key })
+        const answer = await callCapability(s, keys, {
+          principal: call.principal,
+          slug: a.slug,
+          rawBody: JSON.stringify(a.params ?? {}),
+          idempotencyKey: a.idempotency_key ?? null,
+          signal: call.signal,
+        })
+        return answerOfJson(answer.body || '{}')
+      },
+    ),
+    tool('get_balance', 'member', 'GET /v1/balance', nothing, '', async (call) => answerOf(await balanceOf(s, call.principal.accountId))),
+    tool<{ limit?: number; cursor?: string }>(
+      'get_activity',
+      'member',
+      'GET /v1/activity',
+      T.Object(
+        {
+          limit: T.Optional(T.Integer({ minimum: 1, maximum: ACTIVITY_MAX_LIMIT, description: `Page size, 1..${ACTIVITY_MAX_LIMIT} (default 50)` })),
+          cursor: T.Optional(activityQuery.properties.cursor!),
+        },
+        { additionalProperties: false },
+      ),
+      '',
+      async (call, a) => answerOf(await activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor)),
+    ),
+    tool<{ amount?: number }>('top_up', 'member', 'POST /v1/topup', 'body', '', async (call, a) => answerOf(await topup(s, call.principal.accountId, a.amount))),
+    tool<{ provider: string }>('request_vault_link', 'member', 'POST /v1/keys/link', 'body', 'Give the url to your human.', async (call, a) =>
+      answerOf(await requestLink(s, vault, call.principal.accountId, a.provider)),
+    ),
+    tool<NewProblem>('file_support_problem', 'member', 'POST /v1/support', 'body', '', async (call, a) => answerOf(await fileProblem(s, call.principal, a))),
+    tool<NewProposal>('propose', 'member', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', async (call, a) =>
+      answerOf(await createProposal(proposals, call.principal, a)),
+    ),
+    tool('list_agents', 'operator', 'GET /v1/agents', nothing, 'Owner token only.', async (call) => answerOf({ agents: await readAgents(s.ctx, call.principal.accountId) })),
+    agentMove('kill_agent', 'kill', 'POST /v1/agents/:id/kill'),
+    agentMove('revive_agent', 'revive', 'POST /v1/agents/:id/revive'),
+    tool<PoliciesPatch>('set_policies', 'operator', 'PUT /v1/policies', 'body', 'Owner token only.', async (call, a) =>
+      answerOf(await putPolicies(s.ctx, call.principal.accountId, a)),
+    ),
+  ]
+
+  function agentMove(name: string, action: AgentAction, route: RouteRef): McpTool {
+    return tool<{ id: string }>(name, 'operator', route, 'params', 'Owner token only.', async (call, a) =>
+      answerOf(await changeAgentState(s.ctx, call.principal.accountId, a.id, action)),
+    )
+  }
+}

@@ -1,0 +1,78 @@
+import { Elysia } from 'elysia'
+import { ApiError } from '../../errors'
+import { bearerAuth, http, type Http } from '../../http'
+import type { Services } from '../../services'
+import { readText } from '../../edge/body'
+import { requestId } from '../../observe'
+import { McpEndpoint, type McpCaller } from '../../mcp/endpoint'
+import type { RouteLike } from '../../mcp/route-schemas'
+
+type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Http['ip']>[1] }
+
+/**
+ * `/mcp` (CONTRACT §10). The bearer is the REST API's: none or a bad one → 401 UNAUTHORIZED, counted
+ * per client address. A tool call is admitted by its tool, where the adapted route admits it (a paid
+ * call inside its debit, counted once); every other message (initialize, tools/list, notifications)
+ * is admitted here as any REST request is, so a killed or revoked token is refused the same way.
+ */
+export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http(s)) => {
+  const endpoint = new McpEndpoint(s, routes)
+  const resolve = async ({ bearer, request, server }: Ctx) => {
+    const principal = await s.guard.tokens.resolve(bearer)
+    if (principal) return principal
+    await h.anonymous(request, server)
+    throw new ApiError('UNAUTHORIZED')
+  }
+  return new Elysia()
+    .use(bearerAuth)
+    .post(
+      '/mcp',
+      async (c) => {
+        const { bearer, request, server } = c
+        const principal = await resolve(c)
+        const headers: Record<string, string> = {}
+        const text = await readText(request, s.cfg.MAX_BODY_BYTES)
+        const body = parseJson(text)
+        if (!isToolCall(body)) Object.assign(headers, (await h.member(bearer, request, server)).headers)
+        if (body === undefined) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON-RPC message of the Model Context Protocol' })
+        const caller: McpCaller = {
+          principal,
+          admit: async (access) => {
+            Object.assign(headers, (await (access === 'operator' ? h.operator : h.member)(bearer, request, server)).headers)
+          },
+          noteHeaders: (more) => Object.assign(headers, more),
+          requestId: requestId(request),
+        }
+        const res = await endpoint.handle(request, body, caller)
+        for (const [k, v] of Object.entries(headers)) res.headers.set(k, v)
+        return res
+      },
+      {
+        // The transport reads JSON-RPC, not a model Elysia could validate; the body is read here, within MAX_BODY_BYTES.
+        parse: 'none',
+        detail: {
+          summary:
+            'Model Context Protocol (Streamable HTTP, stateless, JSON answers): the balance as MCP tools — search, call (paid), balance, activity, top-up, vault link, support, proposals; owner tokens also agents and policies; one tool per live capability',
+        },
+      },
+    )
+    // Stateless: no session to stream to or to end. 405 is the transport's way to say so; the client goes on with POST.
+    .get('/mcp', async (c) => notAllowed(await h.member(c.bearer, c.request, c.server)), { detail: { summary: 'MCP: no server-sent event stream (stateless server) → 405' } })
+    .delete('/mcp', async (c) => notAllowed(await h.member(c.bearer, c.request, c.server)), { detail: { summary: 'MCP: no session to end (stateless server) → 405' } })
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return undefined
+  }
+}
+
+const isToolCall = (body: unknown): boolean => !!body && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'tools/call'
+
+/** The transport's own answer to a method it does not serve (a JSON-RPC error, as MCP clients expect). */
+function notAllowed(admitted: { headers: Record<string, string> }): Response {
+  const body = { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST' }, id: null }
+  return Response.json(body, { status: 405, headers: { allow: 'POST', ...admitted.headers } })
+}
