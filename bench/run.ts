@@ -5,6 +5,17 @@
  * bench/RESULTS.md, then checks that the ledger is exact after the load.
  *
  *   ./node_modules/.bin/bun run bench [--connections 64] [--duration 10] [--warmup 2] [--rounds 1] [--pglite] [--no-write] [--profile] [--no-flusher] [--rows paid]
+ *       [--baseline /work/bench-base] [--no-evalsha]
+ *   ./node_modules/.bin/bun run bench --latency [--rate 1000] [--baseline <dir>] ...   (bench/latency.ts: added latency at a fixed rate)
+ *
+ * Optional rows (all on by default; each skipped with its reason when the service cannot serve it):
+ *   depth4    the same paid call with the token of a depth-4 sub-agent (CONTRACT §8), beside the owner's
+ *   mcp       the same capability through POST /mcp, tools/call call_capability (CONTRACT §10)
+ *   baseline  with --baseline <dir>: the service of that checkout (an earlier commit with node_modules),
+ *             started beside ours and measured in the same rounds, interleaved: "paid call (baseline <commit>)"
+ * Then redis-benchmark runs the debit script alone (EVALSHA, the script's own ceiling) and a
+ * "Ratios" table sets every row against the ledger floor, depth-4 against owner, MCP against REST,
+ * current against baseline.
  *
  * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and, unless --pglite, Postgres at
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and later
@@ -15,11 +26,21 @@ import { availableParallelism, release } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { checkLedger } from './lib/ledger-check'
+import { resolveBaseline, baselineName, type Baseline } from './lib/baseline'
+import type { EvalshaResult } from './lib/evalsha'
+import { checkLedger, type LedgerCheck } from './lib/ledger-check'
+import { mcpRequest } from './lib/mcp'
+import { depthAgent } from './lib/sub-agents'
 import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
-import { render, sectionTitle, writeSection, type Report, type Row } from './lib/report'
+import { render, sectionTitle, writeSection, type Report, type Row, type Skipped } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
+
+// The rate-fixed latency bench shares the command (`bun run bench --latency`) but is its own script.
+if (Bun.argv.includes('--latency')) {
+  await import('./latency')
+  await new Promise(() => {}) // latency.ts exits the process itself
+}
 
 const { values: opt } = parseArgs({
   args: Bun.argv.slice(2),
@@ -36,8 +57,12 @@ const { values: opt } = parseArgs({
     'no-flusher': { type: 'boolean', default: false },
     /** The flusher as its own process beside an API with FLUSHER=0 (the scaled-out layout); its own section. */
     'flusher-process': { type: 'boolean', default: false },
-    /** Diagnosis only: a subset of the rows, comma-separated (direct,passthrough,floor,paid); implies --no-write. */
-    rows: { type: 'string', default: 'direct,passthrough,floor,paid' },
+    /** A subset of the rows, comma-separated (direct,passthrough,floor,paid,depth4,mcp,baseline); leaving out a core row implies --no-write. */
+    rows: { type: 'string', default: 'direct,passthrough,floor,paid,depth4,mcp,baseline' },
+    /** A checkout of an earlier commit (with node_modules): its service is measured as an extra row in the same rounds. */
+    baseline: { type: 'string' },
+    /** Skip the redis-benchmark run of the debit script. */
+    'no-evalsha': { type: 'boolean', default: false },
     /** Every upstream answer waits this long (a realistic API); written as its own section. */
     'upstream-delay': { type: 'string', default: '0' },
   },
@@ -51,12 +76,17 @@ const BUN = join(ROOT, 'node_modules', '.bin', 'bun')
 const OUT = join(ROOT, 'bench', '.out', `paid-call-${Date.now()}`)
 const BODY = JSON.stringify({ q: 'bench query' })
 
+const CORE_ROWS = ['direct', 'passthrough', 'floor', 'paid']
+const baseline: Baseline | null = resolveBaseline(opt.baseline)
+
 const children: Child[] = []
 let svc: BenchService | null = null
+let baseSvc: BenchService | null = null
 
 async function cleanup() {
   for (const c of children.reverse()) await c.stop().catch(() => {})
   if (svc) await svc.stop().catch((e) => console.error('cleanup:', e))
+  if (baseSvc) await baseSvc.stop().catch((e) => console.error('cleanup (baseline):', e))
 }
 process.on('SIGINT', async () => {
   await cleanup()
@@ -98,38 +128,92 @@ try {
   svc = await startService({ port: freePort(), upstreamUrl, outDir: OUT, pglite: opt.pglite!, profile: opt.profile!, flusher: !opt['no-flusher'], flusherProcess: opt['flusher-process'] })
   machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? (opt['flusher-process'] ? 'on, as its own process (`bun run flusher`) beside the API' : 'on') : '**off (diagnosis run)**'}, rate limit and caps opened wide`)
 
+  const wanted = new Set(opt.rows!.split(','))
+  if (baseline && wanted.has('baseline')) {
+    console.error(`starting the baseline service (${baseline.root}, ${baseline.commit})...`)
+    baseSvc = await startService({ port: freePort(), upstreamUrl, outDir: join(OUT, 'baseline'), pglite: opt.pglite!, flusher: !opt['no-flusher'], root: baseline.root })
+    machine.push(`Baseline: the service of ${baseline.root} at commit ${baseline.commit}, started the same way beside ours (its own database and Redis prefix) and measured in the same rounds, interleaved`)
+  }
+
   const { accountId, token } = await svc.signup()
   const funded = await svc.fund(accountId)
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` }
   await sanityCheck(svc.url, passUrl, upstreamUrl, headers)
+  /** 2xx answers of the paid routes per service, for its ledger check (the sanity calls included). */
+  const clientOk = new Map<BenchService, number>([[svc, 1]])
+  const runs = new Map<BenchService, number>([[svc, 0]])
+  let base: { accountId: string; funded: number; headers: Record<string, string> } | null = null
+  if (baseSvc) {
+    const acct = await baseSvc.signup()
+    base = { accountId: acct.accountId, funded: await baseSvc.fund(acct.accountId), headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.token}` } }
+    await paidOnce(baseSvc.url, base.headers, 'the baseline paid call')
+    clientOk.set(baseSvc, 1)
+    runs.set(baseSvc, 0)
+  }
 
-  const wanted = new Set(opt.rows!.split(','))
-  const targets = [
-    { key: 'direct', name: 'upstream direct', url: `${upstreamUrl}/search`, hop: null as Child | null },
-    { key: 'passthrough', name: 'passthrough', url: `${passUrl}/search`, hop: pass as Child | null },
-    { key: 'floor', name: 'ledger floor', url: `${floorUrl}/search`, hop: floor as Child | null },
-    { key: 'paid', name: 'paid call', url: `${svc.url}/v1/call/${BENCH_SLUG}`, hop: svc.child as Child | null },
-  ].filter((t) => wanted.has(t.key))
-  const allRows = targets.length === 4
+  interface Target {
+    key: string
+    name: string
+    url: string
+    hop: Child | null
+    service?: BenchService
+    headers?: Record<string, string>
+    body?: string
+    idReplacement?: boolean
+  }
+  const skipped: Skipped[] = []
+  const skip = (row: string, reason: string) => {
+    console.error(`${row}: skipped (${reason})`)
+    skipped.push({ row, reason })
+  }
+  const paidUrl = `${svc.url}/v1/call/${BENCH_SLUG}`
+  const targets: Target[] = [
+    { key: 'direct', name: 'upstream direct', url: `${upstreamUrl}/search`, hop: null },
+    { key: 'passthrough', name: 'passthrough', url: `${passUrl}/search`, hop: pass },
+    { key: 'floor', name: 'ledger floor', url: `${floorUrl}/search`, hop: floor },
+    { key: 'paid', name: 'paid call', url: paidUrl, hop: svc.child, service: svc },
+  ]
+  if (baseSvc && base)
+    targets.push({ key: 'baseline', name: baselineName('paid call', baseline!), url: `${baseSvc.url}/v1/call/${BENCH_SLUG}`, hop: baseSvc.child, service: baseSvc, headers: base.headers })
+  if (wanted.has('depth4')) {
+    const deep = await depthAgent(svc.url, token)
+    if ('skip' in deep) skip('paid call (depth-4 agent)', deep.skip)
+    else {
+      const h = { 'content-type': 'application/json', authorization: `Bearer ${deep.token}` }
+      await paidOnce(svc.url, h, 'the depth-4 paid call')
+      clientOk.set(svc, clientOk.get(svc)! + 1)
+      targets.push({ key: 'depth4', name: 'paid call (depth-4 agent)', url: paidUrl, hop: svc.child, service: svc, headers: h })
+    }
+  }
+  if (wanted.has('mcp')) {
+    const mcp = await mcpRequest(svc.url, token, BENCH_SLUG, JSON.parse(BODY), BENCH_PRICE)
+    if ('skip' in mcp) skip('paid call (MCP)', mcp.skip)
+    else {
+      clientOk.set(svc, clientOk.get(svc)! + 1) // the probe's call
+      const name = `paid call (MCP${mcp.session ? ', one session' : ', stateless'})`
+      targets.push({ key: 'mcp', name, url: `${svc.url}/mcp`, hop: svc.child, service: svc, headers: mcp.headers, body: mcp.body, idReplacement: true })
+    }
+  }
+  const chosen = targets.filter((t) => wanted.has(t.key))
+  const allRows = CORE_ROWS.every((k) => wanted.has(k))
   const rows: Row[] = []
-  let paidClientOk = 1 // the sanity call
-  let paidRuns = 0
   for (let round = 1; round <= rounds; round++) {
-    for (const t of targets) {
-      const load: LoadOptions = { url: t.url, connections, durationS, body: BODY, headers }
+    for (const t of chosen) {
+      const load: LoadOptions = { url: t.url, connections, durationS, body: t.body ?? BODY, headers: t.headers ?? headers, idReplacement: t.idReplacement }
       console.error(`round ${round}: ${t.name}: warm-up ${warmupS} s, then ${durationS} s`)
       const warm = await runLoad({ ...load, durationS: warmupS })
+      const owner = t.service
       const groups = {
         upstream: () => [upstream.proc.pid],
         // The service's hop includes its flusher process when it runs as one.
-        ...(t.hop ? { hop: () => [t.hop!.proc.pid, ...(t.hop === svc!.child ? svc!.extraPids() : [])] } : {}),
+        ...(t.hop ? { hop: () => [t.hop!.proc.pid, ...(owner ? owner.extraPids() : [])] } : {}),
         redis: () => pidsByComm('redis-server'),
         postgres: () => pidsByComm('postgres'),
       }
       const m = await measureCpu(groups, () => runLoad(load))
-      if (t.name === 'paid call') {
-        paidClientOk += warm.ok + m.value.ok
-        paidRuns += 2
+      if (owner) {
+        clientOk.set(owner, clientOk.get(owner)! + warm.ok + m.value.ok)
+        runs.set(owner, runs.get(owner)! + 2)
       }
       const ours = m.value.clientCpuPct + Object.values(m.groupPct).reduce((a, b) => a + b, 0)
       const others = Math.max(0, m.machineBusyPct * availableParallelism() - ours - m.irqPct - m.stealPct)
@@ -139,8 +223,15 @@ try {
     }
   }
 
+  let evalsha: Report['evalsha'] = null
+  if (!opt['no-evalsha']) evalsha = await debitCeiling(baseline)
+
   console.error('checking the ledger...')
-  const ledger = await checkLedger(svc, { accountId, funded, price: BENCH_PRICE, clientOk: paidClientOk, maxInFlightDropped: connections * paidRuns })
+  const check = (s: BenchService, a: { accountId: string; funded: number }) =>
+    checkLedger(s, { accountId: a.accountId, funded: a.funded, price: BENCH_PRICE, clientOk: clientOk.get(s)!, maxInFlightDropped: connections * Math.max(1, runs.get(s)!) })
+  const ledger = await check(svc, { accountId, funded })
+  const otherLedgers: { label: string; check: LedgerCheck }[] = []
+  if (baseSvc && base) otherLedgers.push({ label: `baseline ${baseline!.commit}`, check: await check(baseSvc, base) })
   const report: Report = {
     command: ['./node_modules/.bin/bun run bench', ...Bun.argv.slice(2)].join(' '),
     upstreamDelayMs,
@@ -154,6 +245,10 @@ try {
     rows,
     medians: medians(rows),
     ledger,
+    otherLedgers,
+    skipped,
+    evalsha,
+    baseline: baseline?.commit ?? null,
     loadAfter: loadAverage(),
   }
   const section = render(report)
@@ -164,7 +259,7 @@ try {
     console.error(`wrote the "${sectionTitle(upstreamDelayMs).slice(3)}" section of bench/RESULTS.md`)
   }
   await cleanup()
-  process.exit(ledger.exact ? 0 : 1)
+  process.exit(ledger.exact && otherLedgers.every((l) => l.check.exact) ? 0 : 1)
 } catch (e) {
   console.error(e)
   console.error(`logs: ${OUT}`)
@@ -175,6 +270,36 @@ try {
 async function ensureOut(): Promise<string> {
   await Bun.write(join(OUT, '.keep'), '')
   return OUT
+}
+
+/** One paid call that must charge the price (a row's caller or service checked before its load). */
+async function paidOnce(svcUrl: string, headers: Record<string, string>, what: string) {
+  const res = await fetch(`${svcUrl}/v1/call/${BENCH_SLUG}`, { method: 'POST', headers, body: BODY })
+  const body = (await res.json()) as { charged?: number }
+  if (res.status !== 200 || body.charged !== BENCH_PRICE) throw new Error(`${what} answered ${res.status}: ${JSON.stringify(body)}`)
+}
+
+/**
+ * redis-benchmark running the debit script alone, with the connections of the HTTP rows: the ceiling
+ * of the script itself, beside the paid call's throughput. The baseline's script too, through the
+ * baseline tree's own bench/lib/evalsha.ts (its own debit wrapper builds its keys and arguments).
+ */
+async function debitCeiling(b: Baseline | null): Promise<Report['evalsha']> {
+  const runsOf = [{ clients: connections, pipeline: 1, requests: Math.max(20_000, 20_000 * durationS) }]
+  const url = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const out: NonNullable<Report['evalsha']> = []
+  const trees: [string, string][] = [['current', ROOT], ...(b ? ([[`baseline ${b.commit}`, b.root]] as [string, string][]) : [])]
+  for (const [label, root] of trees) {
+    console.error(`redis-benchmark of the debit script (${label})...`)
+    try {
+      const mod = (await import(join(root, 'bench', 'lib', 'evalsha.ts'))) as { evalshaCeiling: (u: string, p: number, r: typeof runsOf) => Promise<{ script: string; results: EvalshaResult[] }> }
+      const r = await mod.evalshaCeiling(url, BENCH_PRICE, runsOf)
+      out.push({ label, script: r.script, result: r.results[0]! })
+    } catch (e) {
+      out.push({ label, failed: String(e).split('\n')[0]!.slice(0, 200) })
+    }
+  }
+  return out
 }
 
 /** One request per row before any load: the three answer, and the paid one charges the price. */

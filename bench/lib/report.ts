@@ -4,8 +4,10 @@
  * bench) are never touched.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { EvalshaResult } from './evalsha'
 import type { LedgerCheck } from './ledger-check'
 import type { LoadResult } from './load'
+import { overFloor, ratioTable, type RatioPair } from './ratios'
 
 /** Markers of one section: the zero-latency run, or a run whose upstream answers in `delayMs`. */
 const tag = (delayMs: number) => (delayMs > 0 ? `paid-call-delay-${delayMs}` : 'paid-call')
@@ -23,6 +25,12 @@ export interface Row {
   loadAfter: string
 }
 
+/** A row the run left out, and why (a feature the service does not have yet). */
+export interface Skipped {
+  row: string
+  reason: string
+}
+
 export interface Report {
   command: string
   /** Milliseconds the fake upstream waits before answering (0: instant, the CPU-cost view). */
@@ -37,6 +45,13 @@ export interface Report {
   rows: Row[]
   medians: Record<string, { reqPerSec: number; p50: number; p99: number }>
   ledger: LedgerCheck
+  /** The other services' checks (the baseline's), each on its own account and database. */
+  otherLedgers?: { label: string; check: LedgerCheck }[]
+  skipped?: Skipped[]
+  /** redis-benchmark of the debit script alone, per tree (current, baseline). */
+  evalsha?: ({ label: string; script: string; result: EvalshaResult } | { label: string; failed: string })[] | null
+  /** Short commit of the baseline tree, when one ran. */
+  baseline?: string | null
   loadAfter: string
 }
 
@@ -104,6 +119,8 @@ export function render(r: Report): string {
   for (const x of r.rows)
     L.push(`| ${x.round} | ${x.name} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${f0(x.load.ok)} | ${x.load.non2xx} | ${x.load.errors + x.load.timeouts} |`)
   L.push('')
+  for (const x of r.skipped ?? []) L.push(`- **${x.row}**: skipped — ${x.reason.replace(/\|/g, '/')}`)
+  if (r.skipped?.length) L.push('')
   L.push('Where the CPU went during each measured row (% of one core; the machine has ' + r.nproc + ' cores), and what one request cost:', '')
   L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain) | load avg after |')
   L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
@@ -128,6 +145,40 @@ export function render(r: Report): string {
       `At a fixed ${r.connections} connections the mean latency is about connections / throughput (Little\'s law), so the p99 target moves with the throughput one.`,
     '',
   )
+  const rowsNote = [
+    r.rows.some((x) => x.name === 'paid call (depth-4 agent)') &&
+      '**paid call (depth-4 agent)** = the same call with the token of an agent four levels down (each level made by its parent with its own ak_ token, budgets far beyond the run), so every debit checks the agent and its ancestors',
+    r.rows.some((x) => x.name.startsWith('paid call (MCP')) &&
+      '**paid call (MCP …)** = the same capability through `POST /mcp`, a JSON-RPC `tools/call` of `call_capability {slug, params}` over the Streamable HTTP transport (stateless, or one session when the server asks for `initialize`)',
+    r.baseline && `**… (baseline ${r.baseline})** = the same row against the service of the baseline checkout, started beside ours and measured in the same rounds`,
+  ].filter(Boolean)
+  if (rowsNote.length) L.push(`Further rows: ${rowsNote.join('; ')}.`, '')
+  for (const e of r.evalsha ?? []) {
+    if ('failed' in e) {
+      L.push(`- Debit script alone (redis-benchmark, ${e.label} tree): failed — ${e.failed}`)
+      continue
+    }
+    const x = e.result
+    const paid = e.label === 'current' ? r.medians['paid call'] : r.medians[Object.keys(r.medians).find((k) => k.includes(`(${e.label})`)) ?? '']
+    const share = paid ? ` — the paid call (median ${f0(paid.reqPerSec)} req/s) runs at **${((paid.reqPerSec / x.reqPerSec) * 100).toFixed(1)}%** of its own script's ceiling` : ''
+    L.push(
+      `- Debit script alone (${e.label} tree): \`redis-benchmark\` EVALSHA ${e.script}, ${x.clients} clients, pipeline ${x.pipeline}, ${f0(x.requests)} requests: **${f0(x.reqPerSec)} req/s**, p50 ${x.p50} ms, p99 ${x.p99} ms${share}`,
+    )
+  }
+  if (r.evalsha?.length) L.push('')
+  L.push('Ratios (medians over the rounds; the ledger floor is the yardstick: the least any Redis-ledger design costs):', '')
+  const med = (name: string | undefined) => (name ? (r.medians[name]?.reqPerSec ?? NaN) : NaN)
+  const names = Object.keys(r.medians)
+  const mcpName = names.find((n) => n.startsWith('paid call (MCP'))
+  const baseName = names.find((n) => n.startsWith('paid call (baseline'))
+  const pairs: RatioPair[] = [
+    ...overFloor(names.map((name) => ({ name, reqPerSec: med(name) })), 'ledger floor'),
+    { label: 'paid call / passthrough', num: med('paid call'), den: med('passthrough'), note: `issue 2 target ≥ ${f2(THROUGHPUT_TARGET)}` },
+    { label: 'depth-4 agent / owner token', num: med('paid call (depth-4 agent)'), den: med('paid call'), note: names.includes('paid call (depth-4 agent)') ? '' : 'row skipped' },
+    { label: 'MCP / REST', num: med(mcpName), den: med('paid call'), note: mcpName ? '' : 'row skipped' },
+    { label: 'current / baseline', num: med('paid call'), den: med(baseName), note: baseName ? baseName.slice('paid call '.length) : 'no --baseline' },
+  ]
+  L.push(...ratioTable(pairs), '')
   L.push('Ratios and targets:', '')
   L.push(`- paid call / passthrough throughput: **${f2(v.ratio)}** (target ≥ ${f2(THROUGHPUT_TARGET)}): ${met(v.throughputMet)}`)
   if (Number.isFinite(v.floorVsPass))
@@ -146,20 +197,13 @@ export function render(r: Report): string {
   L.push(`- passthrough / upstream direct: ${f2(v.passVsDirect)}; paid call / upstream direct: ${f2(v.paidVsDirect)}`)
   if (!v.clean) L.push('- some rows had non-2xx answers or errors: the targets are not met on such a run')
   L.push('')
-  const g = r.ledger
-  L.push(`Ledger exactness after the run: ${g.exact ? '**exact**' : '**NOT exact**'}`, '')
-  L.push(
-    `- Redis: funded balance ${f0(g.funded)} − final balance ${f0(g.final)} = ${f0(g.spent)} credits = price ${g.price} × ${f0(g.serverOk)} successful calls counted by the service: ${g.redisExact ? 'yes' : '**NO**'}`,
-  )
-  L.push(
-    `- Client: autocannon saw ${f0(g.clientOk)} 2xx on the paid route (warm-ups included); the service completed ${f0(g.serverOk - g.clientOk)} more, within the ≤ ${g.maxInFlightDropped} requests autocannon drops in flight when a run's clock stops: ${g.clientConsistent ? 'consistent' : '**inconsistent**'}`,
-  )
-  if (g.pg)
-    L.push(
-      `- Postgres after the flusher drained (lag ${g.pg.lagEntries}): ${f0(g.pg.debits)} debit and ${g.pg.refunds} refund entries summing to ${f0(g.pg.sum)} credits, ${f0(g.pg.callsOk)} \`ok\` call rows: ${g.pg.exact ? 'match Redis' : '**do NOT match Redis**'}`,
-    )
-  else L.push('- Postgres: not checked (PGlite is private to the service process, or the flusher was off)')
-  L.push('', 'The funding is a direct write of the balance field (bench setup only, no ledger entry), so the check starts from the funded balance.', '', endMarker(r.upstreamDelayMs))
+  const ledgers = [{ label: 'current', check: r.ledger }, ...(r.otherLedgers ?? [])]
+  L.push(`Ledger exactness after the run: ${ledgers.every((l) => l.check.exact) ? '**exact**' : '**NOT exact**'}`, '')
+  for (const { label, check } of ledgers) {
+    if (ledgers.length > 1) L.push(`Service (${label}): ${check.exact ? '**exact**' : '**NOT exact**'}`, '')
+    L.push(...ledgerLines(check), '')
+  }
+  L.push('The funding is a direct write of the balance field (bench setup only, no ledger entry), so the check starts from the funded balance.', '', endMarker(r.upstreamDelayMs))
   return L.join('\n')
 }
 
@@ -172,4 +216,17 @@ export function writeSection(file: string, section: string, delayMs = 0): void {
   if (start !== -1 && end > start) text = text.slice(0, start) + section + text.slice(end + endMarker(delayMs).length)
   else text = text.replace(/\n*$/, '\n\n') + section + '\n'
   writeFileSync(file, text)
+}
+
+function ledgerLines(g: LedgerCheck): string[] {
+  const L = [
+    `- Redis: funded balance ${f0(g.funded)} − final balance ${f0(g.final)} = ${f0(g.spent)} credits = price ${g.price} × (${f0(g.serverOk)} successful calls counted by the service + ${f0(g.otherCharged)} charged calls whose client went away, at most ${g.maxInFlightDropped}): ${g.redisExact ? 'yes' : '**NO**'}`,
+    `- Client: autocannon saw ${f0(g.clientOk)} 2xx on the paid routes (warm-ups and sanity calls included); the service charged ${f0(g.serverOk + g.otherCharged - g.clientOk)} more, within the ≤ ${g.maxInFlightDropped} requests autocannon drops in flight when a run's clock stops: ${g.clientConsistent ? 'consistent' : '**inconsistent**'}`,
+  ]
+  if (g.pg)
+    L.push(
+      `- Postgres after the flusher drained (lag ${g.pg.lagEntries}): ${f0(g.pg.debits)} debit and ${g.pg.refunds} refund entries summing to ${f0(g.pg.sum)} credits, ${f0(g.pg.callsOk)} \`ok\` and ${f0(g.pg.callsOtherCharged)} other charged (client_closed, provider_4xx) call rows: ${g.pg.exact ? 'match Redis' : '**do NOT match Redis**'}`,
+    )
+  else L.push('- Postgres: not checked (PGlite is private to the service process, or the flusher was off)')
+  return L
 }

@@ -115,6 +115,10 @@ export async function startService(o: {
     RATE_LIMIT_PER_IP: '1000000000',
     DEFAULT_DAILY_CAP: HUGE,
     DEFAULT_BALANCE_CAP: HUGE,
+    // The runaway-agent breaker still counts every agent call, but the bench's identical requests
+    // from one agent (the depth-4 row) must not trip it. A tree without the breaker ignores these.
+    BREAKER_CREDITS_PER_MINUTE: HUGE,
+    BREAKER_IDENTICAL_PER_MINUTE: HUGE,
     FLUSHER: o.flusher === false || o.flusherProcess ? '0' : '1',
     // Only the bench's catalog: the built-in demo provider (on by default on loopback) is not what is
     // measured. A tree from before it ignores the variable (config reads only the names it knows).
