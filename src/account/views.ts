@@ -83,19 +83,7 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
       )
       .orderBy(desc(calls.at), desc(calls.callId))
       .limit(limit + 1)
-    for (const r of older)
-      if (!merged.has(r.callId))
-        merged.set(r.callId, {
-          call_id: r.callId,
-          slug: r.slug,
-          agent_id: r.agentId,
-          charged: r.charged,
-          refunded: r.refunded === 1,
-          outcome: r.outcome,
-          http_status: r.httpStatus,
-          latency_ms: r.latencyMs,
-          at: r.at.toISOString(),
-        })
+    for (const r of older) if (!merged.has(r.callId)) merged.set(r.callId, recordOfRow(r))
   } catch (e) {
     s.log.warn('activity_postgres_unavailable', { error: String(e) })
   }
@@ -103,5 +91,61 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
   const items = page.slice(0, limit)
   const last = items[items.length - 1]
   const next = page.length > limit && last ? Buffer.from(JSON.stringify({ at: last.at, id: last.call_id })).toString('base64url') : null
-  return { balance: Number(bal ?? 0), calls: items, next_cursor: next }
+  return { balance: Number(bal ?? 0), calls: items.map(activityRow), next_cursor: next }
+}
+
+/** An activity row: the list's fields, a metered call's model and tokens (null for a flat one). */
+const activityRow = (r: CallRecord) => {
+  const { reserved: _r, uncharged: _u, usage_source: _s, ...row } = r
+  return { ...row, model: r.model ?? null, tokens: r.tokens ?? null }
+}
+
+function recordOfRow(r: typeof calls.$inferSelect): CallRecord {
+  return {
+    call_id: r.callId,
+    slug: r.slug,
+    agent_id: r.agentId,
+    charged: r.charged,
+    refunded: r.refunded === 1,
+    outcome: r.outcome,
+    http_status: r.httpStatus,
+    latency_ms: r.latencyMs,
+    at: r.at.toISOString(),
+    model: r.model,
+    tokens: r.tokensIn === null ? null : { input: r.tokensIn, cached: r.tokensCached ?? 0, output: r.tokensOut ?? 0 },
+    ...(r.reserved !== null ? { reserved: r.reserved, uncharged: r.uncharged ?? 0, usage_source: r.usageSource as CallRecord['usage_source'] } : {}),
+  }
+}
+
+/**
+ * One call of the account (GET /v1/activity/{call_id}): from Redis while it is recent, else from
+ * Postgres. Another account's call, or one not filed yet, is NOT_FOUND.
+ */
+export async function callOf(s: Services, accountId: string, callId: string) {
+  let rec = (await recentCalls(s.ctx, accountId)).find((r) => r.call_id === callId)
+  if (!rec) {
+    const [row] = await s.db.db
+      .select()
+      .from(calls)
+      .where(and(eq(calls.accountId, accountId), eq(calls.callId, callId)))
+      .limit(1)
+    if (row) rec = recordOfRow(row)
+  }
+  if (!rec) throw new ApiError('NOT_FOUND', { resource: 'call' })
+  const proxied = rec.slug.startsWith('proxy:')
+  return {
+    call_id: rec.call_id,
+    ...(proxied ? { route: rec.slug } : { slug: rec.slug }),
+    agent_id: rec.agent_id,
+    model: rec.model ?? null,
+    tokens: rec.tokens ?? null,
+    reserved: rec.reserved ?? rec.charged,
+    charged: rec.refunded ? 0 : rec.charged,
+    uncharged: rec.uncharged ?? 0,
+    usage_source: rec.usage_source ?? null,
+    outcome: rec.outcome,
+    http_status: rec.http_status,
+    latency_ms: rec.latency_ms,
+    at: rec.at,
+  }
 }

@@ -10,7 +10,14 @@ import { join } from 'node:path'
 import { Value } from '@sinclair/typebox/value'
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
 import { ApiError } from '../errors'
-import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type ProviderSpec } from './schema'
+import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type MeteredSpec, type ProviderSpec } from './schema'
+import { apiKindOf, type ApiKind } from '../metering/usage'
+
+/** A metered route or capability: its prices and which API it speaks (CONTRACT §7). */
+export interface Metering {
+  spec: MeteredSpec
+  kind: ApiKind
+}
 
 export const DEFAULT_CATALOG = join(import.meta.dir, '..', '..', 'catalog.json')
 
@@ -62,6 +69,9 @@ export class Catalog {
       } catch (e) {
         throw new CatalogError(`${where}/${i}/params: not a valid JSON Schema (${(e as Error).message})`)
       }
+      if (cap.metered === true && !this.providers.get(cap.provider)!.proxy?.metered)
+        throw new CatalogError(`${where}/${i}/metered: true needs the provider's proxy.metered prices`)
+      if (cap.metered && cap.method !== 'POST') throw new CatalogError(`${where}/${i}/metered: a metered capability is a POST`)
       this.capabilities.set(cap.slug, { ...cap, validate, demo: isDemo })
     }
     file.capabilities.forEach(add('/capabilities', false))
@@ -95,6 +105,20 @@ export class Catalog {
     if (state === 'paused') throw new ApiError('API_PAUSED', { slug, status_url: '/status' })
     if (state === 'unavailable') throw new ApiError('API_UNAVAILABLE', { slug, capabilities_url: '/capabilities' })
     return cap
+  }
+
+  /** The metering of a proxied path: set when the provider meters it, else the route is flat-priced. */
+  meteredRoute(provider: Provider, path: string): Metering | null {
+    const spec = provider.proxy?.metered
+    if (!spec || !(spec.routes ?? []).some((r) => path.endsWith(r))) return null
+    return { spec, kind: apiKindOf(spec.dialect, path) }
+  }
+
+  /** The metering of a capability (`metered: true` borrows its provider's proxy prices). */
+  meteredCapability(cap: Capability): Metering | null {
+    if (!cap.metered) return null
+    const spec = cap.metered === true ? this.providers.get(cap.provider)!.proxy!.metered! : cap.metered
+    return { spec, kind: apiKindOf(spec.dialect, cap.path) }
   }
 
   /** Validates a call body against the capability's params schema. */

@@ -50,6 +50,9 @@ export interface MoneyFields {
   uncredited: number | null
   reason: string | null
   at: number
+  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-6). */
+  model: string | null
+  tokens: { input: number; cached: number; output: number } | null
 }
 
 export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
@@ -66,6 +69,8 @@ export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
     uncredited: optNum(f.uncredited),
     reason: f.reason || null,
     at: Number(f.at),
+    model: f.model || null,
+    tokens: f.tin !== undefined ? { input: Number(f.tin), cached: Number(f.tcached ?? 0), output: Number(f.tout ?? 0) } : null,
   }
 }
 

@@ -31,8 +31,13 @@ const ledgerSink: Sink = (tx, entries) =>
   insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text',
-    { ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'), at: `timestamptz 'epoch' + at * interval '1 millisecond'`, stream_id: 'stream_id' },
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer',
+    {
+      ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'),
+      at: `timestamptz 'epoch' + at * interval '1 millisecond'`,
+      stream_id: 'stream_id',
+      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out'),
+    },
     'id',
     JSON.stringify(
       entries.map((e) => {
@@ -52,6 +57,10 @@ const ledgerSink: Sink = (tx, entries) =>
           uncredited_reason: m.uncredited !== null ? m.reason : null,
           at: m.at,
           stream_id: e.streamId,
+          model: m.model,
+          tokens_in: m.tokens?.input ?? null,
+          tokens_cached: m.tokens?.cached ?? null,
+          tokens_out: m.tokens?.output ?? null,
         }
       }),
     ),
@@ -65,8 +74,17 @@ const callSink: Sink = (tx, entries) =>
   insertJsonRows(
     tx,
     'calls',
-    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz',
-    { ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'), refunded: 'refunded::int', ...same('outcome', 'http_status', 'latency_ms', 'at') },
+    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz, model text, tokens jsonb, reserved integer, uncharged integer, usage_source text',
+    {
+      ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'),
+      refunded: 'refunded::int',
+      ...same('outcome', 'http_status', 'latency_ms', 'at', 'model'),
+      // A metered call's tokens (CONTRACT §7); absent on a flat call's record, null here.
+      tokens_in: "(tokens->>'input')::int",
+      tokens_cached: "(tokens->>'cached')::int",
+      tokens_out: "(tokens->>'output')::int",
+      ...same('reserved', 'uncharged', 'usage_source'),
+    },
     'call_id',
     `[${entries.map((e) => e.fields.rec!).join(',')}]`,
   )

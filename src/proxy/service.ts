@@ -18,6 +18,12 @@ import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
 import { bodyTooLarge, limitedStream } from '../edge/body'
+import { debitMetering, meteredForward, readMeteredProxyRequest, usageAtEnd, type MeteredProxyRequest } from './metered'
+import { meteredRelay } from './metered-relay'
+import type { UsageMeter } from '../metering/meter'
+
+/** How long a metered answer is still read after its client left, for the usage the provider bills. */
+export const METERED_DRAIN_MS = 120_000
 
 export interface ProxyInput {
   /** Provider and path, resolved from the raw request target by resolveProxyTarget. */
@@ -30,14 +36,22 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
 
+  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
+  const metering = s.catalog.meteredRoute(provider, target.path)
+  const metered = metering ? await readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES) : null
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
-  const opened = await openPaidCall(s, { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true })
+  const opened = await openPaidCall(
+    s,
+    metered
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: false, lease: true, metered: debitMetering(metered.req) }
+      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true },
+  )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
   const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
   try {
-    return await relayDebited(s, request, { target, apiKey, call })
+    return await relayDebited(s, request, { target, apiKey, call, metered })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
@@ -51,23 +65,31 @@ interface Debited {
   target: ProxyTarget
   apiKey: string
   call: DebitedCall
+  /** A metered request, its body already read (CONTRACT §7). */
+  metered: MeteredProxyRequest | null
 }
 
 /** Forwards a debited request and settles it by the shared outcome table (ledger/paid-call). */
 async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
-  const { target, apiKey, call } = x
+  const { target, apiKey, call, metered } = x
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
-  const settle = (outcome: CallOutcome) => call.settle(outcome, { httpStatus })
+  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null) : null
+  const meter: UsageMeter | null = forward?.meter ?? null
+  const settle = (outcome: CallOutcome, upstreamBytes = 0) =>
+    call.settle(outcome, { httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
   /** Settles a refunded failure and answers it as the paid call would. */
   const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
   const upstream = new AbortController()
   const abortUpstream = () => upstream.abort()
-  // A client that goes away takes its upstream request with it.
-  if (request.signal.aborted) abortUpstream()
-  else request.signal.addEventListener('abort', abortUpstream, { once: true })
+  // A client that goes away takes its upstream request with it — except a metered one's, which is
+  // read to its end so that the usage charged is the usage the provider bills (metered-relay.ts).
+  if (!metered) {
+    if (request.signal.aborted) abortUpstream()
+    else request.signal.addEventListener('abort', abortUpstream, { once: true })
+  }
 
   const method = request.method
   const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
@@ -78,11 +100,17 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     return bodyTooLarge(s.cfg.MAX_BODY_BYTES)
   }
   let res: Response
+  const headersUp = upstreamHeaders(request.headers, provider, apiKey)
+  // The forwarded body of a metered request may differ from the one received (a clamp, the usage option).
+  if (forward) headersUp.delete('content-length')
+  if (forward) s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, Buffer.byteLength(forward.body))
   try {
     res = await fetch(provider.base_url + target.path + target.query, {
       method,
-      headers: upstreamHeaders(request.headers, provider, apiKey),
-      body: withBody
+      headers: headersUp,
+      body: forward
+        ? forward.body
+        : withBody
         ? countedBody(request, s.cfg.MAX_BODY_BYTES, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n), () => (bodyTooBig = true))
         : undefined,
       duplex: 'half',
@@ -93,7 +121,8 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     } as RequestInit)
   } catch {
     if (bodyTooBig) throw await refuseBody()
-    if (request.signal.aborted) {
+    // A metered upstream is not aborted with its client: its failure is the provider's.
+    if (!metered && request.signal.aborted) {
       await settle('client_closed')
       return new Response(null, { status: 499 })
     }
@@ -129,7 +158,9 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     apiKey,
     {
       'x-pab-call-id': call.callId,
-      'x-pab-charged': String(call.price),
+      // Headers leave before the usage is known: a metered call shows what it reserved (CONTRACT §7).
+      ...(call.metered ? { 'x-pab-reserved': String(call.price) } : { 'x-pab-charged': String(call.price) }),
+      ...(call.metered?.clamped ? { 'x-pab-max-tokens-clamped': String(call.metered.maxOut) } : {}),
       'x-pab-balance': String(call.balance),
     },
     decoders.length > 0,
@@ -145,7 +176,8 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   try {
     first = await reader.read()
   } catch {
-    if (request.signal.aborted) {
+    // A metered upstream is not aborted with its client: its failure is the provider's.
+    if (!metered && request.signal.aborted) {
       await settle('client_closed')
       return new Response(null, { status: 499 })
     }
@@ -160,6 +192,23 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     throw await fail('too_large')
   }
   const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
+  if (meter) {
+    const body = meteredRelay(reader, first.value, {
+      cap,
+      apiKey,
+      meter,
+      abortUpstream,
+      clientSignal: request.signal,
+      drainMs: METERED_DRAIN_MS,
+      onEnd: (how, o) => {
+        s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, o.relayed)
+        // Cut after output reached the client: the tokens were spent, charged (an estimate unless usage came).
+        const outcome = how === 'upstream_error' && o.relayed > 0 ? 'provider_cut' : how === 'complete' && o.clientLeft && answered === 'ok' ? 'client_closed' : ends[how]
+        return settle(outcome, o.upstream)
+      },
+    })
+    return new Response(body, { status: res.status, headers })
+  }
   const body = relay(reader, first.value, {
     cap,
     apiKey,

@@ -24,6 +24,11 @@ export const ledgerEntries = pgTable(
     uncredited: bigint('uncredited', { mode: 'number' }),
     /** Why `uncredited`: balance_cap | referrer_daily_limit. */
     uncreditedReason: text('uncredited_reason'),
+    /** Metered calls (CONTRACT §7): the model on the debit and on the settle; the tokens on the settle. */
+    model: text('model'),
+    tokensIn: integer('tokens_in'),
+    tokensCached: integer('tokens_cached'),
+    tokensOut: integer('tokens_out'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
     streamId: text('stream_id').notNull(),
   },
@@ -44,6 +49,15 @@ export const calls = pgTable(
     outcome: text('outcome').$type<CallOutcome>().notNull(),
     httpStatus: integer('http_status'),
     latencyMs: integer('latency_ms').notNull(),
+    /** Metered calls (CONTRACT §7); null for flat-priced ones. */
+    model: text('model'),
+    tokensIn: integer('tokens_in'),
+    tokensCached: integer('tokens_cached'),
+    tokensOut: integer('tokens_out'),
+    reserved: integer('reserved'),
+    uncharged: integer('uncharged'),
+    /** provider | estimated */
+    usageSource: text('usage_source'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
   },
   (t) => [index('calls_account_at').on(t.accountId, t.at, t.callId)],

@@ -17,6 +17,11 @@ export const SETTLEMENT = {
   client_closed: 'charged',
   /** A 5xx, a body cut mid-stream, or an unexpected failure reading it. */
   provider_error: 'refunded',
+  /**
+   * A metered answer the provider cut after output had reached the client: the tokens were spent,
+   * so they are charged — the provider's usage if it came, else an estimate (CONTRACT §7).
+   */
+  provider_cut: 'charged',
   /** No connection, or it broke before the provider answered. */
   network: 'refunded',
   timeout: 'refunded',

@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
-import { ActivityQuery, ActivityResponse, BalanceResponse } from './model'
-import { activityOf, balanceOf } from '../../account/views'
+import { ActivityQuery, ActivityResponse, BalanceResponse, CallDetail } from './model'
+import { activityOf, balanceOf, callOf } from '../../account/views'
 
 export const accountRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -23,4 +23,15 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
         return activityOf(s, principal.accountId, query.limit, query.cursor)
       },
       { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: 'Recent calls (metadata only) and the balance' } },
+    )
+    .get(
+      '/v1/activity/:call_id',
+      async (c) => {
+        const principal = await h.memberIn(c)
+        return callOf(s, principal.accountId, c.params.call_id)
+      },
+      {
+        response: { 200: CallDetail },
+        detail: { summary: "One call: a metered call's model, tokens, reservation and settled charge (another account's → NOT_FOUND)" },
+      },
     )

@@ -27,6 +27,29 @@ export const ActivityQuery = T.Object({
 /** The outcome words as the settlement table has them, so the documentation cannot drift from it. */
 const byRule = (rule: 'charged' | 'refunded') => CALL_OUTCOMES.filter((o) => SETTLEMENT[o] === rule).join(' | ')
 
+const Tokens = T.Object(
+  { input: T.Integer({ description: 'Input tokens not read from cache' }), cached: T.Integer(), output: T.Integer() },
+  { description: 'Metered calls: the tokens charged for; null for flat-priced calls' },
+)
+
+/** GET /v1/activity/{call_id}: one call's record, with a metered call's reservation and settlement. */
+export const CallDetail = T.Object({
+  call_id: T.String(),
+  route: T.Optional(T.String({ description: 'A proxied call: proxy:<provider>' })),
+  slug: T.Optional(T.String({ description: 'A capability call' })),
+  agent_id: T.Union([T.String(), T.Null()]),
+  model: T.Union([T.String(), T.Null()]),
+  tokens: T.Union([Tokens, T.Null()]),
+  reserved: T.Integer({ description: 'Credits debited when the call started (a flat call: its price)' }),
+  charged: T.Integer({ description: 'Credits the call kept (0 when refunded)' }),
+  uncharged: T.Integer({ description: 'Credits of usage past the reservation, not charged' }),
+  usage_source: T.Union([T.Literal('provider'), T.Literal('estimated'), T.Null()]),
+  outcome: T.String(),
+  http_status: T.Union([T.Integer(), T.Null()]),
+  latency_ms: T.Integer(),
+  at: T.String(),
+})
+
 export const ActivityEntry = T.Object({
   call_id: T.String(),
   slug: T.String(),
@@ -37,6 +60,8 @@ export const ActivityEntry = T.Object({
   http_status: T.Union([T.Integer(), T.Null()]),
   latency_ms: T.Integer(),
   at: T.String(),
+  model: T.Union([T.String(), T.Null()], { description: 'Metered calls: the model (CONTRACT §7); null for flat-priced calls' }),
+  tokens: T.Union([Tokens, T.Null()]),
 })
 
 export const ActivityResponse = T.Object({
