@@ -7,7 +7,7 @@ import { callCapability } from '../calls/capability-call'
 import type { Capability } from '../catalog/catalog'
 import type { Services } from '../services'
 import type { ProviderKeys } from '../vault/provider-key'
-import { answerOfJson, type McpTool } from './tool'
+import { JsonAnswer, type McpTool } from './tool'
 
 export const capabilityToolName = (slug: string): string => slug.replace(/\./g, '_')
 
@@ -26,7 +26,7 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
         idempotencyKey: null,
         signal: call.signal,
       })
-      return answerOfJson(answer.body || '{}')
+      return new JsonAnswer(answer.body || '{}')
     },
   }
 }

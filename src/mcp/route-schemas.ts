@@ -25,6 +25,8 @@ export interface RouteSchemas {
   part(ref: RouteRef, part: 'body' | 'query' | 'params'): TSchema
   /** The route's one-line summary (its OpenAPI summary). */
   summary(ref: RouteRef): string
+  /** The model of the route's success answer (200 or 201), if it declares one. */
+  answer(ref: RouteRef): TSchema | undefined
 }
 
 export function routeSchemas(routes: () => RouteLike[]): RouteSchemas {
@@ -43,5 +45,9 @@ export function routeSchemas(routes: () => RouteLike[]): RouteSchemas {
       return schema as TSchema
     },
     summary: (ref) => route(ref).hooks?.detail?.summary ?? '',
+    answer(ref) {
+      const response = route(ref).hooks?.response
+      return (response?.['200'] ?? response?.['201']) as TSchema | undefined
+    },
   }
 }

@@ -4,6 +4,7 @@
  * here decides about money or governance; that stays in the functions (and their scripts).
  */
 import { Type as T, type TObject } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf } from '../account/views'
 import { callCapability } from '../calls/capability-call'
 import { searchAnswer } from '../catalog/search-answer'
@@ -19,7 +20,7 @@ import type { ProviderKeys } from '../vault/provider-key'
 import { checkText } from '../edge/text'
 import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
-import { answerOf, answerOfJson, type Access, type McpTool, type ToolAnswer, type ToolCall } from './tool'
+import { answerOf, JsonAnswer, type Access, type McpTool, type ToolCall } from './tool'
 
 /** As POST /v1/call's Idempotency-Key header: printable ASCII, no spaces. */
 const IDEMPOTENCY_KEY = '^[\\x21-\\x7e]{1,255}$'
@@ -33,23 +34,31 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
   const vault = openVault(s)
   const proposals = proposalDeps(s)
 
-  /** A tool over a route: its schema (or a given one), the route's summary first in its description. */
+  /**
+   * A tool over a route: its input schema (or a given one), the route's summary first in its
+   * description, and its answer cut to the route's response model as Elysia cuts the REST answer.
+   */
   function tool<A>(
     name: string,
     access: Access,
     route: RouteRef,
     input: 'body' | 'query' | 'params' | TObject,
     note: string,
-    run: (call: ToolCall, args: A) => Promise<ToolAnswer>,
+    run: (call: ToolCall, args: A) => Promise<object>,
   ): McpTool {
     const args = argsParser<A>(typeof input === 'string' ? schemas.part(route, input) : input)
     const summary = schemas.summary(route)
+    const shape = schemas.answer(route)
     return {
       name,
       access,
       description: `${summary}${summary.endsWith('.') ? '' : '.'} ${note} (REST: ${route})`.trim(),
       inputSchema: args.jsonSchema,
-      run: (call, raw) => run(call, args.parse(raw)),
+      async run(call, raw) {
+        const out = await run(call, args.parse(raw))
+        if (out instanceof JsonAnswer) return out
+        return answerOf(shape ? (Value.Clean(shape, Value.Clone(out)) as object) : out)
+      },
     }
   }
   const nothing = T.Object({}, { additionalProperties: false })
@@ -57,7 +66,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
 
   return [
     tool<{ q: string }>('search_capabilities', 'member', 'GET /v1/search', 'query', 'Find capabilities by words; call one with call_capability or with its own tool.', async (_, a) =>
-      answerOf(searchAnswer(s.catalog, a.q)),
+      searchAnswer(s.catalog, a.q),
     ),
     tool<{ slug: string; params?: unknown; idempotency_key?: string }>(
       CALL_TOOL,
@@ -84,10 +93,10 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
           idempotencyKey: a.idempotency_key ?? null,
           signal: call.signal,
         })
-        return answerOfJson(answer.body || '{}')
+        return new JsonAnswer(answer.body || '{}')
       },
     ),
-    tool('get_balance', 'member', 'GET /v1/balance', nothing, '', async (call) => answerOf(await balanceOf(s, call.principal.accountId))),
+    tool('get_balance', 'member', 'GET /v1/balance', nothing, '', (call) => balanceOf(s, call.principal.accountId)),
     tool<{ limit?: number; cursor?: string }>(
       'get_activity',
       'member',
@@ -100,27 +109,27 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         { additionalProperties: false },
       ),
       '',
-      async (call, a) => answerOf(await activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor)),
+      (call, a) => activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor),
     ),
-    tool<{ amount?: number }>('top_up', 'member', 'POST /v1/topup', 'body', '', async (call, a) => answerOf(await topup(s, call.principal.accountId, a.amount))),
-    tool<{ provider: string }>('request_vault_link', 'member', 'POST /v1/keys/link', 'body', 'Give the url to your human.', async (call, a) =>
-      answerOf(await requestLink(s, vault, call.principal.accountId, a.provider)),
+    tool<{ amount?: number }>('top_up', 'member', 'POST /v1/topup', 'body', '', (call, a) => topup(s, call.principal.accountId, a.amount)),
+    tool<{ provider: string }>('request_vault_link', 'member', 'POST /v1/keys/link', 'body', 'Give the url to your human.', (call, a) =>
+      requestLink(s, vault, call.principal.accountId, a.provider),
     ),
-    tool<NewProblem>('file_support_problem', 'member', 'POST /v1/support', 'body', '', async (call, a) => answerOf(await fileProblem(s, call.principal, a))),
-    tool<NewProposal>('propose', 'member', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', async (call, a) =>
-      answerOf(await createProposal(proposals, call.principal, a)),
+    tool<NewProblem>('file_support_problem', 'member', 'POST /v1/support', 'body', '', (call, a) => fileProblem(s, call.principal, a)),
+    tool<NewProposal>('propose', 'member', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', (call, a) =>
+      createProposal(proposals, call.principal, a),
     ),
-    tool('list_agents', 'operator', 'GET /v1/agents', nothing, 'Owner token only.', async (call) => answerOf({ agents: await readAgents(s.ctx, call.principal.accountId) })),
+    tool('list_agents', 'operator', 'GET /v1/agents', nothing, 'Owner token only.', async (call) => ({ agents: await readAgents(s.ctx, call.principal.accountId) })),
     agentMove('kill_agent', 'kill', 'POST /v1/agents/:id/kill'),
     agentMove('revive_agent', 'revive', 'POST /v1/agents/:id/revive'),
-    tool<PoliciesPatch>('set_policies', 'operator', 'PUT /v1/policies', 'body', 'Owner token only.', async (call, a) =>
-      answerOf(await putPolicies(s.ctx, call.principal.accountId, a)),
+    tool<PoliciesPatch>('set_policies', 'operator', 'PUT /v1/policies', 'body', 'Owner token only.', (call, a) =>
+      putPolicies(s.ctx, call.principal.accountId, a),
     ),
   ]
 
   function agentMove(name: string, action: AgentAction, route: RouteRef): McpTool {
-    return tool<{ id: string }>(name, 'operator', route, 'params', 'Owner token only.', async (call, a) =>
-      answerOf(await changeAgentState(s.ctx, call.principal.accountId, a.id, action)),
+    return tool<{ id: string }>(name, 'operator', route, 'params', 'Owner token only.', (call, a) =>
+      changeAgentState(s.ctx, call.principal.accountId, a.id, action),
     )
   }
 }

@@ -33,4 +33,9 @@ export interface McpTool {
 export const answerOf = (value: object): ToolAnswer => ({ text: JSON.stringify(value), value: value as Record<string, unknown> })
 
 /** An answer already serialized (the paid call's body, also what an Idempotency-Key replays). */
-export const answerOfJson = (text: string): ToolAnswer => ({ text, value: JSON.parse(text) as Record<string, unknown> })
+export class JsonAnswer implements ToolAnswer {
+  readonly value: Record<string, unknown>
+  constructor(readonly text: string) {
+    this.value = JSON.parse(text) as Record<string, unknown>
+  }
+}

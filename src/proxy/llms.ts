@@ -6,6 +6,7 @@
  */
 import type { Config } from '../config'
 import type { Catalog, Provider } from '../catalog/catalog'
+import { mcpConfigLines } from '../mcp/config-snippet'
 
 function keyStyle(p: Provider): string {
   if (p.byok) return 'bring-your-own-key only: your vaulted key (POST /v1/keys/link gives a one-time link to store it); without one → VAULT_KEY_MISSING (409)'
@@ -109,6 +110,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
     '- Low balance: PAYMENT_REQUIRED (402) with `human_readable` — relay it to your user verbatim.',
     '- Every error is JSON `{"error": CODE, "message": …}`; the full list with remedies is at /errors.md.',
     '',
+    ...mcpConfigLines(base),
     '## Other surfaces',
     '',
     '- Capabilities with a flat per-call price: GET /v1/search?q=… then POST /v1/call/{slug}.',
