@@ -17,7 +17,7 @@
   ARGV[4] rate limit, requests per minute
 
   Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms_to_window_end, limit}
-        | {UNAUTHORIZED|AGENT_REVOKED, 0} | {AGENT_KILLED, 0, kill_reason (operator | breaker)}
+        | {UNAUTHORIZED, 0} | {AGENT_REVOKED, 0, reason ('' | expired)} | {AGENT_KILLED, 0, kill_reason (operator | breaker)}
 ]]
 
 --@include status
@@ -28,7 +28,7 @@ local agent = nil
 if agent_id == '' then
   if redis.call('HGET', KEYS[1], 'owner') ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'kill_reason')
+  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'kill_reason', 'expires')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 end
 
@@ -39,5 +39,7 @@ rate_count(KEYS[3])
 if agent then
   if agent[2] == 'revoked' then return {S_AGENT_REVOKED, 0} end
   if agent[2] == 'killed' then return {S_AGENT_KILLED, 0, agent[3] or 'operator'} end
+  -- A sub-agent past its TTL (CONTRACT §8); its ancestors' state is the money scripts' to check.
+  if agent[4] and tonumber(agent[4]) <= now then return {S_AGENT_REVOKED, 0, 'expired'} end
 end
 return {S_OK, limit - weighted - 1, to_window_end}

@@ -1,11 +1,27 @@
 --[[
-  create-agent-3: open a named agent token under an account, with its optional policy. The agent
-  hash, the account's agent set and the agent's first snapshot in the outbox are written together,
-  so Postgres never learns of an agent Redis does not hold (and the reverse).
+  create-agent-6: open a named agent token under an account, with its optional policy: either a
+  top-level agent of the operator, or a sub-agent an agent creates under itself (CONTRACT §8). The
+  agent hash, the account's agent set, the parent's carve, the agent's first snapshot and the
+  `agent.created` event are written together, so Postgres never learns of an agent Redis does not
+  hold (and the reverse), and two siblings created at once can never carve more than the parent
+  has left: the check and the carve are one script.
+
+  The carve rule: a child's budget may not exceed what its parent has left, budget − spent_total −
+  carved, where `carved` is what the parent's live children may still spend of their budgets. The
+  carve bounds the child; it does not reserve for it: the debit checks every ancestor's own
+  budget, so a parent (or a sibling) spending first can leave a child less than its budget, but no
+  subtree ever spends past the budget of its root.
+  A child's limits are no wider than its parent's: its allowlist patterns each within the parent's
+  allowlist, its daily_cap and per_call_max at most the parent's, its expiry no later than the
+  parent's (a later one, or none, is clamped to the parent's). An omitted limit is no own limit:
+  the parent's still applies to it through the debit's chain check.
 
   KEYS[1] agent hash         {s}:agent:<acct>:<agent>
   KEYS[2] the account's set  {s}:agents:<acct>
   KEYS[3] outbox stream      {s}:outbox
+  KEYS[4] the parent's hash  {s}:agent:<acct>:<parent>   (a sub-agent; else KEYS[1] again, unread)
+  KEYS[5] the grandparent's hash                          (or KEYS[1], unread)
+  KEYS[6] the great-grandparent's hash                    (or KEYS[1], unread)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  account id
@@ -17,26 +33,93 @@
   ARGV[8]  '1' when an allowlist is given (ARGV[9] may then be '' = allow nothing), '0' for none
   ARGV[9]  allowlist patterns joined by "\n"
   ARGV[10] per-call maximum, credits, or '' for none
+  ARGV[11] the new agent's chain: its ancestor ids, parent first, joined by ',' ('' = top-level)
+  ARGV[12] lifetime budget, credits, or '' for none (a sub-agent always has one)
+  ARGV[13] time to live, ms, or '' for none
+  ARGV[14] deepest depth allowed (a top-level agent has depth 1)
+  ARGV[15] where it was created: api | chat (named in the event)
 
-  Returns {OK, version} | {ALREADY_APPLIED, 0} (the id exists) | {LIMIT_REACHED, max}
+  Returns {OK, version, depth, expires_at ms or ''}
+        | {ALREADY_APPLIED, 0} (the id exists) | {LIMIT_REACHED, max} | {NOT_FOUND, 0} (no such parent)
+        | {AGENT_KILLED, 0, reason, by_ancestor or ''} | {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
+          (the parent, or one of its ancestors: by_ancestor, is stopped)
+        | {DENIED_MAX_DEPTH, max_depth}
+        | {DENIED_EXCEEDS_PARENT, field (budget | daily_cap | per_call_max | allowlist), parent's limit or ''}
 ]]
 
 --@include agent-entry
 
+--@include allowlist
+
+--@include budget
+
 --@include status
 
-local now, acct, agent_id = ARGV[1], ARGV[2], ARGV[3]
+local now, acct, agent_id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local max_agents = tonumber(ARGV[6])
+local chain = ARGV[11]
+local ids = chain_ids(chain)
+local budget = ARGV[12] ~= '' and tonumber(ARGV[12]) or nil
+local expires = ARGV[13] ~= '' and now + tonumber(ARGV[13]) or nil
+local max_depth = tonumber(ARGV[14])
+local via = ARGV[15]
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return {S_ALREADY_APPLIED, 0} end
 if redis.call('SCARD', KEYS[2]) >= max_agents then return {S_LIMIT_REACHED, max_agents} end
 
-redis.call('HSET', KEYS[1], 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1)
+local depth = #ids + 1
+local parent = nil
+if #ids > 0 then
+  if depth > max_depth then return {S_DENIED_MAX_DEPTH, max_depth} end
+  -- The creator and every ancestor of it must be able to act: a stopped subtree grows no branches.
+  for i = 1, #ids do
+    local a = redis.call('HMGET', KEYS[3 + i], 'token', 'state', 'kill_reason', 'expires', 'chain')
+    if not a[1] then return {S_NOT_FOUND, 0} end
+    local by = i > 1 and ids[i] or ''
+    if a[2] == 'revoked' then return {S_AGENT_REVOKED, 0, '', by} end
+    if a[2] == 'killed' then return {S_AGENT_KILLED, 0, a[3] or 'operator', by} end
+    if a[4] and tonumber(a[4]) <= now then return {S_AGENT_REVOKED, 0, 'expired', by} end
+    -- The chain the caller passed must be the tree's: the parent's own chain is the rest of it.
+    if i == 1 then
+      local rest = table.concat(ids, ',', 2)
+      if (a[5] or '') ~= rest then return redis.error_reply('create-agent: chain ' .. chain .. ' is not the tree') end
+    end
+  end
+  parent = redis.call('HMGET', KEYS[4], 'budget', 'spent_total', 'carved', 'daily_cap', 'per_call_max', 'allow', 'expires')
+  local left = budget_left(parent[1], parent[2], parent[3])
+  if not budget then return redis.error_reply('create-agent: a sub-agent needs a budget') end
+  if left and budget > left then return {S_DENIED_EXCEEDS_PARENT, 'budget', math.max(left, 0)} end
+  if parent[4] and ARGV[7] ~= '' and tonumber(ARGV[7]) > tonumber(parent[4]) then
+    return {S_DENIED_EXCEEDS_PARENT, 'daily_cap', tonumber(parent[4])}
+  end
+  if parent[5] and ARGV[10] ~= '' and tonumber(ARGV[10]) > tonumber(parent[5]) then
+    return {S_DENIED_EXCEEDS_PARENT, 'per_call_max', tonumber(parent[5])}
+  end
+  if ARGV[8] == '1' and parent[6] then
+    for pattern in string.gmatch(ARGV[9], '[^\n]+') do
+      if not allowed(parent[6], pattern) then return {S_DENIED_EXCEEDS_PARENT, 'allowlist', pattern} end
+    end
+  end
+  if parent[7] and (not expires or expires > tonumber(parent[7])) then expires = tonumber(parent[7]) end
+end
+
+redis.call('HSET', KEYS[1], 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1,
+  'depth', depth, 'spent_total', 0)
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'daily_cap', ARGV[7]) end
 if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'allow', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'per_call_max', ARGV[10]) end
+if budget then redis.call('HSET', KEYS[1], 'budget', budget) end
+if expires then redis.call('HSET', KEYS[1], 'expires', expires) end
+if parent then
+  redis.call('HSET', KEYS[1], 'parent', ids[1], 'chain', chain)
+  redis.call('HINCRBY', KEYS[4], 'carved', carve_of('active', budget, 0))
+end
 redis.call('SADD', KEYS[2], agent_id)
 
 -- The full row goes to the outbox; the projection keeps the highest version it has seen.
-append_agent_entry(KEYS[1], KEYS[3], acct, agent_id, 1, now)
-return {S_OK, 1}
+local a = append_agent_entry(KEYS[1], KEYS[3], acct, agent_id, 1, now)
+redis.call('XADD', KEYS[3], '*', 'kind', 'event', 'id', 'evt_' .. agent_id .. '_v1', 'acct', acct,
+  'type', 'agent.created', 'at', now, 'data', cjson.encode({agent_id = agent_id, name = a[2],
+    parent_id = ids[1] or cjson.null, depth = depth, budget = budget or cjson.null,
+    expires_at = expires or cjson.null, via = via}))
+return {S_OK, 1, depth, expires or ''}

@@ -28,17 +28,17 @@ export const ERRORS = {
     status: 403,
     message:
       'This agent token was killed (reason: {reason} — "operator" by hand, or "breaker": the runaway-agent breaker saw too many credits or identical requests in a minute). Only the operator can revive it (/revive in the operator channel, or POST /v1/agents/{id}/revive).',
-    context: ['agent_id', 'reason'],
+    context: ['agent_id', 'reason', 'by_ancestor'],
   },
   AGENT_REVOKED: {
     status: 403,
-    message: 'This agent token is permanently revoked. Ask the account operator for a new agent token.',
-    context: ['agent_id'],
+    message: 'This agent token is permanently revoked (or past its expires_at: reason "expired"; or an ancestor is: by_ancestor). Ask the account operator, or the parent agent, for a new agent token.',
+    context: ['agent_id', 'reason', 'by_ancestor'],
   },
   POLICY_DENIED: {
     status: 403,
     message: 'Blocked by the {rule} policy before dispatch. The {raised_by} can change it via {raise_via}.',
-    context: ['rule', 'raised_by', 'raise_via', 'cap', 'spent', 'propose_via', 'kind'],
+    context: ['rule', 'raised_by', 'raise_via', 'cap', 'spent', 'propose_via', 'kind', 'by_ancestor', 'budget', 'spent_total', 'field', 'limit', 'max_depth'],
   },
   DAILY_CAP_REACHED: {
     status: 429,

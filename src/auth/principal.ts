@@ -7,12 +7,18 @@
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { hashToken, TOKEN_RE } from './tokens'
+import { rememberChain } from '../ledger/chain'
 
 export interface Principal {
   accountId: string
   /** null for the owner (operator) token. */
   agentId: string | null
   tokenHash: string
+  /**
+   * A sub-agent's ancestors, parent first (CONTRACT §8); empty (or absent) for the operator and
+   * its own agents. Immutable like the rest of the mapping, so the debit never looks it up.
+   */
+  chain?: readonly string[]
 }
 
 const CACHE_MAX = 100_000
@@ -36,8 +42,10 @@ export class TokenResolver {
       await this.beforeUnknown()
       return null
     }
-    const [accountId, agentId] = v.split('|') as [string, string]
-    const p: Principal = { accountId, agentId: agentId || null, tokenHash }
+    // `acct|agent|chain` (governance/agents.ts tokenMapping); the owner's is `acct|`.
+    const [accountId, agentId, chain] = v.split('|') as [string, string, string | undefined]
+    const p: Principal = { accountId, agentId: agentId || null, tokenHash, chain: chain ? chain.split(',') : [] }
+    if (p.agentId) rememberChain(this.ctx, accountId, p.agentId, p.chain!)
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!)
     this.cache.set(tokenHash, p)
     return p

@@ -54,6 +54,11 @@ export function renderEvent(ev: OwnerEvent): string {
       const hint = x.scope === 'requests' ? '' : x.scope === 'agent' && x.agent_id ? ` Raise it with /cap ${x.agent_id} <credits>.` : ' Raise it with PUT /v1/policies.'
       return `${what} (${x.spent} of ${x.cap}); calls are refused until ${x.resets_at}.${hint}`
     }
+    case 'agent.created': {
+      const x = d as D<'agent.created'>
+      const under = x.parent_id ? ` by agent ${x.parent_id} (depth ${x.depth}${x.budget === null ? '' : `, budget ${x.budget}`})` : ''
+      return `Agent ${agentName(x)} was created${under}.`
+    }
     case 'agent.killed': {
       const x = d as D<'agent.killed'>
       if (x.reason === 'breaker')

@@ -17,6 +17,7 @@ export const EVENT_TYPES = [
   'refill.succeeded',
   'refill.failed',
   'cap.reached',
+  'agent.created',
   'agent.killed',
   'agent.revived',
   'agent.revoked',
@@ -44,9 +45,12 @@ export interface EventData {
   /** The first refusal of an HKT day by a cap: `scope` account (daily spend), agent (its daily cap) or requests (unpriced daily request cap). */
   'cap.reached': { scope: 'account' | 'agent' | 'requests'; agent_id: string | null; cap: number; spent: number; price: number; target: string; resets_at: string }
   /** `reason` operator (by hand; `via` api or chat) or breaker (with the `rule`, `limit` and `observed` value that tripped it). */
-  'agent.killed': { agent_id: string; name: string; reason: 'operator' | 'breaker'; via?: 'api' | 'chat'; rule?: string; limit?: number; observed?: number; target?: string }
-  'agent.revived': { agent_id: string; name: string; via: 'api' | 'chat'; was_killed_by?: string }
-  'agent.revoked': { agent_id: string; name: string; via: 'api' | 'chat' }
+  /** An agent token was created: by the operator (parent_id null) or by an agent under itself (CONTRACT §8). */
+  'agent.created': { agent_id: string; name: string; parent_id: string | null; depth: number; budget: number | null; expires_at: number | null; via: 'api' | 'chat' }
+  /** `parent_id` names a sub-agent's parent; `by_agent` the ancestor that acted, when not the operator. */
+  'agent.killed': { agent_id: string; name: string; reason: 'operator' | 'breaker'; via?: 'api' | 'chat'; rule?: string; limit?: number; observed?: number; target?: string; parent_id?: string | null; by_agent?: string }
+  'agent.revived': { agent_id: string; name: string; via: 'api' | 'chat'; was_killed_by?: string; parent_id?: string | null }
+  'agent.revoked': { agent_id: string; name: string; via: 'api' | 'chat'; parent_id?: string | null; by_agent?: string }
   /** A capability this account used in the last 7 days was paused (by the founder, or by its spend alarm). */
   'capability.paused': { slug: string; reason: 'founder' | 'spend_alarm' }
   /** A card payment that would pass the balance cap waits for the founder's review. */
@@ -85,6 +89,7 @@ export const EVENT_DOCS: Record<EventType, string> = {
   'refill.succeeded': 'an auto-refill or top-up was charged and credited',
   'refill.failed': 'a refill was refused (reason: declined, or authentication_required: confirm the card at enable_url)',
   'cap.reached': 'the first refusal of the day by the account daily cap, an agent daily cap or the request cap',
+  'agent.created': 'an agent token was created, by the operator or by an agent as its sub-agent (parent_id)',
   'agent.killed': 'an agent was killed (reason operator, or breaker: the runaway-agent breaker)',
   'agent.revived': 'a killed agent was revived by the operator',
   'agent.revoked': 'an agent token was revoked for good',

@@ -11,9 +11,16 @@ import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
 import { runAgentState, runCreateAgent } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
+import { denial } from '../ledger/denials'
 
 /** Every agent ever created stays listed (revoked ones too), so the set is bounded. */
 export const MAX_AGENTS = 1000
+
+/**
+ * The deepest a sub-agent may sit (CONTRACT §8): the operator's agents are depth 1. It bounds the
+ * chain the debit walks to 3 ancestors, which it takes through fixed KEYS slots.
+ */
+export const MAX_DEPTH = 4
 
 export const AGENT_ID = /^agt_[A-Za-z0-9_-]{22}$/
 
@@ -31,6 +38,15 @@ export interface AgentView {
   per_call_max: number | null
   spent_today: number
   created_at: string
+  /** The agent that created this sub-agent; null for the operator's own agents (CONTRACT §8). */
+  parent_id: string | null
+  /** 1 for the operator's agents, the parent's + 1 for a sub-agent (at most MAX_DEPTH). */
+  depth: number
+  /** Lifetime credits; null = none. */
+  budget: number | null
+  /** Credits spent over the agent's life by it and its whole subtree, refunds given back. */
+  spent_total: number
+  expires_at: string | null
 }
 
 export interface NewAgent {
@@ -39,21 +55,41 @@ export interface NewAgent {
   /** Already encoded by encodeAllowlist: null = allow everything. */
   allow: string | null
   per_call_max: number | null
+  budget?: number | null
+  /** Seconds to live (a sub-agent's; clamped to its parent's expiry). */
+  ttl_s?: number | null
+  /** The creating agent's id and its chain: the new agent is its child. Absent: the operator's. */
+  parent?: { id: string; chain: readonly string[] }
 }
 
-const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason'] as const
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain'] as const
+
+/** The token → principal mapping, chain included: it never changes, so it is cached with the token. */
+export const tokenMapping = (acct: string, id: string, chain: readonly string[]) => `${acct}|${id}|${chain.join(',')}`
+
+/** An agent as listed, with its chain (ancestor ids, parent first) for subtree filtering. */
+export type AgentRow = AgentView & { chain: string[] }
 
 const optNum = (v: string | null) => (v === null ? null : Number(v))
 
 /** The agents of an account (all of them, or the given ids), oldest first; unknown ids skipped. */
 export async function readAgents(ctx: RedisContext, acct: string, ids?: string[]): Promise<AgentView[]> {
+  return (await readAgentRows(ctx, acct, ids)).map(({ chain: _c, ...view }) => view)
+}
+
+/** The descendants of one agent (its subtree without itself), oldest first. */
+export async function readSubtree(ctx: RedisContext, acct: string, rootId: string): Promise<AgentView[]> {
+  return (await readAgentRows(ctx, acct)).filter((a) => a.chain.includes(rootId)).map(({ chain: _c, ...view }) => view)
+}
+
+export async function readAgentRows(ctx: RedisContext, acct: string, ids?: string[]): Promise<AgentRow[]> {
   const { redis, keys } = ctx
   const day = windowsAt(ctx.clock.now()).day
   const list = ids ?? (await redis.smembers(keys.agents(acct)))
   const rows = await Promise.all(
     list.map(async (id) => {
       const [f, spent] = await Promise.all([redis.hmget(keys.agent(acct, id), ...FIELDS), redis.get(keys.agentSpentToday(acct, id, day))])
-      const [token, name, state, dailyCap, allow, perCallMax, created, killReason] = f
+      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain] = f
       if (!token) return null
       return {
         id,
@@ -65,6 +101,12 @@ export async function readAgents(ctx: RedisContext, acct: string, ids?: string[]
         per_call_max: optNum(perCallMax ?? null),
         spent_today: Number(spent ?? 0),
         created_at: new Date(Number(created)).toISOString(),
+        parent_id: parent ?? null,
+        depth: Number(depth ?? 1),
+        budget: optNum(budget ?? null),
+        spent_total: Number(spentTotal ?? 0),
+        expires_at: expires ? new Date(Number(expires)).toISOString() : null,
+        chain: chain ? chain.split(',') : [],
         created: Number(created),
       }
     }),
@@ -81,14 +123,23 @@ export async function readAgent(ctx: RedisContext, acct: string, id: string): Pr
   return agent
 }
 
+/** One agent as an agent sees it: only its own descendants exist for it (else NOT_FOUND). */
+export async function readDescendant(ctx: RedisContext, acct: string, actorId: string, id: string): Promise<AgentView> {
+  const [row] = AGENT_ID.test(id) ? await readAgentRows(ctx, acct, [id]) : []
+  if (!row || !row.chain.includes(actorId)) throw notFound()
+  const { chain: _c, ...view } = row
+  return view
+}
+
 /** Creates an agent and its token (returned once; only the hash is stored). */
 export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent): Promise<{ agent: AgentView; token: string }> {
   const { redis, keys } = ctx
   const id = 'agt_' + randomId()
   const token = newToken('agent')
   const tokenHash = hashToken(token)
+  const chain = a.parent ? [a.parent.id, ...a.parent.chain] : []
   // The token mapping first: once the agent is listed, its token already resolves.
-  await redis.set(keys.token(tokenHash), `${acct}|${id}`)
+  await redis.set(keys.token(tokenHash), tokenMapping(acct, id, chain))
   const reply = await runCreateAgent(ctx, {
     now: ctx.clock.now(),
     accountId: acct,
@@ -99,14 +150,36 @@ export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent):
     dailyCap: a.daily_cap ?? null,
     allow: a.allow,
     perCallMax: a.per_call_max ?? null,
+    chain,
+    budget: a.budget ?? null,
+    ttlMs: a.ttl_s === undefined || a.ttl_s === null ? null : a.ttl_s * 1000,
+    maxDepth: MAX_DEPTH,
+    via: 'api',
   })
   if (reply.status !== 'ok') {
     await redis.del(keys.token(tokenHash))
-    if (reply.status === 'limit_reached')
-      throw new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} agent tokens, the most allowed (revoked ones count)` })
-    throw new Error(`create-agent ${id}: ${reply.status}`)
+    throw createRefused(reply, a.parent?.id ?? null)
   }
   return { agent: await readAgent(ctx, acct, id), token }
+}
+
+function createRefused(reply: Exclude<Awaited<ReturnType<typeof runCreateAgent>>, { status: 'ok' }>, parentId: string | null): Error {
+  const policy = (rule: string, extra: Record<string, unknown>) =>
+    new ApiError('POLICY_DENIED', { rule, raised_by: 'operator', raise_via: 'PUT /v1/policies', ...extra })
+  switch (reply.status) {
+    case 'limit_reached':
+      return new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} agent tokens, the most allowed (revoked ones count)` })
+    case 'max_depth':
+      return policy('max_depth', { max_depth: reply.max })
+    case 'exceeds_parent':
+      return policy('exceeds_parent', { field: reply.field, limit: reply.field === 'allowlist' ? reply.limit : Number(reply.limit), parent_id: parentId })
+    case 'not_found':
+      return notFound()
+    case 'already_applied':
+      return new Error(`create-agent: the new id exists`)
+    default:
+      return denial(reply, { agentId: parentId, resetsAt: '' })
+  }
 }
 
 export type AgentAction = 'kill' | 'revive' | 'revoke'
@@ -114,16 +187,22 @@ export type AgentAction = 'kill' | 'revive' | 'revoke'
 /** Where the operator acted, named in the agent.* event: the REST API or the messaging channel. */
 export type ActionVia = 'api' | 'chat'
 
-/** Moves an agent; repeating the current state is a no-op that answers the agent as it is. */
-export async function changeAgentState(ctx: RedisContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api'): Promise<AgentView> {
+/**
+ * Moves an agent; repeating the current state is a no-op that answers the agent as it is. An
+ * acting agent (`actorId`) reaches only its descendants (the script checks the chain): anything
+ * else is NOT_FOUND.
+ */
+export async function changeAgentState(ctx: RedisContext, acct: string, id: string, action: AgentAction, via: ActionVia = 'api', actorId: string | null = null): Promise<AgentView> {
   if (!AGENT_ID.test(id)) throw notFound()
-  const reply = await runAgentState(ctx, { now: ctx.clock.now(), accountId: acct, agentId: id, action, via })
+  // The parent never changes, so reading it first decides nothing: the script checks the rest.
+  const parentId = await ctx.redis.hget(ctx.keys.agent(acct, id), 'parent')
+  const reply = await runAgentState(ctx, { now: ctx.clock.now(), accountId: acct, agentId: id, action, via, parentId, actorId })
   if (reply.status === 'not_found') throw notFound()
   if (reply.status === 'agent_revoked')
     throw new ApiError('CONFLICT', { reason: `agent ${id} is revoked, and revocation is permanent; create a new agent token instead` })
   return readAgent(ctx, acct, id)
 }
 
-function notFound(): ApiError {
+export function notFound(): ApiError {
   return new ApiError('NOT_FOUND', { resource: 'agent' })
 }

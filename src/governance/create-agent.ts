@@ -1,7 +1,12 @@
 /**
- * Agent tokens for the operator: create (token shown once), list with today's spend, kill, revive,
- * revoke. errors: BAD_REQUEST (allowlist pattern), NOT_FOUND, CONFLICT (see governance/agents).
+ * Agent tokens: the operator's (create, token shown once) and an agent's own sub-agents (CONTRACT
+ * §8: a budget carved from its own, limits no wider than its own, at most MAX_DEPTH deep).
+ * errors: BAD_REQUEST (allowlist pattern, a sub-agent without a budget), POLICY_DENIED
+ *         (exceeds_parent, max_depth), AGENT_KILLED / AGENT_REVOKED (the creator's subtree is
+ *         stopped), CONFLICT (agent limit).
  */
+import type { Principal } from '../auth/principal'
+import { ApiError } from '../errors'
 import { encodeAllowlist } from './allowlist'
 import { createAgent, type AgentView } from './agents'
 import type { RedisContext } from '../redis/context'
@@ -11,18 +16,43 @@ export interface CreateAgentInput {
   daily_cap?: number | null
   allowlist?: string[] | null
   per_call_max?: number | null
+  budget?: number | null
+  ttl_s?: number | null
 }
 
-export async function createAgentFor(ctx: RedisContext, acct: string, body: CreateAgentInput) {
-  const { agent, token } = await createAgent(ctx, acct, {
+/** Creates an agent for the caller: the operator's own, or a sub-agent of the calling agent. */
+export async function createAgentFor(ctx: RedisContext, by: string | Pick<Principal, 'accountId' | 'agentId' | 'chain'>, body: CreateAgentInput) {
+  // An account id alone is the operator (the console, the chat).
+  const creator = typeof by === 'string' ? { accountId: by, agentId: null, chain: [] } : by
+  const parent = creator.agentId === null ? undefined : { id: creator.agentId, chain: creator.chain ?? [] }
+  // A sub-agent's spend must be bounded by something its creator owns: its budget.
+  if (parent && (body.budget === undefined || body.budget === null))
+    throw new ApiError('BAD_REQUEST', { field: 'budget', expected: 'credits (integer ≥ 0): a sub-agent is created with a budget carved from its parent' })
+  const { agent, token } = await createAgent(ctx, creator.accountId, {
     name: body.name,
     daily_cap: body.daily_cap ?? null,
     allow: encodeAllowlist(body.allowlist ?? null, 'allowlist'),
     per_call_max: body.per_call_max ?? null,
+    budget: body.budget ?? null,
+    ttl_s: body.ttl_s ?? null,
+    parent,
   })
   return created(agent, token)
 }
 
-function created({ spent_today: _s, ...agent }: AgentView, token: string) {
-  return { id: agent.id, name: agent.name, token, state: agent.state, daily_cap: agent.daily_cap, allowlist: agent.allowlist, per_call_max: agent.per_call_max, created_at: agent.created_at }
+function created({ spent_today: _s, spent_total: _t, kill_reason: _k, ...agent }: AgentView, token: string) {
+  return {
+    id: agent.id,
+    name: agent.name,
+    token,
+    state: agent.state,
+    daily_cap: agent.daily_cap,
+    allowlist: agent.allowlist,
+    per_call_max: agent.per_call_max,
+    budget: agent.budget,
+    parent_id: agent.parent_id,
+    depth: agent.depth,
+    expires_at: agent.expires_at,
+    created_at: agent.created_at,
+  }
 }

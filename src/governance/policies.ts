@@ -31,6 +31,12 @@ export interface AgentPolicy {
   per_call_max: number | null
   /** The runaway-agent breaker as it applies (the agent's own values, else the deployment defaults; 0 = rule off). */
   breaker: { credits_per_minute: number; identical_per_minute: number }
+  /** Lifetime credits of the agent and its subtree (CONTRACT §8); null = none. */
+  budget: number | null
+  spent_total: number
+  parent_id: string | null
+  depth: number
+  expires_at: string | null
 }
 
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
@@ -49,19 +55,31 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
   const { redis, keys } = ctx
   const ids = only ? [only] : await redis.smembers(keys.agents(acct))
   const rows = await Promise.all(
-    ids.map((id) => redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same')),
+    ids.map((id) =>
+      redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same', 'budget', 'spent_total', 'parent', 'depth', 'expires'),
+    ),
   )
   const out: Record<string, AgentPolicy> = {}
   ids
     .map((id, i) => [id, rows[i]!] as const)
     .filter(([, r]) => r[0] && r[1] !== 'revoked')
     .sort(([a], [b]) => a.localeCompare(b))
-    .forEach(([id, [, , dailyCap, allow, perCallMax, brkCredits, brkSame]]) => {
+    .forEach(([id, [, , dailyCap, allow, perCallMax, brkCredits, brkSame, budget, spentTotal, parent, depth, expires]]) => {
       const breaker = {
         credits_per_minute: optNum(brkCredits) ?? ctx.cfg.BREAKER_CREDITS_PER_MINUTE,
         identical_per_minute: optNum(brkSame) ?? ctx.cfg.BREAKER_IDENTICAL_PER_MINUTE,
       }
-      out[id] = { daily_cap: optNum(dailyCap), allowlist: decodeAllowlist(allow), per_call_max: optNum(perCallMax), breaker }
+      out[id] = {
+        daily_cap: optNum(dailyCap),
+        allowlist: decodeAllowlist(allow),
+        per_call_max: optNum(perCallMax),
+        breaker,
+        budget: optNum(budget),
+        spent_total: Number(spentTotal ?? 0),
+        parent_id: parent ?? null,
+        depth: Number(depth ?? 1),
+        expires_at: expires ? new Date(Number(expires)).toISOString() : null,
+      }
     })
   return out
 }
@@ -74,7 +92,7 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
 export async function applyPolicyChange(ctx: RedisContext, acct: string, change: PolicyChange): Promise<void> {
   const { redis, keys } = ctx
   const agentIds = Object.keys(change.agents ?? {})
-  const found = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hmget(keys.agent(acct, id), 'token', 'state') : [null, null])))
+  const found = await Promise.all(agentIds.map((id) => (AGENT_ID.test(id) ? redis.hmget(keys.agent(acct, id), 'token', 'state', 'parent') : [null, null, null])))
   const missing = agentIds.find((_, i) => !found[i]![0])
   if (missing !== undefined) throw new ApiError('NOT_FOUND', { resource: 'agent', agent_id: missing })
   const revoked = agentIds.find((_, i) => found[i]![1] === 'revoked')
@@ -82,7 +100,9 @@ export async function applyPolicyChange(ctx: RedisContext, acct: string, change:
 
   const writes: PolicyWrite[] = []
   if (change.account && Object.keys(change.account).length > 0) writes.push({ agentId: null, fields: change.account })
-  for (const [id, fields] of Object.entries(change.agents ?? {})) if (Object.keys(fields).length > 0) writes.push({ agentId: id, fields })
+  // A sub-agent's parent never changes: its budget change moves the parent's carve (set-policy-3).
+  for (const [i, [id, fields]] of Object.entries(change.agents ?? {}).entries())
+    if (Object.keys(fields).length > 0) writes.push({ agentId: id, parentId: found[i]![2] ?? null, fields })
   if (writes.length === 0) return
   const replies = await runSetPolicies(ctx, acct, ctx.clock.now(), writes)
   if (replies.some((r) => r.status === 'not_found')) throw new ApiError('NOT_FOUND', { resource: change.agents ? 'agent' : 'account' })

@@ -19,6 +19,8 @@ interface Patch {
   daily_cap?: number | null
   allowlist?: string[] | null
   per_call_max?: number | null
+  /** An agent's lifetime budget (CONTRACT §8). */
+  budget?: number | null
   balance_cap?: unknown
   breaker?: { credits_per_minute?: number | null; identical_per_minute?: number | null }
 }
@@ -43,6 +45,7 @@ function fields(p: Patch, at: string): FieldChanges {
   const out: FieldChanges = {}
   if (p.daily_cap !== undefined) out.daily_cap = p.daily_cap
   if (p.per_call_max !== undefined) out.per_call_max = p.per_call_max
+  if (p.budget !== undefined) out.budget = p.budget
   if (p.allowlist !== undefined) out.allow = encodeAllowlist(p.allowlist, `${at}.allowlist`)
   if (p.breaker?.credits_per_minute !== undefined) out.brk_credits = p.breaker.credits_per_minute
   if (p.breaker?.identical_per_minute !== undefined) out.brk_same = p.breaker.identical_per_minute

@@ -15,21 +15,23 @@ export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: stri
     case 'unauthorized':
       return new ApiError('UNAUTHORIZED')
     case 'agent_killed':
-      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId, reason: r.reason })
+      return new ApiError('AGENT_KILLED', { agent_id: ctx.agentId, reason: r.reason, ...byAncestor(r.byAncestor) })
     case 'agent_revoked':
-      return new ApiError('AGENT_REVOKED', { agent_id: ctx.agentId })
+      return new ApiError('AGENT_REVOKED', { agent_id: ctx.agentId, ...(r.reason ? { reason: r.reason } : {}), ...byAncestor(r.byAncestor) })
     case 'rate_limited': {
       const retry = Math.max(1, Math.ceil(r.retryAfterMs / 1000))
       return new ApiError('RATE_LIMITED', { retry_after_s: retry }, { 'retry-after': String(retry), ...rateHeaders(r.limit, 0, r.retryAfterMs) })
     }
     case 'agent_allowlist':
-      return policy('agent_allowlist', propose('allow'))
+      return policy('agent_allowlist', { ...propose('allow'), ...byAncestor(r.byAncestor) })
     case 'account_allowlist':
       return policy('account_allowlist')
     case 'per_call_max':
-      return policy('per_call_max', { cap: r.cap, price: r.price })
+      return policy('per_call_max', { cap: r.cap, price: r.price, ...byAncestor(r.byAncestor) })
+    case 'agent_budget':
+      return policy('agent_budget', { budget: r.budget, spent_total: r.spent, ...byAncestor(r.byAncestor), ...propose('raise_budget') })
     case 'agent_daily_cap':
-      return policy('agent_daily_cap', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, ...propose('raise_daily_cap') })
+      return policy('agent_daily_cap', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, ...propose('raise_daily_cap'), ...byAncestor(r.byAncestor) })
     case 'daily_cap':
       return new ApiError('DAILY_CAP_REACHED', { cap: r.cap, spent: r.spent, resets_at: ctx.resetsAt, raise_via: RAISE_VIA, ...propose('raise_daily_cap') })
     case 'request_cap':
@@ -40,6 +42,9 @@ export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: stri
       return new ApiError('CONFLICT', { reason: 'a request with this Idempotency-Key is still in flight; retry shortly' })
   }
 }
+
+/** A sub-agent stopped or limited by an ancestor names it (CONTRACT §8). */
+const byAncestor = (id: string | null) => (id ? { by_ancestor: id } : {})
 
 function policy(rule: string, extra: Record<string, unknown> = {}): ApiError {
   return new ApiError('POLICY_DENIED', { rule, raised_by: 'operator', raise_via: RAISE_VIA, ...extra })

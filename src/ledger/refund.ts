@@ -1,8 +1,9 @@
 /**
- * Refund the debit of a failed call (refund-7). Idempotent by call id: retried or raced refunds
+ * Refund the debit of a failed call (refund-14). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { runRefund } from '../lua/refund'
+import { chainOf } from './chain'
 import type { RedisContext } from '../redis/context'
 
 export interface RefundRequest {
@@ -27,7 +28,8 @@ export interface RefundResult {
 }
 
 export async function refund(ctx: RedisContext, r: RefundRequest): Promise<RefundResult> {
-  const reply = await runRefund(ctx, { now: ctx.clock.now(), ...r })
+  const chain = await chainOf(ctx, r.accountId, r.agentId)
+  const reply = await runRefund(ctx, { now: ctx.clock.now(), ...r, chain })
   const balance = reply.status === 'ok' || reply.status === 'already_applied' ? reply.balance : 0
   return { applied: reply.status === 'ok', balance, notDue: reply.status === 'not_due' }
 }

@@ -1,9 +1,10 @@
 /**
- * Governance writes: create-agent-3, agent-state-2 and set-policy-2 (see their Lua headers).
+ * Governance writes: create-agent-6, agent-state-3 and set-policy-3 (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
-import { num, statusOf, unexpected, type Reply } from './reply'
+import { refusalOf, type Refusal } from './refusal'
+import { num, statusOf, str, unexpected, type Reply } from './reply'
 
 export interface CreateAgentArgs {
   now: number
@@ -16,26 +17,67 @@ export interface CreateAgentArgs {
   /** null = no allowlist (everything); [] joined = '' = allow nothing. */
   allow: string | null
   perCallMax: number | null
+  /** The new agent's ancestors, parent first ([] = a top-level agent of the operator; at most 3). */
+  chain: readonly string[]
+  /** Lifetime credits; null = none (a sub-agent always has one). */
+  budget: number | null
+  ttlMs: number | null
+  maxDepth: number
+  via: 'api' | 'chat'
 }
 
-export type CreateAgentReply = { status: 'ok'; version: number } | { status: 'already_applied' } | { status: 'limit_reached'; max: number }
+export type CreateAgentReply =
+  | { status: 'ok'; version: number; depth: number; expiresAt: number | null }
+  | { status: 'already_applied' }
+  | { status: 'limit_reached'; max: number }
+  /** The parent (or an ancestor) is gone. */
+  | { status: 'not_found' }
+  | { status: 'max_depth'; max: number }
+  | { status: 'exceeds_parent'; field: string; limit: string }
+  | Refusal
 
 export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Promise<CreateAgentReply> {
   const { keys } = ctx
+  const self = keys.agent(a.accountId, a.agentId)
+  // Ancestor slots past the chain repeat the agent's own key: same slot, never read.
+  const ancestors = [0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : self))
   const reply = await ctx.scripts.createAgent(
-    [keys.agent(a.accountId, a.agentId), keys.agents(a.accountId), keys.outbox(keys.shardOf(a.accountId))],
-    [a.now, a.accountId, a.agentId, a.tokenHash, a.name, a.maxAgents, a.dailyCap ?? '', a.allow === null ? '0' : '1', a.allow ?? '', a.perCallMax ?? ''],
+    [self, keys.agents(a.accountId), keys.outbox(keys.shardOf(a.accountId)), ...ancestors],
+    [
+      a.now,
+      a.accountId,
+      a.agentId,
+      a.tokenHash,
+      a.name,
+      a.maxAgents,
+      a.dailyCap ?? '',
+      a.allow === null ? '0' : '1',
+      a.allow ?? '',
+      a.perCallMax ?? '',
+      a.chain.join(','),
+      a.budget ?? '',
+      a.ttlMs ?? '',
+      a.maxDepth,
+      a.via,
+    ],
   )
   switch (statusOf(reply)) {
     case S.OK:
-      return { status: 'ok', version: num(reply, 1) }
+      return { status: 'ok', version: num(reply, 1), depth: num(reply, 2), expiresAt: str(reply, 3) === '' ? null : num(reply, 3) }
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
     case S.LIMIT_REACHED:
       return { status: 'limit_reached', max: num(reply, 1) }
-    default:
-      throw unexpected('create-agent-3', reply)
+    case S.NOT_FOUND:
+      return { status: 'not_found' }
+    case S.DENIED_MAX_DEPTH:
+      return { status: 'max_depth', max: num(reply, 1) }
+    case S.DENIED_EXCEEDS_PARENT:
+      return { status: 'exceeds_parent', field: str(reply, 1), limit: str(reply, 2) }
   }
+  const refusal = refusalOf(reply)
+  if (!refusal) throw unexpected('create-agent-6', reply)
+  return refusal
 }
 
 export type AgentAction = 'kill' | 'revive' | 'revoke'
@@ -47,6 +89,10 @@ export interface AgentStateArgs {
   action: AgentAction
   /** Where the operator acted, named in the agent.* event. */
   via: 'api' | 'chat'
+  /** The target's parent (a revoke gives its carve back); null for a top-level agent. */
+  parentId: string | null
+  /** The agent acting on its own descendant; null for the operator. */
+  actorId: string | null
 }
 
 export type AgentStateReply =
@@ -58,7 +104,9 @@ export type AgentStateReply =
 
 export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promise<AgentStateReply> {
   const { keys } = ctx
-  const reply = await ctx.scripts.agentState([keys.agent(a.accountId, a.agentId), keys.outbox(keys.shardOf(a.accountId))], [a.now, a.accountId, a.agentId, a.action, a.via])
+  const self = keys.agent(a.accountId, a.agentId)
+  const parent = a.parentId ? keys.agent(a.accountId, a.parentId) : self
+  const reply = await ctx.scripts.agentState([self, keys.outbox(keys.shardOf(a.accountId)), parent], [a.now, a.accountId, a.agentId, a.action, a.via, a.actorId ?? ''])
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok', version: num(reply, 1) }
@@ -69,16 +117,18 @@ export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promi
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('agent-state-2', reply)
+      throw unexpected('agent-state-3', reply)
   }
 }
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
 export type PolicyFields = Record<string, string | number | null>
 
-/** One set-policy-2 run: the account's policy (agentId null) or one agent's. */
+/** One set-policy-3 run: the account's policy (agentId null) or one agent's. */
 export interface PolicyWrite {
   agentId: string | null
+  /** A sub-agent's parent, whose carve follows a change of its budget. */
+  parentId?: string | null
   fields: PolicyFields
 }
 
@@ -95,22 +145,23 @@ function decodeSetPolicy(reply: Reply): SetPolicyReply {
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('set-policy-2', reply)
+      throw unexpected('set-policy-3', reply)
   }
 }
 
 /**
- * Runs several set-policy-2 of one account in one MULTI (they share the account's slot), so the
+ * Runs several set-policy-3 of one account in one MULTI (they share the account's slot), so the
  * next call on any instance sees either none or all of them. One reply per write, in order.
  */
 export async function runSetPolicies(ctx: RedisContext, accountId: string, now: number, writes: PolicyWrite[]): Promise<SetPolicyReply[]> {
   const { redis, keys } = ctx
   const outbox = keys.outbox(keys.shardOf(accountId))
-  // defineCommand registers set-policy-2 on transactions too (EVAL on first use per connection).
+  // defineCommand registers set-policy-3 on transactions too (EVAL on first use per connection).
   const multi = redis.multi() as unknown as { setPolicy(...a: (string | number)[]): void; exec(): Promise<[Error | null, unknown][] | null> }
   for (const w of writes) {
     const hash = w.agentId === null ? keys.account(accountId) : keys.agent(accountId, w.agentId)
-    multi.setPolicy(hash, outbox, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
+    const parent = w.agentId !== null && w.parentId ? keys.agent(accountId, w.parentId) : hash
+    multi.setPolicy(hash, outbox, parent, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
   }
   const results = await multi.exec()
   if (!results) throw new Error('set-policy: transaction aborted')

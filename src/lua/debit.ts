@@ -1,5 +1,5 @@
 /**
- * debit-13, the one money decision of a paid request: its KEYS and ARGV built from named
+ * debit-19, the one money decision of a paid request: its KEYS and ARGV built from named
  * arguments, its tuples (see the Lua header) decoded into a DebitReply.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -34,9 +34,11 @@ export interface DebitArgs {
   abandonAt: number
   /** A metered request (CONTRACT §7): the reservation is computed, and clamped, by the script. */
   metered?: DebitMetering
+  /** A sub-agent's ancestors, parent first (at most 3; CONTRACT §8): every one is checked and charged. */
+  chain?: readonly string[]
 }
 
-/** What debit-13 needs to reserve a metered request: the model's prices and the request's bounds. */
+/** What debit-19 needs to reserve a metered request: the model's prices and the request's bounds. */
 export interface DebitMetering {
   model: string
   /** Never below the true input token count. */
@@ -68,6 +70,22 @@ export type DebitReply =
   | { status: 'insufficient_balance'; balance: number; price: number; refillDue: boolean; mandateRef: string; affordableMaxTokens: number }
   | Refusal
 
+/**
+ * KEYS[14..19]: the ancestors' hashes, then their day spend. A slot past the chain repeats the
+ * agent's own key (same hash slot, never read), so the key count is fixed and the script runs
+ * unchanged on Redis Cluster.
+ */
+function chainKeys(ctx: RedisContext, a: DebitArgs): string[] {
+  const { keys } = ctx
+  const chain = a.chain ?? []
+  if (chain.length > 3) throw new Error(`debit: a chain of ${chain.length} ancestors`)
+  const at = (i: number) => chain[i]
+  return [
+    ...[0, 1, 2].map((i) => (at(i) ? keys.agent(a.accountId, at(i)!) : keys.agent(a.accountId, a.agentId))),
+    ...[0, 1, 2].map((i) => (at(i) ? keys.agentSpentToday(a.accountId, at(i)!, a.day) : keys.agentSpentToday(a.accountId, a.agentId, a.day))),
+  ]
+}
+
 export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitReply> {
   const { keys } = ctx
   const acct = a.accountId
@@ -86,6 +104,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       keys.breakerWindow(acct, a.agentId, a.rateWindow),
       keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       keys.inflight(keys.shardOf(acct)),
+      ...chainKeys(ctx, a),
     ],
     [
       a.now,
@@ -108,6 +127,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       a.abandonAt,
       a.idempotency?.key ?? '',
       ...meteringArgs(a.metered),
+      (a.chain ?? []).join(','),
     ],
   )
   switch (statusOf(reply)) {
@@ -128,12 +148,13 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4), affordableMaxTokens: num(reply, 5) }
   }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('debit-13', reply)
+  if (!refusal) throw unexpected('debit-19', reply)
   return refusal
 }
 
 /** ARGV[20..27]; a flat request sends '' as the model and nothing after it. */
 function meteringArgs(m: DebitMetering | undefined): (string | number)[] {
-  if (!m) return ['']
+  // Always ARGV[20..27], so the chain that follows sits at ARGV[28].
+  if (!m) return ['', '', '', '', '', '', '', '']
   return [m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
 }

@@ -1,4 +1,4 @@
-/** refund-7: gives back one call's debit, at most once per call id (see its Lua header). */
+/** refund-14: gives back one call's debit, at most once per call id (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, unexpected } from './reply'
@@ -13,6 +13,8 @@ export interface RefundArgs {
   reason: string
   /** The sweeper's sweep instant: refund only if the call's deadline was not moved past it. */
   dueBy?: number
+  /** The agent's ancestors, parent first (CONTRACT §8): the refund gives back along them too. */
+  chain: readonly string[]
 }
 
 export type RefundReply =
@@ -32,8 +34,12 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
       keys.unpricedRequestsToday(a.accountId, a.day),
       keys.outbox(keys.shardOf(a.accountId)),
       keys.inflight(keys.shardOf(a.accountId)),
+      keys.agent(a.accountId, a.agentId),
+      // Slots past the chain repeat a key of the same hash slot; the script never touches them.
+      ...[0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : keys.agent(a.accountId, a.agentId))),
+      ...[0, 1, 2].map((i) => keys.agentSpentToday(a.accountId, a.chain[i] ?? a.agentId, a.day)),
     ],
-    [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? ''],
+    [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? '', a.chain.join(',')],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -45,6 +51,6 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
     case S.NOT_DUE:
       return { status: 'not_due' }
     default:
-      throw unexpected('refund-7', reply)
+      throw unexpected('refund-14', reply)
   }
 }

@@ -8,14 +8,20 @@ import { num, statusOf, str, type Reply } from './reply'
 
 export type Refusal =
   | { status: 'unauthorized' }
-  /** The agent hash's kill_reason: `operator` (a kill by hand) or `breaker` (runaway spend). */
-  | { status: 'agent_killed'; reason: string }
-  | { status: 'agent_revoked' }
+  /**
+   * The agent hash's kill_reason: `operator` (a kill by hand) or `breaker` (runaway spend).
+   * `byAncestor`: the killed ancestor that stops this sub-agent (CONTRACT §8), else null.
+   */
+  | { status: 'agent_killed'; reason: string; byAncestor: string | null }
+  /** `reason` expired: past its `expires_at` (the agent's own, or `byAncestor`'s). */
+  | { status: 'agent_revoked'; reason: 'expired' | null; byAncestor: string | null }
   | { status: 'rate_limited'; retryAfterMs: number; limit: number }
-  | { status: 'agent_allowlist' }
+  | { status: 'agent_allowlist'; byAncestor: string | null }
   | { status: 'account_allowlist' }
-  | { status: 'per_call_max'; cap: number; price: number }
-  | { status: 'agent_daily_cap'; cap: number; spent: number }
+  | { status: 'per_call_max'; cap: number; price: number; byAncestor: string | null }
+  /** A lifetime budget (the agent's, or `byAncestor`'s, whose spent_total counts its subtree). */
+  | { status: 'agent_budget'; budget: number; spent: number; byAncestor: string | null }
+  | { status: 'agent_daily_cap'; cap: number; spent: number; byAncestor: string | null }
   | { status: 'daily_cap'; cap: number; spent: number }
   | { status: 'request_cap'; cap: number; used: number }
   | { status: 'idempotency_mismatch' }
@@ -27,19 +33,21 @@ export function refusalOf(reply: Reply): Refusal | null {
     case S.UNAUTHORIZED:
       return { status: 'unauthorized' }
     case S.AGENT_KILLED:
-      return { status: 'agent_killed', reason: str(reply, 2) || 'operator' }
+      return { status: 'agent_killed', reason: str(reply, 2) || 'operator', byAncestor: str(reply, 3) || null }
     case S.AGENT_REVOKED:
-      return { status: 'agent_revoked' }
+      return { status: 'agent_revoked', reason: str(reply, 2) === 'expired' ? 'expired' : null, byAncestor: str(reply, 3) || null }
     case S.RATE_LIMITED:
       return { status: 'rate_limited', retryAfterMs: num(reply, 2), limit: num(reply, 3) }
     case S.DENIED_AGENT_ALLOWLIST:
-      return { status: 'agent_allowlist' }
+      return { status: 'agent_allowlist', byAncestor: str(reply, 2) || null }
     case S.DENIED_ACCOUNT_ALLOWLIST:
       return { status: 'account_allowlist' }
     case S.DENIED_PER_CALL_MAX:
-      return { status: 'per_call_max', cap: num(reply, 2), price: num(reply, 3) }
+      return { status: 'per_call_max', cap: num(reply, 2), price: num(reply, 3), byAncestor: str(reply, 4) || null }
+    case S.DENIED_AGENT_BUDGET:
+      return { status: 'agent_budget', budget: num(reply, 2), spent: num(reply, 3), byAncestor: str(reply, 4) || null }
     case S.DENIED_AGENT_DAILY_CAP:
-      return { status: 'agent_daily_cap', cap: num(reply, 2), spent: num(reply, 3) }
+      return { status: 'agent_daily_cap', cap: num(reply, 2), spent: num(reply, 3), byAncestor: str(reply, 4) || null }
     case S.DAILY_CAP_REACHED:
       return { status: 'daily_cap', cap: num(reply, 2), spent: num(reply, 3) }
     case S.REQUEST_CAP_REACHED:

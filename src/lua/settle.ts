@@ -1,8 +1,9 @@
-/** settle-6: charges a metered call's real usage and releases the rest of its reservation, once. */
+/** settle-13: charges a metered call's real usage and releases the rest of its reservation, once. */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected } from './reply'
+import { chainOf } from '../ledger/chain'
 
 export interface SettleArgs {
   now: number
@@ -13,6 +14,8 @@ export interface SettleArgs {
   day: number
   tokens: TokenCounts
   source: UsageSource
+  /** The agent's ancestors, parent first (CONTRACT §8); looked up (cached) when not given. */
+  chain?: readonly string[]
 }
 
 export type SettleReply =
@@ -23,6 +26,7 @@ export type SettleReply =
 export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<SettleReply> {
   const { keys } = ctx
   const shard = keys.shardOf(a.accountId)
+  const chain = a.chain ?? (await chainOf(ctx, a.accountId, a.agentId))
   const reply = await ctx.scripts.settle(
     [
       keys.account(a.accountId),
@@ -31,8 +35,12 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
       keys.agentSpentToday(a.accountId, a.agentId, a.day),
       keys.outbox(shard),
       keys.inflight(shard),
+      keys.agent(a.accountId, a.agentId),
+      // Slots past the chain repeat a key of the same hash slot; the script never touches them.
+      ...[0, 1, 2].map((i) => (chain[i] ? keys.agent(a.accountId, chain[i]!) : keys.agent(a.accountId, a.agentId))),
+      ...[0, 1, 2].map((i) => keys.agentSpentToday(a.accountId, chain[i] ?? a.agentId, a.day)),
     ],
-    [a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source],
+    [a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, chain.join(',')],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -42,6 +50,6 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('settle-6', reply)
+      throw unexpected('settle-13', reply)
   }
 }

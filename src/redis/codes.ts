@@ -54,4 +54,12 @@ export enum ScriptStatus {
   // Proposals (an agent asks its operator): from 60.
   /** An approval of this proposal is being applied (its top-up is at the card processor). */
   APPLYING = 60,
+
+  // Agent budgets and sub-agents (CONTRACT §8): from 80.
+  /** The caller's or an ancestor's lifetime budget would be passed (POLICY_DENIED agent_budget). */
+  DENIED_AGENT_BUDGET = 80,
+  /** A sub-agent's limits would be wider than its parent's (POLICY_DENIED exceeds_parent). */
+  DENIED_EXCEEDS_PARENT = 81,
+  /** A sub-agent would be deeper than the tree allows (POLICY_DENIED max_depth). */
+  DENIED_MAX_DEPTH = 82,
 }

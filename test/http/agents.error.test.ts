@@ -45,14 +45,10 @@ describe('agent token errors', () => {
     expect((await t.req('POST', '/v1/call/test.echo', { token: agent.token, body: {} })).body.error).toBe('AGENT_REVOKED')
   })
 
-  test('an agent token on every operator surface → FORBIDDEN (403)', async () => {
+  test('an agent token on every operator surface → FORBIDDEN (403); its own sub-agents are CONTRACT §8 (test/http/subagents.*)', async () => {
     const { agent } = await withAgent()
     const surfaces: [string, string, unknown?][] = [
-      ['POST', '/v1/agents', { name: 'child' }],
-      ['GET', '/v1/agents'],
-      ['POST', `/v1/agents/${agent.id}/kill`],
       ['POST', `/v1/agents/${agent.id}/revive`],
-      ['DELETE', `/v1/agents/${agent.id}`],
       ['PUT', '/v1/policies', { agents: { [agent.id]: { daily_cap: null } } }],
     ]
     for (const [method, path, body] of surfaces) {

@@ -30,7 +30,22 @@ describe('agent tokens', () => {
     const list = await t.req('GET', '/v1/agents', { token: a.token })
     expect(list.status).toBe(200)
     expect(list.body.agents).toEqual([
-      { id: r.body.id, name: 'crawler', state: 'active', kill_reason: null, daily_cap: 50, allowlist: ['test.*'], per_call_max: 10, spent_today: 5, created_at: r.body.created_at },
+      {
+        id: r.body.id,
+        name: 'crawler',
+        state: 'active',
+        kill_reason: null,
+        daily_cap: 50,
+        allowlist: ['test.*'],
+        per_call_max: 10,
+        spent_today: 5,
+        created_at: r.body.created_at,
+        budget: null,
+        spent_total: 5,
+        parent_id: null,
+        depth: 1,
+        expires_at: null,
+      },
     ])
     expect(JSON.stringify(list.body)).not.toContain(r.body.token)
     // The agent's spend is the account's spend too.

@@ -142,7 +142,7 @@ describe('owner events over webhooks', () => {
     expect(onlyKills.unique().map((e) => e.type)).toEqual(['agent.killed'])
     // The revive is still on the account's feed.
     const feed = (await t.req('GET', '/v1/events', { token: owner.token })).body.events.map((e: { type: string }) => e.type)
-    expect(feed).toEqual(['agent.revived', 'agent.killed'])
+    expect(feed).toEqual(['agent.revived', 'agent.killed', 'agent.created'])
   })
 
   test('an agent token cannot see or redirect the owner’s events', async () => {

@@ -21,6 +21,8 @@ async function ownerWithAgents(n: number) {
 
 // The runaway-agent breaker as the harness configures it (generous defaults; test/http/breaker.*).
 const BRK = { credits_per_minute: 1000000, identical_per_minute: 1000000 }
+// An operator's agent as the tree sees it (CONTRACT §8): top level, no budget, nothing spent, no expiry.
+const TREE = { budget: null, spent_total: 0, parent_id: null, depth: 1, expires_at: null }
 
 describe('policies', () => {
   test('GET: the account defaults and every agent, exactly the CONTRACT shape', async () => {
@@ -29,7 +31,7 @@ describe('policies', () => {
     expect(r.status).toBe(200)
     expect(r.body).toEqual({
       account: { daily_cap: 20000, balance_cap: 100000, allowlist: null },
-      agents: { [a!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK } },
+      agents: { [a!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK, ...TREE } },
     })
   })
 
@@ -43,13 +45,13 @@ describe('policies', () => {
     expect(r.body).toEqual({
       account: { daily_cap: 300, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'] },
       agents: {
-        [a!.id]: { daily_cap: 40, allowlist: ['test.echo'], per_call_max: 5, breaker: BRK },
-        [b!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK },
+        [a!.id]: { daily_cap: 40, allowlist: ['test.echo'], per_call_max: 5, breaker: BRK, ...TREE },
+        [b!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK, ...TREE },
       },
     })
     const again = await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: null }, agents: { [a!.id]: { per_call_max: null } } } })
     expect(again.body.account).toEqual({ daily_cap: 20000, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'] })
-    expect(again.body.agents[a!.id]).toEqual({ daily_cap: 40, allowlist: ['test.echo'], per_call_max: null, breaker: BRK })
+    expect(again.body.agents[a!.id]).toEqual({ daily_cap: 40, allowlist: ['test.echo'], per_call_max: null, breaker: BRK, ...TREE })
     expect((await t.req('GET', '/v1/policies', { token: owner.token })).body).toEqual(again.body)
     expect((await t.req('GET', '/v1/balance', { token: owner.token })).body.daily_cap).toBe(20000)
     // An empty PUT changes nothing and still answers the policies.
@@ -72,7 +74,7 @@ describe('policies', () => {
     await t.req('PUT', '/v1/policies', { token: owner.token, body: { agents: { [a!.id]: { daily_cap: 9 } } } })
     const r = await t.req('GET', '/v1/policies', { token: a!.token })
     expect(r.status).toBe(200)
-    expect(r.body.agents).toEqual({ [a!.id]: { daily_cap: 9, allowlist: null, per_call_max: null, breaker: BRK } })
+    expect(r.body.agents).toEqual({ [a!.id]: { daily_cap: 9, allowlist: null, per_call_max: null, breaker: BRK, ...TREE } })
     expect(JSON.stringify(r.body)).not.toContain(b!.id)
   })
 

@@ -12,6 +12,10 @@ export const CreateAgentBody = T.Object(
     daily_cap: T.Optional(OptionalCredits('Credits this agent may spend per HKT day; null = no agent-level cap')),
     allowlist: T.Optional(AllowlistSchema),
     per_call_max: T.Optional(OptionalCredits('Most credits one call of this agent may cost; null = no limit')),
+    budget: T.Optional(
+      OptionalCredits('Lifetime credits of this agent and its subtree; null = none. Required with an agent token (a sub-agent): at most what the caller has left'),
+    ),
+    ttl_s: T.Optional(T.Union([T.Integer({ minimum: 1, maximum: 10 * 365 * 86400 }), T.Null()], { description: 'Seconds until the token expires (AGENT_REVOKED, reason expired); never past the parent\'s expiry' })),
   },
   { additionalProperties: false },
 )
@@ -20,6 +24,13 @@ const policyFields = {
   daily_cap: T.Union([T.Integer(), T.Null()]),
   allowlist: T.Union([T.Array(T.String()), T.Null()]),
   per_call_max: T.Union([T.Integer(), T.Null()]),
+  budget: T.Union([T.Integer(), T.Null()], { description: 'Lifetime credits of the agent and its subtree; null = none' }),
+}
+
+const treeFields = {
+  parent_id: T.Union([T.String(), T.Null()], { description: 'The agent that created this sub-agent; null for the operator\'s agents' }),
+  depth: T.Integer({ minimum: 1, maximum: 4, description: '1 for the operator\'s agents' }),
+  expires_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
 }
 
 export const Agent = T.Object({
@@ -30,7 +41,9 @@ export const Agent = T.Object({
     description: 'Why a killed agent is killed: operator (by hand) or breaker (the runaway-agent breaker); null unless killed',
   }),
   ...policyFields,
-  spent_today: T.Integer({ description: 'Credits spent this HKT day' }),
+  ...treeFields,
+  spent_today: T.Integer({ description: 'Credits spent this HKT day (by the agent and its subtree)' }),
+  spent_total: T.Integer({ description: 'Credits spent over its life by the agent and its subtree, refunds given back' }),
   created_at: T.String({ format: 'date-time' }),
 })
 
@@ -40,6 +53,7 @@ export const CreatedAgent = T.Object({
   token: T.String({ description: 'The agent token (ak_...); shown once' }),
   state: AgentState,
   ...policyFields,
+  ...treeFields,
   created_at: T.String({ format: 'date-time' }),
 })
 

@@ -27,6 +27,11 @@ const AgentPolicy = T.Object({
     },
     { description: BREAKER_DOC },
   ),
+  budget: T.Union([T.Integer(), T.Null()], { description: 'Lifetime credits of the agent and its subtree (POLICY_DENIED agent_budget past it); null = none' }),
+  spent_total: T.Integer({ description: 'Credits spent over its life by the agent and its subtree, refunds given back' }),
+  parent_id: T.Union([T.String(), T.Null()], { description: 'The agent that created this sub-agent; null for the operator\'s agents' }),
+  depth: T.Integer({ minimum: 1, maximum: 4 }),
+  expires_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
 })
 
 export const Policies = T.Object({
@@ -54,6 +59,7 @@ export const PoliciesPatch = T.Object(
             daily_cap: nullableCredits('null = no agent-level cap'),
             allowlist: T.Optional(AllowlistSchema),
             per_call_max: nullableCredits('null = no per-call limit'),
+            budget: nullableCredits('Lifetime credits of the agent and its subtree; null = none'),
             breaker: T.Optional(
               T.Object(
                 {

@@ -1,7 +1,11 @@
 --[[
-  refund-7: give back the debit of one call whose provider failed. Keyed by the call record, so a
+  refund-14: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
   the day's caps. The refund is a new ledger entry naming the debit it corrects.
+  An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
+  (CONTRACT §8), to every ancestor's spent_total and day spend, exactly as the debit took them
+  (lua/lib/budget.lua release_chain). The chain comes from the caller (immutable, cached) and must
+  be the one the debit stored on the call record.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] call record                 {s}:call:<call_id>
@@ -10,6 +14,13 @@
   KEYS[5] unpriced requests of the call's HKT day
   KEYS[6] outbox stream               {s}:outbox
   KEYS[7] in-flight calls of the shard {s}:inflight
+  KEYS[8] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[9]  ancestor 1's hash          \  the chain, parent first; a slot past its
+  KEYS[10] ancestor 2's hash           | length repeats KEYS[8]
+  KEYS[11] ancestor 3's hash          /
+  KEYS[12] ancestor 1's spend of the call's HKT day  \  likewise; a slot past the
+  KEYS[13] ancestor 2's spend of the call's HKT day   | chain repeats KEYS[4]
+  KEYS[14] ancestor 3's spend of the call's HKT day  /
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -18,17 +29,22 @@
   ARGV[5] '' for a refund of the request's own failure; for the sweeper's refund of a cut-off call,
           the "now" it swept at: the call is refunded only if its in-flight deadline is still at or
           before it, so a lease renewed since the sweep read the set (src/ledger/leases.ts) wins
+  ARGV[6] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
 
   Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
 ]]
 
 --@include status
 
+--@include budget
+
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain')
 if not call[1] then return {S_NOT_FOUND, 0} end
+local chain = ARGV[6] or ''
+if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
 if call[1] ~= 'debited' then
   return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end
@@ -46,6 +62,11 @@ local balance = redis.call('HINCRBY', KEYS[1], 'balance', price)
 if price > 0 then
   if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('DECRBY', KEYS[3], price) end
   if call[3] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECRBY', KEYS[4], price) end
+  if call[3] ~= '' then
+    local hashes, days = {KEYS[8]}, {false}
+    for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[8 + i]; days[i + 1] = KEYS[11 + i] end
+    release_chain(hashes, days, price)
+  end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then redis.call('DECR', KEYS[5]) end
 redis.call('XADD', KEYS[6], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],

@@ -1,5 +1,5 @@
 --[[
-  settle-6: the end of a metered call that kept its charge (CONTRACT §7, docs/metering.md). The
+  settle-13: the end of a metered call that kept its charge (CONTRACT §7, docs/metering.md). The
   debit reserved the most the request could cost; this charges what the provider's usage actually
   cost and gives the rest of the reservation back, in one step, once per call.
 
@@ -12,7 +12,9 @@
 
   The release (reservation − charge) goes back to the balance and comes off every window the debit
   counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
-  since is left alone, as refund-7 does).
+  since is left alone, as refund-14 does). An agent's release also comes off its `spent_total`
+  and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend, exactly as the
+  debit counted them (lua/lib/budget.lua release_chain; the chain must be the call record's).
 
   KEYS[1] account hash                 {s}:acct:<acct>
   KEYS[2] call record                  {s}:call:<call_id>
@@ -20,12 +22,20 @@
   KEYS[4] agent spend of the call's HKT day
   KEYS[5] outbox stream                {s}:outbox
   KEYS[6] in-flight calls of the shard {s}:inflight
+  KEYS[7] the call's agent hash        {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[8]  ancestor 1's hash           \  the chain, parent first; a slot past its
+  KEYS[9]  ancestor 2's hash            | length repeats KEYS[7]
+  KEYS[10] ancestor 3's hash           /
+  KEYS[11] ancestor 1's spend of the call's HKT day  \  likewise; a slot past the
+  KEYS[12] ancestor 2's spend of the call's HKT day   | chain repeats KEYS[4]
+  KEYS[13] ancestor 3's spend of the call's HKT day  /
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
   ARGV[3] account id
   ARGV[4] input tokens (not cached), ARGV[5] cached input tokens, ARGV[6] output tokens
   ARGV[7] usage source: provider | estimated
+  ARGV[8] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
 
   The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
   the model, the token counts, the charge and the uncharged excess.
@@ -36,12 +46,16 @@
 
 --@include status
 
+--@include budget
+
 local now, call_id, account_id = ARGV[1], ARGV[2], ARGV[3]
 local t_in, t_cached, t_out = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local MICRO = 1000000
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain')
 if not call[1] or call[5] ~= '1' then return {S_NOT_FOUND, 0} end
+local chain = ARGV[8] or ''
+if (call[10] or '') ~= chain then return redis.error_reply('settle: chain ' .. chain .. ' is not the call\'s') end
 if call[1] ~= 'debited' then
   return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end
@@ -65,6 +79,11 @@ redis.call('HSET', KEYS[1], 'mc_rem', r)
 if released > 0 then
   if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('DECRBY', KEYS[3], released) end
   if call[3] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECRBY', KEYS[4], released) end
+  if call[3] ~= '' then
+    local hashes, days = {KEYS[7]}, {false}
+    for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i]; days[i + 1] = KEYS[10 + i] end
+    release_chain(hashes, days, released)
+  end
 end
 redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
   'agent', call[3], 'amount', released, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',

@@ -1,8 +1,17 @@
 --[[
-  debit-13: the one money decision of a paid request (a capability call or a proxied request).
+  debit-19: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of CONTRACT §6: token, rate limit, agent state, allowlists, idempotency,
-  per-call max, agent daily cap, account daily cap, unpriced request cap, balance, then the
-  runaway-agent breaker. The rate limit counts every request of a matching token before its state
+  per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
+  then the runaway-agent breaker.
+  Sub-agents (CONTRACT §8): an agent's checks are made for the agent and for every ancestor on its
+  chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
+  round trip, so killing an ancestor stops its whole subtree with no write to the descendants, and
+  siblings racing for a parent's last credits are serialised by Redis. The chain is immutable, so
+  the caller passes it (cached with the token mapping) and the ancestors' keys come through KEYS;
+  the agent hash's own `chain` must agree or the script fails. A debit adds the price to the
+  `spent_total` and the day's spend of the agent and of every ancestor, and lowers each ancestor's
+  `carved` by what the child on the path now holds less (lua/lib/budget.lua); the call record
+  keeps the chain so the refund and the settle give it back along the same path. The rate limit counts every request of a matching token before its state
   is answered, so a killed or revoked token is refused like any other past its limit instead of
   hammering forever. An Idempotency-Key replay passes the same gates as a fresh call (state, rate
   limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[9]):
@@ -36,6 +45,12 @@
   KEYS[11] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
   KEYS[12] breaker window, previous minute
   KEYS[13] in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
+  KEYS[14] the parent's hash            {s}:agent:<acct>:<ancestor 1>  \  the chain, nearest first;
+  KEYS[15] the grandparent's hash       {s}:agent:<acct>:<ancestor 2>   | a slot past the chain's
+  KEYS[16] the great-grandparent's hash {s}:agent:<acct>:<ancestor 3>  /  length repeats KEYS[2]
+  KEYS[17] ancestor 1's spend, this HKT day  {s}:aspent:<acct>:<ancestor 1>:<day>  \  likewise,
+  KEYS[18] ancestor 2's spend, this HKT day                                          | KEYS[4]
+  KEYS[19] ancestor 3's spend, this HKT day                                         /  past it
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -68,6 +83,9 @@
            weighed and refused by the limit it passes. The prices go on the call record, so the
            settle (settle-6) charges what was reserved against.
 
+  ARGV[28] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
+           or the owner); at most 3
+
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
 
@@ -82,14 +100,16 @@
                                mandate ref or '' (for the enable_url), affordable output ceiling
                                (metered: the largest ≥ min_output that fits, else 0; flat: 0)}
     RATE_LIMITED              {RATE_LIMITED, 0, retry_after_ms, limit}
-    AGENT_KILLED              {AGENT_KILLED, 0, reason: kill_reason (operator | breaker)}
-    DENIED_PER_CALL_MAX       {DENIED_PER_CALL_MAX, balance, per_call_max, price}
-    DENIED_AGENT_DAILY_CAP    {DENIED_AGENT_DAILY_CAP, balance, agent_daily_cap, agent_spent_today}
+    AGENT_KILLED              {AGENT_KILLED, 0, reason: kill_reason (operator | breaker), by_ancestor or ''}
+    AGENT_REVOKED             {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
+    DENIED_PER_CALL_MAX       {DENIED_PER_CALL_MAX, balance, per_call_max, price, by_ancestor or ''}
+    DENIED_AGENT_BUDGET       {DENIED_AGENT_BUDGET, balance, budget, spent_total, by_ancestor or ''}
+    DENIED_AGENT_DAILY_CAP    {DENIED_AGENT_DAILY_CAP, balance, agent_daily_cap, agent_spent_today, by_ancestor or ''}
     DAILY_CAP_REACHED         {DAILY_CAP_REACHED, balance, daily_cap, spent_today}
     REQUEST_CAP_REACHED       {REQUEST_CAP_REACHED, balance, request_cap, requests_today}
-    DENIED_AGENT_ALLOWLIST, DENIED_ACCOUNT_ALLOWLIST
-                              {status, balance}
-    UNAUTHORIZED, AGENT_REVOKED, IDEMPOTENCY_MISMATCH, IDEMPOTENCY_IN_FLIGHT
+    DENIED_AGENT_ALLOWLIST    {DENIED_AGENT_ALLOWLIST, balance, by_ancestor or ''}
+    DENIED_ACCOUNT_ALLOWLIST  {status, balance}
+    UNAUTHORIZED, IDEMPOTENCY_MISMATCH, IDEMPOTENCY_IN_FLIGHT
                               {status, 0}
 ]]
 
@@ -116,8 +136,12 @@ local abandon_at = tonumber(ARGV[18])
 local idem_key = ARGV[19]
 local model = ARGV[20]              -- '' = a flat-priced request
 local metered = model ~= ''
+local chain = ARGV[28]
 --@include rate-window
 --@include agent-entry
+--@include budget
+local ids = chain_ids(chain)
+if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
 
@@ -146,8 +170,24 @@ if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
   agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'daily_cap', 'allow', 'per_call_max',
-    'brk_credits', 'brk_same', 'kill_reason')
+    'brk_credits', 'brk_same', 'kill_reason', 'expires', 'budget', 'spent_total', 'chain')
   if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+  if (agent[12] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
+end
+-- The agent first, then its ancestors nearest first: levels[1] is the caller, levels[i + 1] the
+-- ancestor ids[i] (hash KEYS[13 + i], day spend KEYS[16 + i]). `by` names an ancestor in refusals.
+local levels = {}
+if agent then
+  levels[1] = {hash = KEYS[2], day_key = KEYS[4], by = '', state = agent[2], kill_reason = agent[8],
+    expires = agent[9], daily_cap = agent[3], allow = agent[4], per_call_max = agent[5],
+    budget = agent[10], spent_total = agent[11]}
+  for i = 1, #ids do
+    local a = redis.call('HMGET', KEYS[13 + i], 'state', 'kill_reason', 'expires', 'daily_cap', 'allow',
+      'per_call_max', 'budget', 'spent_total')
+    if not a[1] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+    levels[i + 1] = {hash = KEYS[13 + i], day_key = KEYS[16 + i], by = ids[i], state = a[1], kill_reason = a[2],
+      expires = a[3], daily_cap = a[4], allow = a[5], per_call_max = a[6], budget = a[7], spent_total = a[8]}
+  end
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
@@ -159,14 +199,17 @@ end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 rate_count(KEYS[6])
 
--- 3. agent state
-if agent then
-  if agent[2] == 'revoked' then return {S_AGENT_REVOKED, 0} end
-  if agent[2] == 'killed' then return {S_AGENT_KILLED, 0, agent[8] or 'operator'} end
+-- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
+for _, l in ipairs(levels) do
+  if l.state == 'revoked' then return {S_AGENT_REVOKED, 0, '', l.by} end
+  if l.state == 'killed' then return {S_AGENT_KILLED, 0, l.kill_reason or 'operator', l.by} end
+  if l.expires and tonumber(l.expires) <= now then return {S_AGENT_REVOKED, 0, 'expired', l.by} end
 end
 
--- 4. allowlists: the agent's and the account's must both allow the target
-if agent and not allowed(agent[4], target) then return {S_DENIED_AGENT_ALLOWLIST, balance} end
+-- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
+for _, l in ipairs(levels) do
+  if not allowed(l.allow, target) then return {S_DENIED_AGENT_ALLOWLIST, balance, l.by} end
+end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
 -- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
@@ -190,8 +233,11 @@ if metered then
   local asked, model_max, min_out = ARGV[25], tonumber(ARGV[26]), tonumber(ARGV[27])
   local function reservation(out) return math.ceil((input_bound * p_in + out * p_out) / 1000000) + 1 end
   local room = balance
-  if agent and agent[5] then room = math.min(room, tonumber(agent[5])) end
-  if agent and agent[3] then room = math.min(room, tonumber(agent[3]) - tonumber(redis.call('GET', KEYS[4]) or '0')) end
+  for _, l in ipairs(levels) do
+    if l.per_call_max then room = math.min(room, tonumber(l.per_call_max)) end
+    if l.daily_cap then room = math.min(room, tonumber(l.daily_cap) - tonumber(redis.call('GET', l.day_key) or '0')) end
+    if l.budget then room = math.min(room, tonumber(l.budget) - tonumber(l.spent_total or '0')) end
+  end
   room = math.min(room, tonumber(acct[3] or default_daily_cap) - tonumber(redis.call('GET', KEYS[3]) or '0'))
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
@@ -205,25 +251,37 @@ if metered then
   price = reservation(max_out)
 end
 
--- 6. per-call maximum of the agent
-if agent and agent[5] and price > tonumber(agent[5]) then
-  return {S_DENIED_PER_CALL_MAX, balance, tonumber(agent[5]), price}
+-- 6. per-call maximum of the agent and its ancestors
+for _, l in ipairs(levels) do
+  if l.per_call_max and price > tonumber(l.per_call_max) then
+    return {S_DENIED_PER_CALL_MAX, balance, tonumber(l.per_call_max), price, l.by}
+  end
+end
+
+-- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
+for _, l in ipairs(levels) do
+  if l.budget and tonumber(l.spent_total or '0') + price > tonumber(l.budget) then
+    return {S_DENIED_AGENT_BUDGET, balance, tonumber(l.budget), tonumber(l.spent_total or '0'), l.by}
+  end
 end
 
 -- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
-local function note_cap(hash, mark, scope, cap, used)
+local function note_cap(hash, mark, scope, cap, used, who)
   if redis.call('HGET', hash, mark) == tostring(day) then return end
   redis.call('HSET', hash, mark, day)
   emit('evt_' .. call_id .. '_cap', 'cap.reached',
-    {scope = scope, agent_id = agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
+    {scope = scope, agent_id = who or agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
 end
 
--- 7. agent daily cap, then account daily cap: denied when spent + price > cap
-if agent and agent[3] then
-  local agent_spent = tonumber(redis.call('GET', KEYS[4]) or '0')
-  if agent_spent + price > tonumber(agent[3]) then
-    note_cap(KEYS[2], 'cap_noted', 'agent', tonumber(agent[3]), agent_spent)
-    return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(agent[3]), agent_spent}
+-- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
+-- account daily cap: denied when spent + price > cap
+for _, l in ipairs(levels) do
+  if l.daily_cap then
+    local agent_spent = tonumber(redis.call('GET', l.day_key) or '0')
+    if agent_spent + price > tonumber(l.daily_cap) then
+      note_cap(l.hash, 'cap_noted', 'agent', tonumber(l.daily_cap), agent_spent, l.by ~= '' and l.by or nil)
+      return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(l.daily_cap), agent_spent, l.by}
+    end
   end
 end
 local daily_cap = tonumber(acct[3] or default_daily_cap)
@@ -293,13 +351,24 @@ balance = redis.call('HINCRBY', KEYS[1], 'balance', 0 - price)
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price)
   if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
-  if agent and redis.call('INCRBY', KEYS[4], price) == price then redis.call('EXPIRE', KEYS[4], day_ttl) end
+  -- The agent's and every ancestor's day spend and lifetime spend; each ancestor's carve shrinks
+  -- by what the child on the path holds less now (its unspent budget went down by the price).
+  for i, l in ipairs(levels) do
+    if redis.call('INCRBY', l.day_key, price) == price then redis.call('EXPIRE', l.day_key, day_ttl) end
+    local before = tonumber(l.spent_total or '0')
+    redis.call('HINCRBY', l.hash, 'spent_total', price)
+    local parent = levels[i + 1]
+    if parent then
+      local delta = carve_of(l.state, l.budget, before + price) - carve_of(l.state, l.budget, before)
+      if delta ~= 0 then redis.call('HINCRBY', parent.hash, 'carved', delta) end
+    end
+  end
 end
 if unpriced then
   if redis.call('INCR', KEYS[5]) == 1 then redis.call('EXPIRE', KEYS[5], day_ttl) end
 end
 redis.call('HSET', KEYS[8], 'price', price, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key)
+  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key, 'chain', chain)
 if metered then
   redis.call('HSET', KEYS[8], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
     'max_out', max_out, 'clamped', clamped)

@@ -1,0 +1,47 @@
+-- Agent budgets and the sub-agent tree (CONTRACT §8), shared by every script that moves an agent's
+-- lifetime spend or carves a budget (debit, refund, create-agent, agent-state, set-policy).
+-- An agent hash carries `budget` (lifetime credits; absent = none), `spent_total` (its own and its
+-- whole subtree's spend), `carved` (what its live children may still spend of the budgets carved
+-- from it) and, for a sub-agent, `parent` and `chain` (ancestor ids, nearest first, joined by ',').
+-- What a child still holds against its parent: its unspent budget while it is not revoked. A child
+-- without a budget (the operator removed it) holds nothing: its spend is bounded by the parent's
+-- own budget check in the debit.
+local function carve_of(state, budget, spent)
+  if state == 'revoked' or not budget then return 0 end
+  local left = tonumber(budget) - tonumber(spent or '0')
+  return left > 0 and left or 0
+end
+
+-- What an agent may still carve or spend: budget − spent_total − carved (nil = no budget).
+local function budget_left(budget, spent, carved)
+  if not budget then return nil end
+  return tonumber(budget) - tonumber(spent or '0') - tonumber(carved or '0')
+end
+
+-- The ids of a ',' joined chain, nearest ancestor first.
+local function chain_ids(chain)
+  local ids = {}
+  for id in string.gmatch(chain or '', '[^,]+') do ids[#ids + 1] = id end
+  return ids
+end
+
+-- Gives `amount` back along an agent's chain (a refund, or a settle's release): hashes[1] is the
+-- agent, hashes[i + 1] its ancestors nearest first; day_keys[i] the matching day spend, or false
+-- where the caller releases it itself. Only day windows that still exist move: a release after
+-- midnight must not create a key without expiry for a day that is over. Each ancestor's carve
+-- grows by what the child on the path holds more now, exactly undoing the debit's shrink.
+local function release_chain(hashes, day_keys, amount)
+  if amount <= 0 then return end
+  local rows = {}
+  for i, h in ipairs(hashes) do rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total') end
+  for i, h in ipairs(hashes) do
+    local r = rows[i]
+    local before = tonumber(r[3] or '0')
+    redis.call('HINCRBY', h, 'spent_total', 0 - amount)
+    if day_keys[i] and redis.call('EXISTS', day_keys[i]) == 1 then redis.call('DECRBY', day_keys[i], amount) end
+    if hashes[i + 1] then
+      local delta = carve_of(r[1], r[2], before - amount) - carve_of(r[1], r[2], before)
+      if delta ~= 0 then redis.call('HINCRBY', hashes[i + 1], 'carved', delta) end
+    end
+  end
+end
