@@ -173,7 +173,8 @@ async function main(): Promise<number> {
 
 function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], loadBefore: string): string {
   const ms = (n: number | null) => (n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(3))
-  const add = (a: number, b: number | undefined) => (b === undefined || !Number.isFinite(a - b) ? 'n/a' : `+${(a - b).toFixed(3)}`)
+  const signed = (d: number) => `${d < 0 ? '−' : '+'}${Math.abs(d).toFixed(3)}`
+  const add = (a: number, b: number | undefined) => (b === undefined || !Number.isFinite(a - b) ? 'n/a' : signed(a - b))
   const us = (pct: number, rps: number) => Math.round((pct / 100 / Math.max(1, rps)) * 1e6)
   const cmd = ['./node_modules/.bin/bun run bench --latency', ...Bun.argv.slice(2).filter((a) => a !== '--latency')].join(' ')
   const L = [
@@ -184,7 +185,7 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
     `Command (from the project root): \`${cmd}\``,
     '',
     `Run at ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} on ${availableParallelism()} cores shared with other engineers' work (load average before: ${loadBefore}; after: ${loadAverage()}).`,
-    `Each row: autocannon (on Node, its own process) at a fixed **${RATE.toLocaleString('en-US')} req/s** (\`overallRate\`, open loop: the pace does not wait for answers) over ${CONNECTIONS} connections, ${WARMUP} s warm-up (discarded) then ${DURATION} s measured. Latency of every 2xx from autocannon's per-response timings (µs resolution; its own histogram keeps whole ms). "added" = the row − the upstream called directly in the same round, at the same percentile. A row that kept under ${KEPT * 100}% of the rate says so: it measured a saturated server, not the rate.`,
+    `Each row: autocannon (on Node, its own process) at a fixed **${RATE.toLocaleString('en-US')} req/s** (\`overallRate\`, open loop: the pace does not wait for answers) over ${CONNECTIONS} connections, ${WARMUP} s warm-up (discarded) then ${DURATION} s measured. Latency of every 2xx from autocannon's per-response timings (µs resolution; its own histogram keeps whole ms). "added" = the row − the upstream called directly in the same round, at the same percentile. A row that kept under ${KEPT * 100}% of the rate says so: it measured a saturated server, not the rate. Each connection still waits for its answer before its next request (no pipelining), so the connections must outnumber rate × latency; a negative "added" is noise between rows measured seconds apart.`,
     '',
     '| Round | Row | kept req/s | p50 ms | p99 ms | p99.9 ms | max ms | added p50 ms | added p99 ms | non-2xx | errors | machine busy | µs CPU / req (hop) | µs CPU / req (whole chain) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -206,7 +207,7 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
     for (const name of [...new Set(rows.map((x) => x.name))].filter((n) => n !== 'upstream direct')) {
       const mine = rows.filter((x) => x.name === name)
       const d = (x: Row, k: 'p50' | 'p99') => x.r[k] - (rows.find((y) => y.round === x.round && y.name === 'upstream direct')?.r[k] ?? NaN)
-      L.push(`| ${name} | +${med(mine.map((x) => d(x, 'p50'))).toFixed(3)} | +${med(mine.map((x) => d(x, 'p99'))).toFixed(3)} | ${med(mine.map((x) => x.r.p999)).toFixed(3)} |`)
+      L.push(`| ${name} | ${signed(med(mine.map((x) => d(x, 'p50'))))} | ${signed(med(mine.map((x) => d(x, 'p99'))))} | ${med(mine.map((x) => x.r.p999)).toFixed(3)} |`)
     }
   }
   L.push(
