@@ -1,0 +1,42 @@
+/** A metered OpenAI/Anthropic-like catalog on the fake upstream, and §7's formula written independently. */
+import { llmCatalog } from './proxy'
+
+export const GPT = { input: 150, cached_input: 75, output: 600, max_output: 16384 }
+export const CLAUDE = { input: 3000, cached_input: 300, output: 15000, max_output: 8192 }
+export const EMBED = { input: 20, output: 0, max_output: 1 }
+
+export function meteredCatalog(fakeUrl: string) {
+  const c = llmCatalog(fakeUrl) as any
+  c.prices_as_of = '2025-06-01'
+  c.providers.openai.proxy.metered = {
+    dialect: 'openai',
+    routes: ['/v1/chat/completions', '/v1/responses', '/v1/embeddings'],
+    min_output: 16,
+    models: { 'gpt-test': GPT, 'gpt-test-mini': { input: 15, output: 60, max_output: 4096 }, 'embed-test': EMBED },
+  }
+  c.providers.anthropic.proxy.metered = { dialect: 'anthropic', routes: ['/v1/messages'], min_output: 16, models: { 'claude-test': CLAUDE } }
+  return c
+}
+
+export interface Price {
+  input: number
+  cached_input?: number
+  output: number
+}
+
+/** Exact cost in micro-credits (CONTRACT §7). */
+export const costMicro = (p: Price, t: { input: number; cached: number; output: number }) => t.input * p.input + t.cached * (p.cached_input ?? p.input) + t.output * p.output
+
+/** The reservation of a request whose input bound is `bytes` and output ceiling `maxOut`. */
+export const reservation = (p: Price, bytes: number, maxOut: number) => Math.ceil((bytes * p.input + maxOut * p.output) / 1e6) + 1
+
+/** Charges of successive settles from remainder 0: [charged…] and the final remainder. */
+export function chargesOf(costs: number[], r = 0): { charged: number[]; r: number } {
+  const charged: number[] = []
+  for (const c of costs) {
+    const n = Math.floor((r + c) / 1e6)
+    charged.push(n)
+    r = r + c - n * 1e6
+  }
+  return { charged, r }
+}

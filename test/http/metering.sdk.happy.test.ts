@@ -1,0 +1,133 @@
+/**
+ * Metered LLM routes with the official SDKs (CONTRACT §7): each call is charged exactly
+ * floor((r + cost) / 1e6) with the micro-credit remainder carried across calls, the reservation is
+ * shown in x-pab-reserved, the usage chunk the proxy asked for never reaches a client that did not
+ * ask for it, and GET /v1/activity/{call_id} shows model, tokens, reserved and charged.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
+import { createLlmFake, type LlmFake } from '../fakes/llm'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { chargesOf, CLAUDE, costMicro, EMBED, GPT, meteredCatalog } from '../helpers/metering'
+import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
+import { vaultEnv, vaultKey } from '../helpers/vault'
+
+let t: TestApp
+let base: string
+let llm: LlmFake
+
+beforeAll(async () => {
+  t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
+  llm = createLlmFake()
+  t.fake.handler = llm.handler
+  base = await t.listen()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const balance = async (token: string) => (await t.req('GET', '/v1/balance', { token })).body.balance as number
+const detail = (token: string, id: string) =>
+  eventually(
+    () => t.req('GET', `/v1/activity/${id}`, { token }),
+    (r) => r.status === 200,
+  )
+const openai = (token: string) => new OpenAI({ baseURL: `${base}/proxy/openai/v1`, apiKey: token, maxRetries: 0 })
+const usage = { input: 12000, cached: 3000, output: 2500 }
+// The input bound is the body's byte length: a prompt as long as the tokens the fake reports.
+const content = 'x'.repeat(16000)
+const msgs = [{ role: 'user' as const, content }]
+
+describe('OpenAI SDK, metered', () => {
+  test('chat completions: charged exactly, the remainder carried to the next call', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    const client = openai(a.token)
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs }).withResponse()
+    expect(data.usage?.prompt_tokens).toBe(15000)
+    expect(response.headers.get('x-pab-charged')).toBeNull()
+    const reserved = Number(response.headers.get('x-pab-reserved'))
+    expect(reserved).toBeGreaterThan(1)
+    await client.chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs })
+    await client.chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs })
+    const c = costMicro(GPT, usage)
+    const { charged } = chargesOf([c, c, c])
+    expect(charged).toEqual([3, 4, 3])
+    expect(await eventually(() => balance(a.token), (b) => b === 500 - 10)).toBe(490)
+    const d = await detail(a.token, response.headers.get('x-pab-call-id')!)
+    expect(d.body).toMatchObject({ route: 'proxy:openai', model: 'gpt-test', tokens: { input: 12000, cached: 3000, output: 2500 }, reserved, charged: 3, uncharged: 0, usage_source: 'provider', outcome: 'ok', http_status: 200 })
+    const act = await t.req('GET', '/v1/activity', { token: a.token })
+    expect(act.body.calls[0]).toMatchObject({ slug: 'proxy:openai', model: 'gpt-test', tokens: { input: 12000, cached: 3000, output: 2500 } })
+  })
+
+  test('a chat stream: usage asked for upstream, the client sees no usage chunk nor usage field', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    const before = t.fake.seen.length
+    const stream = await openai(a.token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true })
+    let text = ''
+    const chunks: unknown[] = []
+    for await (const chunk of stream) {
+      chunks.push(chunk)
+      text += chunk.choices[0]?.delta.content ?? ''
+    }
+    expect(text).toBe('w0 w1 w2 w3 w4 ')
+    expect(JSON.parse(t.fake.seen[before]!.body).stream_options).toEqual({ include_usage: true })
+    for (const c of chunks) expect(c).not.toHaveProperty('usage')
+    expect(chunks.every((c: any) => c.choices.length === 1)).toBe(true)
+    expect(await eventually(() => balance(a.token), (b) => b === 497)).toBe(497)
+  })
+
+  test('a chat stream that asked for usage itself gets the usage chunk, charged the same', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    const stream = await openai(a.token).chat.completions.create({
+      model: 'gpt-test',
+      max_tokens: 1000,
+      messages: msgs,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    let seen: any = null
+    for await (const chunk of stream) if (chunk.usage) seen = chunk.usage
+    expect(seen).toMatchObject({ prompt_tokens: 15000, completion_tokens: 2500 })
+    expect(await eventually(() => balance(a.token), (b) => b === 497)).toBe(497)
+  })
+
+  test('Responses API, plain and streamed; embeddings', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    const client = openai(a.token)
+    const r = await client.responses.create({ model: 'gpt-test', input: content, max_output_tokens: 3000 })
+    expect(r.usage?.output_tokens).toBe(2500)
+    const s = await client.responses.create({ model: 'gpt-test', input: content, max_output_tokens: 3000, stream: true })
+    let done = false
+    for await (const ev of s) if (ev.type === 'response.completed') done = true
+    expect(done).toBe(true)
+    const e = await client.embeddings.create({ model: 'embed-test', input: content })
+    expect(e.data).toHaveLength(1)
+    const c = costMicro(GPT, usage)
+    const costs = [c, c, costMicro(EMBED, { input: usage.input, cached: 0, output: 0 })]
+    const { charged } = chargesOf(costs)
+    const want = 500 - charged.reduce((x, y) => x + y, 0)
+    expect(await eventually(() => balance(a.token), (b) => b === want)).toBe(want)
+  })
+})
+
+describe('Anthropic SDK, metered', () => {
+  test('messages, plain and streamed (message_start + message_delta usage), charged exactly', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+    llm.usage = { input: 900, cached: 2000, output: 130 }
+    const client = new Anthropic({ baseURL: `${base}/proxy/anthropic`, apiKey: a.token, maxRetries: 0 })
+    const m = await client.messages.create({ model: 'claude-test', max_tokens: 200, messages: [{ role: 'user', content: 'x'.repeat(3000) }] })
+    expect(m.usage.output_tokens).toBe(130)
+    const final = await client.messages.stream({ model: 'claude-test', max_tokens: 200, messages: [{ role: 'user', content: 'x'.repeat(3000) }] }).finalMessage()
+    expect(final.usage.output_tokens).toBe(130)
+    const c = costMicro(CLAUDE, llm.usage)
+    const { charged } = chargesOf([c, c])
+    expect(charged).toEqual([5, 5])
+    expect(await eventually(() => balance(a.token), (b) => b === 500 - 10)).toBe(490)
+  })
+})
