@@ -1,0 +1,74 @@
+/**
+ * Sub-agent visibility (CONTRACT §8): an agent sees and moves only its own descendants. Its parent,
+ * a sibling, itself, another account's agents and made-up ids all answer NOT_FOUND and stay as
+ * they were; revive is the operator's alone; a stopped subtree grows no new branches.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const create = (token: string, body: Record<string, unknown>) => t.req('POST', '/v1/agents', { token, body })
+
+describe('sub-agent visibility', () => {
+  test("an agent cannot see or touch its parent, a sibling, itself, or another account's agents (NOT_FOUND)", async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 1000 })).body
+    const me = (await create(root.token, { name: 'me', budget: 100 })).body
+    const sibling = (await create(root.token, { name: 'sibling', budget: 100 })).body
+    const nephew = (await create(sibling.token, { name: 'nephew', budget: 10 })).body
+    const other = await t.signup()
+    const stranger = (await create(other.token, { name: 'stranger', budget: 100 })).body
+
+    for (const target of [root.id, sibling.id, nephew.id, me.id, stranger.id, 'agt_AAAAAAAAAAAAAAAAAAAAAA', 'not-an-id']) {
+      for (const [method, path] of [
+        ['POST', `/v1/agents/${target}/kill`],
+        ['DELETE', `/v1/agents/${target}`],
+      ] as const) {
+        const r = await t.req(method, path, { token: me.token })
+        expect([path, r.status, r.body.error]).toEqual([path, 404, 'NOT_FOUND'])
+      }
+    }
+    // Listing shows none of them; nothing moved.
+    expect((await t.req('GET', '/v1/agents', { token: me.token })).body.agents).toEqual([])
+    for (const a of [root, me, sibling, nephew]) expect((await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.cheap', { token: stranger.token, body: {} })).status).toBe(200)
+    // Another account's operator cannot reach them either.
+    expect((await t.req('POST', `/v1/agents/${me.id}/kill`, { token: other.token })).status).toBe(404)
+  })
+
+  test('revive is the operator\'s: FORBIDDEN for any agent token, even on its own descendant', async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 100 })).body
+    const child = (await create(root.token, { name: 'c', budget: 10 })).body
+    expect((await t.req('POST', `/v1/agents/${child.id}/kill`, { token: root.token })).body.state).toBe('killed')
+    const r = await t.req('POST', `/v1/agents/${child.id}/revive`, { token: root.token })
+    expect([r.status, r.body.error]).toEqual([403, 'FORBIDDEN'])
+    expect((await t.req('POST', '/v1/call/test.cheap', { token: child.token, body: {} })).body.error).toBe('AGENT_KILLED')
+  })
+
+  test('a stopped subtree creates nothing: a killed ancestor refuses its descendants\' new children', async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 100 })).body
+    const child = (await create(root.token, { name: 'c', budget: 50 })).body
+    await t.req('POST', `/v1/agents/${root.id}/kill`, { token: owner.token })
+    const r = await create(child.token, { name: 'g', budget: 5 })
+    expect(r.status).toBe(403)
+    expect(r.body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: root.id })
+    expect((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents).toHaveLength(2)
+  })
+
+  test('an agent cannot change policies, nor raise its own budget', async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 10 })).body
+    const r = await t.req('PUT', '/v1/policies', { token: root.token, body: { agents: { [root.id]: { budget: 1000 } } } })
+    expect([r.status, r.body.error]).toEqual([403, 'FORBIDDEN'])
+    expect((await t.req('GET', '/v1/policies', { token: owner.token })).body.agents[root.id].budget).toBe(10)
+  })
+})
