@@ -79,9 +79,9 @@
            ceil((input_bound × input + ceiling × output) / 1e6) + 1 is then the price every check
            below weighs. With no ceiling named and max_output past what the limits leave (balance,
            per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
-           is reserved instead and reported as clamped; below min_output the full ceiling is
-           weighed and refused by the limit it passes. The prices go on the call record, so the
-           settle (settle-6) charges what was reserved against.
+           is reserved instead and reported as clamped; when not even min_output fits, min_output
+           is weighed and refused by the limit it passes (402 on the balance). The prices go on
+           the call record, so the settle (settle-13) charges what was reserved against.
 
   ARGV[28] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3
@@ -246,8 +246,9 @@ if metered then
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
   if asked ~= '' then max_out = tonumber(asked)
-  elseif reservation(model_max) <= room or affordable == 0 then max_out = model_max
-  else max_out, clamped = affordable, 1 end
+  elseif reservation(model_max) <= room then max_out = model_max
+  elseif affordable > 0 then max_out, clamped = affordable, 1
+  else max_out = min_out end   -- not even min_output fits: refused by the limit the smallest ceiling passes
   price = reservation(max_out)
 end
 

@@ -180,7 +180,11 @@ function sse(fake: LlmFake, frames: string[]): Response {
   return new Response(
     new ReadableStream({
       async pull(c) {
-        if (fake.dieAfter !== null && i === fake.dieAfter) return c.error(new Error('fake upstream died mid-stream'))
+        if (fake.dieAfter !== null && i === fake.dieAfter) {
+          // After a pause, as a connection that breaks: an error at once may end the body cleanly.
+          await Bun.sleep(5)
+          return c.error(new Error('fake upstream died mid-stream'))
+        }
         if (i === frames.length) return c.close()
         if (fake.frameDelayMs) await Bun.sleep(fake.frameDelayMs)
         if (i === frames.length - 1 && fake.gate) {

@@ -1,0 +1,175 @@
+/**
+ * Metered routes when a request cannot be served as asked (CONTRACT §7): the clamp of an absent
+ * ceiling on a low balance (the provider receives it), the 402 with affordable_max_tokens, a client
+ * that leaves mid-stream (the upstream is drained and the provider's final usage charged), a provider
+ * that dies mid-stream (an estimate, never above the reservation), an unpriced model (refused before
+ * any upstream byte), model allowlists.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createLlmFake, type LlmFake } from '../fakes/llm'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { BIG, costMicro, meteredCatalog, reservation } from '../helpers/metering'
+import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
+
+let t: TestApp
+let base: string
+let llm: LlmFake
+
+beforeAll(async () => {
+  t = await startTestApp({ catalog: meteredCatalog, env: { OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
+  llm = createLlmFake()
+  t.fake.handler = llm.handler
+  base = await t.listen()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const balance = async (token: string) => (await t.req('GET', '/v1/balance', { token })).body.balance as number
+const chat = (token: string, body: Record<string, unknown>, signal?: AbortSignal) => {
+  const raw = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], ...body })
+  return {
+    raw,
+    res: fetch(`${base}/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: raw, signal }),
+  }
+}
+const settled = (token: string, id: string) =>
+  eventually(
+    () => t.req('GET', `/v1/activity/${id}`, { token }),
+    (r) => r.status === 200,
+    5000,
+  )
+
+describe('the clamp and the 402', () => {
+  test('no ceiling, max_output unaffordable: the largest affordable ceiling goes upstream and is reported', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 10, cached: 0, output: 40 }
+    const before = t.fake.seen.length
+    const { raw, res } = chat(a.token, { model: 'gpt-big' })
+    const r = await res
+    expect(r.status).toBe(200)
+    await r.json()
+    const bytes = Buffer.byteLength(raw)
+    const fits = Math.floor((499 * 1e6 - bytes * BIG.input) / BIG.output)
+    expect(Number(r.headers.get('x-pab-max-tokens-clamped'))).toBe(fits)
+    expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(BIG, bytes, fits))
+    expect(reservation(BIG, bytes, fits)).toBeLessThanOrEqual(500)
+    expect(reservation(BIG, bytes, fits + 1)).toBeGreaterThan(500)
+    expect(JSON.parse(t.fake.seen[before]!.body).max_completion_tokens).toBe(fits)
+    const d = await settled(a.token, r.headers.get('x-pab-call-id')!)
+    expect(d.body.charged).toBe(Math.floor(costMicro(BIG, llm.usage) / 1e6))
+  })
+
+  test('an explicit unaffordable ceiling: 402 with affordable_max_tokens, nothing sent upstream', async () => {
+    const a = await t.signup()
+    const before = t.fake.seen.length
+    const { raw, res } = chat(a.token, { model: 'gpt-big', max_tokens: 32768 })
+    const r = await res
+    const body = (await r.json()) as any
+    expect(r.status).toBe(402)
+    expect(body.error).toBe('PAYMENT_REQUIRED')
+    expect(body.affordable_max_tokens).toBe(Math.floor((499 * 1e6 - Buffer.byteLength(raw) * BIG.input) / BIG.output))
+    expect(body.price).toBe(reservation(BIG, Buffer.byteLength(raw), 32768))
+    expect(t.fake.seen.length).toBe(before)
+    expect(await balance(a.token)).toBe(500)
+  })
+
+  test('fewer than min_output tokens affordable: 402 with affordable_max_tokens 0', async () => {
+    const a = await t.signup()
+    const r = await chat(a.token, { model: 'gpt-huge' }).res
+    const body = (await r.json()) as any
+    expect(body).toMatchObject({ error: 'PAYMENT_REQUIRED', affordable_max_tokens: 0 })
+    expect(r.status).toBe(402)
+  })
+})
+
+describe('breaks', () => {
+  test('the client leaves mid-stream: the upstream is read to its end and its final usage charged', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 20, cached: 0, output: 1234 }
+    llm.chunks = 20
+    llm.frameDelayMs = 15
+    llm.events = []
+    const ctl = new AbortController()
+    const r = await chat(a.token, { model: 'gpt-big', max_tokens: 2000, stream: true }, ctl.signal).res
+    const reader = r.body!.getReader()
+    await reader.read()
+    ctl.abort()
+    const id = r.headers.get('x-pab-call-id')!
+    const d = await settled(a.token, id)
+    llm.chunks = 5
+    llm.frameDelayMs = 0
+    expect(d.body).toMatchObject({ outcome: 'client_closed', usage_source: 'provider', tokens: { input: 20, cached: 0, output: 1234 } })
+    expect(d.body.charged).toBe(Math.floor(costMicro(BIG, llm.usage) / 1e6))
+    expect(await balance(a.token)).toBe(500 - d.body.charged)
+  })
+
+  test('the provider dies mid-stream: charged an estimate, never above the reservation', async () => {
+    const a = await t.signup()
+    llm.dieAfter = 4
+    const { raw, res } = chat(a.token, { model: 'gpt-big', max_tokens: 2000, stream: true })
+    const r = await res
+    const reserved = Number(r.headers.get('x-pab-reserved'))
+    let cut = false
+    try {
+      await r.text()
+    } catch {
+      cut = true
+    }
+    llm.dieAfter = null
+    expect(cut).toBe(true)
+    const d = await settled(a.token, r.headers.get('x-pab-call-id')!)
+    expect(d.body).toMatchObject({ outcome: 'provider_cut', usage_source: 'estimated', reserved })
+    expect(d.body.tokens.input).toBe(Buffer.byteLength(raw))
+    expect(d.body.tokens.output).toBeGreaterThan(0)
+    expect(d.body.charged).toBeGreaterThan(0)
+    expect(d.body.charged).toBeLessThanOrEqual(reserved)
+    expect(await balance(a.token)).toBe(500 - d.body.charged)
+  })
+
+  test('the provider fails before any output: refunded in full', async () => {
+    const a = await t.signup()
+    llm.dieAfter = 0
+    const r = await chat(a.token, { model: 'gpt-big', max_tokens: 2000, stream: true }).res
+    llm.dieAfter = null
+    const body = (await r.json()) as any
+    expect(r.status).toBe(502)
+    expect(body).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true })
+    expect(await eventually(() => balance(a.token), (b) => b === 500)).toBe(500)
+  })
+})
+
+describe('models', () => {
+  test('an unpriced model: BAD_REQUEST on model, no upstream request, nothing debited', async () => {
+    const a = await t.signup()
+    const before = t.fake.seen.length
+    const r = await chat(a.token, { model: 'gpt-unknown' }).res
+    const body = (await r.json()) as any
+    expect(r.status).toBe(400)
+    expect(body).toMatchObject({ error: 'BAD_REQUEST', field: 'model' })
+    expect(body.expected).toContain('/llms-full.txt')
+    expect(body.expected).toContain('GET /v1/search')
+    expect(t.fake.seen.length).toBe(before)
+    expect(await balance(a.token)).toBe(500)
+  })
+
+  test('proxy:openai/<glob> admits only those models; proxy:openai admits all', async () => {
+    const a = await t.signup()
+    const mk = async (allowlist: string[]) => {
+      const r = await t.req('POST', '/v1/agents', { token: a.token, body: { name: `ag-${allowlist.join('-')}`.replace(/[^a-z0-9-]/gi, ''), allowlist } })
+      expect(r.status).toBe(201)
+      return r.body.token as string
+    }
+    const narrow = await mk(['proxy:openai/gpt-test*'])
+    const wide = await mk(['proxy:openai'])
+    const ok = await chat(narrow, { model: 'gpt-test-mini', max_tokens: 20 }).res
+    expect(ok.status).toBe(200)
+    await ok.text()
+    const denied = await chat(narrow, { model: 'gpt-big', max_tokens: 20 }).res
+    expect(denied.status).toBe(403)
+    expect(((await denied.json()) as any).rule).toBe('agent_allowlist')
+    const wideOk = await chat(wide, { model: 'gpt-big', max_tokens: 20 }).res
+    expect(wideOk.status).toBe(200)
+    await wideOk.text()
+  })
+})
