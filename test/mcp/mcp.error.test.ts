@@ -117,7 +117,7 @@ describe('arguments are checked as the REST bodies are', () => {
 
 describe('the transport', () => {
   test('no bearer or a bad one → HTTP 401 UNAUTHORIZED with the JSON error body; the official client cannot connect', async () => {
-    for (const headers of [{}, { authorization: 'Bearer sk_notarealtokennotarealtokennotarealtoken12' }, { authorization: 'Basic abc' }]) {
+    for (const headers of [{}, { authorization: 'Bearer sk_notarealtokennotarealtokennotarealtoken12' }, { authorization: 'Basic abc' }] as Record<string, string>[]) {
       const r = await post(LIST, headers)
       expect(r.status).toBe(401)
       expect(r.headers.get('content-type')).toContain('application/json')
