@@ -54,6 +54,7 @@ export class Catalog {
         houseKey: spec.key_env ? env[spec.key_env] || null : null,
       })
     }
+    for (const [id, spec] of Object.entries(file.providers)) checkPrices(`/providers/${id}/proxy/metered`, spec.proxy?.metered)
     for (const [id, spec] of Object.entries(demo?.providers ?? {})) {
       if (this.providers.has(id)) throw new CatalogError(`/providers/${id}: the id is taken by the built-in demo provider (set DEMO_PROVIDER=off)`)
       // The demo provider is this service itself and takes no key; a marker keeps its house lane live.
@@ -69,6 +70,7 @@ export class Catalog {
       } catch (e) {
         throw new CatalogError(`${where}/${i}/params: not a valid JSON Schema (${(e as Error).message})`)
       }
+      if (cap.metered !== true) checkPrices(`${where}/${i}/metered`, cap.metered)
       if (cap.metered === true && !this.providers.get(cap.provider)!.proxy?.metered)
         throw new CatalogError(`${where}/${i}/metered: true needs the provider's proxy.metered prices`)
       if (cap.metered && cap.method !== 'POST') throw new CatalogError(`${where}/${i}/metered: a metered capability is a POST`)
@@ -164,6 +166,12 @@ export class Catalog {
   demoSlugs(): string[] {
     return [...this.capabilities.values()].filter((c) => c.demo).map((c) => c.slug)
   }
+}
+
+/** A cached token priced above an input one would escape the reservation, which bounds input × input price. */
+function checkPrices(where: string, spec: MeteredSpec | undefined): void {
+  for (const [model, p] of Object.entries(spec?.models ?? {}))
+    if (p.cached_input !== undefined && p.cached_input > p.input) throw new CatalogError(`${where}/models/${model}/cached_input: above input (the reservation bounds input tokens at the input price)`)
 }
 
 function validFile(name: string, raw: unknown): CatalogFile {

@@ -1,0 +1,85 @@
+/**
+ * Property (CONTRACT §7): over random prices and random token counts, a sequence of metered calls
+ * (debit-19 reserves, settle-13 charges) charges exactly what the usage cost, to the micro-credit:
+ *   Σ charged × 1e6 + final remainder = Σ exact costs   (usage within the reservation)
+ * with 0 ≤ remainder < 1e6, each charge ≤ its reservation, and the balance = 500 − Σ charged =
+ * Σ of the account's ledger entries, in Redis and after the flush in Postgres.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { openPaidCall } from '../../src/ledger/paid-call'
+import { readAccount } from '../../src/redis/account-hash'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { checkRedisInvariant, flushAll, pgLedger, redisBalance } from '../helpers/ledger'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+// A cached token never costs more than an input one (the catalog refuses such a price): the input
+// bound then covers input and cached tokens alike.
+const price = fc
+  .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: 10_000 }) })
+  .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+const usage = fc.record({ input: fc.nat(1000), cached: fc.nat(1000), output: fc.nat(1000) })
+
+test('Σ charged + final remainder = Σ exact costs, to the micro-credit', async () => {
+  await fc.assert(
+    fc.asyncProperty(price, fc.array(usage, { minLength: 1, maxLength: 8 }), async (p, calls) => {
+      const a = await t.signup()
+      const principal = (await t.s.guard.tokens.resolve(a.token))!
+      let sumCost = 0
+      let sumCharged = 0
+      for (const u of calls) {
+        const opened = await openPaidCall(t.s, {
+          principal,
+          target: 'proxy:openai/m',
+          price: 0,
+          unpriced: false,
+          lease: true,
+          // The bounds hold the usage: within the reservation, nothing is left uncharged.
+          metered: { model: 'm', inputBound: 2000, input: p.input, cachedInput: p.cachedInput, output: p.output, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+        })
+        if (opened.kind !== 'debited') throw new Error('replay')
+        const { call } = opened
+        expect(call.price).toBe(Math.ceil((2000 * p.input + 1000 * p.output) / 1e6) + 1)
+        const s = await call.settle('ok', { usage: { tokens: u, source: 'provider' } })
+        expect(s.charged).toBeLessThanOrEqual(call.price)
+        sumCost += u.input * p.input + u.cached * p.cachedInput + u.output * p.output
+        sumCharged += s.charged
+        const r = (await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0
+        expect(r).toBeGreaterThanOrEqual(0)
+        expect(r).toBeLessThan(1e6)
+        expect(sumCharged * 1e6 + r).toBe(sumCost)
+      }
+      expect(await redisBalance(t, a.account_id)).toBe(500 - sumCharged)
+      const entries = await checkRedisInvariant(t, a.account_id)
+      await flushAll(t)
+      const pg = await pgLedger(t, a.account_id)
+      expect(pg.count).toBe(entries.length)
+      expect(pg.sum).toBe(500 - sumCharged)
+    }),
+    { numRuns: 40 },
+  )
+})
+
+test('usage past the reservation: the reservation is charged, the excess left uncharged, the remainder kept', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const metered = { model: 'm', inputBound: 10, input: 1000, cachedInput: 1000, output: 100_000, ceiling: 10, maxOutput: 10, minOutput: 1 }
+  const opened = await openPaidCall(t.s, { principal, target: 'proxy:openai/m', price: 0, unpriced: false, lease: true, metered })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  const reserved = opened.call.price
+  expect(reserved).toBe(Math.ceil((10 * 1000 + 10 * 100_000) / 1e6) + 1)
+  const s = await opened.call.settle('ok', { usage: { tokens: { input: 5000, cached: 0, output: 90_000 }, source: 'provider' } })
+  expect(s.charged).toBe(reserved)
+  expect(await redisBalance(t, a.account_id)).toBe(500 - reserved)
+  expect((await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0).toBe(0)
+  // A second settle changes nothing.
+  expect((await opened.call.settle('ok', { usage: { tokens: { input: 1, cached: 0, output: 1 }, source: 'provider' } })).charged).toBe(reserved)
+  expect(await redisBalance(t, a.account_id)).toBe(500 - reserved)
+})
