@@ -52,11 +52,15 @@ export const agentSink: Sink = async (tx: Database, entries) => {
     dailyCap: a.dailyCap,
     allowlist: list(a.allow),
     perCallMax: a.perCallMax,
+    parentId: a.parent,
+    depth: a.depth,
+    budget: a.budget,
+    expiresAt: a.expires === null ? null : new Date(a.expires),
     version: a.version,
     createdAt: new Date(a.created),
     updatedAt: new Date(a.at),
   }))
-  await upsertNewer(tx, agents, agents.id, rows, ['name', 'state', 'dailyCap', 'allowlist', 'perCallMax', 'version', 'updatedAt'])
+  await upsertNewer(tx, agents, agents.id, rows, ['name', 'state', 'dailyCap', 'allowlist', 'perCallMax', 'budget', 'expiresAt', 'version', 'updatedAt'])
 }
 
 export const accountPolicySink: Sink = async (tx: Database, entries) => {

@@ -124,6 +124,12 @@ export interface AgentFields {
   dailyCap: number | null
   allow: string | null
   perCallMax: number | null
+  /** The sub-agent tree (CONTRACT §8): parent, ancestors parent first, depth, budget, expiry (ms). */
+  parent: string | null
+  chain: string[]
+  depth: number
+  budget: number | null
+  expires: number | null
   at: number
 }
 
@@ -139,6 +145,11 @@ export function agentFields({ fields: f }: OutboxEntry): AgentFields {
     dailyCap: presentNum(f.daily_cap),
     allow: present(f.allow),
     perCallMax: presentNum(f.per_call_max),
+    parent: f.parent || null,
+    chain: f.chain ? f.chain.split(',') : [],
+    depth: f.depth ? Number(f.depth) : 1,
+    budget: presentNum(f.budget),
+    expires: presentNum(f.expires),
     at: Number(f.at),
   }
 }

@@ -21,6 +21,7 @@ import { DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, type AccountLedger } from './reconcile'
 import { readAccount } from '../redis/account-hash'
+import { tokenMapping } from '../governance/agents'
 import { planProposals, restoreProposals } from '../proposals/restore'
 import type { ProposalRecord } from '../proposals/record'
 
@@ -34,7 +35,17 @@ interface AgentRow {
   dailyCap: number | null
   allow: string | null
   perCallMax: number | null
+  /** The sub-agent tree (CONTRACT §8); chain = ancestors, parent first, derived from the parents. */
+  parent: string | null
+  chain: string[]
+  depth: number
+  budget: number | null
+  expires: number | null
+  /** Today's and the lifetime spend of the agent's whole subtree (what the debit adds up the chain). */
   spentToday: number
+  spentTotal: number
+  /** What its live children may still spend of their budgets (lua/lib/budget.lua). */
+  carved: number
 }
 
 export interface RebuildPlan {
@@ -78,15 +89,42 @@ async function pendingState(ctx: RedisContext, account: string): Promise<Pending
 
 /** Today's spend of the account (or of one agent): debits of today minus the refunds of those debits. */
 function spentToday(led: AccountLedger, day: number, agent?: string): number {
-  const today = new Set<string>()
+  return spentOf(led, day, agent === undefined ? undefined : new Set([agent]))
+}
+
+/**
+ * The spend of some agents (all of the account's when none given): their debits (of one HKT day,
+ * or of all time) minus the refunds and settle releases of those debits.
+ */
+function spentOf(led: AccountLedger, day: number | null, agents?: Set<string>): number {
+  const counted = new Set<string>()
   let spent = 0
   for (const l of led.lines)
-    if (l.kind === 'debit' && l.callId && hktDay(l.at) === day && (agent === undefined || l.agent === agent)) {
-      today.add(l.callId)
+    if (l.kind === 'debit' && l.callId && (day === null || hktDay(l.at) === day) && (agents === undefined || (l.agent !== null && agents.has(l.agent)))) {
+      counted.add(l.callId)
       spent -= l.amount
     }
-  for (const l of led.lines) if (l.kind === 'refund' && l.callId && today.has(l.callId)) spent -= l.amount
+  for (const l of led.lines) if (l.kind === 'refund' && l.callId && counted.has(l.callId)) spent -= l.amount
   return Math.max(0, spent)
+}
+
+/** What a child holds against its parent: its unspent budget while not revoked (lua/lib/budget.lua carve_of). */
+const carveOf = (a: AgentRow) => (a.state === 'revoked' || a.budget === null ? 0 : Math.max(0, a.budget - a.spentTotal))
+
+/** Chains from the parent pointers, then each agent's subtree spend and its children's carve. */
+function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: number): void {
+  for (const a of byAgent.values()) {
+    const chain: string[] = []
+    for (let p = a.parent; p && chain.length < 8; p = byAgent.get(p)?.parent ?? null) chain.push(p)
+    a.chain = chain
+  }
+  for (const a of byAgent.values()) {
+    const subtree = new Set([a.id, ...[...byAgent.values()].filter((d) => d.chain.includes(a.id)).map((d) => d.id)])
+    a.spentToday = spentOf(led, day, subtree)
+    a.spentTotal = spentOf(led, null, subtree)
+  }
+  for (const a of byAgent.values()) a.carved = 0
+  for (const a of byAgent.values()) if (a.parent && byAgent.has(a.parent)) byAgent.get(a.parent)!.carved += carveOf(a)
 }
 
 export async function planRebuild(ctx: RedisContext, db: Database, account: string): Promise<RebuildPlan> {
@@ -122,7 +160,14 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
       dailyCap: a.dailyCap,
       allow: a.allowlist?.join('\n') ?? null,
       perCallMax: a.perCallMax,
+      parent: a.parentId,
+      chain: [],
+      depth: a.depth,
+      budget: a.budget,
+      expires: a.expiresAt?.getTime() ?? null,
       spentToday: 0,
+      spentTotal: 0,
+      carved: 0,
     })
   for (const f of pending.agents) {
     if (f.version <= (byAgent.get(f.agent)?.version ?? 0)) continue
@@ -136,10 +181,17 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
       dailyCap: f.dailyCap,
       allow: f.allow,
       perCallMax: f.perCallMax,
+      parent: f.parent,
+      chain: f.chain,
+      depth: f.depth,
+      budget: f.budget,
+      expires: f.expires,
       spentToday: 0,
+      spentTotal: 0,
+      carved: 0,
     })
   }
-  for (const a of byAgent.values()) a.spentToday = spentToday(led, day, a.id)
+  planTree(byAgent, led, day)
 
   const fields: Fields = {
     owner,
@@ -203,10 +255,19 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     if (a.dailyCap !== null) hash.daily_cap = String(a.dailyCap)
     if (a.allow !== null) hash.allow = a.allow
     if (a.perCallMax !== null) hash.per_call_max = String(a.perCallMax)
+    hash.depth = String(a.depth)
+    hash.spent_total = String(a.spentTotal)
+    if (a.carved > 0) hash.carved = String(a.carved)
+    if (a.budget !== null) hash.budget = String(a.budget)
+    if (a.expires !== null) hash.expires = String(a.expires)
+    if (a.parent !== null) {
+      hash.parent = a.parent
+      hash.chain = a.chain.join(',')
+    }
     const m = redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id)
     if (a.spentToday > 0) m.set(keys.agentSpentToday(acct, a.id, day), a.spentToday, 'EX', DAY_KEY_TTL_S)
     await m.exec()
-    await redis.set(keys.token(a.tokenHash), `${acct}|${a.id}`)
+    await redis.set(keys.token(a.tokenHash), tokenMapping(acct, a.id, a.chain))
   }
   await restoreProposals(ctx, acct, plan.proposals)
   await Promise.all([

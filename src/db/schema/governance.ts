@@ -21,6 +21,13 @@ export const agents = pgTable(
     /** null = allow everything; empty = allow nothing. */
     allowlist: text('allowlist').array(),
     perCallMax: bigint('per_call_max', { mode: 'number' }),
+    /** The sub-agent tree (CONTRACT §8): the creating agent, null for the operator's own agents. */
+    parentId: text('parent_id'),
+    /** 1 for the operator's agents, the parent's + 1 below. */
+    depth: integer('depth').notNull().default(1),
+    /** Lifetime credits of the agent and its subtree; null = none. spent_total is the ledger's Σ. */
+    budget: bigint('budget', { mode: 'number' }),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     version: integer('version').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
