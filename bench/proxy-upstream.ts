@@ -1,7 +1,10 @@
 /**
  * The proxy bench's stand-in for an LLM provider (OpenAI's API shape): POST /v1/chat/completions
- * answers a small chat.completion, or with `"stream": true` a 20-chunk SSE stream (each frame a
- * separate write, no delays). It does no other work, so the bench measures the hops in front of it.
+ * answers a small chat.completion (with its `usage`), or with `"stream": true` a 20-chunk SSE stream
+ * (each frame a separate write, no delays), ending as OpenAI's does with a usage chunk (empty
+ * `choices`) before `[DONE]` when the request asks for `stream_options.include_usage` — which a
+ * metered route adds, so the metered rows read a provider's usage, not an estimate. It does no
+ * other work, so the bench measures the hops in front of it.
  *
  *   PORT=9101 bun bench/proxy-upstream.ts
  */
@@ -10,15 +13,42 @@ import { openaiCompletion, openaiFrames } from '../test/fakes/llm'
 export const SSE_CHUNKS = 20
 const enc = new TextEncoder()
 
+/** OpenAI's usage object as its API returns it today (the details included). */
+const usageOf = (completion: number) => ({
+  prompt_tokens: 12,
+  completion_tokens: completion,
+  total_tokens: 12 + completion,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+})
+
+/** The last frame split so that a usage chunk goes between the finish chunk and `[DONE]`. */
+function framesWithUsage(model: string): string[] {
+  const frames = openaiFrames(model, SSE_CHUNKS)
+  const last = frames.pop()!
+  const [finish] = last.split('data: [DONE]')
+  const usage = {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model,
+    choices: [],
+    usage: usageOf(SSE_CHUNKS * 2),
+  }
+  return [...frames, finish!, `data: ${JSON.stringify(usage)}\n\ndata: [DONE]\n\n`]
+}
+
 export function startLlmUpstream(port: number) {
-  const json = JSON.stringify(openaiCompletion('bench-model', 'Hello from the bench upstream.'))
-  const frames = openaiFrames('bench-model', SSE_CHUNKS).map((f) => enc.encode(f))
+  const json = JSON.stringify({ ...openaiCompletion('bench-model', 'Hello from the bench upstream.'), usage: usageOf(7) })
+  const plain = openaiFrames('bench-model', SSE_CHUNKS).map((f) => enc.encode(f))
+  const withUsage = framesWithUsage('bench-model').map((f) => enc.encode(f))
   return Bun.serve({
     port,
     hostname: '127.0.0.1',
     async fetch(req) {
-      const body = req.method === 'POST' ? ((await req.json().catch(() => ({}))) as { stream?: boolean }) : {}
+      const body = req.method === 'POST' ? ((await req.json().catch(() => ({}))) as { stream?: boolean; stream_options?: { include_usage?: boolean } }) : {}
       if (!body.stream) return new Response(json, { headers: { 'content-type': 'application/json' } })
+      const frames = body.stream_options?.include_usage === true ? withUsage : plain
       let i = 0
       return new Response(
         new ReadableStream({

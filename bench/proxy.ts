@@ -7,6 +7,17 @@
  * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
  *
  *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--ttfb 300] [--no-write]
+ *       [--rows direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
+ *
+ * Optional rows (skipped with their reason when the service cannot serve them):
+ *   metered   a metered LLM route (CONTRACT §7: `proxy.metered`, dialect openai, a priced model) to the
+ *             same upstream, which then reports a real-shaped `usage` (JSON) or a final usage chunk (SSE),
+ *             beside the flat-priced route: "our proxy (metered)"
+ *   baseline  with --baseline <dir>: the flat route on the service of that checkout (an earlier commit
+ *             with node_modules), measured in the same loop, interleaved: "our proxy (baseline <commit>)"
+ * Every row gets µs of CPU per request for its server and for the whole chain (client excluded), and
+ * a "Ratios" table sets each row against the ledger floor, metered against flat, current against
+ * baseline, and the proxy against Portkey under Bun.
  *
  * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and Postgres at BENCH_PG_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and drops a database.
@@ -15,8 +26,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { baselineName, resolveBaseline } from './lib/baseline'
 import { runLoad, type LoadResult } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
+import { overFloor, ratioTable, type RatioPair } from './lib/ratios'
 import { ROOT, startService, type BenchService } from './lib/service'
 import { SSE_CHUNKS } from './proxy-upstream'
 
@@ -28,8 +41,13 @@ const { values: opt } = parseArgs({
     warmup: { type: 'string', default: '1' },
     ttfb: { type: 'string', default: '300' },
     'no-write': { type: 'boolean', default: false },
+    rows: { type: 'string', default: 'direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline' },
+    /** A checkout of an earlier commit (with node_modules): its proxy is measured as an extra row. */
+    baseline: { type: 'string' },
   },
 })
+const WANTED = new Set(opt.rows!.split(','))
+const BASELINE = resolveBaseline(opt.baseline)
 const CONNECTIONS = Number(opt.connections)
 const DURATION = Number(opt.duration)
 const WARMUP = Number(opt.warmup)
@@ -45,6 +63,8 @@ const PRICE = 3
 const body = (stream: boolean) => JSON.stringify({ model: 'bench-model', stream, messages: [{ role: 'user', content: 'Say hello.' }] })
 
 interface Target {
+  /** The --rows key. */
+  key: string
   name: string
   url: string
   headers: Record<string, string>
@@ -62,12 +82,20 @@ interface Row {
   cpu?: Record<string, number>
 }
 
+/** The metered route's catalog entry (CONTRACT §7), on its own provider id beside the flat one. */
+const METERED = {
+  dialect: 'openai',
+  routes: ['/v1/chat/completions'],
+  min_output: 16,
+  models: { 'bench-model': { input: 150, cached_input: 75, output: 600, max_output: 4096 } },
+}
+
 const children: Child[] = []
-const running: { service: BenchService | null } = { service: null }
+const running: { services: BenchService[] } = { services: [] }
 
 async function main() {
   const loadBefore = loadAverage()
-  const ports = { up: freePort(), pass: freePort(), floor: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort() }
+  const ports = { up: freePort(), pass: freePort(), floor: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort(), base: freePort() }
   const up = `http://127.0.0.1:${ports.up}`
   const child = (name: string, cmd: string[], env: Record<string, string> = {}) => {
     const c = startChild(name, cmd, env, join(OUT, `${name}.log`))
@@ -88,38 +116,54 @@ async function main() {
   for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [floor, ports.floor], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
     await waitHttp(`http://127.0.0.1:${port}/`, c)
 
-  const service = (running.service = await startService({
+  const flat = { base_url: up, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'] } }
+  const service = await startService({
     port: ports.svc,
     upstreamUrl: up,
     outDir: OUT,
     pglite: false,
-    catalog: {
-      providers: { openai: { base_url: up, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'] } } },
-      capabilities: [],
-    },
-  }))
+    catalog: { providers: { openai: flat, llm: { ...flat, proxy: { price: 0, paths: ['/v1/'], metered: METERED } } }, capabilities: [] },
+  })
+  running.services.push(service)
   const acct = await service.signup()
   await service.fund(acct.accountId)
+  // The baseline gets the flat route only: a tree from before metering need not know its catalog form.
+  let base: { service: BenchService; token: string } | null = null
+  if (BASELINE && WANTED.has('baseline')) {
+    console.log(`starting the baseline service (${BASELINE.root}, ${BASELINE.commit})...`)
+    const b = await startService({ port: ports.base, upstreamUrl: up, outDir: join(OUT, 'baseline'), pglite: false, catalog: { providers: { openai: flat }, capabilities: [] }, root: BASELINE.root })
+    running.services.push(b)
+    const a = await b.signup()
+    await b.fund(a.accountId)
+    base = { service: b, token: a.token }
+  }
 
   const portkey = { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${up}/v1`, authorization: 'Bearer bench-house-key' }
   const pidOf = (c: Child) => () => [c.proc.pid]
+  const ours = { authorization: `Bearer ${acct.token}` }
   const targets: Target[] = [
-    { name: 'upstream direct', url: `${up}/v1/chat/completions`, headers: {}, pids: pidOf(upstream) },
-    { name: 'bare Bun passthrough', url: `http://127.0.0.1:${ports.pass}/v1/chat/completions`, headers: {}, pids: pidOf(pass) },
-    { name: 'ledger floor', url: `http://127.0.0.1:${ports.floor}/v1/chat/completions`, headers: {}, pids: pidOf(floor) },
-    { name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${acct.token}` }, pids: pidOf(service.child) },
-    { name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
-    { name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
-  ]
+    { key: 'direct', name: 'upstream direct', url: `${up}/v1/chat/completions`, headers: {}, pids: pidOf(upstream) },
+    { key: 'passthrough', name: 'bare Bun passthrough', url: `http://127.0.0.1:${ports.pass}/v1/chat/completions`, headers: {}, pids: pidOf(pass) },
+    { key: 'floor', name: 'ledger floor', url: `http://127.0.0.1:${ports.floor}/v1/chat/completions`, headers: {}, pids: pidOf(floor) },
+    { key: 'proxy', name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: ours, pids: pidOf(service.child) },
+    ...(base
+      ? [{ key: 'baseline', name: baselineName('our proxy', BASELINE!), url: `${base.service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child) }]
+      : []),
+    { key: 'metered', name: 'our proxy (metered)', url: `${service.url}/proxy/llm/v1/chat/completions`, headers: ours, pids: pidOf(service.child), log: join(OUT, 'service.log') },
+    { key: 'portkey-node', name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
+    { key: 'portkey-bun', name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
+  ].filter((t) => WANTED.has(t.key))
 
   const rows: Row[] = []
+  const unsupported = new Set<string>()
   for (const workload of ['json', 'sse'] as const) {
     for (const t of targets) {
       const headers = { 'content-type': 'application/json', ...t.headers }
-      let failed = await sanity(t, headers, workload)
-      if (failed && t.log) failed += logError(t.log)
+      let failed = unsupported.has(t.name) ? 'see the JSON row' : await sanity(t, headers, workload)
+      if (failed && t.log && !unsupported.has(t.name)) failed += logError(t.log)
       if (failed) {
         console.log(`${workload} ${t.name}: skipped (${failed})`)
+        if (t.key === 'metered') unsupported.add(t.name)
         rows.push({ target: t.name, workload, load: null, failed })
         continue
       }
@@ -127,21 +171,26 @@ async function main() {
       if (WARMUP > 0) await runLoad({ ...o, durationS: WARMUP })
       const m = await measureCpu({ server: t.pids, upstream: pidOf(upstream), redis: () => pidsByComm('redis-server'), postgres: () => pidsByComm('postgres') }, () => runLoad({ ...o, durationS: DURATION }))
       console.log(`${workload} ${t.name}: ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, non2xx ${m.value.non2xx}, errors ${m.value.errors}, machine busy ${m.machineBusyPct}%`)
-      rows.push({ target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: m.groupPct })
+      rows.push({ target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: { ...m.groupPct, irq: m.irqPct } })
     }
   }
 
+  const meteredNotes: string[] = []
+  if (targets.some((t) => t.key === 'metered') && !unsupported.has('our proxy (metered)'))
+    for (const stream of [false, true]) meteredNotes.push(await meteredSettle(`${service.url}/proxy/llm/v1/chat/completions`, service.url, acct.token, stream))
+
   const ttfb: { target: string; p50?: number; p99?: number; failed?: string }[] = []
-  for (const t of targets) {
+  for (const t of targets.filter((x) => !unsupported.has(x.name))) {
     const r = await firstByte(t, { 'content-type': 'application/json', ...t.headers })
     console.log(`ttfb ${t.name}: ${'failed' in r ? r.failed : `p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`}`)
     ttfb.push({ target: t.name, ...r })
   }
 
   const balance = await service.balance(acct.accountId)
-  const section = render({ rows, ttfb, loadBefore, loadAfter: loadAverage() })
+  const section = render({ rows, ttfb, loadBefore, loadAfter: loadAverage(), meteredNotes })
   console.log('\n' + section)
-  if (!opt['no-write']) writeSection(section)
+  const core = ['direct', 'passthrough', 'floor', 'proxy', 'portkey-node', 'portkey-bun']
+  if (!opt['no-write'] && core.every((k) => WANTED.has(k))) writeSection(section)
   return balance
 }
 
@@ -151,6 +200,9 @@ async function sanity(t: Target, headers: Record<string, string>, workload: 'jso
     const r = await fetch(t.url, { method: 'POST', headers, body: body(workload === 'sse') })
     const text = await r.text()
     if (r.status !== 200) return `HTTP ${r.status}: ${text.slice(0, 120).replace(/\s+/g, ' ')}`
+    // A tree without metering takes the catalog entry but charges the flat price: no x-pab-reserved.
+    if (t.key === 'metered' && r.headers.get('x-pab-reserved') === null)
+      return `the service does not meter this route yet (answered x-pab-charged: ${r.headers.get('x-pab-charged')}, no x-pab-reserved)`
     if (workload === 'sse' && (text.match(/^data: /gm)?.length ?? 0) < SSE_CHUNKS) return `incomplete stream: ${text.slice(0, 120)}`
     if (workload === 'json' && !text.includes('chat.completion')) return `unexpected body: ${text.slice(0, 120)}`
   } catch (e) {
@@ -186,7 +238,26 @@ async function firstByte(t: Target, headers: Record<string, string>): Promise<{ 
   return { p50: samples[Math.floor(samples.length * 0.5)]!, p99: samples[Math.floor(samples.length * 0.99)]! }
 }
 
-function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: number; failed?: string }[]; loadBefore: string; loadAfter: string }): string {
+/**
+ * What one metered call settled to (GET /v1/activity/{call_id}): that the usage came from the
+ * provider's answer, not an estimate, so the metered rows measure the path a real provider takes.
+ */
+async function meteredSettle(url: string, svcUrl: string, token: string, stream: boolean): Promise<string> {
+  const label = stream ? 'SSE' : 'JSON'
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: body(stream) })
+  await res.text()
+  const id = res.headers.get('x-pab-call-id')
+  if (!id) return `metered ${label}: no x-pab-call-id on the answer`
+  for (let i = 0; i < 20; i++) {
+    const a = await fetch(`${svcUrl}/v1/activity/${id}`, { headers: { authorization: `Bearer ${token}` } })
+    const act = (await a.json()) as { usage_source?: string | null; tokens?: unknown; reserved?: number; charged?: number; outcome?: string }
+    if (a.status === 200 && act.usage_source) return `metered ${label} call: reserved ${act.reserved}, charged ${act.charged}, tokens ${JSON.stringify(act.tokens)}, usage_source **${act.usage_source}**, outcome ${act.outcome}`
+    await Bun.sleep(100)
+  }
+  return `metered ${label} call ${id}: not settled with a usage_source within 2 s`
+}
+
+function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: number; failed?: string }[]; loadBefore: string; loadAfter: string; meteredNotes: string[] }): string {
   const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
   const rps = (target: string, w: string) => r.rows.find((x) => x.target === target && x.workload === w)?.load?.reqPerSec ?? NaN
   const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : 'n/a')
@@ -194,27 +265,46 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
     BEGIN,
     '## Proxy (issue 5)',
     '',
-    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP} --ttfb ${TTFB_N}\``,
+    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP} --ttfb ${TTFB_N}${opt.baseline ? ` --baseline ${opt.baseline}` : ''}\``,
     '',
     `Run at ${new Date().toISOString()} on ${availableParallelism()} cores **shared with other engineers' work** (load average before: ${r.loadBefore}; after: ${r.loadAfter}).`,
     'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',
     `Workloads: POST /v1/chat/completions with a small JSON answer, and with \`"stream": true\` a ${SSE_CHUNKS}-chunk SSE stream. "our proxy" is the full path: token, the debit script (governance and a ${PRICE}-credit debit), header policy, streamed relay with cap and key masking, refund/activity filing. "ledger floor" is the streaming passthrough plus the two Redis round trips a Redis-ledger proxy cannot do without (a no-op script awaited before the upstream, one after it), with no checks, no writes and no Postgres (bench/passthrough.ts).`,
     '',
+    '"our proxy (metered)" is the same upstream through a metered route (CONTRACT §7: `proxy.metered`, dialect openai, `bench-model` priced per token): a reservation in the debit script, the usage read from the answer (JSON `usage`, or the final usage chunk the route asks for with `stream_options.include_usage` and hides from the client) and an exact settle. "(baseline …)" is the flat route on the service of the `--baseline` checkout, measured in the same loop.',
+    '',
     'CPU columns are % of one core during the measured row (the machine has 2). Redis and Postgres are shared with other work, so theirs include it.',
     '',
-    '| Workload | Target | req/s | p50 ms | p99 ms | non-2xx | errors | machine busy | server | upstream | redis | postgres | server µs CPU / req |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '"whole chain" is every process of the row but the client: server, upstream, Redis, Postgres and kernel irq (loopback networking), per request.',
+    '',
+    '| Workload | Target | req/s | p50 ms | p99 ms | non-2xx | errors | machine busy | server | upstream | redis | postgres | server µs CPU / req | whole chain µs CPU / req |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const x of r.rows) {
-    if (!x.load) lines.push(`| ${x.workload} | ${x.target} | failed: ${x.failed!.replace(/\|/g, '/')} | | | | | | | | | | |`)
+    if (!x.load) lines.push(`| ${x.workload} | ${x.target} | failed: ${x.failed!.replace(/\|/g, '/')} | | | | | | | | | | | |`)
     else {
       const c = x.cpu ?? {}
-      const serverUs = x.target === 'upstream direct' ? '–' : f0(((c.server ?? 0) / 100 / x.load.reqPerSec) * 1e6)
+      const us = (pct: number) => f0((pct / 100 / Math.max(1, x.load!.reqPerSec)) * 1e6)
+      const direct = x.target === 'upstream direct'
+      const chain = (direct ? 0 : (c.server ?? 0)) + (c.upstream ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
       lines.push(
-        `| ${x.workload} | ${x.target} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${x.load.non2xx} | ${x.load.errors} | ${x.machineBusyPct}% | ${c.server ?? ''} | ${c.upstream ?? ''} | ${c.redis ?? ''} | ${c.postgres ?? ''} | ${serverUs} |`,
+        `| ${x.workload} | ${x.target} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${x.load.non2xx} | ${x.load.errors} | ${x.machineBusyPct}% | ${c.server ?? ''} | ${c.upstream ?? ''} | ${c.redis ?? ''} | ${c.postgres ?? ''} | ${direct ? '–' : us(c.server ?? 0)} | ${us(chain)} |`,
       )
     }
   }
+  lines.push('', 'Ratios (the ledger floor is the yardstick: the least any Redis-ledger design costs):', '')
+  const baseName = r.rows.find((x) => x.target.startsWith('our proxy (baseline'))?.target
+  const pairs: RatioPair[] = []
+  for (const [w, label] of [['json', 'JSON'], ['sse', 'SSE']] as const)
+    pairs.push(...overFloor([...new Set(r.rows.map((x) => x.target))].map((name) => ({ name, reqPerSec: rps(name, w) })), 'ledger floor', ` ${label}`))
+  for (const [w, label] of [['json', 'JSON'], ['sse', 'SSE']] as const)
+    pairs.push(
+      { label: `our proxy / Portkey under Bun, ${label}`, num: rps('our proxy', w), den: rps('Portkey (Bun)', w) },
+      { label: `metered / flat proxy, ${label}`, num: rps('our proxy (metered)', w), den: rps('our proxy', w), note: Number.isFinite(rps('our proxy (metered)', w)) ? '' : 'row skipped' },
+      { label: `current / baseline proxy, ${label}`, num: rps('our proxy', w), den: baseName ? rps(baseName, w) : NaN, note: baseName ? baseName.slice('our proxy '.length) : 'no --baseline' },
+    )
+  lines.push(...ratioTable(pairs))
+  if (r.meteredNotes.length) lines.push('', 'One metered call of each workload after the load, as GET /v1/activity/{call_id} files it:', '', ...r.meteredNotes.map((n) => `- ${n}`))
   lines.push('', '| Ratio | JSON | SSE |', '|---|---:|---:|')
   const pk = (w: string) => (Number.isFinite(rps('Portkey (Node)', w)) ? rps('Portkey (Node)', w) : rps('Portkey (Bun)', w))
   lines.push(`| our proxy / bare passthrough (target ≥ 0.90) | ${ratio(rps('our proxy', 'json'), rps('bare Bun passthrough', 'json'))} | ${ratio(rps('our proxy', 'sse'), rps('bare Bun passthrough', 'sse'))} |`)
@@ -265,6 +355,6 @@ function writeSection(section: string): void {
 try {
   await main()
 } finally {
-  await running.service?.stop().catch((e: unknown) => console.error('service stop failed', e))
+  for (const s of running.services) await s.stop().catch((e: unknown) => console.error('service stop failed', e))
   for (const c of children) await c.stop()
 }
