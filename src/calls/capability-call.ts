@@ -14,6 +14,9 @@ import { isRefunded, openPaidCall, outcomeOfAnswer, providerFailure, type CallOu
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
 import type { ProviderKeys } from '../vault/provider-key'
+import { readMeteredRequest, type MeteredRequest } from '../metering/request'
+import { usageOfAnswer, type MeteredUsage } from '../metering/usage'
+import { debitMetering } from '../proxy/metered'
 
 export interface CallInput {
   principal: Principal
@@ -36,6 +39,10 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // Params are the provider's free text: several lines pass, NUL and other controls do not.
   checkText(params, 'all')
   s.catalog.checkParams(cap, params)
+  // A metered capability (CONTRACT §7) is charged by its tokens: the model and ceiling come from its params.
+  const metering = s.catalog.meteredCapability(cap)
+  const metered = metering ? readMeteredRequest(input.rawBody, metering.spec, metering.kind) : null
+  if (metered?.stream) throw new ApiError('BAD_REQUEST', { field: 'stream', expected: 'absent or false (stream through the proxy instead)' })
 
   const { principal } = input
   // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.
@@ -43,8 +50,9 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const opened = await openPaidCall(s, {
     principal,
     target: cap.slug,
-    price: cap.price,
-    unpriced: cap.lane === 'free',
+    price: metered ? 0 : cap.price,
+    unpriced: !metered && cap.lane === 'free',
+    metered: metered ? debitMetering(metered) : undefined,
     idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
     fingerprint: requestFingerprint,
     // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
@@ -55,12 +63,15 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const provider = s.catalog.providers.get(cap.provider)!
   const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'capability', capability: cap, provider }, principal.accountId))
 
-  const up = await callUpstream(provider, cap, params, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
+  const clampTo = metered && call.metered?.clamped ? call.metered.maxOut : null
+  const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
+  const up = await callUpstream(provider, cap, sent, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
   const outcome = outcomeOf(up)
   const httpStatus = 'status' in up ? up.status : null
+  const usage = metered ? usageOf(metered, up) : undefined
   if (up.kind === 'client_closed') {
     // Nobody is left to read an answer; the call is settled all the same (charged, as on the proxy).
-    await call.settle(outcome, { httpStatus })
+    await call.settle(outcome, { httpStatus, usage })
     return { status: 499, body: '' }
   }
   if (isRefunded(outcome) || up.kind !== 'response') {
@@ -68,10 +79,19 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
     throw providerFailure(call, settled, { providerStatus: up.kind === 'response' ? up.status : null, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
   }
   // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
-  const answer = (balance: number) =>
-    JSON.stringify({ call_id: call.callId, slug: cap.slug, charged: cap.price, balance, provider_status: up.status, result: up.body })
-  const settled = await call.settle(outcome, { httpStatus, replay: answer })
-  return { status: 200, body: settled.replay ?? answer(settled.balance) }
+  // A metered call's charge is known only once settled: the settle hands it to the answer.
+  const answer = (balance: number, charged: number) =>
+    JSON.stringify({ call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, result: up.body })
+  const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
+  return { status: 200, body: settled.replay ?? answer(settled.balance, settled.charged) }
+}
+
+/** The provider's usage in its answer; a 4xx without one used nothing; else an estimate (never above the reservation). */
+function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
+  const tokens = up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null
+  if (tokens) return { tokens, source: 'provider' }
+  if (up.kind === 'response' && up.status >= 400) return { tokens: { input: 0, cached: 0, output: 0 }, source: 'provider' }
+  return { tokens: { input: m.inputBound, cached: 0, output: 0 }, source: 'estimated' }
 }
 
 function outcomeOf(up: UpstreamResult): CallOutcome {

@@ -18,6 +18,20 @@ export function meteredCatalog(fakeUrl: string) {
     min_output: 16,
     models: { 'gpt-test': GPT, 'gpt-test-mini': { input: 15, output: 60, max_output: 4096 }, 'embed-test': EMBED, 'gpt-big': BIG, 'gpt-huge': HUGE },
   }
+  c.capabilities = [
+    {
+      slug: 'llm.test.chat',
+      provider: 'openai',
+      lane: 'house',
+      price: 10,
+      metered: true,
+      method: 'POST',
+      path: '/v1/chat/completions',
+      timeout_ms: 5000,
+      description: 'metered chat completion',
+      params: { type: 'object', required: ['model', 'messages'], properties: { model: { type: 'string' }, messages: { type: 'array' } } },
+    },
+  ]
   c.providers.anthropic.proxy.metered = { dialect: 'anthropic', routes: ['/v1/messages'], min_output: 16, models: { 'claude-test': CLAUDE } }
   return c
 }

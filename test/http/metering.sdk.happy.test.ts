@@ -131,3 +131,17 @@ describe('Anthropic SDK, metered', () => {
     expect(await eventually(() => balance(a.token), (b) => b === 500 - 10)).toBe(490)
   })
 })
+
+describe('a metered capability (POST /v1/call/{slug})', () => {
+  test('charged the exact usage, not its flat price; the answer and the activity say so', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    const r = await t.req('POST', '/v1/call/llm.test.chat', { token: a.token, body: { model: 'gpt-test', max_tokens: 100, messages: msgs } })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ slug: 'llm.test.chat', charged: 3, balance: 497, provider_status: 200 })
+    const d = await detail(a.token, r.body.call_id)
+    expect(d.body).toMatchObject({ slug: 'llm.test.chat', model: 'gpt-test', tokens: { input: 12000, cached: 3000, output: 2500 }, charged: 3, usage_source: 'provider' })
+    const bad = await t.req('POST', '/v1/call/llm.test.chat', { token: a.token, body: { model: 'nope', messages: msgs } })
+    expect(bad.body).toMatchObject({ error: 'BAD_REQUEST', field: 'model' })
+  })
+})

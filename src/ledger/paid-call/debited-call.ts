@@ -30,7 +30,7 @@ export interface SettleFacts {
    * The answer an Idempotency-Key replay gets, built from the balance after the settlement (a
    * charged call that carries a key). Stored before settle resolves, so a replay can never miss it.
    */
-  replay?: (balance: number) => string
+  replay?: (balance: number, charged: number) => string
 }
 
 export interface Settlement {
@@ -154,7 +154,7 @@ export class DebitedCall {
       })
       balance = after ?? balance
     }
-    const replay = !refunded && facts.replay ? facts.replay(balance) : undefined
+    const replay = !refunded && facts.replay ? facts.replay(balance, charged) : undefined
     const rec: CallRecord = {
       call_id: d.callId,
       // A metered request is debited as proxy:<provider>/<model> (for the allowlists); its route is the part before the model.
