@@ -187,14 +187,14 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
     `Run at ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} on ${availableParallelism()} cores shared with other engineers' work (load average before: ${loadBefore}; after: ${loadAverage()}).`,
     `Each row: autocannon (on Node, its own process) at a fixed **${RATE.toLocaleString('en-US')} req/s** (\`overallRate\`, open loop: the pace does not wait for answers) over ${CONNECTIONS} connections, ${WARMUP} s warm-up (discarded) then ${DURATION} s measured. Latency of every 2xx from autocannon's per-response timings (µs resolution; its own histogram keeps whole ms). "added" = the row − the upstream called directly in the same round, at the same percentile. A row that kept under ${KEPT * 100}% of the rate says so: it measured a saturated server, not the rate. Each connection still waits for its answer before its next request (no pipelining), so the connections must outnumber rate × latency; a negative "added" is noise between rows measured seconds apart.`,
     '',
-    '| Round | Row | kept req/s | p50 ms | p99 ms | p99.9 ms | max ms | added p50 ms | added p99 ms | non-2xx | errors | machine busy | µs CPU / req (hop) | µs CPU / req (whole chain) |',
+    '| Round | Row | kept req/s | p50 ms | p99 ms | p99.9 ms | max ms | added p50 ms | added p99 ms | non-2xx | errors | machine busy | µs CPU / req (hop) | µs CPU / req (whole chain, client excluded) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const x of rows) {
     const direct = rows.find((d) => d.round === x.round && d.name === 'upstream direct')?.r
     const kept = x.r.reqPerSec >= KEPT * RATE ? '' : ' (**rate not kept**)'
     const c = x.cpu
-    const chain = (c.client ?? 0) + (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
+    const chain = (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
     L.push(
       `| ${x.round} | ${x.name} | ${Math.round(x.r.reqPerSec).toLocaleString('en-US')}${kept} | ${ms(x.r.p50)} | ${ms(x.r.p99)} | ${ms(x.r.p999)} | ${ms(x.r.max)} | ` +
         `${x.name === 'upstream direct' ? '–' : add(x.r.p50, direct?.p50)} | ${x.name === 'upstream direct' ? '–' : add(x.r.p99, direct?.p99)} | ${x.r.non2xx} | ${x.r.errors + x.r.timeouts} | ${x.machineBusyPct}% | ` +
@@ -212,7 +212,7 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
   }
   L.push(
     '',
-    'Rows: **upstream direct** = bench/fake-upstream.ts alone; **ledger floor** = a bare Bun passthrough plus two no-op EVALSHA round trips (bench/passthrough.ts); **paid call** = `POST /v1/call/bench.search`; **proxy (JSON)** = `POST /proxy/benchsearch/search`, the same upstream through the native proxy at the same price; "(baseline …)" rows = the service of the `--baseline` checkout, same rounds. "µs CPU / req (whole chain)" adds client, upstream, hop, Redis, Postgres and kernel irq time.',
+    'Rows: **upstream direct** = bench/fake-upstream.ts alone; **ledger floor** = a bare Bun passthrough plus two no-op EVALSHA round trips (bench/passthrough.ts); **paid call** = `POST /v1/call/bench.search`; **proxy (JSON)** = `POST /proxy/benchsearch/search`, the same upstream through the native proxy at the same price; "(baseline …)" rows = the service of the `--baseline` checkout, same rounds. "whole chain" adds upstream, hop, Redis, Postgres and kernel irq time (the client, the load generator, is left out).',
     '',
   )
   for (const { label, check: g } of ledgers)

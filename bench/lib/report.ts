@@ -126,12 +126,13 @@ export function render(r: Report): string {
   for (const x of r.skipped ?? []) L.push(`- **${x.row}**: skipped — ${x.reason.replace(/\|/g, '/')}`)
   if (r.skipped?.length) L.push('')
   L.push('Where the CPU went during each measured row (% of one core; the machine has ' + r.nproc + ' cores), and what one request cost:', '')
-  L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain) | load avg after |')
+  L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain, client excluded) | load avg after |')
   L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const x of r.rows) {
     const c = x.cpu
     const us = (pct: number) => Math.round((pct / 100 / Math.max(1, x.load.reqPerSec)) * 1e6)
-    const chain = x.load.clientCpuPct + (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
+    // The client is the load generator, not part of what a deployment runs: its own column only.
+    const chain = (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
     L.push(
       `| ${x.round} | ${x.name} | ${x.machineBusyPct}% | ${x.load.clientCpuPct} | ${c.upstream ?? '–'} | ${c.hop ?? '–'} | ${c.redis ?? '–'} | ${c.postgres ?? '–'} | ${c.irq ?? '–'} | ${c.steal ?? '–'} | ${c.others ?? '–'} | ` +
         `${c.hop === undefined ? '–' : us(c.hop)} | ${us(chain)} | ${x.loadAfter} |`,
