@@ -20,6 +20,27 @@ function cost(p: Provider, cfg: Config): string {
   return `${price} credits per request ($${(price / cfg.CREDITS_PER_USD).toFixed(3)}), flat, debited before forwarding`
 }
 
+/** A metered route's models and prices (CONTRACT §7): what a request reserves and is charged. */
+function meteredLines(p: Provider, cfg: Config): string[] {
+  const m = p.proxy!.metered
+  if (!m) return []
+  const usd = (credits: number) => `$${(credits / cfg.CREDITS_PER_USD).toFixed(3)}`
+  return [
+    `Metered paths (charged by the tokens used, not the flat cost above): ${(m.routes ?? []).map((r) => `\`${r}\``).join(', ')}.`,
+    'Prices in credits per 1,000,000 tokens. Before forwarding, the request reserves ceil((request body bytes × input + output ceiling × output) / 1e6) + 1 credits',
+    `(the ceiling: your max_tokens / max_completion_tokens / max_output_tokens, else the model's max output — lowered to what you can afford, at least ${m.min_output}, and reported in x-pab-max-tokens-clamped).`,
+    'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
+    `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
+    '',
+    '| model | input | cached input | output | max output |',
+    '|---|---|---|---|---|',
+    ...Object.entries(m.models).map(
+      ([id, x]) => `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${x.output} (${usd(x.output)}) | ${x.max_output} |`,
+    ),
+    '',
+  ]
+}
+
 export function llmsFullText(catalog: Catalog, cfg: Config): string {
   const base = cfg.BASE_URL
   const routes = [...catalog.providers.values()].filter((p) => p.proxy)
@@ -56,6 +77,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
       `- Allowlist pattern: \`proxy:${p.id}\``,
       `- Example: curl ${base}/proxy/${p.id}${p.proxy!.paths[0]}… -H "Authorization: Bearer $TOKEN"`,
       '',
+      ...meteredLines(p, cfg),
     )
   }
   lines.push('## SDK settings (copy-paste)', '')
@@ -105,7 +127,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
     `- Responses over ${cfg.PROXY_MAX_RESPONSE_BYTES} bytes: RESPONSE_TOO_LARGE (502) if announced by Content-Length; a streamed body that crosses it is cut off. Either way the debit is refunded.`,
     '- Provider 5xx or unreachable provider: PROVIDER_ERROR (502), debit refunded. Provider 4xx: passed through as sent, charged.',
     '- A client that disconnects mid-request aborts the upstream request; the debit stands.',
-    '- Each response carries `x-pab-call-id`, `x-pab-charged` and `x-pab-balance`; every request appears in GET /v1/activity as `proxy:{provider}`.',
+    '- Each response carries `x-pab-call-id`, `x-pab-charged` (a metered path: `x-pab-reserved`) and `x-pab-balance`; every request appears in GET /v1/activity as `proxy:{provider}`.',
     `- Rate limit: ${cfg.RATE_LIMIT_PER_TOKEN} requests per minute per token (RATE_LIMITED, 429, with Retry-After).`,
     '- Low balance: PAYMENT_REQUIRED (402) with `human_readable` — relay it to your user verbatim.',
     '- Every error is JSON `{"error": CODE, "message": …}`; the full list with remedies is at /errors.md.',

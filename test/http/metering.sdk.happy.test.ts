@@ -145,3 +145,11 @@ describe('a metered capability (POST /v1/call/{slug})', () => {
     expect(bad.body).toMatchObject({ error: 'BAD_REQUEST', field: 'model' })
   })
 })
+
+test('/llms-full.txt lists each metered route with its models and prices', async () => {
+  const r = await t.req('GET', '/llms-full.txt')
+  expect(r.status).toBe(200)
+  expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | 600 ($0.600) | 16384 |')
+  expect(r.text).toContain('| claude-test | 3000')
+  expect(r.text).toContain('proxy:openai/<model-glob>')
+})
