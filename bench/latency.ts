@@ -202,7 +202,11 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
     )
   }
   if (ROUNDS > 1) {
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+    const med = (xs: number[]) => {
+      const v = [...xs].sort((a, b) => a - b)
+      const mid = Math.floor(v.length / 2)
+      return v.length % 2 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
+    }
     L.push('', 'Medians over the rounds of the added latency (row − direct, per round):', '', '| Row | added p50 ms | added p99 ms | p99.9 ms |', '|---|---:|---:|---:|')
     for (const name of [...new Set(rows.map((x) => x.name))].filter((n) => n !== 'upstream direct')) {
       const mine = rows.filter((x) => x.name === name)

@@ -131,7 +131,7 @@ try {
   const wanted = new Set(opt.rows!.split(','))
   if (baseline && wanted.has('baseline')) {
     console.error(`starting the baseline service (${baseline.root}, ${baseline.commit})...`)
-    baseSvc = await startService({ port: freePort(), upstreamUrl, outDir: join(OUT, 'baseline'), pglite: opt.pglite!, flusher: !opt['no-flusher'], root: baseline.root })
+    baseSvc = await startService({ port: freePort(), upstreamUrl, outDir: join(OUT, 'baseline'), pglite: opt.pglite!, flusher: !opt['no-flusher'], flusherProcess: opt['flusher-process'], root: baseline.root })
     machine.push(`Baseline: the service of ${baseline.root} at commit ${baseline.commit}, started the same way beside ours (its own database and Redis prefix) and measured in the same rounds, interleaved`)
   }
 
