@@ -35,9 +35,9 @@ export interface StatementEntry {
   call_id: string | null
   agent_id: string | null
   route_or_slug: string | null
-  /** Per-token pricing (CONTRACT §7) is not on the durable ledger entry yet: null. */
+  /** A metered call's model (its debit and its settle) and tokens (its settle, CONTRACT §7); else null. */
   model: string | null
-  tokens: null
+  tokens: { input: number; cached: number; output: number } | null
 }
 
 /** Rows per keyset page: bounded memory whatever the range. */
@@ -78,6 +78,10 @@ interface Row extends Record<string, unknown> {
   call_id: string | null
   agent_id: string | null
   target: string | null
+  model: string | null
+  tokens_in: number | null
+  tokens_cached: number | null
+  tokens_out: number | null
   sm: string | number
   sq: string | number
 }
@@ -103,6 +107,7 @@ export async function* statementEntries(db: Database, accountId: string, range: 
     const rows: Row[] = rowsOf<Row>(
       await db.execute(sql`
         select id, (extract(epoch from at) * 1000)::bigint as at_ms, kind, amount, balance_after, call_id, agent_id, target,
+               model, tokens_in, tokens_cached, tokens_out,
                split_part(stream_id, '-', 1)::bigint as sm, split_part(stream_id, '-', 2)::bigint as sq
         from ledger_entries
         where account_id = ${accountId} and at >= ${range.from.toISOString()}::timestamptz and at < ${range.to.toISOString()}::timestamptz ${keyset}
@@ -126,8 +131,8 @@ function entryOf(r: Row): StatementEntry {
     call_id: r.call_id,
     agent_id: r.agent_id,
     route_or_slug: r.target,
-    model: null,
-    tokens: null,
+    model: r.model ?? null,
+    tokens: r.tokens_in === null || r.tokens_in === undefined ? null : { input: Number(r.tokens_in), cached: Number(r.tokens_cached ?? 0), output: Number(r.tokens_out ?? 0) },
   }
 }
 

@@ -12,6 +12,7 @@ import { startTestApp, type TestApp } from '../helpers/harness'
 import { chargesOf, CLAUDE, costMicro, EMBED, GPT, meteredCatalog } from '../helpers/metering'
 import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
 import { vaultEnv, vaultKey } from '../helpers/vault'
+import { flushAll } from '../helpers/ledger'
 
 let t: TestApp
 let base: string
@@ -152,4 +153,21 @@ test('/llms-full.txt lists each metered route with its models and prices', async
   expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | 600 ($0.600) | 16384 |')
   expect(r.text).toContain('| claude-test | 3000')
   expect(r.text).toContain('proxy:openai/<model-glob>')
+})
+
+test('after the flush, GET /v1/ledger shows the model on the debit and the tokens on the settle', async () => {
+  const a = await t.signup()
+  llm.usage = usage
+  const { response } = await openai(a.token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs }).withResponse()
+  const id = response.headers.get('x-pab-call-id')!
+  await detail(a.token, id)
+  await flushAll(t)
+  const r = await t.req('GET', '/v1/ledger', { token: a.token })
+  expect(r.status).toBe(200)
+  const entries = r.text.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.call_id === id)
+  expect(entries.map((e) => [e.kind, e.model, e.tokens])).toEqual([
+    ['debit', 'gpt-test', null],
+    ['refund', 'gpt-test', { input: 12000, cached: 3000, output: 2500 }],
+  ])
+  expect(-entries[0].amount - entries[1].amount).toBe(3)
 })
