@@ -131,12 +131,23 @@ async function findAgent(ctx: RedisContext, acct: string, ref: string): Promise<
   return `No agent "${ref}" on this account (see /agents).`
 }
 
+/** The live agents as a tree (CONTRACT §8): each sub-agent indented under its parent, oldest first. */
 function listAgents(agents: AgentView[]): string {
   const live = agents.filter((a) => a.state !== 'revoked')
   if (live.length === 0) return 'No agents yet (POST /v1/agents creates one).'
-  return live
-    .map((a) => `${a.state === 'killed' ? '⛔' : '✅'} ${a.name} — ${a.id} — ${a.state}${a.kill_reason ? ` (${a.kill_reason})` : ''}, spent today ${a.spent_today}${a.daily_cap !== null ? `/${a.daily_cap}` : ''}`)
-    .join('\n')
+  const ids = new Set(live.map((a) => a.id))
+  const line = (a: AgentView, depth: number) =>
+    `${'    '.repeat(depth)}${a.state === 'killed' ? '⛔' : '✅'} ${a.name} — ${a.id} — ${a.state}${a.kill_reason ? ` (${a.kill_reason})` : ''}, spent today ${a.spent_today}${a.daily_cap !== null ? `/${a.daily_cap}` : ''}${a.budget !== null ? `, lifetime ${a.spent_total}/${a.budget}` : ''}`
+  const out: string[] = []
+  const walk = (parent: string | null, depth: number) => {
+    // A child of a revoked (hidden) agent is shown at the top rather than lost.
+    for (const a of live.filter((x) => (parent === null ? x.parent_id === null || !ids.has(x.parent_id) : x.parent_id === parent))) {
+      out.push(line(a, depth))
+      walk(a.id, depth + 1)
+    }
+  }
+  walk(null, 0)
+  return out.join('\n')
 }
 
 async function status(ctx: RedisContext, acct: string): Promise<string> {

@@ -63,6 +63,11 @@ describe('the Telegram operator channel', () => {
     expect(agents).toContain(`scraper — ${scraper.id} — active`)
     expect(agents).toContain(`writer — ${writer.id} — active`)
     expect(agents).not.toContain(theirs.id)
+    // Sub-agents (CONTRACT §8) show as a tree, indented under their parent.
+    const helper = (await t.req('POST', '/v1/agents', { token: writer.token, body: { name: 'helper', budget: 10 } })).body as { id: string }
+    expect(await say('/agents')).toContain(`${writer.id} — active, spent today 0\n    ✅ helper — ${helper.id} — active, spent today 0, lifetime 0/10`)
+    await deliverAll(t)
+    expect(tg.to(CHAT)).toContain(`Agent "helper" (${helper.id}) was created by agent ${writer.id} (depth 2, budget 10).`)
 
     // /kill by name: the agent answers AGENT_KILLED at once, and the owner's event comes to the chat.
     expect(await say('/kill scraper')).toBe(`Agent "scraper" (${scraper.id}) is killed.`)
