@@ -17,7 +17,8 @@ afterAll(async () => {
 
 const create = (token: string, body: Record<string, unknown>) => t.req('POST', '/v1/agents', { token, body })
 const call = (token: string, slug = 'test.echo') => t.req('POST', `/v1/call/${slug}`, { token, body: { q: 'x' } })
-const listed = async (owner: string) =>
+// The operator's listing by id (typed loosely: the tests read the fields they check).
+const listed = async (owner: string): Promise<Record<string, any>> =>
   Object.fromEntries(((await t.req('GET', '/v1/agents', { token: owner })).body.agents as { id: string }[]).map((a) => [a.id, a]))
 
 describe('sub-agents', () => {
