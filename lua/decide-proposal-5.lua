@@ -79,7 +79,7 @@ if action == 'decline' then
 end
 
 if action == 'claim' then
-  if rec.kind ~= 'topup' then return redis.error_reply('decide-proposal: only a topup is claimed') end
+  if rec.kind ~= 'topup' and rec.kind ~= 'raise_budget' then return redis.error_reply('decide-proposal: only a topup or a budget is claimed') end
   rec.claim = token
   rec.claim_until = tonumber(now) + lease
   redis.call('HSET', KEYS[1], id, cjson.encode(rec))

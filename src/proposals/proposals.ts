@@ -5,16 +5,17 @@
  * these functions; every state change is one script (propose-3, decide-proposal-5), so two
  * operators racing on one proposal cannot both win, and an approval applies its policy change in
  * the script that moves the proposal. A top-up goes through POST /v1/topup's own service (the
- * mandate, every rule of the direct endpoint) under a claim on the proposal.
+ * mandate, every rule of the direct endpoint) under a claim on the proposal, and so does a budget
+ * (PUT /v1/policies' path, which moves the parent's carve for a sub-agent).
  * errors: BAD_REQUEST (kind, value, agent_id), NOT_FOUND (proposal, agent outside the caller's
  *         subtree), RATE_LIMITED (10 pending per agent), CONFLICT (not pending → `status`; being
- *         applied; revoked agent; raise_budget not available yet), POLICY_DENIED (a pattern the
- *         account allowlist refuses), and whatever POST /v1/topup answers for a topup.
+ *         applied; revoked agent), POLICY_DENIED (a pattern the account allowlist refuses), and
+ *         whatever POST /v1/topup or PUT /v1/policies answers for a topup or a budget.
  */
 import { randomId } from '../auth/tokens'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
-import { readAgent } from '../governance/agents'
+import { readAgent, readAgentRows } from '../governance/agents'
 import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
 import { chargeableProblem } from '../payments/amounts'
 import { runDecideProposal, runPropose, type DecideAction, type DecideReply } from '../lua/proposals'
@@ -36,6 +37,8 @@ export interface ProposalDeps {
   ctx: RedisContext
   /** POST /v1/topup's service for the account: through the mandate, with every rule it has. */
   topup(accountId: string, credits: number): Promise<unknown>
+  /** PUT /v1/policies' service, for one agent's lifetime budget (CONTRACT §8 checks included). */
+  setBudget(accountId: string, agentId: string, budget: number): Promise<unknown>
 }
 
 export interface NewProposal {
@@ -99,8 +102,9 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
     await Promise.all(due.map((r) => decide(ctx, who.accountId, r, 'expire', 'api', '')))
     records = await readRecords(ctx, who.accountId)
   }
+  const reach = who.agentId === null ? null : await subtreeOf(ctx, who.accountId, who.agentId)
   return records
-    .filter((r) => who.agentId === null || inSubtree(who.agentId, r.agent_id))
+    .filter((r) => reach === null || (r.agent_id !== undefined && r.agent_id !== null && reach.has(r.agent_id)))
     .filter((r) => status === undefined || r.status === status)
     .sort((a, b) => b.created - a.created || b.id.localeCompare(a.id))
     .map((r) => viewOf(r, ctx.cfg.BASE_URL))
@@ -114,19 +118,18 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
 export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
   const { ctx } = d
   const rec = await readRecord(ctx, accountId, id)
-  if (rec.kind === 'raise_budget' && rec.status === 'pending')
-    throw new ApiError('CONFLICT', {
-      reason: 'raise_budget cannot be approved yet: agent budgets (CONTRACT §8) are not available on this deployment; the proposal stays pending',
-      status: 'pending',
-    })
-  if (rec.kind !== 'topup') {
+  // A budget moves a parent's carve (CONTRACT §8), so it goes through PUT /v1/policies' own path,
+  // held like a top-up: claimed, applied by that service, then approved or released.
+  const apply =
+    rec.kind === 'topup' ? () => d.topup(accountId, Number(rec.value)) : rec.kind === 'raise_budget' ? () => d.setBudget(accountId, rec.agent_id!, Number(rec.value)) : null
+  if (!apply) {
     decided(await decide(ctx, accountId, rec, 'approve', via, note))
     return (await readView(d, accountId, id))!
   }
   const token = randomId()
   decided(await decide(ctx, accountId, rec, 'claim', via, note, token))
   try {
-    await d.topup(accountId, Number(rec.value))
+    await apply()
   } catch (e) {
     await decide(ctx, accountId, rec, 'release', via, note, token)
     throw e
@@ -167,7 +170,7 @@ function checkValue(d: ProposalDeps, kind: ProposalKind, value: number | string)
 async function targetAgent(ctx: RedisContext, who: Caller, body: NewProposal): Promise<string | null> {
   if (who.agentId !== null) {
     const id = body.agent_id ?? who.agentId
-    if (!inSubtree(who.agentId, id)) throw new ApiError('NOT_FOUND', { resource: 'agent' })
+    if (!(await subtreeOf(ctx, who.accountId, who.agentId)).has(id)) throw new ApiError('NOT_FOUND', { resource: 'agent' })
     return id
   }
   if (body.agent_id === undefined) {
@@ -179,12 +182,10 @@ async function targetAgent(ctx: RedisContext, who: Caller, body: NewProposal): P
   return agent.id
 }
 
-/**
- * The caller's own subtree. Until sub-agents exist (CONTRACT §8, issue 15) an agent's subtree is
- * the agent itself; this is the one place to widen it.
- */
-function inSubtree(agentId: string, target: string | undefined): boolean {
-  return target === agentId
+/** The agents an agent reaches (CONTRACT §8): itself and its descendants, by their chains. */
+async function subtreeOf(ctx: RedisContext, acct: string, agentId: string): Promise<Set<string>> {
+  const rows = await readAgentRows(ctx, acct)
+  return new Set([agentId, ...rows.filter((a) => a.chain.includes(agentId)).map((a) => a.id)])
 }
 
 // ---- Redis ----

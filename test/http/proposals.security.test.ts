@@ -170,14 +170,36 @@ describe('an approval does only what the operator could do directly', () => {
     expect((await t.req('POST', `/v1/proposals/${p.id}/decline`, { token: o.token })).body.status).toBe('declined')
   })
 
-  test('raise_budget is filed, but approving it answers CONFLICT until agent budgets exist', async () => {
+  test('raise_budget: approved through the policy path, the next call passes the raised budget', async () => {
     const o = await owner()
-    const a = await o.mk('budgeted')
-    const p = await propose(a.token, { kind: 'raise_budget', value: 5000, reason: 'bigger job' })
+    const a = await o.mk('budgeted', { budget: 5 })
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'one' } })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'two' } })).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_budget', propose_via: 'POST /v1/proposals', kind: 'raise_budget' })
+    const p = await propose(a.token, { kind: 'raise_budget', value: 50, reason: 'bigger job' })
     expect(p.status).toBe(201)
-    const r = await t.req('POST', `/v1/proposals/${p.body.id}/approve`, { token: o.token })
-    expect(r.body).toMatchObject({ error: 'CONFLICT', status: 'pending' })
-    expect(r.body.reason).toContain('not available')
+    expect((await t.req('POST', `/v1/proposals/${p.body.id}/approve`, { token: o.token })).body.status).toBe('approved')
+    expect((await policies(o.token)).agents[a.id].budget).toBe(50)
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 'three' } })).status).toBe(200)
+  })
+
+  test('raise_budget for a sub-agent: an agent proposes for its child; approved through the policy path, which moves the parent carve', async () => {
+    const o = await owner()
+    const parent = await o.mk('orchestrator', { budget: 100 })
+    const child = (await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'worker', budget: 40 } })).body as { id: string; token: string }
+    const sibling = (await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'other', budget: 10 } })).body as { id: string; token: string }
+    // The parent reaches its child; the child does not reach its sibling.
+    const ok = await propose(parent.token, { kind: 'raise_budget', value: 60, agent_id: child.id, reason: 'the worker needs more' })
+    expect(ok.status).toBe(201)
+    expect((await propose(child.token, { kind: 'raise_budget', value: 60, agent_id: sibling.id, reason: 'x' })).body.error).toBe('NOT_FOUND')
+    expect((await t.req('GET', '/v1/proposals', { token: parent.token })).body.proposals.map((x: { id: string }) => x.id)).toContain(ok.body.id)
+    expect((await t.req('GET', '/v1/proposals', { token: sibling.token })).body.proposals).toEqual([])
+    // 60 fits in what the parent has left (100 − 10 carved to the sibling).
+    expect((await t.req('POST', `/v1/proposals/${ok.body.id}/approve`, { token: o.token })).body.status).toBe('approved')
+    expect((await policies(o.token)).agents[child.id].budget).toBe(60)
+    // The approval went through PUT /v1/policies' path, which moves the parent's carve: the parent
+    // has 100 − 10 − 60 = 30 left to hand out, not the 50 it had before.
+    expect((await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'late', budget: 31 } })).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'exceeds_parent' })
+    expect((await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'late', budget: 30 } })).status).toBe(201)
   })
 })
 
