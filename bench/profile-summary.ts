@@ -19,7 +19,7 @@ const PARTS: [string, RegExp][] = [
   ['flusher: own code', /ledger\/flusher\.ts/],
   ['flusher: postgres driver', /node_modules\/postgres\//],
   ['call: record-call-6', /ledger\/calls\.ts/],
-  ['call: debit-13', /ledger\/debit\.ts/],
+  ['call: debit-19', /ledger\/debit\.ts/],
   ['call: upstream fetch', /modules\/call\/upstream\.ts/],
   ['call: handler, params, response', /modules\/call\//],
   ['ioredis (auto-pipeline writes, replies)', /ioredis|redis-parser/],

@@ -4,7 +4,7 @@
   instance), the token's sliding-window rate limit must allow it, and the agent must be active.
   The rate limit counts before the state is answered (CONTRACT §6: every request counts), so a
   killed or revoked token past its limit is RATE_LIMITED instead of hammering forever.
-  Paid requests never come here: debit-13 makes the same checks in its own single round trip.
+  Paid requests never come here: debit-19 makes the same checks in its own single round trip.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] agent hash                  {s}:agent:<acct>:<agent|_owner>

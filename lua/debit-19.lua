@@ -334,7 +334,7 @@ if agent then
     if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
   end
   if rule then
-    -- The trip, instead of the debit: the agent is killed exactly as agent-state-2 kills it.
+    -- The trip, instead of the debit: the agent is killed exactly as agent-state-3 kills it.
     redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
     local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
     -- A revived agent starts from an empty window, not from the burst that tripped it.

@@ -50,7 +50,7 @@ export interface MoneyFields {
   uncredited: number | null
   reason: string | null
   at: number
-  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-6). */
+  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-13). */
   model: string | null
   tokens: { input: number; cached: number; output: number } | null
 }
@@ -98,7 +98,7 @@ export function ownerFields({ fields: f }: OutboxEntry): { account: string; owne
 const present = (v: string | undefined) => (v === undefined ? null : v)
 const presentNum = (v: string | undefined) => (v === undefined ? null : Number(v))
 
-/** `account_policy`: the account's whole policy at version v (set-policy-2). */
+/** `account_policy`: the account's whole policy at version v (set-policy-3). */
 export interface AccountPolicyFields {
   account: string
   version: number

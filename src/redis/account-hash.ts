@@ -1,6 +1,6 @@
 /**
  * The one reader of an account hash ({s}:acct:<acct>) in TypeScript: its field names, and how each
- * decodes. The scripts write it (create-account-3, set-policy-2, set-mandate-3, debit-13, …);
+ * decodes. The scripts write it (create-account-3, set-policy-3, set-mandate-3, debit-19, …);
  * everything else reads it through readAccount, so a renamed or re-typed field changes one table.
  * A field the hash does not hold reads null (no account, or no such setting): callers pick the
  * default, since the default is theirs to know (config, '' for a link).
@@ -29,7 +29,7 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
-  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-6, CONTRACT §7). */
+  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-13, CONTRACT §7). */
   mc_rem: num,
   created: num,
 } as const

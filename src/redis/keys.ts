@@ -90,7 +90,7 @@ export class Keys {
   }
   /**
    * The runaway-agent breaker's window of one agent for one minute: a hash of `credits` spent and
-   * `f:<fingerprint>` counts of identical requests (debit-13 reads this minute's and the previous).
+   * `f:<fingerprint>` counts of identical requests (debit-19 reads this minute's and the previous).
    */
   breakerWindow(acct: string, agentId: string | null, window: number): string {
     return `${this.acctTag(acct)}:brk:${acct}:${agentId ?? OWNER}:${window}`

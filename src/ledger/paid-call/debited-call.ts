@@ -1,6 +1,6 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
- * the debit (debit-13) and ends in exactly one way, `settle(outcome)`: refunded (refund-7) or kept,
+ * the debit (debit-19) and ends in exactly one way, `settle(outcome)`: refunded (refund-14) or kept,
  * filed for activity (record-call-6), the referral bonus on the first `ok`, the in-flight lease
  * released. A second settle changes nothing and answers what the first did. A request that dies
  * without settling is refunded by the sweeper at its deadline (sweeper.ts).
@@ -20,7 +20,7 @@ import { isRefunded, type CallOutcome } from './outcome'
 /** What the request knows when it ends. */
 export interface SettleFacts {
   /**
-   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-6). Without
+   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-13). Without
    * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
    */
   usage?: MeteredUsage
@@ -61,7 +61,7 @@ export interface DebitedCallInit {
   callId: string
   /** Right after the debit. */
   balance: number
-  /** The referrer while the referral bonus is still owed (debit-13 reads it with the debit). */
+  /** The referrer while the referral bonus is still owed (debit-19 reads it with the debit). */
   referrerId: string | null
   /** HKT day and instant of the debit: a refund lowers that day's spend. */
   day: number
