@@ -8,19 +8,10 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { RedisContext } from '../redis/context'
-import { isMoneyKind, moneyFields, scanOutbox } from './outbox'
+import { isMoneyKind, moneyFields, scanOutbox, type MoneyFields } from './outbox'
 
-export interface LedgerLine {
-  id: string
-  kind: string
-  account: string
-  agent: string | null
-  amount: number
-  /** The balance right after this entry, as the script that wrote it saw it. */
-  balanceAfter: number
-  callId: string | null
-  at: number
-  /** Where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
+/** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
+export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'at'> & {
   in: 'outbox' | 'postgres' | 'both'
 }
 

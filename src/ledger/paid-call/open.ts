@@ -3,13 +3,11 @@
  * allowlists, caps, balance, breaker) and, for a request of unknown length, its in-flight lease.
  * errors: every denial of debit-19 (thrown), PAYMENT_REQUIRED (built with the account's links).
  */
-import type { Principal } from '../../auth/principal'
 import type { Config } from '../../config'
 import type { Log } from '../../log'
 import { paymentRequired } from '../../payments/payment-required'
 import type { RedisContext } from '../../redis/context'
-import { debit } from '../debit'
-import type { DebitMetering } from '../../lua/debit'
+import { debit, type DebitRequest } from '../debit'
 import type { InFlightLeases } from '../leases'
 import { DebitedCall } from './debited-call'
 
@@ -20,23 +18,10 @@ export interface PaidCallDeps {
   leases: InFlightLeases
 }
 
-export interface PaidCallRequest {
-  principal: Principal
-  /** Capability slug or `proxy:<provider>`. */
-  target: string
-  price: number
-  /** Counted against the unpriced request cap instead of the balance (price 0). */
-  unpriced: boolean
-  /** Idempotency-Key header and the request's fingerprint, when the client sent a key. */
-  idempotency?: { key: string; fingerprint: string }
-  /** Hash of (target, body) for the breaker's identical-requests rule, when the body is at hand. */
-  fingerprint?: string
-  /** How long before an unsettled call counts as cut off (ignored with `lease`: the lease is). */
-  abandonAfterMs?: number
-  /** A request with no natural end (a stream): renew its deadline while it runs (leases.ts). */
+/** What a debit takes (debit.ts), plus how an open-ended request keeps its deadline. */
+export interface PaidCallRequest extends DebitRequest {
+  /** A request with no natural end (a stream): renew its deadline while it runs (leases.ts); then the lease, not `abandonAfterMs`, is its deadline. */
   lease?: boolean
-  /** Charged by the tokens used (CONTRACT §7): the debit reserves, the settle charges the usage. */
-  metered?: DebitMetering
 }
 
 export type OpenedCall = { kind: 'replay'; response: string } | { kind: 'debited'; call: DebitedCall }
