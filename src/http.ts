@@ -21,7 +21,7 @@ export const bearerAuth = new Elysia({ name: 'bearer-auth' }).derive({ as: 'glob
   bearer: bearerOf(request.headers.get('authorization')),
 }))
 
-type MaybeServer = Server<unknown> | null | undefined
+export type MaybeServer = Server<unknown> | null | undefined
 
 /** The part of an Elysia route context that admission reads (and whose headers it sets). */
 export interface RouteContext {

@@ -7,7 +7,7 @@
  * errors (as pages, or JSON for Accept: application/json): NOT_FOUND (unknown ref), RATE_LIMITED.
  */
 import { Elysia, t } from 'elysia'
-import { http, type Http } from '../../http'
+import { http, type Http, type MaybeServer } from '../../http'
 import { pageAnswer, readForm, redirect, withHeaders } from '../../pages/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
@@ -29,16 +29,20 @@ function limitsDiffer(form: Record<string, string>, current: Limits): boolean {
 const LIMITS_CHANGED =
   'These are not the auto-refill limits shown on this page (they may have just changed). Check the limits below and save again; only the account owner changes them, with PUT /v1/mandate.'
 
-export const consentRoutes = (s: Services, h: Http = http(s)) =>
-  new Elysia()
+export const consentRoutes = (s: Services, h: Http = http(s)) => {
+  /** What both the consent page and its form post start from: the link's account and mandate. */
+  const consentView = async (request: Request, server: MaybeServer, refParam: string | undefined) => {
+    const rate = await h.anonymous(request, server)
+    const ref = await resolveRef(s, refParam)
+    const m = await readMandate(s.ctx, ref.accountId)
+    return { rate, ref, m, view: { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD } }
+  }
+  return new Elysia()
     .get(
       '/mandate',
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
-          const rate = await h.anonymous(request, server)
-          const ref = await resolveRef(s, query.ref)
-          const m = await readMandate(s.ctx, ref.accountId)
-          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
+          const { rate, view } = await consentView(request, server, query.ref)
           return withHeaders(consentPage(view), rate)
         }),
       { query: RefQuery, detail: { summary: 'HTML: saved-card consent page of the auto-refill mandate (the enable_url)' } },
@@ -47,11 +51,8 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
       '/mandate',
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
-          const rate = await h.anonymous(request, server)
-          const ref = await resolveRef(s, query.ref)
-          const m = await readMandate(s.ctx, ref.accountId)
+          const { rate, ref, m, view } = await consentView(request, server, query.ref)
           const form = await readForm(request, s.cfg.MAX_BODY_BYTES)
-          const view = { ref: ref.mref, email: ref.email, mode: s.payments.mode, mandate: m, creditsPerUsd: s.cfg.CREDITS_PER_USD }
           if (limitsDiffer(form, m)) return withHeaders(consentPage({ ...view, error: LIMITS_CHANGED }, 409), rate)
           const limits: Limits = { threshold: m.threshold, refill: m.refill, ceiling: m.ceiling }
 
@@ -88,3 +89,4 @@ export const consentRoutes = (s: Services, h: Http = http(s)) =>
         }),
       { query: RefQuery, detail: { summary: "HTML: Stripe Checkout's return page; completes the consent (the webhook does too, once)" } },
     )
+}
