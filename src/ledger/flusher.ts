@@ -1,9 +1,9 @@
 /**
  * The write-behind flusher: moves outbox entries (one Redis Stream per shard) into Postgres.
  *
- * - Reads with a consumer group; an entry is XACKed (and deleted) only after the Postgres
- *   transaction holding it committed. A crash between commit and ack redelivers the entry, and the
- *   unique entry id turns the second insert into a no-op: nothing is lost, nothing doubled.
+ * - Reads with a consumer group; an entry is XACKed (and trimmed away, ack-outbox-1) only after the
+ *   Postgres transaction holding it committed. A crash between commit and ack redelivers the entry,
+ *   and the unique entry id turns the second insert into a no-op: nothing is lost, nothing doubled.
  * - Postgres down never blocks calls: entries simply wait in the stream; this loop retries with
  *   backoff and drains the backlog once Postgres answers again.
  * - Entries left pending by a dead consumer are reclaimed (XAUTOCLAIM) after `staleMs`.
@@ -20,6 +20,7 @@ import { randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
+import { runAckOutbox } from '../lua/ack-outbox'
 import { buryEntry, countDeadLetters } from './dead-letters'
 import { readOutboxGroup, type OutboxEntry } from './outbox'
 import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
@@ -173,8 +174,7 @@ export class Flusher {
     await Promise.all(
       perShard.map((entries, s) => {
         if (entries.length === 0) return null
-        const ids = entries.map((e) => e.streamId)
-        return this.ctx.redis.multi().xack(this.stream(s), GROUP, ...ids).xdel(this.stream(s), ...ids).exec()
+        return runAckOutbox(this.ctx, { stream: this.stream(s), group: GROUP, ids: entries.map((e) => e.streamId) })
       }),
     )
     this.counters.batches++
