@@ -11,6 +11,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
@@ -39,6 +40,11 @@ const INSTRUCTIONS =
 
 export class McpEndpoint {
   readonly registry: ToolRegistry
+  /**
+   * The SDK's own validator (elicitation answers only), built once: a Server left to make its own
+   * compiles a fresh Ajv with every format per request, which cost more CPU than the paid call itself.
+   */
+  private validator = new AjvJsonSchemaValidator()
 
   constructor(
     private s: Services,
@@ -49,7 +55,11 @@ export class McpEndpoint {
 
   /** Answers one HTTP request of the transport; `body` is its JSON, already read and parsed. */
   async handle(request: Request, body: unknown, caller: McpCaller): Promise<Response> {
-    const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS })
+    const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, {
+      capabilities: { tools: { listChanged: false } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: this.validator,
+    })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list(caller.principal.agentId === null) }))
     server.setRequestHandler(CallToolRequestSchema, (req) => this.call(req.params.name, req.params.arguments, caller, request.signal))
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
