@@ -176,10 +176,12 @@ export class Metrics {
       this.flushLag.observe(Math.max(0, now - Number(e.streamId.split('-')[0])) / 1000)
       const f = e.fields
       if (e.kind === 'call') {
-        const rec = JSON.parse(f.rec ?? '{}') as { refunded?: boolean; outcome?: string; charged?: number }
-        if (!rec.refunded && rec.outcome === 'ok') {
+        // record-call-6 writes `organic` and `charged` beside the record, so a batch is not parsed
+        // record by record (issue 17); an entry written before that still carries only `rec`.
+        const organic = f.organic !== undefined ? { ok: f.organic === '1', charged: Number(f.charged ?? 0) } : organicOfRecord(f.rec)
+        if (organic.ok) {
           this.organicCalls.inc()
-          this.creditsHonored.inc(rec.charged ?? 0)
+          this.creditsHonored.inc(organic.charged)
         }
         continue
       }
@@ -190,4 +192,9 @@ export class Metrics {
       else if (e.kind === 'refund') this.refunds.inc()
     }
   }
+}
+
+function organicOfRecord(json: string | undefined): { ok: boolean; charged: number } {
+  const rec = JSON.parse(json ?? '{}') as { refunded?: boolean; outcome?: string; charged?: number }
+  return { ok: !rec.refunded && rec.outcome === 'ok', charged: rec.charged ?? 0 }
 }
