@@ -170,26 +170,42 @@ export class Metrics {
     return this
   }
 
+  /**
+   * One batch of committed entries into the counters. The sums are taken over the batch first and
+   * each counter is moved once per batch, not once per entry (issue 17: a flushed paid call is two
+   * entries, and prom-client hashes the labels of every inc).
+   */
   private countCommitted(entries: OutboxEntry[]): void {
     const now = Date.now()
+    let organicCalls = 0
+    let honored = 0
+    const byKind = new Map<string, { n: number; credits: number }>()
     for (const e of entries) {
-      this.flushLag.observe(Math.max(0, now - Number(e.streamId.split('-')[0])) / 1000)
+      this.flushLag.observe(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
       const f = e.fields
       if (e.kind === 'call') {
         // record-call-6 writes `organic` and `charged` beside the record, so a batch is not parsed
         // record by record (issue 17); an entry written before that still carries only `rec`.
         const organic = f.organic !== undefined ? { ok: f.organic === '1', charged: Number(f.charged ?? 0) } : organicOfRecord(f.rec)
         if (organic.ok) {
-          this.organicCalls.inc()
-          this.creditsHonored.inc(organic.charged)
+          organicCalls++
+          honored += organic.charged
         }
         continue
       }
       if (!MONEY.has(e.kind)) continue
-      this.ledgerEntries.inc({ kind: e.kind })
-      this.ledgerCredits.inc({ kind: e.kind }, Math.abs(Number(f.amount)))
-      if (e.kind === 'debit') this.debits.inc()
-      else if (e.kind === 'refund') this.refunds.inc()
+      const k = byKind.get(e.kind) ?? { n: 0, credits: 0 }
+      k.n++
+      k.credits += Math.abs(Number(f.amount))
+      byKind.set(e.kind, k)
+    }
+    if (organicCalls) this.organicCalls.inc(organicCalls)
+    if (honored) this.creditsHonored.inc(honored)
+    for (const [kind, k] of byKind) {
+      this.ledgerEntries.inc({ kind }, k.n)
+      this.ledgerCredits.inc({ kind }, k.credits)
+      if (kind === 'debit') this.debits.inc(k.n)
+      else if (kind === 'refund') this.refunds.inc(k.n)
     }
   }
 }

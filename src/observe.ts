@@ -60,6 +60,24 @@ export const observeRoutes = () =>
       if (i) i.route ??= route
     })
 
+/**
+ * The request counter's and histogram's children for one method, route and status, bound once:
+ * prom-client otherwise hashes the label object on every request (issue 17). Routes are the
+ * app's route patterns ('unmatched' for the rest), so the set is small and fixed.
+ */
+const bound = new WeakMap<Services['metrics'], Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>>()
+function seriesOf(m: Services['metrics'], method: string, route: string, status: number) {
+  let perMetrics = bound.get(m)
+  if (!perMetrics) bound.set(m, (perMetrics = new Map()))
+  const key = `${method} ${route} ${status}`
+  let series = perMetrics.get(key)
+  if (!series) {
+    series = { requests: m.httpRequests.labels({ method, route, status }), duration: m.httpDuration.labels({ method, route }) }
+    perMetrics.set(key, series)
+  }
+  return series
+}
+
 interface Handles {
   handle(request: Request): Promise<Response>
 }
@@ -76,8 +94,9 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     const route = i.route ?? 'unmatched'
     const method = request.method
     const status = res.status
-    s.metrics.httpRequests.inc({ method, route, status })
-    s.metrics.httpDuration.observe({ method, route }, ms / 1000)
+    const series = seriesOf(s.metrics, method, route, status)
+    series.requests.inc()
+    series.duration.observe(ms / 1000)
     if (i.code) s.metrics.apiErrors.inc({ code: i.code })
     if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
     if (i.feature) s.notConfigured.raise(i.feature)
