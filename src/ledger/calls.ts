@@ -50,6 +50,15 @@ export async function recordCall(ctx: RedisContext, accountId: string, rec: Call
   })
 }
 
+/**
+ * The filing settle-15 does with the settle of a metered call it charges, instead of a record-call-6
+ * after it: the record but for `charged` and `uncharged`, which only the script knows and appends.
+ */
+export function settleFiling(accountId: string, rec: Omit<CallRecord, 'charged' | 'uncharged'>) {
+  const json = JSON.stringify({ ...rec, account_id: accountId })
+  return { recordHead: json.slice(0, -1), organic: !rec.refunded && rec.outcome === 'ok', recentCalls: RECENT_CALLS, settledTtlS: SETTLED_CALL_TTL_S }
+}
+
 /** The newest calls Redis still holds for the account, newest first. */
 export async function recentCalls(ctx: RedisContext, accountId: string): Promise<CallRecord[]> {
   const rows = await ctx.redis.lrange(ctx.keys.recentCalls(accountId), 0, RECENT_CALLS - 1)

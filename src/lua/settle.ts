@@ -1,4 +1,7 @@
-/** settle-13: charges a metered call's real usage and releases the rest of its reservation, once. */
+/**
+ * settle-15: charges a metered call's real usage and releases the rest of its reservation, once; given
+ * `file`, it also files the call (what record-call-6 does) in the same script.
+ */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import type { TokenCounts, UsageSource } from '../metering/usage'
@@ -16,6 +19,8 @@ export interface SettleArgs {
   source: UsageSource
   /** The agent's ancestors, parent first (CONTRACT §8); looked up (cached) when not given. */
   chain?: readonly string[]
+  /** File the call too: the record as JSON minus its closing brace, `charged` and `uncharged` (the script appends them). */
+  file?: { recordHead: string; organic: boolean; recentCalls: number; settledTtlS: number }
 }
 
 export type SettleReply =
@@ -39,8 +44,13 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
       // Slots past the chain repeat a key of the same hash slot; the script never touches them.
       ...[0, 1, 2].map((i) => (chain[i] ? keys.agent(a.accountId, chain[i]!) : keys.agent(a.accountId, a.agentId))),
       ...[0, 1, 2].map((i) => keys.agentSpentToday(a.accountId, chain[i] ?? a.agentId, a.day)),
+      keys.recentCalls(a.accountId),
+      keys.stats(shard),
     ],
-    [a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, chain.join(',')],
+    [
+      a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, chain.join(','),
+      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', a.file?.recentCalls ?? 0, a.file?.settledTtlS ?? 0,
+    ],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -50,6 +60,6 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('settle-13', reply)
+      throw unexpected('settle-15', reply)
   }
 }

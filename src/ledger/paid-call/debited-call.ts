@@ -1,9 +1,10 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
  * the debit (debit-19) and ends in exactly one way, `settle(outcome)`: refunded (refund-14) or kept,
- * filed for activity (record-call-6), the referral bonus on the first `ok`, the in-flight lease
- * released. A second settle changes nothing and answers what the first did. A request that dies
- * without settling is refunded by the sweeper at its deadline (sweeper.ts).
+ * filed for activity (record-call-6; settle-15 files a metered call without an Idempotency-Key
+ * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
+ * changes nothing and answers what the first did. A request that dies without settling is refunded
+ * by the sweeper at its deadline (sweeper.ts).
  * errors / metrics: a settle whose refund fails (Redis down) rejects, and the sweeper refunds the
  * call at its deadline; a failed filing or bonus is logged and never fails the request.
  */
@@ -13,14 +14,14 @@ import type { RedisContext } from '../../redis/context'
 import { runSettle } from '../../lua/settle'
 import type { MeteredUsage } from '../../metering/usage'
 import { applyReferralBonus } from '../accounts'
-import { recordCall, type CallRecord } from '../calls'
+import { recordCall, settleFiling, type CallRecord } from '../calls'
 import { refund } from '../refund'
 import { isRefunded, type CallOutcome } from './outcome'
 
 /** What the request knows when it ends. */
 export interface SettleFacts {
   /**
-   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-13). Without
+   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-15). Without
    * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
    */
   usage?: MeteredUsage
@@ -136,14 +137,33 @@ export class DebitedCall {
     let balance = d.balance
     let charged = refunded ? 0 : d.price
     let metered: Pick<CallRecord, 'model' | 'tokens' | 'reserved' | 'uncharged' | 'usage_source'> = {}
+    const base = {
+      call_id: d.callId,
+      // A metered request is debited as proxy:<provider>/<model> (for the allowlists); its route is the part before the model.
+      slug: d.metered ? d.target.replace(/\/.*$/, '') : d.target,
+      agent_id: agentId,
+      refunded,
+      outcome,
+      http_status: facts.httpStatus ?? null,
+      latency_ms: Math.round(performance.now() - this.started),
+      at: new Date(d.at).toISOString(),
+    }
+    let filed = false
     if (refunded) {
       balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, reason: outcome })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source })
+      // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle-15
+      // files the call in the same script (one script after the upstream, not two).
+      const file =
+        d.idempotencyKey === undefined
+          ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
+          : undefined
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source, file })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance
+      filed = r.status === 'ok' && file !== undefined
       metered = { tokens: usage.tokens, usage_source: usage.source, uncharged: r.status === 'ok' ? Math.ceil(r.unchargedMicro / 1e6) : 0 }
     }
     if (!refunded && outcome === 'ok' && d.referrerId) {
@@ -155,17 +175,10 @@ export class DebitedCall {
       balance = after ?? balance
     }
     const replay = !refunded && facts.replay ? facts.replay(balance, charged) : undefined
+    if (filed) return { outcome, refunded, balance, replay, charged }
     const rec: CallRecord = {
-      call_id: d.callId,
-      // A metered request is debited as proxy:<provider>/<model> (for the allowlists); its route is the part before the model.
-      slug: d.metered ? d.target.replace(/\/.*$/, '') : d.target,
-      agent_id: agentId,
+      ...base,
       charged: refunded ? d.price : charged,
-      refunded,
-      outcome,
-      http_status: facts.httpStatus ?? null,
-      latency_ms: Math.round(performance.now() - this.started),
-      at: new Date(d.at).toISOString(),
       ...(d.metered ? { model: d.metered.model, reserved: d.price, tokens: null, usage_source: null, uncharged: 0, ...metered } : {}),
     }
     const recorded = recordCall(ctx, accountId, rec, { idempotencyKey: d.idempotencyKey, replay })

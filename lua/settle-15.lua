@@ -1,7 +1,9 @@
 --[[
-  settle-13: the end of a metered call that kept its charge (CONTRACT §7, docs/metering.md). The
+  settle-15: the end of a metered call that kept its charge (CONTRACT §7, docs/metering.md). The
   debit reserved the most the request could cost; this charges what the provider's usage actually
-  cost and gives the rest of the reservation back, in one step, once per call.
+  cost and gives the rest of the reservation back, in one step, once per call. Given a record, it
+  also files the call as record-call-6 does (the record completed with the charge): one script
+  after the upstream instead of two (docs/metering.md "What a metered call costs").
 
   The exact cost in micro-credits is input × p_in + cached × p_cached + output × p_out, at the
   prices the debit reserved against (on the call record). The account carries a remainder
@@ -29,6 +31,8 @@
   KEYS[11] ancestor 1's spend of the call's HKT day  \  likewise; a slot past the
   KEYS[12] ancestor 2's spend of the call's HKT day   | chain repeats KEYS[4]
   KEYS[13] ancestor 3's spend of the call's HKT day  /
+  KEYS[14] recent calls list           {s}:calls:<acct>   \  written only when ARGV[9] is given
+  KEYS[15] shard counters              {s}:stats          /
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -36,6 +40,12 @@
   ARGV[4] input tokens (not cached), ARGV[5] cached input tokens, ARGV[6] output tokens
   ARGV[7] usage source: provider | estimated
   ARGV[8] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
+  ARGV[9]  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+           this script appends ('' = file nothing: the caller runs record-call-6, e.g. to store an
+           Idempotency-Key answer built from the balance after the settle)
+  ARGV[10] '1' when the call counts as organic (record-call-6's ARGV[4])
+  ARGV[11] how many recent calls the list keeps (record-call-6's ARGV[7])
+  ARGV[12] seconds the call record is kept once filed (record-call-6's ARGV[9])
 
   The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
   the model, the token counts, the charge and the uncharged excess.
@@ -71,8 +81,14 @@ else
   r = r + cost - charged * MICRO
 end
 local released = reserved - charged
+local head = ARGV[9] or ''
 
-redis.call('HSET', KEYS[2], 'state', 'settled', 'charged', charged)
+if head ~= '' then
+  redis.call('HSET', KEYS[2], 'state', 'settled', 'charged', charged, 'recorded', '1')
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[12]))
+else
+  redis.call('HSET', KEYS[2], 'state', 'settled', 'charged', charged)
+end
 redis.call('ZREM', KEYS[6], account_id .. '|' .. call_id)
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', released)
 redis.call('HSET', KEYS[1], 'mc_rem', r)
@@ -90,4 +106,16 @@ redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':settle', '
   'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', t_in,
   'tcached', t_cached, 'tout', t_out, 'charged', charged, 'uncharged_micro', uncharged,
   'usage', ARGV[7], 'rem', r)
+if head ~= '' then
+  -- As record-call-6 files it (same list trim, counters and outbox entry); `uncharged` in credits,
+  -- rounded up, as the record has always shown it.
+  local record = head .. ',"charged":' .. charged .. ',"uncharged":' .. math.ceil(uncharged / MICRO) .. '}'
+  local keep = tonumber(ARGV[11])
+  if redis.call('LPUSH', KEYS[14], record) > keep + 32 then redis.call('LTRIM', KEYS[14], 0, keep - 1) end
+  if ARGV[10] == '1' then
+    redis.call('HINCRBY', KEYS[15], 'organic_calls_routed', 1)
+    redis.call('HINCRBY', KEYS[15], 'credits_honored', charged)
+  end
+  redis.call('XADD', KEYS[5], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', ARGV[10], 'charged', charged, 'rec', record)
+end
 return {S_OK, balance, charged, released, uncharged}

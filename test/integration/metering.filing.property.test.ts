@@ -1,0 +1,116 @@
+/**
+ * Property (CONTRACT §5, §7): a metered call settled without an Idempotency-Key is filed by settle-15
+ * itself; one with a key is settled, then filed by record-call-6. Over random prices and usage (past
+ * the reservation too) both file the same record, the same `call` outbox entry and the same public
+ * counters; the call hash is marked recorded with the short TTL and leaves the in-flight set; a
+ * resent filing changes nothing.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { recordCall } from '../../src/ledger/calls'
+import { SETTLED_CALL_TTL_S } from '../../src/ledger/constants'
+import { openPaidCall } from '../../src/ledger/paid-call'
+import type { Principal } from '../../src/auth/principal'
+import { startTestApp, type TestApp } from '../helpers/harness'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const price = fc
+  .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: 200_000 }) })
+  .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+// Up to 3× the bounds below: some calls use more than was reserved (charged the reservation, the rest uncharged).
+const usage = fc.record({ input: fc.nat(3000), cached: fc.nat(1000), output: fc.nat(3000) })
+
+type Filed = { rec: Record<string, unknown>; entry: Record<string, string> }
+
+async function meteredCall(principal: Principal, p: { input: number; cachedInput: number; output: number }, u: { input: number; cached: number; output: number }, key?: string) {
+  const opened = await openPaidCall(t.s, {
+    principal,
+    target: 'proxy:openai/m',
+    price: 0,
+    unpriced: false,
+    lease: true,
+    idempotency: key ? { key, fingerprint: 'f' } : undefined,
+    metered: { model: 'm', inputBound: 1000, input: p.input, cachedInput: p.cachedInput, output: p.output, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+  })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  const s = await opened.call.settle('ok', { usage: { tokens: u, source: 'provider' } })
+  return { callId: opened.call.callId, charged: s.charged }
+}
+
+async function filedOf(acct: string, callId: string): Promise<Filed> {
+  const { ctx } = t.s
+  const { keys } = ctx
+  // The keyless filing is not awaited by record-call-6's path; settle-15's is, but wait for both alike.
+  let list: string[] = []
+  for (let i = 0; i < 50 && !list.some((r) => r.includes(callId)); i++) {
+    list = await ctx.redis.lrange(keys.recentCalls(acct), 0, -1)
+    if (!list.some((r) => r.includes(callId))) await Bun.sleep(10)
+  }
+  const raw = list.filter((r) => r.includes(callId))
+  expect(raw.length).toBe(1)
+  const rows = await ctx.redis.xrange(keys.outbox(keys.shardOf(acct)), '-', '+')
+  const entries = rows
+    .map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i]!, f[2 * i + 1]!])))
+    .filter((o) => o.kind === 'call' && o.id === `${callId}:call`)
+  expect(entries.length).toBe(1)
+  const h = await ctx.redis.hmget(keys.call(acct, callId), 'recorded', 'state')
+  expect(h).toEqual(['1', 'settled'])
+  const ttl = await ctx.redis.ttl(keys.call(acct, callId))
+  expect(ttl).toBeGreaterThan(0)
+  expect(ttl).toBeLessThanOrEqual(SETTLED_CALL_TTL_S)
+  expect(await ctx.redis.zscore(keys.inflight(keys.shardOf(acct)), `${acct}|${callId}`)).toBeNull()
+  const { call_id: _c, latency_ms: _l, at: _a, ...rec } = JSON.parse(raw[0]!) as Record<string, unknown>
+  const { id: _i, rec: r, ...entry } = entries[0]!
+  expect(JSON.parse(r!)).toEqual(JSON.parse(raw[0]!))
+  return { rec, entry }
+}
+
+async function stats(acct: string) {
+  const keys = t.s.ctx.keys
+  const [n, c] = await t.s.ctx.redis.hmget(keys.stats(keys.shardOf(acct)), 'organic_calls_routed', 'credits_honored')
+  return { n: Number(n ?? 0), c: Number(c ?? 0) }
+}
+
+test('settle-15 files a keyless metered call exactly as record-call-6 files a keyed one', async () => {
+  await fc.assert(
+    fc.asyncProperty(price, usage, async (p, u) => {
+      const a = await t.signup()
+      const b = await t.signup()
+      const pa = (await t.s.guard.tokens.resolve(a.token))!
+      const pb = (await t.s.guard.tokens.resolve(b.token))!
+      const before = await stats(a.account_id)
+      const x = await meteredCall(pa, p, u)
+      const mid = await stats(a.account_id)
+      const y = await meteredCall(pb, p, u, 'k1')
+      expect(x.charged).toBe(y.charged)
+      const fx = await filedOf(a.account_id, x.callId)
+      const fy = await filedOf(b.account_id, y.callId)
+      expect({ ...fx.rec, account_id: null }).toEqual({ ...fy.rec, account_id: null })
+      expect(fx.rec.charged).toBe(x.charged)
+      expect(fx.entry).toEqual({ kind: 'call', organic: '1', charged: String(x.charged) })
+      expect(fy.entry).toEqual(fx.entry)
+      // Both accounts may share a shard: only the keyless call's own step is read here.
+      expect(mid.n - before.n).toBe(1)
+      expect(mid.c - before.c).toBe(x.charged)
+    }),
+    { numRuns: 30 },
+  )
+})
+
+test('a filing sent again after settle-15 filed the call changes nothing', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const x = await meteredCall(principal, { input: 1000, cachedInput: 0, output: 1000 }, { input: 10, cached: 0, output: 10 })
+  const first = await filedOf(a.account_id, x.callId)
+  const s0 = await stats(a.account_id)
+  await recordCall(t.s.ctx, a.account_id, { call_id: x.callId, slug: 'proxy:openai', agent_id: null, charged: 99, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 1, at: new Date().toISOString() })
+  expect(await filedOf(a.account_id, x.callId)).toEqual(first)
+  expect(await stats(a.account_id)).toEqual(s0)
+})
