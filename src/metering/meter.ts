@@ -64,8 +64,10 @@ export class SseMeter implements UsageMeter {
   ) {}
 
   push(chunk: Uint8Array): Uint8Array {
+    const whole = this.held === ''
     this.held += this.decoder.decode(chunk, { stream: true })
     let out = ''
+    let same = true
     for (;;) {
       const m = EVENT_END.exec(this.held)
       if (!m) break
@@ -73,8 +75,12 @@ export class SseMeter implements UsageMeter {
       const end = m[0]
       this.held = this.held.slice(m.index + end.length)
       const passed = this.inspect(event)
+      if (passed !== event) same = false
       if (passed !== null) out += passed + end
     }
+    // A chunk of whole events passed as they came goes on as its own bytes, not encoded again (it
+    // ends in '\n', so the decoder holds no part of a character the next chunk would repeat).
+    if (same && whole && this.held === '' && chunk[chunk.byteLength - 1] === 0x0a) return chunk
     return out ? enc.encode(out) : new Uint8Array()
   }
 
@@ -97,6 +103,9 @@ export class SseMeter implements UsageMeter {
     if (dataAt === -1) return event
     const data = lines.slice(dataAt).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')
     if (data === '[DONE]') return event
+    // Most chat chunks carry no usage: a top-level `usage` key is spelt `"usage"` (or with a \u
+    // escape), so without either the parse below could only answer `event`.
+    if (this.kind === 'chat' && !data.includes('"usage"') && !data.includes('\\u')) return event
     let o: Record<string, unknown>
     try {
       o = JSON.parse(data) as Record<string, unknown>

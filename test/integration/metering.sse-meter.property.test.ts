@@ -1,0 +1,78 @@
+/**
+ * Property (CONTRACT §7): an OpenAI chat stream, cut into chunks anywhere (inside events and inside
+ * multi-byte characters), is metered the same as the whole: the usage read is the provider's; a
+ * stream whose usage the client asked for itself reaches it byte for byte; one the proxy asked for
+ * reaches it as it would have without the option (the usage-only chunk dropped, `usage: null` taken
+ * out of every other chunk).
+ */
+import { expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { SseMeter } from '../../src/metering/meter'
+
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+
+interface Stream {
+  texts: string[]
+  usage: { prompt: number; cached: number; completion: number } | null
+  /** Every chunk carries `usage: null`, as the real API sends once the option is on. */
+  usageNull: boolean
+  /** An event without data (a field we do not read) before each chunk: it may start with any character. */
+  other: string | null
+}
+
+function frames(s: Stream): { raw: string; injectedView: string } {
+  let raw = ''
+  let view = ''
+  for (const t of s.texts) {
+    if (s.other !== null) {
+      raw += `${s.other}\n\n`
+      view += `${s.other}\n\n`
+    }
+    const o = { id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t } }] }
+    raw += `data: ${JSON.stringify(s.usageNull ? { ...o, usage: null } : o)}\n\n`
+    view += `data: ${JSON.stringify(o)}\n\n`
+  }
+  if (s.usage) {
+    const u = { prompt_tokens: s.usage.prompt + s.usage.cached, completion_tokens: s.usage.completion, prompt_tokens_details: { cached_tokens: s.usage.cached } }
+    raw += `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: u })}\n\n`
+  }
+  raw += 'data: [DONE]\n\n'
+  view += 'data: [DONE]\n\n'
+  return { raw, injectedView: view }
+}
+
+function meter(bytes: Uint8Array, cuts: number[], strip: boolean) {
+  const m = new SseMeter('chat', strip)
+  const at = [...new Set(cuts.map((c) => c % (bytes.byteLength + 1)))].sort((a, b) => a - b)
+  const out: Uint8Array[] = []
+  let from = 0
+  for (const c of [...at, bytes.byteLength]) {
+    out.push(m.push(bytes.slice(from, c)))
+    from = c
+  }
+  out.push(m.flush())
+  return { out: Buffer.concat(out), usage: m.usage() }
+}
+
+const stream = fc.record({
+  texts: fc.array(fc.string({ unit: 'grapheme', maxLength: 12 }), { maxLength: 8 }),
+  usage: fc.option(fc.record({ prompt: fc.nat(10_000), cached: fc.nat(10_000), completion: fc.nat(10_000) }), { nil: null }),
+  usageNull: fc.boolean(),
+  other: fc.option(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 3 }).filter((x) => !/[\r\n]/.test(x) && !x.startsWith('data:')), { nil: null }),
+})
+const cuts = fc.array(fc.nat(100_000), { maxLength: 12 })
+
+test('chunked anywhere: the usage is the provider\'s and the client gets the stream it asked for', () => {
+  fc.assert(
+    fc.property(stream, cuts, fc.boolean(), (s, c, strip) => {
+      const { raw, injectedView } = frames(s)
+      const bytes = enc.encode(raw)
+      const r = meter(bytes, c, strip)
+      expect(r.usage).toEqual(s.usage ? { input: s.usage.prompt, cached: s.usage.cached, output: s.usage.completion } : null)
+      if (strip) expect(dec.decode(r.out)).toBe(injectedView)
+      else expect(Buffer.compare(r.out, Buffer.from(bytes))).toBe(0)
+    }),
+    { numRuns: 500 },
+  )
+})
