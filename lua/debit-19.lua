@@ -85,6 +85,7 @@
 
   ARGV[28] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3
+  ARGV[20..28] may be left out altogether (a flat call without ancestors): read as ''.
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice.
@@ -134,13 +135,15 @@ local default_brk_same = tonumber(ARGV[16])
 local low_alert = tonumber(ARGV[17])
 local abandon_at = tonumber(ARGV[18])
 local idem_key = ARGV[19]
-local model = ARGV[20]              -- '' = a flat-priced request
+-- ARGV[20..28] are absent on the common call (flat, owner or top-level agent): fewer strings to
+-- encode and send per call.
+local model = ARGV[20] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
-local chain = ARGV[28]
+local chain = ARGV[28] or ''
 --@include rate-window
 --@include agent-entry
 --@include budget
-local ids = chain_ids(chain)
+local ids = chain == '' and {} or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps

@@ -75,26 +75,29 @@ export type DebitReply =
  * agent's own key (same hash slot, never read), so the key count is fixed and the script runs
  * unchanged on Redis Cluster.
  */
-function chainKeys(ctx: RedisContext, a: DebitArgs): string[] {
-  const { keys } = ctx
+function chainKeys(a: DebitArgs, keys: RedisContext['keys'], agentKey: string, agentDayKey: string): string[] {
   const chain = a.chain ?? []
   if (chain.length > 3) throw new Error(`debit: a chain of ${chain.length} ancestors`)
+  // The common call has no ancestors: the filler keys are the two already built, not six new strings.
+  if (chain.length === 0) return [agentKey, agentKey, agentKey, agentDayKey, agentDayKey, agentDayKey]
   const at = (i: number) => chain[i]
   return [
-    ...[0, 1, 2].map((i) => (at(i) ? keys.agent(a.accountId, at(i)!) : keys.agent(a.accountId, a.agentId))),
-    ...[0, 1, 2].map((i) => (at(i) ? keys.agentSpentToday(a.accountId, at(i)!, a.day) : keys.agentSpentToday(a.accountId, a.agentId, a.day))),
+    ...[0, 1, 2].map((i) => (at(i) ? keys.agent(a.accountId, at(i)!) : agentKey)),
+    ...[0, 1, 2].map((i) => (at(i) ? keys.agentSpentToday(a.accountId, at(i)!, a.day) : agentDayKey)),
   ]
 }
 
 export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitReply> {
   const { keys } = ctx
   const acct = a.accountId
+  const agentKey = keys.agent(acct, a.agentId)
+  const agentDayKey = keys.agentSpentToday(acct, a.agentId, a.day)
   const reply = await ctx.scripts.debit(
     [
       keys.account(acct),
-      keys.agent(acct, a.agentId),
+      agentKey,
       keys.spentToday(acct, a.day),
-      keys.agentSpentToday(acct, a.agentId, a.day),
+      agentDayKey,
       keys.unpricedRequestsToday(acct, a.day),
       keys.rateWindow(acct, a.agentId, a.rateWindow),
       keys.rateWindow(acct, a.agentId, a.prevRateWindow),
@@ -104,7 +107,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       keys.breakerWindow(acct, a.agentId, a.rateWindow),
       keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       keys.inflight(keys.shardOf(acct)),
-      ...chainKeys(ctx, a),
+      ...chainKeys(a, keys, agentKey, agentDayKey),
     ],
     [
       a.now,
@@ -126,8 +129,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       a.lowBalanceAlert,
       a.abandonAt,
       a.idempotency?.key ?? '',
-      ...meteringArgs(a.metered),
-      (a.chain ?? []).join(','),
+      ...tailArgs(a),
     ],
   )
   switch (statusOf(reply)) {
@@ -152,9 +154,16 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
   return refusal
 }
 
-/** ARGV[20..27]; a flat request sends '' as the model and nothing after it. */
-function meteringArgs(m: DebitMetering | undefined): (string | number)[] {
-  // Always ARGV[20..27], so the chain that follows sits at ARGV[28].
-  if (!m) return ['', '', '', '', '', '', '', '']
-  return [m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
+/**
+ * ARGV[20..28]: the metering (20..27) and the chain (28). A flat call without ancestors, the common
+ * one, sends none of them (the script reads the absent ones as ''): each argument costs ioredis an
+ * encoding per call.
+ */
+function tailArgs(a: DebitArgs): (string | number)[] {
+  const chain = (a.chain ?? []).join(',')
+  const m = a.metered
+  if (!m && chain === '') return []
+  // Otherwise always ARGV[20..27], so the chain sits at ARGV[28].
+  const metering = m ? [m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput] : ['', '', '', '', '', '', '', '']
+  return [...metering, chain]
 }

@@ -1,0 +1,64 @@
+/**
+ * What runDebit sends: always debit-19's 19 KEYS (the script's fixed key count), and ARGV[20..28]
+ * only when the call needs them. The common call (flat, no ancestors) leaves them out, since every
+ * argument costs ioredis an encoding per call; the script reads the absent ones as ''. Behaviour on
+ * both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
+ */
+import { describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { runDebit, type DebitArgs, type DebitMetering } from '../../src/lua/debit'
+import type { RedisContext } from '../../src/redis/context'
+import { Keys } from '../../src/redis/keys'
+import { newAccountId } from '../../src/ledger/accounts'
+
+async function sent(a: DebitArgs): Promise<{ keys: string[]; argv: (string | number)[] }> {
+  let out: { keys: string[]; argv: (string | number)[] } | null = null
+  const ctx = {
+    keys: new Keys('dargs'),
+    scripts: {
+      debit: async (keys: string[], argv: (string | number)[]) => {
+        out = { keys, argv }
+        return [0, 1, '', 0, 0, 5, 0, 0]
+      },
+    },
+  } as unknown as RedisContext
+  await runDebit(ctx, a)
+  return out!
+}
+
+const base = (accountId: string, agentId: string | null): DebitArgs => ({
+  now: 1_795_000_000_000, accountId, agentId, tokenHash: 'f'.repeat(64), target: 'bench.search', price: 5, unpriced: false,
+  callId: 'call_1', day: 20_780, rateWindow: 29_916_666, prevRateWindow: 29_916_665, rateLimit: 600, defaultDailyCap: 1_000_000,
+  unpricedRequestCap: 1_000, dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 0, lowBalanceAlert: 0, abandonAt: 1_795_000_090_000,
+})
+
+const metering: DebitMetering = { model: 'gpt-x', inputBound: 12, input: 100, cachedInput: 10, output: 400, ceiling: null, maxOutput: 4096, minOutput: 16 }
+
+describe('lua/debit arguments', () => {
+  test('a flat call without ancestors sends 19 ARGV; metered or chained sends 28 with the chain at ARGV[28]', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), async (isAgent, metered, depth) => {
+        const acct = newAccountId(null)
+        const agentId = isAgent || depth > 0 ? 'agt_child' : null
+        const chain = Array.from({ length: depth }, (_, i) => `agt_up${i}`)
+        const { keys, argv } = await sent({ ...base(acct, agentId), chain, ...(metered ? { metered: metering } : {}) })
+        expect(keys.length).toBe(19)
+        if (!metered && depth === 0) {
+          expect(argv.length).toBe(19)
+          // The unused ancestor slots repeat the agent's own keys (same slot, never read).
+          expect(keys.slice(13, 16)).toEqual([keys[1]!, keys[1]!, keys[1]!])
+          expect(keys.slice(16, 19)).toEqual([keys[3]!, keys[3]!, keys[3]!])
+          return
+        }
+        expect(argv.length).toBe(28)
+        expect(argv[19]).toBe(metered ? 'gpt-x' : '')
+        expect(argv[27]).toBe(chain.join(','))
+        for (let i = 0; i < 3; i++) {
+          expect(keys[13 + i]).toBe(i < depth ? new Keys('dargs').agent(acct, chain[i]!) : keys[1])
+          expect(keys[16 + i]).toBe(i < depth ? new Keys('dargs').agentSpentToday(acct, chain[i]!, 20_780) : keys[3])
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+})
