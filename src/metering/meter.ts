@@ -56,6 +56,11 @@ export class SseMeter implements UsageMeter {
   private final: TokenCounts | null = null
   /** Anthropic: the input side from message_start, the output from the last message_delta. */
   private started: TokenCounts | null = null
+  /**
+   * The decoder holds no part of a character: the last chunk ended in '\n'. Otherwise a chunk passed
+   * as its own bytes would lose (or, encoded after one that was, repeat) the character's first bytes.
+   */
+  private decoderEmpty = true
 
   constructor(
     private readonly kind: ApiKind,
@@ -64,7 +69,8 @@ export class SseMeter implements UsageMeter {
   ) {}
 
   push(chunk: Uint8Array): Uint8Array {
-    const whole = this.held === ''
+    const whole = this.held === '' && this.decoderEmpty
+    if (chunk.byteLength) this.decoderEmpty = chunk[chunk.byteLength - 1] === 0x0a
     this.held += this.decoder.decode(chunk, { stream: true })
     let out = ''
     let same = true
@@ -78,9 +84,8 @@ export class SseMeter implements UsageMeter {
       if (passed !== event) same = false
       if (passed !== null) out += passed + end
     }
-    // A chunk of whole events passed as they came goes on as its own bytes, not encoded again (it
-    // ends in '\n', so the decoder holds no part of a character the next chunk would repeat).
-    if (same && whole && this.held === '' && chunk[chunk.byteLength - 1] === 0x0a) return chunk
+    // A chunk of whole events passed as they came goes on as its own bytes, not encoded again.
+    if (same && whole && this.held === '' && this.decoderEmpty) return chunk
     return out ? enc.encode(out) : new Uint8Array()
   }
 
