@@ -81,6 +81,17 @@ export function needsUsageChunk(r: MeteredRequest): boolean {
 /** The body to forward: the raw one unless a clamped ceiling or the usage request must be added. */
 export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: number | null; injectUsage: boolean }): string {
   if (o.clampTo === null && !o.injectUsage) return raw
+  const clamp = o.clampTo !== null && r.ceilingField !== null
+  // Fields the body lacks are spliced in after its opening brace: no second serialisation of the
+  // whole body (a JSON object's members have no order). A field it has is replaced by re-serialising.
+  if ((!clamp || !Object.hasOwn(r.body, r.ceilingField!)) && (!o.injectUsage || !Object.hasOwn(r.body, 'stream_options'))) {
+    const add: string[] = []
+    if (clamp) add.push(`${JSON.stringify(r.ceilingField)}:${o.clampTo}`)
+    if (o.injectUsage) add.push('"stream_options":{"include_usage":true}')
+    const at = raw.indexOf('{') + 1
+    const empty = raw.slice(at).trimStart().startsWith('}')
+    return raw.slice(0, at) + add.join(',') + (empty ? '' : ',') + raw.slice(at)
+  }
   const b: Record<string, unknown> = { ...r.body }
   if (o.clampTo !== null && r.ceilingField) b[r.ceilingField] = o.clampTo
   if (o.injectUsage) b.stream_options = { ...(b.stream_options as object | undefined), include_usage: true }
