@@ -25,22 +25,10 @@ import { tokenMapping } from '../governance/agents'
 import { planProposals, restoreProposals } from '../proposals/restore'
 import type { ProposalRecord } from '../proposals/record'
 
-interface AgentRow {
+/** An agent as the rebuild restores it: the outbox's agent row, plus the spend and carve it derives. */
+type AgentRow = Omit<AgentFields, 'account' | 'agent' | 'created' | 'at'> & {
   id: string
-  tokenHash: string
-  name: string
-  state: string
   createdMs: number
-  version: number
-  dailyCap: number | null
-  allow: string | null
-  perCallMax: number | null
-  /** The sub-agent tree (CONTRACT §8); chain = ancestors, parent first, derived from the parents. */
-  parent: string | null
-  chain: string[]
-  depth: number
-  budget: number | null
-  expires: number | null
   /** Today's and the lifetime spend of the agent's whole subtree (what the debit adds up the chain). */
   spentToday: number
   spentTotal: number
