@@ -1,6 +1,6 @@
 --[[
   agent-state-3: kill, revive or revoke one agent token, checked and written in the agent's slot so
-  the very next request on any instance (debit-19, authorize-4) sees the new state. Revocation is
+  the very next request on any instance (debit-19, authorize-7) sees the new state. Revocation is
   permanent: nothing moves a revoked agent again. Repeating the current state changes nothing.
   A move appends the agent's full row and the owner's event (agent.killed / agent.revived /
   agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-19

@@ -45,6 +45,7 @@ export class Guard {
       rateWindow: w.rate,
       prevRateWindow: w.prevRate,
       rateLimit: cfg.RATE_LIMIT_PER_TOKEN,
+      chain: principal.chain,
     })
     if (reply.status !== 'ok') throw denial(reply, { agentId, resetsAt: w.resetsAt })
     return { principal, headers: rateHeaders(cfg.RATE_LIMIT_PER_TOKEN, reply.remaining, reply.toWindowEndMs) }

@@ -1,6 +1,6 @@
 /**
  * Agent tokens over their scripts: create-agent-6 and agent-state-3 write, every read is plain
- * hash reads in the account's slot. The state lives where debit-19 and authorize-4 read it, so a
+ * hash reads in the account's slot. The state lives where debit-19 and authorize-7 read it, so a
  * kill, revive or revoke holds from the very next request on every instance.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
  *         agent limit).

@@ -1,5 +1,5 @@
 /**
- * The request counters that move no money: authorize-4 (an authenticated request), rate-limit-2
+ * The request counters that move no money: authorize-7 (an authenticated request), rate-limit-2
  * (an anonymous one, per IP) and signup-gate-2 (the trial-abuse alarm). See their Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -15,19 +15,26 @@ export interface AuthorizeArgs {
   rateWindow: number
   prevRateWindow: number
   rateLimit: number
+  /** The agent's ancestors, parent first (CONTRACT §8); none for the owner or a top-level agent. */
+  chain?: readonly string[]
 }
 
 export type AuthorizeReply = { status: 'ok'; remaining: number; toWindowEndMs: number } | Refusal
 
 export async function runAuthorize(ctx: RedisContext, a: AuthorizeArgs): Promise<AuthorizeReply> {
   const { keys } = ctx
+  const chain = a.chain ?? []
+  if (chain.length > 3) throw new Error(`authorize: a chain of ${chain.length} ancestors`)
+  const agentKey = keys.agent(a.accountId, a.agentId)
+  // Unused ancestor slots repeat the agent's own key: a fixed key count, one hash slot.
+  const ancestors = [0, 1, 2].map((i) => (chain[i] ? keys.agent(a.accountId, chain[i]!) : agentKey))
   const reply = await ctx.scripts.authorize(
-    [keys.account(a.accountId), keys.agent(a.accountId, a.agentId), keys.rateWindow(a.accountId, a.agentId, a.rateWindow), keys.rateWindow(a.accountId, a.agentId, a.prevRateWindow)],
-    [a.now, a.tokenHash, a.agentId ?? '', a.rateLimit],
+    [keys.account(a.accountId), agentKey, keys.rateWindow(a.accountId, a.agentId, a.rateWindow), keys.rateWindow(a.accountId, a.agentId, a.prevRateWindow), ...ancestors],
+    chain.length ? [a.now, a.tokenHash, a.agentId ?? '', a.rateLimit, chain.join(',')] : [a.now, a.tokenHash, a.agentId ?? '', a.rateLimit],
   )
   if (statusOf(reply) === S.OK) return { status: 'ok', remaining: num(reply, 1), toWindowEndMs: num(reply, 2) }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('authorize-4', reply)
+  if (!refusal) throw unexpected('authorize-7', reply)
   return refusal
 }
 

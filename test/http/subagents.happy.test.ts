@@ -138,6 +138,12 @@ describe('sub-agents', () => {
     expect(stopped.body).toMatchObject({ error: 'AGENT_KILLED', agent_id: grand.id, by_ancestor: mid.id })
     // The grandchild itself was not written: it is still active, stopped only through its chain.
     expect((await listed(owner.token))[grand.id].state).toBe('active')
+    // Reads and governance stop too (authorize-7 walks the same chain), naming the killed ancestor.
+    const read = await t.req('GET', '/v1/balance', { token: grand.token })
+    expect(read.status).toBe(403)
+    expect(read.body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: mid.id })
+    expect((await t.req('GET', '/v1/agents', { token: grand.token })).body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: mid.id })
+    expect((await t.req('GET', '/v1/balance', { token: sibChild.token })).status).toBe(200)
     expect((await call(sibChild.token)).status).toBe(200)
     expect((await call(sib.token)).status).toBe(200)
 
@@ -148,7 +154,10 @@ describe('sub-agents', () => {
 
     // Revoking the root stops every descendant with AGENT_REVOKED naming it.
     await t.req('DELETE', `/v1/agents/${root.id}`, { token: owner.token })
-    for (const a of [mid, sib, grand, sibChild]) expect((await call(a.token)).body).toMatchObject({ error: 'AGENT_REVOKED', by_ancestor: root.id })
+    for (const a of [mid, sib, grand, sibChild]) {
+      expect((await call(a.token)).body).toMatchObject({ error: 'AGENT_REVOKED', by_ancestor: root.id })
+      expect((await t.req('GET', '/v1/activity', { token: a.token })).body).toMatchObject({ error: 'AGENT_REVOKED', by_ancestor: root.id })
+    }
   })
 
   test('expiry: past expires_at (the test clock) the token answers AGENT_REVOKED reason expired, and so do its descendants', async () => {
@@ -165,6 +174,8 @@ describe('sub-agents', () => {
     expect((await call(temp.body.token)).body).toMatchObject({ error: 'AGENT_REVOKED', reason: 'expired' })
     expect((await call(kid.body.token)).body).toMatchObject({ error: 'AGENT_REVOKED', reason: 'expired' })
     expect((await t.req('GET', '/v1/balance', { token: temp.body.token })).body).toMatchObject({ error: 'AGENT_REVOKED', reason: 'expired' })
+    // The child's own TTL is clamped to its parent's; an ancestor's expiry alone stops reads too.
+    expect((await t.req('GET', '/v1/balance', { token: kid.body.token })).body).toMatchObject({ error: 'AGENT_REVOKED', reason: 'expired' })
     expect((await call(root.token)).status).toBe(200)
   })
 
