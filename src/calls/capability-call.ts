@@ -18,6 +18,13 @@ import { readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
 
+/**
+ * An Idempotency-Key (the header on POST /v1/call, `idempotency_key` over MCP): 1 to 255 printable
+ * ASCII characters, no spaces. One source for the REST check and the MCP tool's JSON Schema.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$'
+export const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN)
+
 export interface CallInput {
   principal: Principal
   slug: string

@@ -6,7 +6,7 @@
 import { Type as T, type TObject } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf } from '../account/views'
-import { callCapability } from '../calls/capability-call'
+import { callCapability, IDEMPOTENCY_KEY_PATTERN } from '../calls/capability-call'
 import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
 import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
@@ -22,8 +22,6 @@ import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
 import { answerOf, JsonAnswer, type Access, type McpTool, type ToolCall } from './tool'
 
-/** As POST /v1/call's Idempotency-Key header: printable ASCII, no spaces. */
-const IDEMPOTENCY_KEY = '^[\\x21-\\x7e]{1,255}$'
 
 export const CALL_TOOL = 'call_capability'
 
@@ -77,7 +75,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
           slug: T.String({ minLength: 1, maxLength: 80, description: 'The capability, e.g. web.search (search_capabilities lists them)' }),
           params: T.Optional(T.Unknown({ description: "The capability's params: a JSON object valid against its params schema (default {})" })),
           idempotency_key: T.Optional(
-            T.String({ pattern: IDEMPOTENCY_KEY, description: 'As the Idempotency-Key header: a retry with the same key and params is answered once, charged once' }),
+            T.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'As the Idempotency-Key header: a retry with the same key and params is answered once, charged once' }),
           ),
         },
         { additionalProperties: false },

@@ -3,11 +3,10 @@ import { ApiError } from '../../errors'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { CallResponse } from './model'
-import { callCapability } from '../../calls/capability-call'
+import { callCapability, IDEMPOTENCY_KEY } from '../../calls/capability-call'
 import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
 export const callRoutes = (s: Services, h: Http = http(s)) => {
   // Read through `s` on each request: the vault's lookup may be swapped in after boot (and is in tests).
