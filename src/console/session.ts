@@ -2,7 +2,7 @@
  * Owner console sessions (CONTRACT §9): signed in with the owner token, kept in Redis for 12 h in
  * the account's slot, carried by an HttpOnly, SameSite=Strict cookie `<acct>.<id>` (only the
  * SHA-256 of `<id>` is stored). Each session holds its own CSRF token for the console's forms.
- * Whether a session stands is decided by console-session-2, which ends it once the owner token it
+ * Whether a session stands is decided by console-session-4, which ends it once the owner token it
  * signed in with has been rotated.
  * errors: UNAUTHORIZED (unknown or rotated token), FORBIDDEN (agent token) — from the guard.
  */
@@ -11,6 +11,8 @@ import { isAccountId } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import type { Principal } from '../auth/principal'
 import { runConsoleSession } from '../lua/console-session'
+import { denial } from '../ledger/denials'
+import { windowsAt } from '../ledger/windows'
 
 export const SESSION_TTL_MS = 12 * 3600 * 1000
 export const SESSION_COOKIE = 'pab_console'
@@ -50,11 +52,24 @@ export async function openSession(ctx: RedisContext, owner: Principal): Promise<
   return { accountId: owner.accountId, csrf, cookie: `${owner.accountId}.${id}` }
 }
 
-/** The session a cookie names, or null when it is unknown, expired or its owner token rotated. */
+/**
+ * The session a cookie names, or null when it is unknown, expired or its owner token rotated. A
+ * standing session's request counts against the owner token's rate limit (RATE_LIMITED past it).
+ */
 export async function readSession(ctx: RedisContext, cookie: string | undefined): Promise<ConsoleSession | null> {
   const c = parseCookieValue(cookie)
   if (!c) return null
-  const reply = await runConsoleSession(ctx, { now: ctx.clock.now(), accountId: c.acct, sessionIdHash: sha256(c.id) })
+  const now = ctx.clock.now()
+  const w = windowsAt(now)
+  const reply = await runConsoleSession(ctx, {
+    now,
+    accountId: c.acct,
+    sessionIdHash: sha256(c.id),
+    rateWindow: w.rate,
+    prevRateWindow: w.prevRate,
+    rateLimit: ctx.cfg.RATE_LIMIT_PER_TOKEN,
+  })
+  if (reply.status === 'rate_limited') throw denial(reply, { agentId: null, resetsAt: w.resetsAt })
   if (reply.status !== 'ok') return null
   return { accountId: c.acct, csrf: reply.csrf, cookie: cookie! }
 }

@@ -1,19 +1,33 @@
-/** console-session-2: whether an owner console session still stands (see its Lua header). */
+/** console-session-4: whether an owner console session still stands, counted against the owner token's rate limit (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
-import { statusOf, str, unexpected } from './reply'
+import { num, statusOf, str, unexpected } from './reply'
 
-export type ConsoleSessionReply = { status: 'ok'; csrf: string } | { status: 'unauthorized' }
+export type ConsoleSessionReply = { status: 'ok'; csrf: string } | { status: 'unauthorized' } | { status: 'rate_limited'; retryAfterMs: number; limit: number }
 
-export async function runConsoleSession(ctx: RedisContext, a: { now: number; accountId: string; sessionIdHash: string }): Promise<ConsoleSessionReply> {
+export interface ConsoleSessionArgs {
+  now: number
+  accountId: string
+  sessionIdHash: string
+  rateWindow: number
+  prevRateWindow: number
+  rateLimit: number
+}
+
+export async function runConsoleSession(ctx: RedisContext, a: ConsoleSessionArgs): Promise<ConsoleSessionReply> {
   const { keys } = ctx
-  const reply = await ctx.scripts.consoleSession([keys.consoleSession(a.accountId, a.sessionIdHash), keys.account(a.accountId)], [a.now])
+  const reply = await ctx.scripts.consoleSession(
+    [keys.consoleSession(a.accountId, a.sessionIdHash), keys.account(a.accountId), keys.rateWindow(a.accountId, null, a.rateWindow), keys.rateWindow(a.accountId, null, a.prevRateWindow)],
+    [a.now, a.rateLimit],
+  )
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok', csrf: str(reply, 1) }
     case S.UNAUTHORIZED:
       return { status: 'unauthorized' }
+    case S.RATE_LIMITED:
+      return { status: 'rate_limited', retryAfterMs: num(reply, 2), limit: num(reply, 3) }
     default:
-      throw unexpected('console-session-2', reply)
+      throw unexpected('console-session-4', reply)
   }
 }

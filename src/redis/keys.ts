@@ -138,7 +138,7 @@ export class Keys {
   }
   /**
    * An owner console session (cookie `<acct>.<id>`), under the SHA-256 of its id: in the account's
-   * slot so console-session-2 compares it with the account's current owner token in one script.
+   * slot so console-session-4 compares it with the account's current owner token in one script.
    */
   consoleSession(acct: string, idHash: string): string {
     return `${this.acctTag(acct)}:csess:${acct}:${idHash}`

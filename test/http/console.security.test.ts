@@ -188,6 +188,25 @@ describe('console security', () => {
     expect(filtered.text).toContain(`value="${escaped}"`)
   })
 
+  test('a signed-in page counts against the owner token rate limit, shared with the API', async () => {
+    const limited = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '6' } })
+    try {
+      const a = await limited.signup()
+      const c = new ConsoleClient(limited)
+      expect((await c.signIn(a.token)).status).toBe(303) // the sign-in's own admission counts once
+      const statuses: number[] = []
+      for (let i = 0; i < 5; i++) statuses.push((await c.get('/console/agents')).status)
+      expect(statuses).toEqual([200, 200, 200, 200, 200])
+      const page = await c.get('/console/agents')
+      expect(page.status).toBe(429)
+      expect(page.headers.get('retry-after')).toBeTruthy()
+      // The same window as the token's API requests: the API is refused too.
+      expect((await limited.req('GET', '/v1/balance', { token: a.token })).body.error).toBe('RATE_LIMITED')
+    } finally {
+      await limited.close()
+    }
+  })
+
   test('sign-in is rate-limited per client IP', async () => {
     const limited = await startTestApp({ env: { RATE_LIMIT_PER_IP: '3' } })
     try {
