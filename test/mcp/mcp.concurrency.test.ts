@@ -5,45 +5,28 @@
  * random concurrent mixes (both paid tools, charged, refunded and unaffordable capabilities,
  * idempotency_key replays) and checks that the balance is 500 − Σ the distinct charged calls.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
+import { testCatalog } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 import { redisBalance } from '../helpers/ledger'
-import { callTool, mcpClient, type ToolOutcome } from '../helpers/mcp'
+import { callTool, mcpRig, type ToolOutcome } from '../helpers/mcp'
 
 const PRICE = 10 // test.ten: the 500 signup credits cover exactly 50 calls
 
-let t: TestApp
-let base: string
-const clients: Client[] = []
-
-beforeAll(async () => {
-  t = await startTestApp({
-    catalog: (url) => {
-      const c = testCatalog(url)
-      const echo = c.capabilities.find((x) => x.slug === 'test.echo')!
-      c.capabilities.push({ ...echo, slug: 'test.ten', price: PRICE, description: 'echo for ten credits' })
-      return c
-    },
-  })
-  base = await t.listen()
+const rig = mcpRig({
+  catalog: (url) => {
+    const c = testCatalog(url)
+    const echo = c.capabilities.find((x) => x.slug === 'test.echo')!
+    c.capabilities.push({ ...echo, slug: 'test.ten', price: PRICE, description: 'echo for ten credits' })
+    return c
+  },
 })
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()))
-  await t.close()
-})
-
-const connect = async (token: string) => {
-  const c = await mcpClient(base, token)
-  clients.push(c)
-  return c
-}
+const connect = rig.connect
 
 describe('concurrent MCP tool calls', () => {
   test('200 at once on a balance that covers 50: exactly 50 succeed, the balance is exact, the ledger sums', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const c = await connect(a.token)
     // Half through call_capability, half through the capability's own tool: one debit path for both.
     const answers = await Promise.all(
@@ -57,8 +40,8 @@ describe('concurrent MCP tool calls', () => {
     expect(new Set(ids).size).toBe(50)
     expect(ok.every((r) => r.json.charged === PRICE)).toBe(true)
     expect(Math.min(...ok.map((r) => r.json.balance as number))).toBe(0)
-    expect(await redisBalance(t, a.account_id)).toBe(0)
-    await assertLedger(t.s, [{ account: a.account_id, balance: 0, debits: ids }])
+    expect(await redisBalance(rig.t, a.account_id)).toBe(0)
+    await assertLedger(rig.t.s, [{ account: a.account_id, balance: 0, debits: ids }])
   })
 
   test('property: random concurrent mixes keep balance = 500 − Σ distinct charged calls, and the ledger sums', async () => {
@@ -69,7 +52,7 @@ describe('concurrent MCP tool calls', () => {
     })
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 60 }), async (ops) => {
-        const a = await t.signup()
+        const a = await rig.t.signup()
         const c = await connect(a.token)
         // A key always names the same request (the first slug drawn for it), so a reuse is a replay.
         const slugOfKey = new Map<string, string>()
@@ -92,8 +75,8 @@ describe('concurrent MCP tool calls', () => {
         }
         const spent = [...charged.values()].reduce((x, y) => x + y, 0)
         expect(spent).toBeLessThanOrEqual(500)
-        expect(await redisBalance(t, a.account_id)).toBe(500 - spent)
-        await assertLedger(t.s, [{ account: a.account_id, balance: 500 - spent, debits: [...charged.keys()] }])
+        expect(await redisBalance(rig.t, a.account_id)).toBe(500 - spent)
+        await assertLedger(rig.t.s, [{ account: a.account_id, balance: 500 - spent, debits: [...charged.keys()] }])
       }),
       { numRuns: 12 },
     )

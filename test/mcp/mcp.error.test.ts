@@ -3,37 +3,20 @@
  * and context as over HTTP — the 402 with its enable_url, a policy refusal, bad arguments; and the
  * transport-level answers: 401 without a valid bearer, 405 for the stream a stateless server lacks.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { startTestApp, type TestApp } from '../helpers/harness'
+import { describe, expect, test } from 'bun:test'
 import { redisBalance } from '../helpers/ledger'
-import { callTool, mcpClient } from '../helpers/mcp'
+import { callTool, mcpClient, mcpRig } from '../helpers/mcp'
 
-let t: TestApp
-let base: string
-const clients: Client[] = []
-const connect = async (token: string) => {
-  const c = await mcpClient(base, token)
-  clients.push(c)
-  return c
-}
-
-beforeAll(async () => {
-  t = await startTestApp()
-  base = await t.listen()
-})
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()))
-  await t.close()
-})
+const rig = mcpRig()
+const connect = rig.connect
 
 const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }
 const post = (body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) })
+  fetch(`${rig.base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(body) })
 
 describe('a refusal is a tool error holding the REST error body', () => {
   test('402 PAYMENT_REQUIRED keeps human_readable and enable_url, as POST /v1/call answers it; nothing is charged', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const c = await connect(a.token)
     expect((await callTool(c, 'call_capability', { slug: 'test.pricey' })).isError).toBe(false)
     const r = await callTool(c, 'call_capability', { slug: 'test.pricey' })
@@ -42,45 +25,45 @@ describe('a refusal is a tool error holding the REST error body', () => {
     expect(r.json.enable_url).toMatch(/^http:\/\/pab\.test\/mandate\?ref=mr_/)
     expect(r.json.human_readable).toContain(r.json.enable_url)
     expect(r.structured).toEqual(r.json)
-    const rest = await t.req('POST', '/v1/call/test.pricey', { token: a.token, body: {} })
+    const rest = await rig.t.req('POST', '/v1/call/test.pricey', { token: a.token, body: {} })
     expect(rest.status).toBe(402)
     expect(r.json).toEqual(rest.body)
     // The per-capability tool refuses alike.
     expect((await callTool(c, 'test_pricey', {})).json).toEqual(rest.body)
-    expect(await redisBalance(t, a.account_id)).toBe(200)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(200)
   })
 
   test("a policy refusal: the agent's allowlist and per_call_max, as over REST", async () => {
-    const a = await t.signup()
-    const ag = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'narrow', allowlist: ['test.cheap', 'test.echo'], per_call_max: 1 } })
+    const a = await rig.t.signup()
+    const ag = await rig.t.req('POST', '/v1/agents', { token: a.token, body: { name: 'narrow', allowlist: ['test.cheap', 'test.echo'], per_call_max: 1 } })
     const c = await connect(ag.body.token)
     const outside = await callTool(c, 'call_capability', { slug: 'test.search', params: { q: 'x' } })
     expect(outside.isError).toBe(true)
     expect(outside.json).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_allowlist', raise_via: 'PUT /v1/policies' })
-    expect(outside.json).toEqual((await t.req('POST', '/v1/call/test.search', { token: ag.body.token, body: { q: 'x' } })).body)
+    expect(outside.json).toEqual((await rig.t.req('POST', '/v1/call/test.search', { token: ag.body.token, body: { q: 'x' } })).body)
     const tooDear = await callTool(c, 'test_echo', {})
     expect(tooDear.json).toMatchObject({ error: 'POLICY_DENIED', rule: 'per_call_max' })
     expect((await callTool(c, 'test_cheap', {})).isError).toBe(false)
-    expect(await redisBalance(t, a.account_id)).toBe(499)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(499)
   })
 
   test('a provider failure is refunded and says so', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const r = await callTool(await connect(a.token), 'call_capability', { slug: 'test.fail' })
     expect(r.isError).toBe(true)
     expect(r.json).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true, provider_status: 500 })
-    expect(await redisBalance(t, a.account_id)).toBe(500)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
   })
 
   test('top_up without a mandate: 402 with reason no_mandate', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const r = await callTool(await connect(a.token), 'top_up', {})
     expect(r.json).toMatchObject({ error: 'PAYMENT_REQUIRED', reason: 'no_mandate' })
-    expect(r.json).toEqual((await t.req('POST', '/v1/topup', { token: a.token, body: {} })).body)
+    expect(r.json).toEqual((await rig.t.req('POST', '/v1/topup', { token: a.token, body: {} })).body)
   })
 
   test('an unknown capability and an unknown tool', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const c = await connect(a.token)
     expect((await callTool(c, 'call_capability', { slug: 'no.such' })).json).toMatchObject({ error: 'UNKNOWN_API', slug: 'no.such' })
     expect((await callTool(c, 'no_such_tool', {})).json).toMatchObject({ error: 'NOT_FOUND', resource: 'tool' })
@@ -89,7 +72,7 @@ describe('a refusal is a tool error holding the REST error body', () => {
 
 describe('arguments are checked as the REST bodies are', () => {
   test('schema, unknown fields and control characters → BAD_REQUEST naming the field; nothing charged', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const c = await connect(a.token)
     const cases: [string, Record<string, unknown>, string][] = [
       ['get_activity', { limit: 0 }, 'limit'],
@@ -111,7 +94,7 @@ describe('arguments are checked as the REST bodies are', () => {
     }
     // A multi-line summary is free text, as on POST /v1/support.
     expect((await callTool(c, 'file_support_problem', { category: 'bug', summary: 'two\nlines' })).isError).toBe(false)
-    expect(await redisBalance(t, a.account_id)).toBe(500)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
   })
 })
 
@@ -126,24 +109,24 @@ describe('the transport', () => {
     // A tool call without a bearer is refused the same way, before anything runs.
     const call = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_balance', arguments: {} } })
     expect(call.status).toBe(401)
-    await expect(mcpClient(base, 'sk_notarealtokennotarealtokennotarealtoken12')).rejects.toThrow()
+    await expect(mcpClient(rig.base, 'sk_notarealtokennotarealtokennotarealtoken12')).rejects.toThrow()
   })
 
   test('GET and DELETE: a stateless server has no stream and no session → 405 (after admission)', async () => {
-    const a = await t.signup()
-    const get = await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${a.token}` } })
+    const a = await rig.t.signup()
+    const get = await fetch(`${rig.base}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${a.token}` } })
     expect(get.status).toBe(405)
     expect(get.headers.get('allow')).toBe('POST')
-    expect((await fetch(`${base}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${a.token}` } })).status).toBe(405)
-    expect((await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream' } })).status).toBe(401)
+    expect((await fetch(`${rig.base}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${a.token}` } })).status).toBe(405)
+    expect((await fetch(`${rig.base}/mcp`, { headers: { accept: 'text/event-stream' } })).status).toBe(401)
   })
 
   test('a body that is not JSON → BAD_REQUEST; a message without the Accept the transport requires → its 406', async () => {
-    const a = await t.signup()
-    const bad = await fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${a.token}` }, body: '{not json' })
+    const a = await rig.t.signup()
+    const bad = await fetch(`${rig.base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${a.token}` }, body: '{not json' })
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'body' })
-    const noAccept = await fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: JSON.stringify(LIST) })
+    const noAccept = await fetch(`${rig.base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: JSON.stringify(LIST) })
     expect(noAccept.status).toBe(406)
   })
 })

@@ -4,38 +4,22 @@
  * sees nor runs the owner-only tools, another account's resources answer NOT_FOUND, and the rate
  * limit counts MCP requests like REST requests (a paid call once).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { startTestApp, type TestApp } from '../helpers/harness'
+import { describe, expect, test } from 'bun:test'
+import { startTestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
-import { callTool, mcpClient } from '../helpers/mcp'
+import { callTool, mcpClient, mcpRig } from '../helpers/mcp'
 
-let t: TestApp
-let base: string
-const clients: Client[] = []
-const connect = async (token: string) => {
-  const c = await mcpClient(base, token)
-  clients.push(c)
-  return c
-}
-
-beforeAll(async () => {
-  t = await startTestApp()
-  base = await t.listen()
-})
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()))
-  await t.close()
-})
+const rig = mcpRig()
+const connect = rig.connect
 
 async function newAgent(ownerToken: string): Promise<{ id: string; token: string }> {
-  const r = await t.req('POST', '/v1/agents', { token: ownerToken, body: { name: 'guarded' } })
+  const r = await rig.t.req('POST', '/v1/agents', { token: ownerToken, body: { name: 'guarded' } })
   if (r.status !== 201) throw new Error(`agent: ${r.status} ${r.text}`)
   return r.body
 }
 
 const listRaw = (token: string) =>
-  fetch(`${base}/mcp`, {
+  fetch(`${rig.base}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
@@ -43,11 +27,11 @@ const listRaw = (token: string) =>
 
 describe('a killed or revoked agent', () => {
   test('killed: its tool calls are AGENT_KILLED tool errors (paid or not), its listing a 403; nothing charged; revived, it works again', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const agent = await newAgent(a.token)
     const c = await connect(agent.token)
     expect((await callTool(c, 'get_balance')).isError).toBe(false)
-    expect((await t.req('POST', `/v1/agents/${agent.id}/kill`, { token: a.token })).status).toBe(200)
+    expect((await rig.t.req('POST', `/v1/agents/${agent.id}/kill`, { token: a.token })).status).toBe(200)
 
     for (const [tool, args] of [['call_capability', { slug: 'test.echo' }], ['test_echo', {}], ['get_balance', {}], ['search_capabilities', { q: 'echo' }], ['propose', { kind: 'topup', value: 1000, reason: 'more' }]] as const) {
       const r = await callTool(c, tool, args)
@@ -57,29 +41,29 @@ describe('a killed or revoked agent', () => {
     const list = await listRaw(agent.token)
     expect(list.status).toBe(403)
     expect(await list.json()).toMatchObject({ error: 'AGENT_KILLED', agent_id: agent.id })
-    await expect(mcpClient(base, agent.token)).rejects.toThrow()
-    expect(await redisBalance(t, a.account_id)).toBe(500)
+    await expect(mcpClient(rig.base, agent.token)).rejects.toThrow()
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
 
-    await t.req('POST', `/v1/agents/${agent.id}/revive`, { token: a.token })
+    await rig.t.req('POST', `/v1/agents/${agent.id}/revive`, { token: a.token })
     expect((await callTool(c, 'call_capability', { slug: 'test.echo' })).isError).toBe(false)
-    expect(await redisBalance(t, a.account_id)).toBe(495)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(495)
   })
 
   test('revoked: AGENT_REVOKED, for good', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const agent = await newAgent(a.token)
     const c = await connect(agent.token)
-    expect((await t.req('DELETE', `/v1/agents/${agent.id}`, { token: a.token })).status).toBe(200)
+    expect((await rig.t.req('DELETE', `/v1/agents/${agent.id}`, { token: a.token })).status).toBe(200)
     expect((await callTool(c, 'call_capability', { slug: 'test.echo' })).json).toMatchObject({ error: 'AGENT_REVOKED' })
     expect((await callTool(c, 'get_activity', {})).json).toMatchObject({ error: 'AGENT_REVOKED' })
     expect((await listRaw(agent.token)).status).toBe(403)
-    expect(await redisBalance(t, a.account_id)).toBe(500)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
   })
 
   test('a rotated owner token is refused: 401', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const c = await connect(a.token)
-    const rotated = await t.req('POST', '/v1/token/rotate', { token: a.token })
+    const rotated = await rig.t.req('POST', '/v1/token/rotate', { token: a.token })
     expect(rotated.status).toBe(200)
     expect((await listRaw(a.token)).status).toBe(401)
     // A tool call with it is refused like any request with a bad bearer: HTTP 401, before any tool runs.
@@ -92,7 +76,7 @@ describe('a killed or revoked agent', () => {
 
 describe('owner-only tools', () => {
   test('an agent token does not see them and is refused FORBIDDEN when it calls them anyway; nothing changes', async () => {
-    const a = await t.signup()
+    const a = await rig.t.signup()
     const agent = await newAgent(a.token)
     const sibling = await newAgent(a.token)
     const c = await connect(agent.token)
@@ -108,14 +92,14 @@ describe('owner-only tools', () => {
       expect(r.isError, tool).toBe(true)
       expect(r.json, tool).toMatchObject({ error: 'FORBIDDEN' })
     }
-    expect((await t.req('GET', '/v1/agents', { token: a.token })).body.agents.every((x: { state: string }) => x.state === 'active')).toBe(true)
+    expect((await rig.t.req('GET', '/v1/agents', { token: a.token })).body.agents.every((x: { state: string }) => x.state === 'active')).toBe(true)
   })
 })
 
 describe("another account's resources", () => {
   test('are unreachable: NOT_FOUND for its agents and proposals targets; listings show only the caller’s own', async () => {
-    const a = await t.signup()
-    const b = await t.signup()
+    const a = await rig.t.signup()
+    const b = await rig.t.signup()
     const aAgent = await newAgent(a.token)
     const aClient = await connect(a.token)
     await callTool(aClient, 'call_capability', { slug: 'test.echo', params: { q: 'secret of a' } })
@@ -130,9 +114,9 @@ describe("another account's resources", () => {
     expect((await callTool(bClient, 'get_activity', {})).json.calls).toEqual([])
     expect((await callTool(bClient, 'get_balance')).json.balance).toBe(500)
 
-    const aAgents = (await t.req('GET', '/v1/agents', { token: a.token })).body.agents
+    const aAgents = (await rig.t.req('GET', '/v1/agents', { token: a.token })).body.agents
     expect(aAgents).toMatchObject([{ id: aAgent.id, state: 'active', daily_cap: null }])
-    expect(await redisBalance(t, a.account_id)).toBe(495)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(495)
   })
 })
 
@@ -144,7 +128,6 @@ describe('rate limit', () => {
       const a = await limited.signup()
       // Connecting is three requests: initialize, notifications/initialized, and the GET for a stream (405).
       const c = await mcpClient(url, a.token)
-      clients.push(c)
       expect((await callTool(c, 'call_capability', { slug: 'test.echo' })).isError).toBe(false) // 4: counted in the debit only
       expect((await callTool(c, 'get_balance')).isError).toBe(false) // 5
       expect((await callTool(c, 'test_echo', {})).isError).toBe(false) // 6
@@ -155,6 +138,7 @@ describe('rate limit', () => {
       expect((await callTool(c, 'get_balance')).json.error).toBe('RATE_LIMITED')
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
       expect(await redisBalance(limited, a.account_id)).toBe(490)
+      await c.close()
     } finally {
       await limited.close()
     }
