@@ -6,18 +6,8 @@
 import { OptionalKind } from '@sinclair/typebox'
 import { ERRORS } from './errors'
 import { VERSION } from './version'
+import type { RouteLike } from './route-table'
 
-interface RouteLike {
-  method: string
-  path: string
-  hooks?: {
-    body?: unknown
-    query?: unknown
-    params?: unknown
-    response?: Record<string, unknown>
-    detail?: { summary?: string }
-  }
-}
 
 export const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 

@@ -12,12 +12,8 @@
 import { Elysia } from 'elysia'
 import { parsedBody } from './body'
 import { checkText, multilinePaths } from './text'
+import type { RouteLike } from '../route-table'
 
-interface RouteLike {
-  method: string
-  path: string
-  hooks?: { body?: unknown }
-}
 
 const reached = new WeakSet<Request>()
 

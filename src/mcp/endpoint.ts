@@ -19,7 +19,7 @@ import { errorFields } from '../log'
 import type { Services } from '../services'
 import { VERSION } from '../version'
 import { ToolRegistry } from './registry'
-import type { RouteLike } from './route-schemas'
+import type { RouteLike } from '../route-table'
 import type { ToolAnswer } from './tool'
 
 /** The HTTP request's caller, resolved from its bearer; admission is the route's (see modules/mcp). */

@@ -4,18 +4,7 @@
  * REST endpoint cannot drift apart. The table is read lazily: it is complete only once the app is.
  */
 import type { TSchema } from '@sinclair/typebox'
-
-export interface RouteLike {
-  method: string
-  path: string
-  hooks?: {
-    body?: unknown
-    query?: unknown
-    params?: unknown
-    response?: Record<string, unknown>
-    detail?: { summary?: string }
-  }
-}
+import type { RouteLike } from '../route-table'
 
 /** `'POST /v1/support'`: a route of the app, by method and path as registered. */
 export type RouteRef = `${'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH'} /${string}`

@@ -5,7 +5,7 @@ import type { Services } from '../../services'
 import { readText } from '../../edge/body'
 import { requestId } from '../../observe'
 import { McpEndpoint, type McpCaller } from '../../mcp/endpoint'
-import type { RouteLike } from '../../mcp/route-schemas'
+import type { RouteLike } from '../../route-table'
 
 type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Http['ip']>[1] }
 
