@@ -18,7 +18,7 @@ const PARTS: [string, RegExp][] = [
   ['flusher: drizzle query building', /drizzle-orm/],
   ['flusher: own code', /ledger\/flusher\.ts/],
   ['flusher: postgres driver', /node_modules\/postgres\//],
-  ['call: record-call (filing)', /ledger\/calls\.ts|lua\/record-call\.ts/],
+  ['call: record-call (filing)', /ledger\/calls\.ts|ledger\/call-filing\.ts|lua\/record-calls\.ts/],
   ['call: debit (script wrapper, keys, args)', /ledger\/debit\.ts|src\/lua\/debit\.ts|redis\/keys\.ts/],
   ['call: settle pipeline', /ledger\/paid-call\//],
   ['call: upstream fetch', /src\/upstream\//],

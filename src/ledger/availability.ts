@@ -36,7 +36,7 @@ import { statusOf } from '../lua/reply'
  */
 const UNGATED: ReadonlySet<string> = new Set<ScriptName | 'deadLetter' | 'replayDeadLetter'>([
   'refund',
-  'recordCall',
+  'recordCalls',
   'releaseRefill',
   'restoreAccount',
   'rateLimit',

@@ -1,8 +1,8 @@
 /**
- * The metadata of finished calls: filed by record-call-6 into the recent list, the outbox and the
- * public counters, and stored for Idempotency-Key replays.
+ * The metadata of finished calls: filed by record-calls-n into the recent list, the outbox and the
+ * public counters, and stored for Idempotency-Key replays; batched per shard (call-filing.ts).
  */
-import { runRecordCall } from '../lua/record-call'
+import { CallFiling } from './call-filing'
 import type { RedisContext } from '../redis/context'
 import type { CallOutcome } from './paid-call/outcome'
 import type { TokenCounts, UsageSource } from '../metering/usage'
@@ -35,9 +35,14 @@ export interface RecordOptions {
   replay?: string
 }
 
+/** One batcher per Redis context (the app's, a test's): the batch is per connection and shard. */
+const filings = new WeakMap<RedisContext, CallFiling>()
+
 export async function recordCall(ctx: RedisContext, accountId: string, rec: CallRecord, opt: RecordOptions = {}): Promise<void> {
   const key = opt.idempotencyKey
-  await runRecordCall(ctx, {
+  let filing = filings.get(ctx)
+  if (!filing) filings.set(ctx, (filing = new CallFiling(ctx, { recentCalls: RECENT_CALLS, settledTtlS: SETTLED_CALL_TTL_S })))
+  await filing.file({
     accountId,
     callId: rec.call_id,
     agentId: rec.agent_id,
@@ -45,13 +50,11 @@ export async function recordCall(ctx: RedisContext, accountId: string, rec: Call
     charged: rec.refunded ? 0 : rec.charged,
     organic: !rec.refunded && rec.outcome === 'ok',
     idempotency: key === undefined ? null : opt.replay !== undefined ? { key, mode: 'store', replay: opt.replay } : { key, mode: 'release' },
-    recentCalls: RECENT_CALLS,
-    settledTtlS: SETTLED_CALL_TTL_S,
   })
 }
 
 /**
- * The filing settle-15 does with the settle of a metered call it charges, instead of a record-call-6
+ * The filing settle-15 does with the settle of a metered call it charges, instead of a record-calls-n
  * after it: the record but for `charged` and `uncharged`, which only the script knows and appends.
  */
 export function settleFiling(accountId: string, rec: Omit<CallRecord, 'charged' | 'uncharged'>) {

@@ -1,7 +1,8 @@
 /**
  * Loads every script of lua/ once and registers it with ioredis `defineCommand`, which calls it by
  * SHA (EVALSHA) and falls back to EVAL after a NOSCRIPT (e.g. after SCRIPT FLUSH or a restart).
- * The number of KEYS comes from the file name, `<verb>-<N>.lua`.
+ * The number of KEYS comes from the file name, `<verb>-<N>.lua`; `<verb>-n.lua` takes a batch, whose
+ * number of KEYS is sent with each call (ioredis passes it when `numberOfKeys` is not set).
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -10,13 +11,14 @@ import { ScriptStatus } from './codes'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
 
-export const SCRIPT_NAMES = ['debit', 'refund', 'recordCall', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'restoreAccount', 'deadLetter', 'replayDeadLetter', 'propose', 'decideProposal', 'consoleSession', 'settle', 'ackOutbox'] as const
+export const SCRIPT_NAMES = ['debit', 'refund', 'recordCalls', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'restoreAccount', 'deadLetter', 'replayDeadLetter', 'propose', 'decideProposal', 'consoleSession', 'settle', 'ackOutbox'] as const
 export type ScriptName = (typeof SCRIPT_NAMES)[number]
 
 export interface LuaScript {
   file: string
   name: ScriptName
-  numberOfKeys: number
+  /** null: a batch script (`-n`), any number of KEYS. */
+  numberOfKeys: number | null
   lua: string
 }
 
@@ -26,9 +28,10 @@ export function readScripts(dir = LUA_DIR): LuaScript[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.lua'))
     .map((file) => {
-      const m = /^(.+)-(\d+)\.lua$/.exec(file)
-      if (!m) throw new Error(`lua/${file}: expected <verb>-<N>.lua`)
-      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys: Number(m[2]), lua: withIncludes(readFileSync(join(dir, file), 'utf8'), dir, file) }
+      const m = /^(.+)-(\d+|n)\.lua$/.exec(file)
+      if (!m) throw new Error(`lua/${file}: expected <verb>-<N>.lua or <verb>-n.lua`)
+      const numberOfKeys = m[2] === 'n' ? null : Number(m[2])
+      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys, lua: withIncludes(readFileSync(join(dir, file), 'utf8'), dir, file) }
     })
 }
 
@@ -66,12 +69,16 @@ export type Scripts = Record<ScriptName, ScriptFn>
 export function loadScripts(redis: RedisClient): Scripts {
   const out = {} as Scripts
   for (const s of readScripts()) {
-    redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua })
+    const n = s.numberOfKeys
+    redis.defineCommand(s.name, n === null ? { lua: s.lua } : { numberOfKeys: n, lua: s.lua })
     const call = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>)[s.name]!.bind(redis)
-    out[s.name] = (keys, argv) => {
-      if (keys.length !== s.numberOfKeys) throw new Error(`${s.file}: ${keys.length} keys given`)
-      return call(...keys, ...argv)
-    }
+    out[s.name] =
+      n === null
+        ? (keys, argv) => call(keys.length, ...keys, ...argv)
+        : (keys, argv) => {
+            if (keys.length !== n) throw new Error(`${s.file}: ${keys.length} keys given`)
+            return call(...keys, ...argv)
+          }
   }
   for (const n of SCRIPT_NAMES) if (!out[n]) throw new Error(`lua/: no script for ${n}`)
   return out

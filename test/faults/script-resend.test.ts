@@ -63,7 +63,7 @@ describe('a money script resent after a lost reply applies once', () => {
   test('call record: public counters and activity count the call once', async () => {
     const a = await t.signup()
     const before = (await t.req('GET', '/v1/public-stats')).body
-    const restore = twice('recordCall')
+    const restore = twice('recordCalls')
     await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
     await Bun.sleep(20)
     restore()

@@ -1,7 +1,7 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
  * the debit (debit-19) and ends in exactly one way, `settle(outcome)`: refunded (refund-14) or kept,
- * filed for activity (record-call-6; settle-15 files a metered call without an Idempotency-Key
+ * filed for activity (record-calls-n; settle-15 files a metered call without an Idempotency-Key
  * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
  * changes nothing and answers what the first did. A request that dies without settling is refunded
  * by the sweeper at its deadline (sweeper.ts).

@@ -1,0 +1,100 @@
+/**
+ * Settled calls are filed in batches (record-calls-n, src/ledger/call-filing.ts): the calls a shard
+ * settles in one turn of the event loop share one script. Through HTTP, concurrent calls of several
+ * accounts (charged, refunded, with and without an Idempotency-Key) are each filed exactly once —
+ * in activity, in the public counters and in Postgres — and fewer scripts run than calls end.
+ *
+ *   bun test test/integration/call-filing.test.ts
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { inArray } from 'drizzle-orm'
+import { calls } from '../../src/db/schema'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { assertLedger, drain } from '../helpers/invariants'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t?.close()
+})
+
+/** Counts the record-calls-n scripts sent and the calls they carried. */
+function countFiling(): { scripts: number; calls: number; restore: () => void } {
+  const original = t.s.ctx.scripts.recordCalls
+  const seen = { scripts: 0, calls: 0, restore: () => void (t.s.ctx.scripts.recordCalls = original) }
+  t.s.ctx.scripts.recordCalls = async (keys, argv) => {
+    seen.scripts++
+    seen.calls += (keys.length - 3) / 3
+    return original(keys, argv)
+  }
+  return seen
+}
+
+test('concurrent calls of several accounts are each filed once, in fewer scripts than calls', async () => {
+  const accounts = await Promise.all([t.signup(), t.signup(), t.signup()])
+  const before = (await t.req('GET', '/v1/public-stats')).body
+  const seen = countFiling()
+  const sends = accounts.flatMap((a, i) => [
+    ...Array.from({ length: 12 }, () => t.req('POST', '/v1/call/test.echo', { token: a.token, body: { i } })),
+    ...Array.from({ length: 3 }, () => t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })),
+    ...Array.from({ length: 2 }, (_, k) =>
+      t.req('POST', '/v1/call/test.echo', { token: a.token, body: { k }, headers: { 'idempotency-key': `filing-${t.prefix}-${i}-${k}` } }),
+    ),
+  ])
+  const rs = await Promise.all(sends)
+  await Bun.sleep(50)
+  seen.restore()
+  const ok = rs.filter((r) => r.status === 200)
+  expect(ok).toHaveLength(3 * 14)
+  expect(rs.filter((r) => r.status !== 200).every((r) => r.body.error === 'PROVIDER_ERROR' && r.body.refunded === true)).toBe(true)
+
+  expect(seen.calls).toBe(rs.length)
+  expect(seen.scripts).toBeLessThan(seen.calls)
+
+  const after = (await t.req('GET', '/v1/public-stats')).body
+  expect(after.organic_calls_routed - before.organic_calls_routed).toBe(3 * 14)
+  for (const a of accounts) {
+    const activity = (await t.req('GET', '/v1/activity', { token: a.token })).body.calls as { call_id: string; refunded: boolean }[]
+    expect(activity).toHaveLength(17)
+    expect(new Set(activity.map((c) => c.call_id)).size).toBe(17)
+    expect(activity.filter((c) => c.refunded)).toHaveLength(3)
+  }
+  const ids = rs.map((r) => r.body.call_id as string)
+  await drain(t.s.flusher)
+  const rows = await t.s.db.db.select({ id: calls.callId }).from(calls).where(inArray(calls.callId, ids))
+  expect(rows).toHaveLength(ids.length)
+  await assertLedger(t.s, accounts.map((a) => ({ account: a.account_id })), { debits: ok.map((r) => r.body.call_id) })
+})
+
+test('a key stored in a batch replays its answer, charged once', async () => {
+  const a = await t.signup()
+  const headers = { 'idempotency-key': `filing-replay-${t.prefix}` }
+  const [first, ...others] = await Promise.all([
+    t.req('POST', '/v1/call/test.echo', { token: a.token, body: { x: 1 }, headers }),
+    ...Array.from({ length: 5 }, () => t.req('POST', '/v1/call/test.echo', { token: a.token, body: { x: 2 } })),
+  ])
+  expect(first.status).toBe(200)
+  expect(others.every((r) => r.status === 200)).toBe(true)
+  const again = await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { x: 1 }, headers })
+  expect(again.status).toBe(200)
+  expect(again.body).toEqual(first.body)
+  expect((await t.req('GET', '/v1/balance', { token: a.token })).body.balance).toBe(500 - 6 * first.body.charged)
+})
+
+test('the same call twice in one batch is filed once, and a filed call never again', async () => {
+  const a = await t.signup()
+  const r = await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
+  await Bun.sleep(20)
+  const { runRecordCalls } = await import('../../src/lua/record-calls')
+  const file = (callId: string) => {
+    const rec = { call_id: callId, slug: 'test.echo', agent_id: null, charged: 5, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 1, at: new Date().toISOString(), account_id: a.account_id }
+    return { accountId: a.account_id, callId, agentId: null, recordJson: JSON.stringify(rec), charged: 5, organic: true, idempotency: null }
+  }
+  const fresh = file(`call_${t.prefix}_twice`)
+  const replies = await runRecordCalls(t.s.ctx, t.s.ctx.keys.shardOf(a.account_id), [fresh, file(r.body.call_id), fresh], { recentCalls: 200, settledTtlS: 300 })
+  expect(replies).toEqual([{ status: 'ok' }, { status: 'already_applied' }, { status: 'already_applied' }])
+  const activity = (await t.req('GET', '/v1/activity', { token: a.token })).body.calls as { call_id: string }[]
+  expect(activity.map((c) => c.call_id)).toEqual([fresh.callId, r.body.call_id])
+})
