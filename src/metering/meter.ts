@@ -70,6 +70,8 @@ export class SseMeter implements UsageMeter {
 
   push(chunk: Uint8Array): Uint8Array {
     const whole = this.held === '' && this.decoderEmpty
+    // Most chunks are whole events that cannot carry the usage: they go on undecoded (issue 14's bench).
+    if (whole && endsOneEvent(chunk) && !mayCarryUsage(chunk, this.kind)) return chunk
     if (chunk.byteLength) this.decoderEmpty = chunk[chunk.byteLength - 1] === 0x0a
     this.held += this.decoder.decode(chunk, { stream: true })
     let out = ''
@@ -148,6 +150,35 @@ export class SseMeter implements UsageMeter {
         return event
     }
   }
+}
+
+const bytes = (s: string) => Buffer.from(s, 'latin1')
+const USAGE_KEY = bytes('"usage"')
+const ESCAPE = bytes('\\u')
+const MESSAGE_START = bytes('message_start')
+const LF = 0x0a
+const CR = 0x0d
+
+/**
+ * The chunk ends exactly where the event split below would end its last event: "\n\n" or
+ * "\r\n\r\n" after a byte that is no line break (so no longer run of them ends the chunk, whose
+ * split could leave a line break held). A chunk that also starts an event is then whole events.
+ */
+function endsOneEvent(c: Uint8Array): boolean {
+  const n = c.byteLength
+  if (n < 3 || c[n - 1] !== LF) return false
+  const before = c[n - 2] === LF ? n - 3 : c[n - 2] === CR && c[n - 3] === LF && c[n - 4] === CR ? n - 5 : -1
+  return before >= 0 && c[before] !== LF && c[before] !== CR
+}
+
+/**
+ * Whether an event of the chunk could change what `inspect` does: the usage of every API sits under
+ * a `"usage"` key (or one spelt with a \u escape), and an Anthropic `message_start` resets the input
+ * side even without one. Searched in the bytes: UTF-8 never puts an ASCII byte inside a character.
+ */
+function mayCarryUsage(c: Uint8Array, kind: ApiKind): boolean {
+  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  return b.includes(USAGE_KEY) || b.includes(ESCAPE) || (kind === 'messages' && b.includes(MESSAGE_START))
 }
 
 export function meterFor(kind: ApiKind, stream: boolean, stripInjected: boolean): UsageMeter {
