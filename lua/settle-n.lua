@@ -1,0 +1,148 @@
+--[[
+  settle-n: the end of metered calls that kept their charge (CONTRACT §7, docs/metering.md), a batch
+  of one shard's calls in one script. The debit reserved the most each request could cost; this
+  charges what the provider's usage actually cost and gives the rest of the reservation back, in one
+  step, once per call. Given a record, it also files the call as record-calls-n does (the record
+  completed with the charge): one script after the upstream instead of two.
+  Why a batch (issue 14's bench, as record-calls-n for issue 17): one EVALSHA per call cost more
+  than the settle itself — a command for ioredis to build, write and parse, the availability gate's
+  promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
+  its event loop (src/lua/settle.ts) and sends them together. Each call is still settled once.
+
+  The exact cost in micro-credits is input × p_in + cached × p_cached + output × p_out, at the
+  prices the debit reserved against (on the call record). The account carries a remainder
+  0 ≤ r < 1e6 micro-credits (`mc_rem`): the charge is floor((r + cost) / 1e6) credits and the rest
+  is the new r, so nothing is rounded away and nothing is charged twice (two calls of one account
+  in a batch: the second reads the remainder the first left). The charge never passes the
+  reservation: past it, the reservation is charged, r is kept, and the excess is recorded as
+  `uncharged` (micro-credits) on the entry.
+
+  The release (reservation − charge) goes back to the balance and comes off every window the debit
+  counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
+  since is left alone, as refund-14 does). An agent's release also comes off its `spent_total`
+  and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend, exactly as the
+  debit counted them (lua/lib/budget.lua release_chain; the chain must be the call record's).
+
+  KEYS[1] outbox stream                {s}:outbox
+  KEYS[2] in-flight calls of the shard {s}:inflight
+  KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
+  and for the i-th call, 6 + 2 × (its chain's length) keys at KEYS[3 + o + j], o being the number
+  of keys of the calls before it:
+    j = 1  account hash                   {s}:acct:<acct>
+    j = 2  call record                    {s}:call:<call_id>
+    j = 3  account spend of the call's HKT day
+    j = 4  agent spend of the call's HKT day
+    j = 5  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+    j = 6  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    j = 7, 8, …  per ancestor, parent first: its hash, then its spend of the call's HKT day
+
+  ARGV[1] how many recent calls the list keeps (record-calls-n's ARGV[1])
+  ARGV[2] seconds the call record is kept once filed (record-calls-n's ARGV[2])
+  then each call's 10 ARGV, from ARGV[2 + 10(i-1) + j]:
+    j = 1  now, epoch ms
+    j = 2  call id
+    j = 3  account id
+    j = 4  input tokens (not cached), j = 5 cached input tokens, j = 6 output tokens
+    j = 7  usage source: provider | estimated
+    j = 8  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
+           the call's keys, and must be the call record's
+    j = 9  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+           this script appends ('' = file nothing: the caller runs record-calls-n, e.g. to store an
+           Idempotency-Key answer built from the balance after the settle)
+    j = 10 '1' when the call counts as organic (record-calls-n's)
+
+  The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
+  the model, the token counts, the charge and the uncharged excess.
+
+  Returns one reply per call, in order:
+        {OK, balance_after, charged, released, uncharged_micro}
+      | {ALREADY_APPLIED, balance} (settled or refunded before) | {NOT_FOUND, 0} (or not metered)
+      | an error text when the chain given is not the call record's (that call only: nothing of it written)
+]]
+
+--@include status
+
+--@include budget
+
+local MICRO = 1000000
+local keep, settled_ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = (#ARGV - 2) / 10
+if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
+-- The keys the chains lay out, checked before the first write.
+local want = 3
+for i = 1, n do want = want + 6 + 2 * #chain_ids(ARGV[2 + 10 * (i - 1) + 8]) end
+if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
+local organic_calls, honored = 0, 0
+local out = {}
+local k = 3
+
+for i = 1, n do
+  local a = 2 + 10 * (i - 1)
+  local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
+  local ids = chain_ids(chain)
+  local acct, call_key, acct_day, agent_day, agent_hash, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
+  local hashes, days = {agent_hash}, {false}
+  for m = 1, #ids do hashes[m + 1] = KEYS[k + 5 + 2 * m]; days[m + 1] = KEYS[k + 6 + 2 * m] end
+  k = k + 6 + 2 * #ids
+
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain')
+  if not call[1] or call[5] ~= '1' then
+    out[i] = {S_NOT_FOUND, 0}
+  elseif (call[10] or '') ~= chain then
+    out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
+  elseif call[1] ~= 'debited' then
+    out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
+  else
+    local reserved = tonumber(call[2])
+    local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    local r = tonumber(redis.call('HGET', acct, 'mc_rem') or '0')
+    local charged = math.floor((r + cost) / MICRO)
+    local uncharged = 0
+    if charged > reserved then
+      charged = reserved
+      uncharged = cost - reserved * MICRO
+    else
+      r = r + cost - charged * MICRO
+    end
+    local released = reserved - charged
+
+    if head ~= '' then
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged, 'recorded', '1')
+      redis.call('EXPIRE', call_key, settled_ttl)
+    else
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged)
+    end
+    redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
+    local balance = redis.call('HINCRBY', acct, 'balance', released)
+    redis.call('HSET', acct, 'mc_rem', r)
+    if released > 0 then
+      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released) end
+      if call[3] ~= '' and redis.call('EXISTS', agent_day) == 1 then redis.call('DECRBY', agent_day, released) end
+      if call[3] ~= '' then release_chain(hashes, days, released) end
+    end
+    redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
+      'agent', call[3], 'amount', released, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',
+      'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', t_in,
+      'tcached', t_cached, 'tout', t_out, 'charged', charged, 'uncharged_micro', uncharged,
+      'usage', ARGV[a + 7], 'rem', r)
+    if head ~= '' then
+      -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
+      -- credits, rounded up, as the record has always shown it.
+      local record = head .. ',"charged":' .. charged .. ',"uncharged":' .. math.ceil(uncharged / MICRO) .. '}'
+      if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      if organic == '1' then
+        organic_calls = organic_calls + 1
+        honored = honored + charged
+      end
+      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged, 'rec', record)
+    end
+    out[i] = {S_OK, balance, charged, released, uncharged}
+  end
+end
+if organic_calls > 0 then
+  redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
+  redis.call('HINCRBY', KEYS[3], 'credits_honored', honored)
+end
+return out
