@@ -69,9 +69,20 @@ export class SseMeter implements UsageMeter {
   ) {}
 
   push(chunk: Uint8Array): Uint8Array {
+    // At an event's start, the whole events before the first byte that may concern the usage go on
+    // undecoded: most chunks entirely, and a stream read in one chunk up to its usage (issue 14's bench).
+    if (this.held === '' && this.decoderEmpty) {
+      const mark = firstMark(chunk, this.kind)
+      if (mark === -1 && endsOneEvent(chunk)) return chunk
+      const cut = wholeEventsBefore(chunk, mark)
+      if (cut === chunk.byteLength) return chunk
+      if (cut > 0) return concat(chunk.subarray(0, cut), this.decodeAndInspect(chunk.subarray(cut)))
+    }
+    return this.decodeAndInspect(chunk)
+  }
+
+  private decodeAndInspect(chunk: Uint8Array): Uint8Array {
     const whole = this.held === '' && this.decoderEmpty
-    // Most chunks are whole events that cannot carry the usage: they go on undecoded (issue 14's bench).
-    if (whole && endsOneEvent(chunk) && !mayCarryUsage(chunk, this.kind)) return chunk
     if (chunk.byteLength) this.decoderEmpty = chunk[chunk.byteLength - 1] === 0x0a
     this.held += this.decoder.decode(chunk, { stream: true })
     let out = ''
@@ -160,9 +171,22 @@ const LF = 0x0a
 const CR = 0x0d
 
 /**
- * The chunk ends exactly where the event split below would end its last event: "\n\n" or
- * "\r\n\r\n" after a byte that is no line break (so no longer run of them ends the chunk, whose
- * split could leave a line break held). A chunk that also starts an event is then whole events.
+ * The offset of the first byte that may change what `inspect` does with its event, or -1: the usage
+ * of every API sits under a `"usage"` key (or one spelt with a \u escape), and an Anthropic
+ * `message_start` resets the input side even without one. Searched in the bytes: UTF-8 never puts
+ * an ASCII byte inside a character.
+ */
+function firstMark(c: Uint8Array, kind: ApiKind): number {
+  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  const at = earliest(b.indexOf(USAGE_KEY), b.indexOf(ESCAPE))
+  return kind === 'messages' ? earliest(at, b.indexOf(MESSAGE_START)) : at
+}
+
+const earliest = (a: number, b: number) => (a === -1 ? b : b === -1 ? a : Math.min(a, b))
+
+/**
+ * The quick form of wholeEventsBefore(c, -1) === c.byteLength for the usual chunk: it ends in
+ * "\n\n" or "\r\n\r\n" after a byte that is no line break, where the split ends an event.
  */
 function endsOneEvent(c: Uint8Array): boolean {
   const n = c.byteLength
@@ -172,13 +196,35 @@ function endsOneEvent(c: Uint8Array): boolean {
 }
 
 /**
- * Whether an event of the chunk could change what `inspect` does: the usage of every API sits under
- * a `"usage"` key (or one spelt with a \u escape), and an Anthropic `message_start` resets the input
- * side even without one. Searched in the bytes: UTF-8 never puts an ASCII byte inside a character.
+ * For a chunk that starts an event: the end of its last whole event that ends before `mark` (the
+ * whole chunk's when mark is -1), 0 when none does. Events end where EVENT_END splits them: the
+ * leftmost \r?\n\r?\n, found from one line feed to the next.
  */
-function mayCarryUsage(c: Uint8Array, kind: ApiKind): boolean {
-  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
-  return b.includes(USAGE_KEY) || b.includes(ESCAPE) || (kind === 'messages' && b.includes(MESSAGE_START))
+function wholeEventsBefore(c: Uint8Array, mark: number): number {
+  const limit = mark === -1 ? c.byteLength : mark
+  let cut = 0
+  let from = 0
+  for (;;) {
+    const lf = c.indexOf(LF, from)
+    if (lf === -1) return cut
+    // Whether the match starts at this line feed or at a carriage return before it, it ends the same.
+    const i = lf + 1
+    const end = c[i] === LF ? i + 1 : c[i] === CR && c[i + 1] === LF ? i + 2 : -1
+    if (end === -1) {
+      from = i
+      continue
+    }
+    if (end > limit) return cut
+    cut = from = end
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (!b.byteLength) return a
+  const out = new Uint8Array(a.byteLength + b.byteLength)
+  out.set(a)
+  out.set(b, a.byteLength)
+  return out
 }
 
 export function meterFor(kind: ApiKind, stream: boolean, stripInjected: boolean): UsageMeter {

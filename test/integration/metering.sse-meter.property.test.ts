@@ -19,6 +19,8 @@ interface Stream {
   usageNull: boolean
   /** An event without data (a field we do not read) before each chunk: it may start with any character. */
   other: string | null
+  /** Events end in \r\n\r\n instead of \n\n. */
+  crlf: boolean
 }
 
 function frames(s: Stream): { raw: string; injectedView: string } {
@@ -39,13 +41,14 @@ function frames(s: Stream): { raw: string; injectedView: string } {
   }
   raw += 'data: [DONE]\n\n'
   view += 'data: [DONE]\n\n'
+  if (s.crlf) return { raw: raw.replaceAll('\n\n', '\r\n\r\n'), injectedView: view.replaceAll('\n\n', '\r\n\r\n') }
   return { raw, injectedView: view }
 }
 
 /** Byte offsets just past each event's blank line: chunks cut there are whole events (the meter's fast path). */
 function eventEnds(bytes: Uint8Array): number[] {
   const ends: number[] = []
-  for (let i = 1; i < bytes.byteLength; i++) if (bytes[i] === 0x0a && bytes[i - 1] === 0x0a) ends.push(i + 1)
+  for (let i = 1; i < bytes.byteLength; i++) if (bytes[i] === 0x0a && (bytes[i - 1] === 0x0a || (bytes[i - 1] === 0x0d && bytes[i - 2] === 0x0a))) ends.push(i + 1)
   return ends
 }
 
@@ -67,6 +70,7 @@ const stream = fc.record({
   usage: fc.option(fc.record({ prompt: fc.nat(10_000), cached: fc.nat(10_000), completion: fc.nat(10_000) }), { nil: null }),
   usageNull: fc.boolean(),
   other: fc.option(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 3 }).filter((x) => !/[\r\n]/.test(x) && !x.startsWith('data:')), { nil: null }),
+  crlf: fc.boolean(),
 })
 const cuts = fc.array(fc.nat(100_000), { maxLength: 12 })
 
@@ -83,7 +87,7 @@ test('chunked anywhere: the usage is the provider\'s and the client gets the str
     {
       numRuns: 2000,
       // Found by this property: a cut inside a character that opens an event, then a chunk passed as its own bytes.
-      examples: [[{ texts: ['a'], usage: null, usageNull: false, other: '\u{10000}\u{10000}' }, [2, 10], false, false]],
+      examples: [[{ texts: ['a'], usage: null, usageNull: false, other: '\u{10000}\u{10000}', crlf: false }, [2, 10], false, false]],
     },
   )
 })

@@ -62,7 +62,7 @@ test('concurrent settles of an owner and of sub-agents: each charged once by the
   const child = (await t.req('POST', '/v1/agents', { token: root.token, body: { name: 'child', budget: 300 } })).body
   const who = [owner.token, other.token, child.token, owner.token, child.token, other.token, owner.token, child.token]
   const principals = await Promise.all(who.map(async (tok) => (await t.s.guard.tokens.resolve(tok))!))
-  const calls = []
+  const calls: Awaited<ReturnType<typeof open>>[] = []
   for (const p of principals) calls.push(await open(p))
   const reserved = calls[0]!.price
   expect(await agentField(owner.account_id, root.id, 'spent_total')).toBe(3 * reserved)
