@@ -6,7 +6,7 @@
  * at concurrency 1. Every server runs in its own process; autocannon (on Node) is the client.
  * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
  *
- *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--ttfb 300] [--no-write]
+ *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--ttfb 300] [--no-write] [--profile]
  *       [--rows direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
  *
  * Optional rows (skipped with their reason when the service cannot serve them):
@@ -15,6 +15,9 @@
  *             beside the flat-priced route: "our proxy (metered)"
  *   baseline  with --baseline <dir>: the flat route on the service of that checkout (an earlier commit
  *             with node_modules), measured in the same loop, interleaved: "our proxy (baseline <commit>)"
+ * --profile runs the service under `bun --cpu-prof --cpu-prof-md` (its profile lands in bench/.out/proxy/
+ * when the service stops; summarise with bench/profile-summary.ts) and implies --no-write. Give it
+ * one row of ours (`--rows proxy` or `--rows metered`) so that the profile is of that route alone.
  * Every row gets µs of CPU per request for its server and for the whole chain (client excluded), and
  * a "Ratios" table sets each row against the ledger floor, metered against flat, current against
  * baseline, and the proxy against Portkey under Bun.
@@ -41,6 +44,8 @@ const { values: opt } = parseArgs({
     warmup: { type: 'string', default: '1' },
     ttfb: { type: 'string', default: '300' },
     'no-write': { type: 'boolean', default: false },
+    /** Profiles the service (bun --cpu-prof); implies --no-write. */
+    profile: { type: 'boolean', default: false },
     rows: { type: 'string', default: 'direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline' },
     /** A checkout of an earlier commit (with node_modules): its proxy is measured as an extra row. */
     baseline: { type: 'string' },
@@ -122,6 +127,7 @@ async function main() {
     upstreamUrl: up,
     outDir: OUT,
     pglite: false,
+    profile: opt.profile,
     catalog: { providers: { openai: flat, llm: { ...flat, proxy: { price: 0, paths: ['/v1/'], metered: METERED } } }, capabilities: [] },
   })
   running.services.push(service)
@@ -190,7 +196,8 @@ async function main() {
   const section = render({ rows, ttfb, loadBefore, loadAfter: loadAverage(), meteredNotes })
   console.log('\n' + section)
   const core = ['direct', 'passthrough', 'floor', 'proxy', 'portkey-node', 'portkey-bun']
-  if (!opt['no-write'] && core.every((k) => WANTED.has(k))) writeSection(section)
+  if (!opt['no-write'] && !opt.profile && core.every((k) => WANTED.has(k))) writeSection(section)
+  if (opt.profile) console.error(`CPU profile of the service: ${OUT}/ (summarise with: bun bench/profile-summary.ts ${OUT}/<file>.cpuprofile)`)
   return balance
 }
 
