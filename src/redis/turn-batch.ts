@@ -1,0 +1,56 @@
+/**
+ * Gathers the work of one turn of the event loop into batches, one per group (a shard: one hash
+ * slot, so one script on a cluster), and sends each batch as one call: what ioredis, Redis' script
+ * start and the promise plumbing cost per command is then paid once per batch instead of once per
+ * item (issue 17). Each item still gets its own answer, in order. A batch is capped, so one script
+ * never holds Redis' single thread for long; a full batch goes at once.
+ * errors: a batch whose call fails rejects each of its items with that error.
+ */
+interface Waiting<I, R> {
+  item: I
+  resolve: (r: R) => void
+  reject: (e: unknown) => void
+}
+
+export class TurnBatch<I, R> {
+  private readonly queues = new Map<string, Waiting<I, R>[]>()
+  private scheduled = false
+
+  constructor(
+    /** Sends one group's batch; answers one result per item, in order. */
+    private readonly sendBatch: (group: string, items: I[]) => Promise<R[]>,
+    private readonly max = 32,
+  ) {}
+
+  add(group: string, item: I): Promise<R> {
+    return new Promise((resolve, reject) => {
+      let queue = this.queues.get(group)
+      if (!queue) this.queues.set(group, (queue = []))
+      queue.push({ item, resolve, reject })
+      if (queue.length >= this.max) this.send(group)
+      else if (!this.scheduled) {
+        this.scheduled = true
+        // After this turn's I/O callbacks: the items they add join this batch.
+        setImmediate(() => {
+          this.scheduled = false
+          for (const g of [...this.queues.keys()]) this.send(g)
+        })
+      }
+    })
+  }
+
+  private send(group: string): void {
+    const batch = this.queues.get(group)
+    if (!batch?.length) return
+    this.queues.delete(group)
+    this.sendBatch(
+      group,
+      batch.map((w) => w.item),
+    ).then(
+      (results) => {
+        if (results.length !== batch.length) throw new Error(`batch of ${batch.length}: ${results.length} answers`)
+        batch.forEach((w, i) => w.resolve(results[i]!))
+      },
+    ).catch((e: unknown) => batch.forEach((w) => w.reject(e)))
+  }
+}
