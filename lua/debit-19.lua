@@ -168,29 +168,44 @@ if redis.call('EXISTS', KEYS[8]) == 1 then
   return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
+-- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
+-- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
+-- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
+-- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
+-- needs (kill_reason) are read when it happens.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT = 1, 2, 3, 4, 5, 6, 7
 local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = redis.call('HMGET', KEYS[2], 'token', 'state', 'daily_cap', 'allow', 'per_call_max',
-    'brk_credits', 'brk_same', 'kill_reason', 'expires', 'budget', 'spent_total', 'chain')
-  if agent[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
-  if (agent[12] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
+  agent = redis.call('HMGET', KEYS[2], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+    'spent_total', 'token', 'brk_credits', 'brk_same', 'chain')
+  if agent[8] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+  if (agent[11] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
 end
--- The agent first, then its ancestors nearest first: levels[1] is the caller, levels[i + 1] the
--- ancestor ids[i] (hash KEYS[13 + i], day spend KEYS[16 + i]). `by` names an ancestor in refusals.
-local levels = {}
+-- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[13 + i], day spend
+-- KEYS[16 + i]); `bys` names an ancestor in refusals ('' for the agent itself); `budgets` (false
+-- without one) and `spents` are the lifetime budget and spent_total as numbers.
+local rows, hashes, day_keys, bys, budgets, spents = {}, {}, {}, {}, {}, {}
 if agent then
-  levels[1] = {hash = KEYS[2], day_key = KEYS[4], by = '', state = agent[2], kill_reason = agent[8],
-    expires = agent[9], daily_cap = agent[3], allow = agent[4], per_call_max = agent[5],
-    budget = agent[10], spent_total = agent[11]}
+  rows[1], hashes[1], day_keys[1], bys[1] = agent, KEYS[2], KEYS[4], ''
   for i = 1, #ids do
-    local a = redis.call('HMGET', KEYS[13 + i], 'state', 'kill_reason', 'expires', 'daily_cap', 'allow',
-      'per_call_max', 'budget', 'spent_total')
-    if not a[1] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    levels[i + 1] = {hash = KEYS[13 + i], day_key = KEYS[16 + i], by = ids[i], state = a[1], kill_reason = a[2],
-      expires = a[3], daily_cap = a[4], allow = a[5], per_call_max = a[6], budget = a[7], spent_total = a[8]}
+    local a = redis.call('HMGET', KEYS[13 + i], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+      'budget', 'spent_total')
+    if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+    rows[i + 1], hashes[i + 1], day_keys[i + 1], bys[i + 1] = a, KEYS[13 + i], KEYS[16 + i], ids[i]
   end
+  for i, r in ipairs(rows) do
+    budgets[i] = r[F_BUDGET] and tonumber(r[F_BUDGET])
+    spents[i] = r[F_SPENT] and tonumber(r[F_SPENT]) or 0
+  end
+end
+-- A level's spend of this HKT day (level 0: the account's), read once: the metered clamp and the
+-- daily-cap checks both weigh it.
+local day_spents = {}
+local function day_spent(i)
+  if not day_spents[i] then day_spents[i] = tonumber(redis.call('GET', i == 0 and KEYS[3] or day_keys[i]) or '0') end
+  return day_spents[i]
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
@@ -203,15 +218,16 @@ local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the
 rate_count(KEYS[6])
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-for _, l in ipairs(levels) do
-  if l.state == 'revoked' then return {S_AGENT_REVOKED, 0, '', l.by} end
-  if l.state == 'killed' then return {S_AGENT_KILLED, 0, l.kill_reason or 'operator', l.by} end
-  if l.expires and tonumber(l.expires) <= now then return {S_AGENT_REVOKED, 0, 'expired', l.by} end
+for i, r in ipairs(rows) do
+  local state = r[F_STATE]
+  if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
+  if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
+  if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
-for _, l in ipairs(levels) do
-  if not allowed(l.allow, target) then return {S_DENIED_AGENT_ALLOWLIST, balance, l.by} end
+for i, r in ipairs(rows) do
+  if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
 end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
@@ -236,12 +252,12 @@ if metered then
   local asked, model_max, min_out = ARGV[25], tonumber(ARGV[26]), tonumber(ARGV[27])
   local function reservation(out) return math.ceil((input_bound * p_in + out * p_out) / 1000000) + 1 end
   local room = balance
-  for _, l in ipairs(levels) do
-    if l.per_call_max then room = math.min(room, tonumber(l.per_call_max)) end
-    if l.daily_cap then room = math.min(room, tonumber(l.daily_cap) - tonumber(redis.call('GET', l.day_key) or '0')) end
-    if l.budget then room = math.min(room, tonumber(l.budget) - tonumber(l.spent_total or '0')) end
+  for i, r in ipairs(rows) do
+    if r[F_PER_CALL_MAX] then room = math.min(room, tonumber(r[F_PER_CALL_MAX])) end
+    if r[F_DAILY_CAP] then room = math.min(room, tonumber(r[F_DAILY_CAP]) - day_spent(i)) end
+    if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
-  room = math.min(room, tonumber(acct[3] or default_daily_cap) - tonumber(redis.call('GET', KEYS[3]) or '0'))
+  room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
   if p_out > 0 then fits = math.floor(((room - 1) * 1000000 - input_bound * p_in) / p_out) end
@@ -256,16 +272,16 @@ if metered then
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-for _, l in ipairs(levels) do
-  if l.per_call_max and price > tonumber(l.per_call_max) then
-    return {S_DENIED_PER_CALL_MAX, balance, tonumber(l.per_call_max), price, l.by}
+for i, r in ipairs(rows) do
+  if r[F_PER_CALL_MAX] and price > tonumber(r[F_PER_CALL_MAX]) then
+    return {S_DENIED_PER_CALL_MAX, balance, tonumber(r[F_PER_CALL_MAX]), price, bys[i]}
   end
 end
 
 -- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
-for _, l in ipairs(levels) do
-  if l.budget and tonumber(l.spent_total or '0') + price > tonumber(l.budget) then
-    return {S_DENIED_AGENT_BUDGET, balance, tonumber(l.budget), tonumber(l.spent_total or '0'), l.by}
+for i = 1, #rows do
+  if budgets[i] and spents[i] + price > budgets[i] then
+    return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i], bys[i]}
   end
 end
 
@@ -279,17 +295,17 @@ end
 
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-for _, l in ipairs(levels) do
-  if l.daily_cap then
-    local agent_spent = tonumber(redis.call('GET', l.day_key) or '0')
-    if agent_spent + price > tonumber(l.daily_cap) then
-      note_cap(l.hash, 'cap_noted', 'agent', tonumber(l.daily_cap), agent_spent, l.by ~= '' and l.by or nil)
-      return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(l.daily_cap), agent_spent, l.by}
+for i, r in ipairs(rows) do
+  if r[F_DAILY_CAP] then
+    local agent_spent = day_spent(i)
+    if agent_spent + price > tonumber(r[F_DAILY_CAP]) then
+      note_cap(hashes[i], 'cap_noted', 'agent', tonumber(r[F_DAILY_CAP]), agent_spent, bys[i] ~= '' and bys[i] or nil)
+      return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(r[F_DAILY_CAP]), agent_spent, bys[i]}
     end
   end
 end
 local daily_cap = tonumber(acct[3] or default_daily_cap)
-local spent = tonumber(redis.call('GET', KEYS[3]) or '0')
+local spent = day_spent(0)
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
   return {S_DAILY_CAP_REACHED, balance, daily_cap, spent}
@@ -314,64 +330,79 @@ if balance < price then
   return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or '', affordable}
 end
 
+-- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
+-- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.)
+local price_s = string.format('%d', price)
+local minus_price = price > 0 and '-' .. price_s or '0'
+
 -- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
 -- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
-local brk_on = false
+-- This minute's counts are added first and weighed as HINCRBY returns them (one command each
+-- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
+-- outlives a refusal, and otherwise the counts are this debit's writes.
 if agent then
-  local brk_credits = tonumber(agent[6] or default_brk_credits)
-  local brk_same = tonumber(agent[7] or default_brk_same)
-  brk_on = brk_credits > 0 or brk_same > 0
-  local weight = (WINDOW_MS - elapsed) / WINDOW_MS
-  local function windowed(field)
-    local cur = tonumber(redis.call('HGET', KEYS[11], field) or '0')
-    local prev = tonumber(redis.call('HGET', KEYS[12], field) or '0')
-    return math.floor(prev * weight) + cur
-  end
-  local rule, limit, seen = nil, 0, 0
-  if brk_credits > 0 and price > 0 then
-    seen = windowed('credits') + price
-    if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
-  end
-  if not rule and brk_same > 0 and req_fp ~= '' then
-    seen = windowed('f:' .. req_fp) + 1
-    if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
-  end
-  if rule then
-    -- The trip, instead of the debit: the agent is killed exactly as agent-state-3 kills it.
-    redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
-    local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
-    -- A revived agent starts from an empty window, not from the burst that tripped it.
-    redis.call('DEL', KEYS[11], KEYS[12])
-    local a = append_agent_entry(KEYS[2], KEYS[10], account_id, agent_id, v, now)
-    emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
-      {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
-    return {S_AGENT_KILLED, 0, 'breaker'}
+  local brk_credits = tonumber(agent[9] or default_brk_credits)
+  local brk_same = tonumber(agent[10] or default_brk_same)
+  if brk_credits > 0 or brk_same > 0 then
+    local same_field = 'f:' .. req_fp
+    local credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
+    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, 1) or nil
+    -- The window gets its expiry with its first count, like the rate window: two minutes from then
+    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
+    if (credits or same) and (credits or price) == price and (same or 1) == 1 then
+      redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2)
+    end
+    local weigh_credits = brk_credits > 0 and credits
+    local weigh_same = brk_same > 0 and same
+    local prev = (weigh_credits or weigh_same) and redis.call('HMGET', KEYS[12], 'credits', same_field) or {}
+    local weight = (WINDOW_MS - elapsed) / WINDOW_MS
+    local function windowed(count, prev_count)
+      return math.floor(tonumber(prev_count or '0') * weight) + count
+    end
+    local rule, limit, seen = nil, 0, 0
+    if weigh_credits then
+      seen = windowed(credits, prev[1])
+      if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
+    end
+    if not rule and weigh_same then
+      seen = windowed(same, prev[2])
+      if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
+    end
+    if rule then
+      -- The trip, instead of the debit: the agent is killed exactly as agent-state-3 kills it.
+      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
+      local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
+      -- A revived agent starts from an empty window, not from the burst that tripped it.
+      redis.call('DEL', KEYS[11], KEYS[12])
+      local a = append_agent_entry(KEYS[2], KEYS[10], account_id, agent_id, v, now)
+      emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
+        {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
+      return {S_AGENT_KILLED, 0, 'breaker'}
+    end
   end
 end
 
--- All checks passed: the writes. (`0 - price`, not `-price`: Lua prints -0 as "-0", which
--- Redis refuses as an integer on the free lane.)
-balance = redis.call('HINCRBY', KEYS[1], 'balance', 0 - price)
+-- All checks passed: the writes (the breaker's counts are made).
+balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
 if price > 0 then
-  spent = redis.call('INCRBY', KEYS[3], price)
+  spent = redis.call('INCRBY', KEYS[3], price_s)
   if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
   -- The agent's and every ancestor's day spend and lifetime spend; each ancestor's carve shrinks
   -- by what the child on the path holds less now (its unspent budget went down by the price).
-  for i, l in ipairs(levels) do
-    if redis.call('INCRBY', l.day_key, price) == price then redis.call('EXPIRE', l.day_key, day_ttl) end
-    local before = tonumber(l.spent_total or '0')
-    redis.call('HINCRBY', l.hash, 'spent_total', price)
-    local parent = levels[i + 1]
-    if parent then
-      local delta = carve_of(l.state, l.budget, before + price) - carve_of(l.state, l.budget, before)
-      if delta ~= 0 then redis.call('HINCRBY', parent.hash, 'carved', delta) end
+  for i = 1, #rows do
+    if redis.call('INCRBY', day_keys[i], price_s) == price then redis.call('EXPIRE', day_keys[i], day_ttl) end
+    redis.call('HINCRBY', hashes[i], 'spent_total', price_s)
+    if hashes[i + 1] then
+      local state, budget, before = rows[i][F_STATE], budgets[i], spents[i]
+      local delta = carve_of(state, budget, before + price) - carve_of(state, budget, before)
+      if delta ~= 0 then redis.call('HINCRBY', hashes[i + 1], 'carved', delta == 0 - price and minus_price or delta) end
     end
   end
 end
 if unpriced then
   if redis.call('INCR', KEYS[5]) == 1 then redis.call('EXPIRE', KEYS[5], day_ttl) end
 end
-redis.call('HSET', KEYS[8], 'price', price, 'agent', agent_id, 'target', target,
+redis.call('HSET', KEYS[8], 'price', price_s, 'agent', agent_id, 'target', target,
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key, 'chain', chain)
 if metered then
   redis.call('HSET', KEYS[8], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
@@ -385,12 +416,7 @@ if idem_fp ~= '' then
   redis.call('EXPIRE', KEYS[9], 86400)
 end
 redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-  'agent', agent_id, 'amount', 0 - price, 'bal', balance, 'call', call_id, 'target', target, 'at', now, 'model', model)
-if brk_on then
-  if price > 0 then redis.call('HINCRBY', KEYS[11], 'credits', price) end
-  if req_fp ~= '' then redis.call('HINCRBY', KEYS[11], 'f:' .. req_fp, 1) end
-  redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2)
-end
+  'agent', agent_id, 'amount', minus_price, 'bal', balance, 'call', call_id, 'target', target, 'at', now, 'model', model)
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = tonumber(acct[6] or low_alert)
 if price > 0 and low > 0 and balance < low and balance + price >= low then
