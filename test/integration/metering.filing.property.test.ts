@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §5, §7): a metered call settled without an Idempotency-Key is filed by settle-15
+ * Property (CONTRACT §5, §7): a metered call settled without an Idempotency-Key is filed by settle-n
  * itself; one with a key is settled, then filed by record-calls-n. Over random prices and usage (past
  * the reservation too) both file the same record, the same `call` outbox entry and the same public
  * counters; the call hash is marked recorded with the short TTL and leaves the in-flight set; a
@@ -47,7 +47,7 @@ async function meteredCall(principal: Principal, p: { input: number; cachedInput
 async function filedOf(acct: string, callId: string): Promise<Filed> {
   const { ctx } = t.s
   const { keys } = ctx
-  // The keyless filing is not awaited by record-calls-n's path; settle-15's is, but wait for both alike.
+  // The keyless filing is not awaited by record-calls-n's path; settle-n's is, but wait for both alike.
   let list: string[] = []
   for (let i = 0; i < 50 && !list.some((r) => r.includes(callId)); i++) {
     list = await ctx.redis.lrange(keys.recentCalls(acct), 0, -1)
@@ -78,7 +78,7 @@ async function stats(acct: string) {
   return { n: Number(n ?? 0), c: Number(c ?? 0) }
 }
 
-test('settle-15 files a keyless metered call exactly as record-calls-n files a keyed one', async () => {
+test('settle-n files a keyless metered call exactly as record-calls-n files a keyed one', async () => {
   await fc.assert(
     fc.asyncProperty(price, usage, async (p, u) => {
       const a = await t.signup()
@@ -104,7 +104,7 @@ test('settle-15 files a keyless metered call exactly as record-calls-n files a k
   )
 })
 
-test('a filing sent again after settle-15 filed the call changes nothing', async () => {
+test('a filing sent again after settle-n filed the call changes nothing', async () => {
   const a = await t.signup()
   const principal = (await t.s.guard.tokens.resolve(a.token))!
   const x = await meteredCall(principal, { input: 1000, cachedInput: 0, output: 1000 }, { input: 10, cached: 0, output: 10 })
