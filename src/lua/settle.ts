@@ -1,7 +1,8 @@
 /**
  * settle-n: charges a metered call's real usage and releases the rest of its reservation, once; given
  * `file`, it also files the call (what record-calls-n does) in the same script. The settles one shard
- * asks for in a turn of the event loop go to Redis as one script (see the Lua header for why).
+ * asks for in a turn of the event loop go to Redis as one script (src/redis/turn-batch.ts; see the
+ * Lua header for why).
  * errors: a failed script rejects every settle of its batch; a chain that is not the call record's
  * rejects that settle only (nothing of it written).
  */
@@ -10,6 +11,7 @@ import type { RedisContext } from '../redis/context'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected, type Reply } from './reply'
 import { chainOf } from '../ledger/chain'
+import { TurnBatch } from '../redis/turn-batch'
 
 export interface SettleArgs {
   now: number
@@ -33,68 +35,26 @@ export type SettleReply =
 
 export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<SettleReply> {
   const chain = a.chain ?? (await chainOf(ctx, a.accountId, a.agentId))
-  let b = batchers.get(ctx)
-  if (!b) batchers.set(ctx, (b = new SettleBatcher(ctx)))
-  return b.settle({ ...a, chain })
+  let b = batches.get(ctx)
+  if (!b) batches.set(ctx, (b = new TurnBatch<Queued, SettleReply | Error>((_, calls) => runBatch(ctx, calls), MAX_BATCH)))
+  // Grouped by shard (one hash slot) and by the filing options a batch shares.
+  const group = `${ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
+  const r = await b.add(group, { ...a, chain })
+  // A settle the script refused alone (its chain is not the call's) fails alone.
+  if (r instanceof Error) throw r
+  return r
 }
 
 /** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */
 const MAX_BATCH = 32
 
-interface Waiting {
-  a: SettleArgs & { chain: readonly string[] }
-  resolve: (r: SettleReply) => void
-  reject: (e: unknown) => void
-}
+type Queued = SettleArgs & { chain: readonly string[] }
 
-/**
- * One per Redis context (a module-level WeakMap, so that callers keep calling runSettle as before):
- * queues per shard, and per filing options since a batch shares them, sent after this turn's I/O.
- */
-const batchers = new WeakMap<RedisContext, SettleBatcher>()
-
-class SettleBatcher {
-  private readonly queues = new Map<string, Waiting[]>()
-  private scheduled = false
-
-  constructor(private readonly ctx: RedisContext) {}
-
-  settle(a: Waiting['a']): Promise<SettleReply> {
-    return new Promise((resolve, reject) => {
-      const q = `${this.ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
-      let queue = this.queues.get(q)
-      if (!queue) this.queues.set(q, (queue = []))
-      queue.push({ a, resolve, reject })
-      if (queue.length >= MAX_BATCH) this.send(q)
-      else if (!this.scheduled) {
-        this.scheduled = true
-        // After this turn's I/O callbacks: the streams that ended alongside this one join its batch.
-        setImmediate(() => {
-          this.scheduled = false
-          for (const q of [...this.queues.keys()]) this.send(q)
-        })
-      }
-    })
-  }
-
-  private send(q: string): void {
-    const batch = this.queues.get(q)
-    if (!batch?.length) return
-    this.queues.delete(q)
-    runBatch(this.ctx, batch.map((w) => w.a)).then(
-      (replies) =>
-        batch.forEach((w, i) => {
-          const r = replies[i]!
-          if (r instanceof Error) w.reject(r)
-          else w.resolve(r)
-        }),
-      (e: unknown) => batch.forEach((w) => w.reject(e)),
-    )
-  }
-}
+/** One batcher per Redis context (kept here, so that callers keep calling runSettle as before). */
+const batches = new WeakMap<RedisContext, TurnBatch<Queued, SettleReply | Error>>()
 
 /** Every call of `calls` must be of one shard (one hash slot: one script on a cluster). Replies in order. */
-async function runBatch(ctx: RedisContext, calls: readonly Waiting['a'][]): Promise<(SettleReply | Error)[]> {
+async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(SettleReply | Error)[]> {
   const { keys } = ctx
   const shard = keys.shardOf(calls[0]!.accountId)
   const file = calls.find((c) => c.file)?.file
