@@ -129,4 +129,19 @@ describe('the transport', () => {
     const noAccept = await fetch(`${rig.base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: JSON.stringify(LIST) })
     expect(noAccept.status).toBe(406)
   })
+
+  test('malformed tools/call params → JSON-RPC invalid params (-32602); a method the server has no handler for → -32601 "Method not found"; nothing charged', async () => {
+    const a = await rig.t.signup()
+    const auth = { authorization: `Bearer ${a.token}`, 'mcp-protocol-version': '2025-06-18' }
+    for (const params of [{ arguments: { slug: 'test.echo' } }, { name: 7 }, { name: 'call_capability', arguments: 'test.echo' }, { name: 'call_capability', arguments: [] }]) {
+      const r = await post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params }, auth)
+      expect(r.status).toBe(200)
+      const body = (await r.json()) as any
+      expect(body).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32602 } })
+      expect(body.error.message).toContain('Invalid tools/call request')
+    }
+    const unknown = await post({ jsonrpc: '2.0', id: 4, method: 'resources/list', params: {} }, auth)
+    expect(await unknown.json()).toEqual({ jsonrpc: '2.0', id: 4, error: { code: -32601, message: 'Method not found' } })
+    expect(await redisBalance(rig.t, a.account_id)).toBe(a.balance)
+  })
 })
