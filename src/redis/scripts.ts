@@ -6,7 +6,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { batchedCaller } from './batched-scripts'
 import type { RedisClient } from './client'
+import { variableKeysCaller } from './variable-keys'
 import { ScriptStatus } from './codes'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
@@ -65,20 +67,35 @@ export type ScriptFn = (keys: string[], argv: (string | number)[]) => Promise<Re
 
 export type Scripts = Record<ScriptName, ScriptFn>
 
+/**
+ * Scripts every paid request runs before its answer: sent in batches of the calls one turn of the
+ * event loop makes per hash slot (src/redis/batched-scripts.ts), each still applied on its own.
+ */
+export const BATCHED: ReadonlySet<ScriptName> = new Set<ScriptName>(['debit'])
+
 /** Registers every script on the client and returns typed callers. */
 export function loadScripts(redis: RedisClient): Scripts {
   const out = {} as Scripts
   for (const s of readScripts()) {
     const n = s.numberOfKeys
-    redis.defineCommand(s.name, n === null ? { lua: s.lua } : { numberOfKeys: n, lua: s.lua })
+    if (n === null) {
+      out[s.name] = variableKeysCaller(redis, s.lua)
+      continue
+    }
+    redis.defineCommand(s.name, { numberOfKeys: n, lua: s.lua })
     const call = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>)[s.name]!.bind(redis)
-    out[s.name] =
-      n === null
-        ? (keys, argv) => call(keys.length, ...keys, ...argv)
-        : (keys, argv) => {
-            if (keys.length !== n) throw new Error(`${s.file}: ${keys.length} keys given`)
-            return call(...keys, ...argv)
-          }
+    out[s.name] = (keys, argv) => {
+      if (keys.length !== n) throw new Error(`${s.file}: ${keys.length} keys given`)
+      return call(...keys, ...argv)
+    }
+    if (BATCHED.has(s.name)) {
+      const one = out[s.name]
+      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv))
+      out[s.name] = (keys, argv) => {
+        if (keys.length !== n) return one(keys, argv)
+        return batched(keys, argv)
+      }
+    }
   }
   for (const n of SCRIPT_NAMES) if (!out[n]) throw new Error(`lua/: no script for ${n}`)
   return out

@@ -4,7 +4,8 @@
  * start and the promise plumbing cost per command is then paid once per batch instead of once per
  * item (issue 17). Each item still gets its own answer, in order. A batch is capped, so one script
  * never holds Redis' single thread for long; a full batch goes at once.
- * errors: a batch whose call fails rejects each of its items with that error.
+ * errors: a batch whose call fails rejects each of its items with that error; an answer that is an
+ * Error (an error element in a script's reply array) rejects its own item only.
  */
 interface Waiting<I, R> {
   item: I
@@ -17,8 +18,8 @@ export class TurnBatch<I, R> {
   private scheduled = false
 
   constructor(
-    /** Sends one group's batch; answers one result per item, in order. */
-    private readonly sendBatch: (group: string, items: I[]) => Promise<R[]>,
+    /** Sends one group's batch; answers one result (or Error) per item, in order. */
+    private readonly sendBatch: (group: string, items: I[]) => Promise<(R | Error)[]>,
     private readonly max = 32,
   ) {}
 
@@ -49,7 +50,11 @@ export class TurnBatch<I, R> {
     ).then(
       (results) => {
         if (results.length !== batch.length) throw new Error(`batch of ${batch.length}: ${results.length} answers`)
-        batch.forEach((w, i) => w.resolve(results[i]!))
+        batch.forEach((w, i) => {
+          const r = results[i]!
+          if (r instanceof Error) w.reject(r)
+          else w.resolve(r)
+        })
       },
     ).catch((e: unknown) => batch.forEach((w) => w.reject(e)))
   }

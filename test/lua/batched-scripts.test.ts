@@ -1,0 +1,71 @@
+/**
+ * A batched script (src/redis/batched-scripts.ts) on a real Redis: the calls of one turn for one
+ * hash slot go as one EVALSHA of the generated wrapper; each runs the script's body in order, sees
+ * the writes of the calls before it, and gets its own reply; an error reply or a failing redis.call
+ * rejects its own call only; a call alone in its turn runs as the plain script.
+ *
+ *   bun test test/lua/batched-scripts.test.ts
+ */
+import { afterAll, expect, test } from 'bun:test'
+import Redis from 'ioredis'
+import { batchedCaller } from '../../src/redis/batched-scripts'
+import type { RedisClient } from '../../src/redis/client'
+import { REDIS_URL } from '../helpers/harness'
+
+const redis = new Redis(REDIS_URL, { enableAutoPipelining: true })
+afterAll(() => redis.disconnect())
+
+// ARGV[1]: an amount, or 'error' (an error reply) or 'raise' (a redis.call that fails); ARGV[2]: optional.
+const BODY = `
+local a = ARGV[1]
+if a == 'error' then return redis.error_reply('refused ' .. KEYS[2]) end
+if a == 'raise' then redis.call('INCR', KEYS[1], 'too', 'many') end
+return {redis.call('INCRBY', KEYS[1], a), ARGV[2] or '', KEYS[2]}
+`
+
+function rig() {
+  const sent = { evalsha: 0, single: 0 }
+  const counting = new Proxy(redis, {
+    get(target, prop, receiver) {
+      if (prop === 'evalsha') return (...a: unknown[]) => (sent.evalsha++, (target.evalsha as (...x: unknown[]) => unknown)(...a))
+      return Reflect.get(target, prop, receiver)
+    },
+  }) as unknown as RedisClient
+  const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
+  return { sent, call: batchedCaller(counting, 'testBody', BODY, 2, single) }
+}
+
+test('one turn of one slot is one script; every call answered in order, errors alone', async () => {
+  const key = `{batch-${Date.now()}}:n`
+  const { sent, call } = rig()
+  const argvs: (string | number)[][] = [[1], [2, 'x'], ['error'], [3], ['raise'], [4, 'y']]
+  const rs = await Promise.allSettled(argvs.map((argv, i) => call([key, `{batch-${Date.now()}}:k${i}`], argv)))
+  expect(sent).toEqual({ evalsha: 1, single: 0 })
+  const values = rs.map((r) => (r.status === 'fulfilled' ? r.value.slice(0, 2) : `rejected: ${String((r as PromiseRejectedResult).reason.message)}`))
+  expect(values[0]).toEqual([1, ''])
+  expect(values[1]).toEqual([3, 'x'])
+  expect(values[2]).toMatch(/rejected: .*refused/)
+  expect(values[3]).toEqual([6, ''])
+  expect(values[4]).toMatch(/rejected: .*[Ww]rong number of args/)
+  expect(values[5]).toEqual([10, 'y'])
+  expect(Number(await redis.get(key))).toBe(10)
+})
+
+test('slots apart are batches apart; a call alone runs as the plain script', async () => {
+  const { sent, call } = rig()
+  const t = Date.now()
+  const rs = await Promise.all([call([`{a-${t}}:n`, 'k'.replace('k', `{a-${t}}:k`)], [1]), call([`{b-${t}}:n`, `{b-${t}}:k`], [5]), call([`{a-${t}}:n`, `{a-${t}}:k`], [2])])
+  expect(rs.map((r) => r[0])).toEqual([1, 5, 3])
+  // {a} two calls: one batch; {b} alone: the plain script.
+  expect(sent).toEqual({ evalsha: 1, single: 1 })
+})
+
+test('the wrapper of every batched script of lua/ loads', async () => {
+  const { BATCHED, readScripts } = await import('../../src/redis/scripts')
+  const { batchedLua } = await import('../../src/redis/batched-scripts')
+  expect(BATCHED.size).toBeGreaterThan(0)
+  for (const s of readScripts().filter((s) => BATCHED.has(s.name))) {
+    expect(s.numberOfKeys).not.toBeNull()
+    expect(await redis.script('LOAD', batchedLua(s.lua, s.numberOfKeys!))).toMatch(/^[0-9a-f]{40}$/)
+  }
+})
