@@ -81,7 +81,7 @@
            per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
            is reserved instead and reported as clamped; when not even min_output fits, min_output
            is weighed and refused by the limit it passes (402 on the balance). The prices go on
-           the call record, so the settle (settle-15) charges what was reserved against.
+           the call record, so the settle (settle-n) charges what was reserved against.
 
   ARGV[28] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3

@@ -54,7 +54,7 @@ export async function recordCall(ctx: RedisContext, accountId: string, rec: Call
 }
 
 /**
- * The filing settle-15 does with the settle of a metered call it charges, instead of a record-calls-n
+ * The filing settle-n does with the settle of a metered call it charges, instead of a record-calls-n
  * after it: the record but for `charged` and `uncharged`, which only the script knows and appends.
  */
 export function settleFiling(accountId: string, rec: Omit<CallRecord, 'charged' | 'uncharged'>) {

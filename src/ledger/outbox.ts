@@ -50,7 +50,7 @@ export interface MoneyFields {
   uncredited: number | null
   reason: string | null
   at: number
-  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-15). */
+  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-n). */
   model: string | null
   tokens: { input: number; cached: number; output: number } | null
 }

@@ -29,7 +29,7 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
-  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-15, CONTRACT §7). */
+  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, CONTRACT §7). */
   mc_rem: num,
   created: num,
 } as const

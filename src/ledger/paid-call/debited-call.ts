@@ -1,7 +1,7 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
  * the debit (debit-19) and ends in exactly one way, `settle(outcome)`: refunded (refund-14) or kept,
- * filed for activity (record-calls-n; settle-15 files a metered call without an Idempotency-Key
+ * filed for activity (record-calls-n; settle-n files a metered call without an Idempotency-Key
  * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
  * changes nothing and answers what the first did. A request that dies without settling is refunded
  * by the sweeper at its deadline (sweeper.ts).
@@ -21,7 +21,7 @@ import { isRefunded, type CallOutcome } from './outcome'
 /** What the request knows when it ends. */
 export interface SettleFacts {
   /**
-   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-15). Without
+   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-n). Without
    * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
    */
   usage?: MeteredUsage
@@ -153,7 +153,7 @@ export class DebitedCall {
       balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, reason: outcome })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
-      // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle-15
+      // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle-n
       // files the call in the same script (one script after the upstream, not two).
       const file =
         d.idempotencyKey === undefined
