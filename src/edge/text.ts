@@ -6,10 +6,11 @@
  * checked once, here, and refused with BAD_REQUEST naming the field:
  * - a line (the default): no C0 control (U+0000–U+001F, tab and newline included), no DEL or C1
  *   control (U+007F–U+009F), no lone surrogate;
- * - free text marked multi-line in its schema (`FreeText`): the same, except that \n and \t pass.
+ * - free text marked multi-line in its schema (`FreeText`, or every string under a `FreeJson`): the
+ *   same, except that \n and \t pass.
  * errors: BAD_REQUEST.
  */
-import { Type as T, type StringOptions } from '@sinclair/typebox'
+import { Type as T, type SchemaOptions, type StringOptions } from '@sinclair/typebox'
 import { ApiError } from '../errors'
 
 // Without the `u` flag a regex sees UTF-16 code units: a surrogate is lone unless it is the high
@@ -25,6 +26,12 @@ const MULTILINE = 'x-multiline'
 
 /** A multi-line free-text field (a support summary, a note): \n and \t allowed, other controls not. */
 export const FreeText = (options: StringOptions = {}) => T.String({ ...options, [MULTILINE]: true })
+
+/**
+ * Any JSON whose strings are free text, several lines each (a capability's params, checked as the
+ * REST call checks its body); its object keys stay single lines.
+ */
+export const FreeJson = (options: SchemaOptions = {}) => T.Unknown({ ...options, [MULTILINE]: true })
 
 /** Which fields may hold several lines: `'all'`, or the dotted paths a body schema marks. */
 export type Multiline = 'all' | ReadonlySet<string>
@@ -49,22 +56,23 @@ export function multilinePaths(schema: unknown): ReadonlySet<string> {
  * or a lone surrogate. `prefix` names where the value sits ('' for a body's top level).
  */
 export function checkText(value: unknown, multiline: Multiline = new Set(), prefix = ''): void {
-  const visit = (v: unknown, path: string) => {
+  // `within`: under a path marked multi-line (a FreeJson), every string is free text.
+  const visit = (v: unknown, path: string, within: boolean) => {
+    const multi = within || multiline === 'all' || multiline.has(path)
     if (typeof v === 'string') {
-      const multi = multiline === 'all' || multiline.has(path)
       if ((multi ? MULTILINE_BAD : LINE_BAD).test(v)) throw new ApiError('BAD_REQUEST', { field: path || 'body', expected: multi ? MULTILINE_EXPECTED : LINE_EXPECTED })
       return
     }
     if (!v || typeof v !== 'object') return
     if (Array.isArray(v)) {
-      v.forEach((x, i) => visit(x, path ? `${path}.${i}` : String(i)))
+      v.forEach((x, i) => visit(x, path ? `${path}.${i}` : String(i), multi))
       return
     }
     for (const [k, x] of Object.entries(v)) {
       const at = path ? `${path}.${k}` : k
       if (LINE_BAD.test(k)) throw new ApiError('BAD_REQUEST', { field: at, expected: LINE_EXPECTED })
-      visit(x, at)
+      visit(x, at, multi)
     }
   }
-  visit(value, prefix)
+  visit(value, prefix, false)
 }

@@ -17,7 +17,7 @@ import type { Services } from '../services'
 import { fileProblem, type NewProblem } from '../support/problems'
 import { openVault, requestLink } from '../vault/account-keys'
 import type { ProviderKeys } from '../vault/provider-key'
-import { checkText } from '../edge/text'
+import { checkText, FreeJson } from '../edge/text'
 import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
 import { answerOf, JsonAnswer, type Access, type McpTool, type ToolCall } from './tool'
@@ -73,7 +73,8 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       T.Object(
         {
           slug: T.String({ minLength: 1, maxLength: 80, description: 'The capability, e.g. web.search (search_capabilities lists them)' }),
-          params: T.Optional(T.Unknown({ description: "The capability's params: a JSON object valid against its params schema (default {})" })),
+          // Free text inside, as the REST call's body (several lines pass).
+          params: T.Optional(FreeJson({ description: "The capability's params: a JSON object valid against its params schema (default {})" })),
           idempotency_key: T.Optional(
             T.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'As the Idempotency-Key header: a retry with the same key and params is answered once, charged once' }),
           ),

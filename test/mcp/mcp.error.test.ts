@@ -94,7 +94,15 @@ describe('arguments are checked as the REST bodies are', () => {
     }
     // A multi-line summary is free text, as on POST /v1/support.
     expect((await callTool(c, 'file_support_problem', { category: 'bug', summary: 'two\nlines' })).isError).toBe(false)
+    // A capability's params are its free text, as the REST call's body: several lines pass, NUL does not.
+    const nul = await callTool(c, 'call_capability', { slug: 'test.echo', params: { note: 'nul\u0000here' } })
+    expect(nul.json).toMatchObject({ error: 'BAD_REQUEST', field: 'params.note' })
     expect(await redisBalance(rig.t, a.account_id)).toBe(500)
+    const lines = await callTool(c, 'call_capability', { slug: 'test.echo', params: { note: 'two\nlines' } })
+    expect(lines.isError, JSON.stringify(lines.json)).toBe(false)
+    const rest = await rig.t.req('POST', '/v1/call/test.echo', { token: a.token, body: { note: 'two\nlines' } })
+    expect(rest.status).toBe(200)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500 - lines.json.charged - rest.body.charged)
   })
 })
 
