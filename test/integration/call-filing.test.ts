@@ -11,6 +11,7 @@ import { inArray } from 'drizzle-orm'
 import { calls } from '../../src/db/schema'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
+import { countScript } from '../helpers/script-count'
 
 let t: TestApp
 beforeAll(async () => {
@@ -20,17 +21,8 @@ afterAll(async () => {
   await t?.close()
 })
 
-/** Counts the record-calls-n scripts sent and the calls they carried. */
-function countFiling(): { scripts: number; calls: number; restore: () => void } {
-  const original = t.s.ctx.scripts.recordCalls
-  const seen = { scripts: 0, calls: 0, restore: () => void (t.s.ctx.scripts.recordCalls = original) }
-  t.s.ctx.scripts.recordCalls = async (keys, argv) => {
-    seen.scripts++
-    seen.calls += (keys.length - 3) / 3
-    return original(keys, argv)
-  }
-  return seen
-}
+/** Counts the record-calls-n scripts sent and the calls they carried (3 shared keys, then 3 a call). */
+const countFiling = () => countScript(t, 'recordCalls', (keys) => (keys.length - 3) / 3)
 
 test('concurrent calls of several accounts are each filed once, in fewer scripts than calls', async () => {
   const accounts = await Promise.all([t.signup(), t.signup(), t.signup()])

@@ -15,6 +15,7 @@ import { runSettle } from '../../src/lua/settle'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
 import { chargesOf, costMicro } from '../helpers/metering'
+import { countScript } from '../helpers/script-count'
 
 let t: TestApp
 beforeAll(async () => {
@@ -28,17 +29,8 @@ const PRICE = { input: 1234, cached_input: 567, output: 8901 }
 const INPUT_BOUND = 1000
 const CEILING = 1000
 
-/** Counts the settle-n scripts sent and the calls they carried. */
-function countSettles(): { scripts: number; calls: number; restore: () => void } {
-  const original = t.s.ctx.scripts.settle
-  const seen = { scripts: 0, calls: 0, restore: () => void (t.s.ctx.scripts.settle = original) }
-  t.s.ctx.scripts.settle = async (keys, argv) => {
-    seen.scripts++
-    seen.calls += (argv.length - 2) / 10
-    return original(keys, argv)
-  }
-  return seen
-}
+/** Counts the settle-n scripts sent and the calls they carried (2 shared args, then 10 a call). */
+const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / 10)
 
 async function open(principal: Principal) {
   const opened = await openPaidCall(t.s, {
