@@ -1,9 +1,9 @@
 --[[
   agent-state-3: kill, revive or revoke one agent token, checked and written in the agent's slot so
-  the very next request on any instance (debit-19, authorize-7) sees the new state. Revocation is
+  the very next request on any instance (debit-15, authorize-7) sees the new state. Revocation is
   permanent: nothing moves a revoked agent again. Repeating the current state changes nothing.
   A move appends the agent's full row and the owner's event (agent.killed / agent.revived /
-  agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-19
+  agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-15
   stores breaker when it trips); a revive clears it.
   Sub-agents (CONTRACT §8): an agent acting (ARGV[6]) reaches only its own descendants — the
   target's chain must name it, else NOT_FOUND. A kill or revoke writes the target only: its

@@ -6,7 +6,7 @@
   subtree, reads included; `by_ancestor` names the one that stops it).
   The rate limit counts before the state is answered (CONTRACT §6: every request counts), so a
   killed or revoked token past its limit is RATE_LIMITED instead of hammering forever.
-  Paid requests never come here: debit-19 makes the same checks in its own single round trip.
+  Paid requests never come here: debit-15 makes the same checks in its own single round trip.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] agent hash                  {s}:agent:<acct>:<agent|_owner>

@@ -1,6 +1,6 @@
 --[[
   rate-limit-2: sliding-window request counter for requests that do not pass through the debit
-  script (reads, governance calls, unauthenticated requests). The same window arithmetic as debit-19 (lua/lib/rate-window.lua).
+  script (reads, governance calls, unauthenticated requests). The same window arithmetic as debit-15 (lua/lib/rate-window.lua).
 
   KEYS[1] counter of the current minute window
   KEYS[2] counter of the previous minute window

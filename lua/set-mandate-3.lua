@@ -1,7 +1,7 @@
 --[[
   set-mandate-3: every change of an auto-refill mandate — a completed consent, new limits,
   enable/disable, forgetting the card. The mandate lives in the account's slot, and the account
-  hash mirrors its threshold as `refill_below` exactly while it is enabled, so debit-19 can flag a
+  hash mirrors its threshold as `refill_below` exactly while it is enabled, so debit-15 can flag a
   refill from the hash it already reads (no extra key, no extra round trip on the paid path).
   Each change appends a `mandate` snapshot to the outbox: Postgres keeps the durable copy.
 
@@ -41,7 +41,7 @@ local function snapshot(reason)
     'reason', reason, 'at', now)
 end
 
--- refill_below = threshold while enabled, absent otherwise (read by debit-19).
+-- refill_below = threshold while enabled, absent otherwise (read by debit-15).
 local function mirror()
   local m = redis.call('HMGET', KEYS[1], 'enabled', 'threshold')
   if m[1] == '1' and m[2] then

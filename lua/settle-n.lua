@@ -19,22 +19,23 @@
 
   The release (reservation − charge) goes back to the balance and comes off every window the debit
   counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
-  since is left alone, as refund-14 does). An agent's release also comes off its `spent_total`
-  and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend, exactly as the
-  debit counted them (lua/lib/budget.lua release_chain; the chain must be the call record's).
+  since is left alone, as refund-10 does: an agent's day spend is its hash's `day_spent`, lowered
+  only while the hash's `day` is still the call record's `day`). An agent's release also comes off
+  its `spent_total` and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend,
+  exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
+  record's).
 
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
   KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
-  and for the i-th call, 6 + 2 × (its chain's length) keys at KEYS[3 + o + j], o being the number
+  and for the i-th call, 5 + (its chain's length) keys at KEYS[3 + o + j], o being the number
   of keys of the calls before it:
     j = 1  account hash                   {s}:acct:<acct>
     j = 2  call record                    {s}:call:<call_id>
-    j = 3  account spend of the call's HKT day
-    j = 4  agent spend of the call's HKT day
-    j = 5  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
-    j = 6  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
-    j = 7, 8, …  per ancestor, parent first: its hash, then its spend of the call's HKT day
+    j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
+    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+    j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    j = 6, 7, …  per ancestor, parent first: its hash
 
   ARGV[1] how many recent calls the list keeps (record-calls-n's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls-n's ARGV[2])
@@ -70,7 +71,7 @@ local n = (#ARGV - 2) / 10
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
-for i = 1, n do want = want + 6 + 2 * #chain_ids(ARGV[2 + 10 * (i - 1) + 8]) end
+for i = 1, n do want = want + 5 + #chain_ids(ARGV[2 + 10 * (i - 1) + 8]) end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
@@ -82,12 +83,12 @@ for i = 1, n do
   local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chain_ids(chain)
-  local acct, call_key, acct_day, agent_day, agent_hash, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  local hashes, days = {agent_hash}, {false}
-  for m = 1, #ids do hashes[m + 1] = KEYS[k + 5 + 2 * m]; days[m + 1] = KEYS[k + 6 + 2 * m] end
-  k = k + 6 + 2 * #ids
+  local acct, call_key, acct_day, agent_hash, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]
+  local hashes = {agent_hash}
+  for m = 1, #ids do hashes[m + 1] = KEYS[k + 5 + m] end
+  k = k + 5 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -119,8 +120,7 @@ for i = 1, n do
     redis.call('HSET', acct, 'mc_rem', r)
     if released > 0 then
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released) end
-      if call[3] ~= '' and redis.call('EXISTS', agent_day) == 1 then redis.call('DECRBY', agent_day, released) end
-      if call[3] ~= '' then release_chain(hashes, days, released) end
+      if call[3] ~= '' then release_chain(hashes, call[11], released) end
     end
     redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
       'agent', call[3], 'amount', released, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',

@@ -26,22 +26,31 @@ local function chain_ids(chain)
 end
 
 -- Gives `amount` back along an agent's chain (a refund, or a settle's release): hashes[1] is the
--- agent, hashes[i + 1] its ancestors nearest first; day_keys[i] the matching day spend, or false
--- where the caller releases it itself. Only day windows that still exist move: a release after
--- midnight must not create a key without expiry for a day that is over. Each ancestor's carve
--- grows by what the child on the path holds more now, exactly undoing the debit's shrink.
-local function release_chain(hashes, day_keys, amount)
+-- agent, hashes[i + 1] its ancestors nearest first; `day` the HKT day the call was debited on (the
+-- call record's). Each level's spent_total goes down, and its day spend (`day_spent`, the spend of
+-- the hash's `day`) only while `day` is still the call's: only day windows that still exist move,
+-- a release after midnight leaves the new day's spend alone. Each ancestor's carve grows by what
+-- the child on the path holds more now, exactly undoing the debit's shrink. One HMGET and one HSET
+-- per level, the carve set in the ancestor's own HSET (values computed from its HMGET).
+local function release_chain(hashes, day, amount)
   if amount <= 0 then return end
+  day = tostring(day)
   local rows = {}
-  for i, h in ipairs(hashes) do rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total') end
+  for i, h in ipairs(hashes) do rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved') end
   for i, h in ipairs(hashes) do
     local r = rows[i]
-    local before = tonumber(r[3] or '0')
-    redis.call('HINCRBY', h, 'spent_total', 0 - amount)
-    if day_keys[i] and redis.call('EXISTS', day_keys[i]) == 1 then redis.call('DECRBY', day_keys[i], amount) end
-    if hashes[i + 1] then
-      local delta = carve_of(r[1], r[2], before - amount) - carve_of(r[1], r[2], before)
-      if delta ~= 0 then redis.call('HINCRBY', hashes[i + 1], 'carved', delta) end
+    local fields = {'spent_total', string.format('%d', tonumber(r[3] or '0') - amount)}
+    if r[4] == day then
+      fields[#fields + 1], fields[#fields + 2] = 'day_spent', string.format('%d', tonumber(r[5] or '0') - amount)
     end
+    if i > 1 then
+      local c = rows[i - 1]   -- the child on the path
+      local before = tonumber(c[3] or '0')
+      local delta = carve_of(c[1], c[2], before - amount) - carve_of(c[1], c[2], before)
+      if delta ~= 0 then
+        fields[#fields + 1], fields[#fields + 2] = 'carved', string.format('%d', tonumber(r[6] or '0') + delta)
+      end
+    end
+    redis.call('HSET', h, unpack(fields))
   end
 end

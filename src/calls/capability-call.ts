@@ -2,7 +2,7 @@
  * The paid call (`POST /v1/call/{slug}`): validate → open the paid request (the debit) → the provider
  * key, read only now (none: the call settles as no_key) → upstream with a timeout → settle once, by
  * the outcome table both paid paths share (ledger/paid-call).
- * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit-19 (AGENT_KILLED
+ * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit-15 (AGENT_KILLED
  *         with reason breaker included), PAYMENT_REQUIRED, BYOK_REQUIRED, VAULT_UNAVAILABLE,
  *         KEY_UNREADABLE (these three refunded), PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */

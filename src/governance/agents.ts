@@ -1,6 +1,6 @@
 /**
  * Agent tokens over their scripts: create-agent-6 and agent-state-3 write, every read is plain
- * hash reads in the account's slot. The state lives where debit-19 and authorize-7 read it, so a
+ * hash reads in the account's slot. The state lives where debit-15 and authorize-7 read it, so a
  * kill, revive or revoke holds from the very next request on every instance.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
  *         agent limit).
@@ -62,7 +62,7 @@ export interface NewAgent {
   parent?: { id: string; chain: readonly string[] }
 }
 
-const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain'] as const
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain', 'day', 'day_spent'] as const
 
 /** The token → principal mapping, chain included: it never changes, so it is cached with the token. */
 export const tokenMapping = (acct: string, id: string, chain: readonly string[]) => `${acct}|${id}|${chain.join(',')}`
@@ -88,8 +88,8 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
   const list = ids ?? (await redis.smembers(keys.agents(acct)))
   const rows = await Promise.all(
     list.map(async (id) => {
-      const [f, spent] = await Promise.all([redis.hmget(keys.agent(acct, id), ...FIELDS), redis.get(keys.agentSpentToday(acct, id, day))])
-      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain] = f
+      const f = await redis.hmget(keys.agent(acct, id), ...FIELDS)
+      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain, spentDay, daySpent] = f
       if (!token) return null
       return {
         id,
@@ -99,7 +99,8 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
         daily_cap: optNum(dailyCap ?? null),
         allowlist: decodeAllowlist(allow),
         per_call_max: optNum(perCallMax ?? null),
-        spent_today: Number(spent ?? 0),
+        // The hash's day spend is today's only while its `day` is today (debit-15 moves it on).
+        spent_today: spentDay === String(day) ? Number(daySpent ?? 0) : 0,
         created_at: new Date(Number(created)).toISOString(),
         parent_id: parent ?? null,
         depth: Number(depth ?? 1),

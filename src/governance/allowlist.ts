@@ -3,7 +3,7 @@
  * `*` (`openai.*`, `proxy:*`), a proxy route (`proxy:openai`) or a metered route's models
  * (`proxy:openai/gpt-4o*`, CONTRACT §7). `null` allows everything, `[]`
  * nothing. Stored as one hash field of patterns joined by "\n" (field absent = null), which is the
- * form debit-19 matches against.
+ * form debit-15 matches against.
  * errors: BAD_REQUEST (a pattern that could never match a target).
  */
 import { Type as T } from '@sinclair/typebox'

@@ -1,5 +1,5 @@
 /**
- * Account and agent policies: read from the hash fields debit-19 enforces, written by set-policy-3.
+ * Account and agent policies: read from the hash fields debit-15 enforces, written by set-policy-3.
  * A change touching the account and several agents runs all its scripts in one MULTI (they share
  * the account's slot), so the next call on any instance sees either none or all of it.
  * errors: NOT_FOUND (an agent id that is not the account's), CONFLICT (a revoked agent).

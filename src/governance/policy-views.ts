@@ -1,6 +1,6 @@
 /**
  * Policies (CONTRACT §5): the account's daily cap, balance cap and allowlist, and each agent's
- * daily cap, allowlist and per-call maximum — exactly the fields debit-19 enforces.
+ * daily cap, allowlist and per-call maximum — exactly the fields debit-15 enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (pattern), NOT_FOUND (agent id).
  */

@@ -246,15 +246,15 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     hash.depth = String(a.depth)
     hash.spent_total = String(a.spentTotal)
     if (a.carved > 0) hash.carved = String(a.carved)
+    // Today's spend of the agent and its subtree, in the hash as debit-15 keeps it.
+    if (a.spentToday > 0) Object.assign(hash, { day: String(day), day_spent: String(a.spentToday) })
     if (a.budget !== null) hash.budget = String(a.budget)
     if (a.expires !== null) hash.expires = String(a.expires)
     if (a.parent !== null) {
       hash.parent = a.parent
       hash.chain = a.chain.join(',')
     }
-    const m = redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id)
-    if (a.spentToday > 0) m.set(keys.agentSpentToday(acct, a.id, day), a.spentToday, 'EX', DAY_KEY_TTL_S)
-    await m.exec()
+    await redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id).exec()
     await redis.set(keys.token(a.tokenHash), tokenMapping(acct, a.id, a.chain))
   }
   await restoreProposals(ctx, acct, plan.proposals)

@@ -3,9 +3,9 @@
  * the API process died mid-call. Without this the debit would stand with no answer ever given, and
  * the call's Idempotency-Key would stay "in flight" for a day.
  *
- * Every debit puts its call into the shard's in-flight set (debit-19) and record-calls-n or
- * refund-14 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
- * moving its deadline while it runs (leases.ts); refund-14 re-checks the deadline, so a renewal
+ * Every debit puts its call into the shard's in-flight set (debit-15) and record-calls-n or
+ * refund-10 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
+ * moving its deadline while it runs (leases.ts); refund-10 re-checks the deadline, so a renewal
  * that lands between this sweep's read and its refund keeps the call alive. Any number of instances may
  * sweep at once: the refund applies at most once per call and the record is filed once.
  * errors / metrics: `stats()` counts refunded calls; failures are logged and retried next round.

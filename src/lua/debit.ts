@@ -1,5 +1,5 @@
 /**
- * debit-19, the one money decision of a paid request: its KEYS and ARGV built from named
+ * debit-15, the one money decision of a paid request: its KEYS and ARGV built from named
  * arguments, its tuples (see the Lua header) decoded into a DebitReply.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -38,7 +38,7 @@ export interface DebitArgs {
   chain?: readonly string[]
 }
 
-/** What debit-19 needs to reserve a metered request: the model's prices and the request's bounds. */
+/** What debit-15 needs to reserve a metered request: the model's prices and the request's bounds. */
 export interface DebitMetering {
   model: string
   /** Never below the true input token count. */
@@ -71,33 +71,27 @@ export type DebitReply =
   | Refusal
 
 /**
- * KEYS[14..19]: the ancestors' hashes, then their day spend. A slot past the chain repeats the
- * agent's own key (same hash slot, never read), so the key count is fixed and the script runs
+ * KEYS[13..15]: the ancestors' hashes (each carries its day spend). A slot past the chain repeats
+ * the agent's own key (same hash slot, never read), so the key count is fixed and the script runs
  * unchanged on Redis Cluster.
  */
-function chainKeys(a: DebitArgs, keys: RedisContext['keys'], agentKey: string, agentDayKey: string): string[] {
+function chainKeys(a: DebitArgs, keys: RedisContext['keys'], agentKey: string): string[] {
   const chain = a.chain ?? []
   if (chain.length > 3) throw new Error(`debit: a chain of ${chain.length} ancestors`)
-  // The common call has no ancestors: the filler keys are the two already built, not six new strings.
-  if (chain.length === 0) return [agentKey, agentKey, agentKey, agentDayKey, agentDayKey, agentDayKey]
-  const at = (i: number) => chain[i]
-  return [
-    ...[0, 1, 2].map((i) => (at(i) ? keys.agent(a.accountId, at(i)!) : agentKey)),
-    ...[0, 1, 2].map((i) => (at(i) ? keys.agentSpentToday(a.accountId, at(i)!, a.day) : agentDayKey)),
-  ]
+  // The common call has no ancestors: the filler keys are the one already built, not three new strings.
+  if (chain.length === 0) return [agentKey, agentKey, agentKey]
+  return [0, 1, 2].map((i) => (chain[i] ? keys.agent(a.accountId, chain[i]!) : agentKey))
 }
 
 export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitReply> {
   const { keys } = ctx
   const acct = a.accountId
   const agentKey = keys.agent(acct, a.agentId)
-  const agentDayKey = keys.agentSpentToday(acct, a.agentId, a.day)
   const reply = await ctx.scripts.debit(
     [
       keys.account(acct),
       agentKey,
       keys.spentToday(acct, a.day),
-      agentDayKey,
       keys.unpricedRequestsToday(acct, a.day),
       keys.rateWindow(acct, a.agentId, a.rateWindow),
       keys.rateWindow(acct, a.agentId, a.prevRateWindow),
@@ -107,7 +101,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       keys.breakerWindow(acct, a.agentId, a.rateWindow),
       keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       keys.inflight(keys.shardOf(acct)),
-      ...chainKeys(a, keys, agentKey, agentDayKey),
+      ...chainKeys(a, keys, agentKey),
     ],
     [
       a.now,
@@ -150,7 +144,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4), affordableMaxTokens: num(reply, 5) }
   }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('debit-19', reply)
+  if (!refusal) throw unexpected('debit-15', reply)
   return refusal
 }
 

@@ -1,4 +1,4 @@
-/** refund-14: gives back one call's debit, at most once per call id (see its Lua header). */
+/** refund-10: gives back one call's debit, at most once per call id (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, unexpected } from './reply'
@@ -8,7 +8,7 @@ export interface RefundArgs {
   accountId: string
   agentId: string | null
   callId: string
-  /** The HKT day of the debit: the refund lowers that day's spend. */
+  /** The HKT day of the debit: the refund lowers that day's account spend (an agent's: the call record's day). */
   day: number
   reason: string
   /** The sweeper's sweep instant: refund only if the call's deadline was not moved past it. */
@@ -30,14 +30,12 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
       keys.account(a.accountId),
       keys.call(a.accountId, a.callId),
       keys.spentToday(a.accountId, a.day),
-      keys.agentSpentToday(a.accountId, a.agentId, a.day),
       keys.unpricedRequestsToday(a.accountId, a.day),
       keys.outbox(keys.shardOf(a.accountId)),
       keys.inflight(keys.shardOf(a.accountId)),
       keys.agent(a.accountId, a.agentId),
       // Slots past the chain repeat a key of the same hash slot; the script never touches them.
       ...[0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : keys.agent(a.accountId, a.agentId))),
-      ...[0, 1, 2].map((i) => keys.agentSpentToday(a.accountId, a.chain[i] ?? a.agentId, a.day)),
     ],
     [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? '', a.chain.join(',')],
   )
@@ -51,6 +49,6 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
     case S.NOT_DUE:
       return { status: 'not_due' }
     default:
-      throw unexpected('refund-14', reply)
+      throw unexpected('refund-10', reply)
   }
 }

@@ -65,11 +65,10 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
       keys.account(a.accountId),
       keys.call(a.accountId, a.callId),
       keys.spentToday(a.accountId, a.day),
-      keys.agentSpentToday(a.accountId, a.agentId, a.day),
       keys.agent(a.accountId, a.agentId),
       keys.recentCalls(a.accountId),
     )
-    for (const id of a.chain) k.push(keys.agent(a.accountId, id), keys.agentSpentToday(a.accountId, id, a.day))
+    for (const id of a.chain) k.push(keys.agent(a.accountId, id))
     argv.push(
       a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
       a.file?.recordHead ?? '', a.file?.organic ? '1' : '0',

@@ -8,7 +8,7 @@
  * the month's ceiling until Stripe's `payment_intent.succeeded` (credited) or
  * `payment_intent.payment_failed` (released) webhook says what happened.
  *
- * Auto-refill: debit-19 flags a debit that leaves the balance under the threshold and debit()
+ * Auto-refill: debit-15 flags a debit that leaves the balance under the threshold and debit()
  * calls `trigger()`. Triggers are coalesced per account: while a refill runs, further triggers
  * ask for one more attempt after it (if the balance is still under the threshold then). When
  * another instance holds the lock, this one waits for it and then checks again — so "one refill

@@ -1,6 +1,6 @@
 /**
  * The one reader of an account hash ({s}:acct:<acct>) in TypeScript: its field names, and how each
- * decodes. The scripts write it (create-account-3, set-policy-3, set-mandate-3, debit-19, …);
+ * decodes. The scripts write it (create-account-3, set-policy-3, set-mandate-3, debit-15, …);
  * everything else reads it through readAccount, so a renamed or re-typed field changes one table.
  * A field the hash does not hold reads null (no account, or no such setting): callers pick the
  * default, since the default is theirs to know (config, '' for a link).

@@ -74,9 +74,6 @@ export class Keys {
   spentToday(acct: string, day: number): string {
     return `${this.acctTag(acct)}:spent:${acct}:${day}`
   }
-  agentSpentToday(acct: string, agentId: string | null, day: number): string {
-    return `${this.acctTag(acct)}:aspent:${acct}:${agentId ?? OWNER}:${day}`
-  }
   /** Referral bonuses a referrer earned on one HKT day (REFERRAL_BONUS_PER_DAY); in its shard, which its referred accounts share. */
   referralBonusesToday(referrer: string, day: number): string {
     return `${this.acctTag(referrer)}:refbonus:${referrer}:${day}`
@@ -90,7 +87,7 @@ export class Keys {
   }
   /**
    * The runaway-agent breaker's window of one agent for one minute: a hash of `credits` spent and
-   * `f:<fingerprint>` counts of identical requests (debit-19 reads this minute's and the previous).
+   * `f:<fingerprint>` counts of identical requests (debit-15 reads this minute's and the previous).
    */
   breakerWindow(acct: string, agentId: string | null, window: number): string {
     return `${this.acctTag(acct)}:brk:${acct}:${agentId ?? OWNER}:${window}`

@@ -46,11 +46,12 @@ describe('the HKT day boundary', () => {
     expect((await call('test.echo', owner.token)).status).toBe(200)
     expect((await call('test.cheap', owner.token)).body).toMatchObject({ error: 'DAILY_CAP_REACHED', spent: 10, resets_at: '2026-03-10T16:00:00.000Z' })
 
-    // Nothing was lost or moved: each day holds exactly its own spend.
+    // Nothing was lost or moved: each day holds exactly its own spend (the agent's hash keeps the
+    // current day's only: day 1's 5 was read above, day 2's replaced it).
     const { keys, redis } = t.s.ctx
     expect(await redis.get(keys.spentToday(owner.account_id, hktDay(LAST_MS)))).toBe('10')
     expect(await redis.get(keys.spentToday(owner.account_id, hktDay(FIRST_MS)))).toBe('10')
-    expect(await redis.get(keys.agentSpentToday(owner.account_id, agent.id, hktDay(LAST_MS)))).toBe('5')
+    expect(await redis.hmget(keys.agent(owner.account_id, agent.id), 'day', 'day_spent')).toEqual([String(hktDay(FIRST_MS)), '5'])
     expect(await redis.ttl(keys.spentToday(owner.account_id, hktDay(LAST_MS)))).toBeGreaterThan(0)
     expect((await t.req('GET', '/v1/balance', { token: owner.token })).body.balance).toBe(500 - 20)
   })

@@ -44,7 +44,8 @@ describe('caps under concurrency', () => {
     for (const ag of fleet) {
       const spent = results.filter((x) => x.ag === ag && x.r.status === 200).reduce((s, x) => s + x.price, 0)
       expect(spent).toBeLessThanOrEqual(AGENT_CAP)
-      expect(Number(await redis.get(keys.agentSpentToday(owner.account_id, ag.id, day)))).toBe(spent)
+      const [spentDay, daySpent] = await redis.hmget(keys.agent(owner.account_id, ag.id), 'day', 'day_spent')
+      expect(spentDay === String(day) ? Number(daySpent) : 0).toBe(spent)
       total += spent
     }
     expect(total).toBeLessThanOrEqual(ACCOUNT_CAP)

@@ -1,5 +1,5 @@
 /**
- * What runDebit sends: always debit-19's 19 KEYS (the script's fixed key count), and ARGV[20..28]
+ * What runDebit sends: always debit-15's 15 KEYS (the script's fixed key count), and ARGV[20..28]
  * only when the call needs them. The common call (flat, no ancestors) leaves them out, since every
  * argument costs ioredis an encoding per call; the script reads the absent ones as ''. Behaviour on
  * both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
@@ -42,20 +42,18 @@ describe('lua/debit arguments', () => {
         const agentId = isAgent || depth > 0 ? 'agt_child' : null
         const chain = Array.from({ length: depth }, (_, i) => `agt_up${i}`)
         const { keys, argv } = await sent({ ...base(acct, agentId), chain, ...(metered ? { metered: metering } : {}) })
-        expect(keys.length).toBe(19)
+        expect(keys.length).toBe(15)
         if (!metered && depth === 0) {
           expect(argv.length).toBe(19)
           // The unused ancestor slots repeat the agent's own keys (same slot, never read).
-          expect(keys.slice(13, 16)).toEqual([keys[1]!, keys[1]!, keys[1]!])
-          expect(keys.slice(16, 19)).toEqual([keys[3]!, keys[3]!, keys[3]!])
+          expect(keys.slice(12, 15)).toEqual([keys[1]!, keys[1]!, keys[1]!])
           return
         }
         expect(argv.length).toBe(28)
         expect(argv[19]).toBe(metered ? 'gpt-x' : '')
         expect(argv[27]).toBe(chain.join(','))
         for (let i = 0; i < 3; i++) {
-          expect(keys[13 + i]).toBe(i < depth ? new Keys('dargs').agent(acct, chain[i]!) : keys[1])
-          expect(keys[16 + i]).toBe(i < depth ? new Keys('dargs').agentSpentToday(acct, chain[i]!, 20_780) : keys[3])
+          expect(keys[12 + i]).toBe(i < depth ? new Keys('dargs').agent(acct, chain[i]!) : keys[1])
         }
       }),
       { numRuns: 60 },

@@ -1,5 +1,5 @@
 /**
- * What debit-19 writes along a sub-agent's chain, and what the walk costs in Redis commands (issue
+ * What debit-15 writes along a sub-agent's chain, and what the walk costs in Redis commands (issue
  * 15's bench target: a depth-4 agent's paid call within 10% of the owner's throughput, where the
  * difference is commands run inside the script). On a private redis-server, so INFO commandstats
  * counts this file's commands only. The HTTP tests (subagents.*, breaker.*, caps.*, metering.*)
@@ -11,6 +11,7 @@ import { hashToken } from '../../src/auth/tokens'
 import { newAccountId } from '../../src/ledger/accounts'
 import { windowsAt } from '../../src/ledger/windows'
 import { runDebit, type DebitArgs } from '../../src/lua/debit'
+import { runRefund } from '../../src/lua/refund'
 import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
 import { loadScripts } from '../../src/redis/scripts'
@@ -82,10 +83,11 @@ async function commandsOf(fn: () => Promise<void>): Promise<{ total: number; by:
   return { total: Object.values(by).reduce((a, b) => a + b, 0), by }
 }
 
+const windowsFor = (now: number) => ({ rateWindow: windowsAt(now).rate, prevRateWindow: windowsAt(now).prevRate })
 const agentField = async (acct: string, id: string, f: string) => Number((await redis.hget(keys.agent(acct, id), f)) ?? 0)
 
-describe('debit-19 along a depth-4 chain', () => {
-  test('every level gains the price in spent_total and day spend; each ancestor\'s carve shrinks by it; the breaker window counts it', async () => {
+describe('debit-15 along a depth-4 chain', () => {
+  test('every level gains the price in spent_total and day spend (its hash\'s day, day_spent); each ancestor\'s carve shrinks by it; the breaker window counts it', async () => {
     const { acct, ids } = await tree()
     const day = windowsAt(NOW).day
     for (let n = 1; n <= 3; n++) {
@@ -93,9 +95,8 @@ describe('debit-19 along a depth-4 chain', () => {
       expect(r.status).toBe('ok')
       for (let i = 0; i < 4; i++) {
         expect(await agentField(acct, ids[i]!, 'spent_total')).toBe(5 * n)
-        const dayKey = keys.agentSpentToday(acct, ids[i]!, day)
-        expect(Number(await redis.get(dayKey))).toBe(5 * n)
-        expect(await redis.ttl(dayKey)).toBeGreaterThan(0)
+        expect(await agentField(acct, ids[i]!, 'day')).toBe(day)
+        expect(await agentField(acct, ids[i]!, 'day_spent')).toBe(5 * n)
         if (i < 3) expect(await agentField(acct, ids[i]!, 'carved')).toBe(BUDGET - i - 1 - 5 * n)
       }
       expect(await redis.hget(keys.agent(acct, ids[3]!), 'carved')).toBeNull()
@@ -116,7 +117,48 @@ describe('debit-19 along a depth-4 chain', () => {
     expect(await agentField(acct, ids[0]!, 'carved')).toBe(BUDGET - 1 - 5)
   })
 
-  test('a depth-4 call costs the owner\'s commands plus one read and two increments per level, one per carve, and three for the breaker', async () => {
+  test('a level whose day spend is of an earlier day starts today from the price; the old day\'s count is gone', async () => {
+    const { acct, ids } = await tree()
+    const day = windowsAt(NOW).day
+    for (const id of ids) await redis.hset(keys.agent(acct, id), { day: day - 1, day_spent: 40 })
+    expect((await runDebit(ctx, debitArgs(acct, ids, 'depth4'))).status).toBe('ok')
+    for (const id of ids) {
+      expect(await agentField(acct, id, 'day')).toBe(day)
+      expect(await agentField(acct, id, 'day_spent')).toBe(5)
+    }
+  })
+
+  test('a refund gives the day spend back only to the levels whose hash still holds the call\'s day', async () => {
+    const { acct, ids } = await tree()
+    const day = windowsAt(NOW).day
+    const chain = [ids[2]!, ids[1]!, ids[0]!]
+    const refund = (callId: string, d: number) =>
+      runRefund(ctx, { now: NOW, accountId: acct, agentId: ids[3]!, callId, day: d, reason: 'timeout', chain })
+    const first = debitArgs(acct, ids, 'depth4')
+    const second = debitArgs(acct, ids, 'depth4')
+    expect((await runDebit(ctx, first)).status).toBe('ok')
+    expect((await runDebit(ctx, second)).status).toBe('ok')
+    // Same day: every level's day spend and spent_total go back by the price, each carve grows back.
+    expect((await refund(first.callId, day)).status).toBe('ok')
+    for (let i = 0; i < 4; i++) {
+      expect(await agentField(acct, ids[i]!, 'day_spent')).toBe(5)
+      expect(await agentField(acct, ids[i]!, 'spent_total')).toBe(5)
+      if (i < 3) expect(await agentField(acct, ids[i]!, 'carved')).toBe(BUDGET - i - 1 - 5)
+    }
+    // The next HKT day: a debit moves every level's day spend on to it; yesterday's refund then
+    // gives back spent_total only.
+    const tomorrow = NOW + 86_400_000
+    const next = debitArgs(acct, ids, 'depth4', { now: tomorrow, day: day + 1, abandonAt: tomorrow + 60_000 })
+    expect((await runDebit(ctx, { ...next, ...windowsFor(tomorrow) })).status).toBe('ok')
+    expect((await refund(second.callId, day)).status).toBe('ok')
+    for (let i = 0; i < 4; i++) {
+      expect(await agentField(acct, ids[i]!, 'spent_total')).toBe(5)
+      expect(await agentField(acct, ids[i]!, 'day')).toBe(day + 1)
+      expect(await agentField(acct, ids[i]!, 'day_spent')).toBe(5) // tomorrow's, untouched
+    }
+  })
+
+  test('a depth-4 call costs the owner\'s commands plus one read and one write per level, and three for the breaker', async () => {
     const { acct, ids } = await tree()
     // Past the first call of the day and minute, whose extra EXPIREs are a one-off.
     await runDebit(ctx, debitArgs(acct, ids, 'owner'))
@@ -127,23 +169,27 @@ describe('debit-19 along a depth-4 chain', () => {
     const deep = await commandsOf(async () => {
       for (let i = 0; i < 5; i++) expect((await runDebit(ctx, debitArgs(acct, ids, 'depth4'))).status).toBe('ok')
     })
-    // 4 levels × (HMGET, INCRBY of the day spend, HINCRBY of spent_total), 3 HINCRBY of a parent's
-    // carved, and the breaker's two counts of this minute and one HMGET of the previous (22 when
+    // 4 levels × (HMGET, one HSET of spent_total, day, day_spent and an ancestor's carved), and
+    // the breaker's two counts of this minute and one HMGET of the previous: 12 + 11 = 23 against
+    // the owner's 12 (18 more, 30, when each level's day spend was a key of its own: an INCRBY per
+    // level, a HINCRBY of spent_total and one of each parent's carved; 22 more before that, when
     // the breaker read both minutes field by field, wrote this one's counts after, and re-set its
     // expiry on every call).
-    expect(deep.total - owner.total).toBe(4 * 3 + 3 + 3)
+    expect(owner.total).toBe(12)
+    expect(deep.total - owner.total).toBe(4 * 2 + 3)
+    expect(deep.by.incrby).toBe(1) // the account's day spend only
     expect(deep.by.hget ?? 0).toBe(0)
     expect(deep.by.pexpire ?? 0).toBe(0)
   })
 
-  test('a metered call under daily caps reads each level\'s day spend once', async () => {
+  test('a metered call under daily caps reads each level\'s day spend with its hash, the account\'s once', async () => {
     const { acct, ids } = await tree({ dailyCap: 1_000_000 })
     const metered = { model: 'm', inputBound: 100, input: 1_000, cachedInput: 100, output: 4_000, ceiling: null, maxOutput: 1_000, minOutput: 16 }
     await runDebit(ctx, debitArgs(acct, ids, 'depth4', { metered }))
     const deep = await commandsOf(async () => {
       expect((await runDebit(ctx, debitArgs(acct, ids, 'depth4', { metered }))).status).toBe('ok')
     })
-    // The rate window's two minutes, the account's day spend and the four levels' day spend.
-    expect(deep.by.get).toBe(2 + 1 + 4)
+    // The rate window's two minutes and the account's day spend (the four levels' come with their HMGET).
+    expect(deep.by.get).toBe(2 + 1)
   })
 })

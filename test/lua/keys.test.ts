@@ -32,7 +32,6 @@ describe('redis/keys', () => {
           k.agent(acct, agentId),
           k.agents(acct),
           k.spentToday(acct, day),
-          k.agentSpentToday(acct, agentId, day),
           k.unpricedRequestsToday(acct, day),
           k.rateWindow(acct, agentId, day),
           k.breakerWindow(acct, agentId, day),

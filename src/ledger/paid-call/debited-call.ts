@@ -1,6 +1,6 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
- * the debit (debit-19) and ends in exactly one way, `settle(outcome)`: refunded (refund-14) or kept,
+ * the debit (debit-15) and ends in exactly one way, `settle(outcome)`: refunded (refund-10) or kept,
  * filed for activity (record-calls-n; settle-n files a metered call without an Idempotency-Key
  * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
  * changes nothing and answers what the first did. A request that dies without settling is refunded
@@ -62,7 +62,7 @@ export interface DebitedCallInit {
   callId: string
   /** Right after the debit. */
   balance: number
-  /** The referrer while the referral bonus is still owed (debit-19 reads it with the debit). */
+  /** The referrer while the referral bonus is still owed (debit-15 reads it with the debit). */
   referrerId: string | null
   /** HKT day and instant of the debit: a refund lowers that day's spend. */
   day: number

@@ -1,5 +1,5 @@
 --[[
-  debit-19: the one money decision of a paid request (a capability call or a proxied request).
+  debit-15: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of CONTRACT §6: token, rate limit, agent state, allowlists, idempotency,
   per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
   then the runaway-agent breaker.
@@ -14,7 +14,7 @@
   keeps the chain so the refund and the settle give it back along the same path. The rate limit counts every request of a matching token before its state
   is answered, so a killed or revoked token is refused like any other past its limit instead of
   hammering forever. An Idempotency-Key replay passes the same gates as a fresh call (state, rate
-  limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[9]):
+  limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[8]):
   one agent never reads another's answer. Then debits and appends the ledger entry to the shard's
   outbox stream in the same script (transactional outbox), so a debit and its entry can never be
   separated.
@@ -35,22 +35,23 @@
   KEYS[1]  account hash                 {s}:acct:<acct>
   KEYS[2]  agent hash                   {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
   KEYS[3]  account spend, this HKT day  {s}:spent:<acct>:<day>
-  KEYS[4]  agent spend, this HKT day    {s}:aspent:<acct>:<agent>:<day>
-  KEYS[5]  unpriced requests, this day  {s}:reqs:<acct>:<day>
-  KEYS[6]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
-  KEYS[7]  rate window, previous minute
-  KEYS[8]  call record (for the refund) {s}:call:<call_id>
-  KEYS[9]  idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
-  KEYS[10] outbox stream                {s}:outbox
-  KEYS[11] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
-  KEYS[12] breaker window, previous minute
-  KEYS[13] in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
-  KEYS[14] the parent's hash            {s}:agent:<acct>:<ancestor 1>  \  the chain, nearest first;
-  KEYS[15] the grandparent's hash       {s}:agent:<acct>:<ancestor 2>   | a slot past the chain's
-  KEYS[16] the great-grandparent's hash {s}:agent:<acct>:<ancestor 3>  /  length repeats KEYS[2]
-  KEYS[17] ancestor 1's spend, this HKT day  {s}:aspent:<acct>:<ancestor 1>:<day>  \  likewise,
-  KEYS[18] ancestor 2's spend, this HKT day                                          | KEYS[4]
-  KEYS[19] ancestor 3's spend, this HKT day                                         /  past it
+  KEYS[4]  unpriced requests, this day  {s}:reqs:<acct>:<day>
+  KEYS[5]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
+  KEYS[6]  rate window, previous minute
+  KEYS[7]  call record (for the refund) {s}:call:<call_id>
+  KEYS[8]  idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
+  KEYS[9]  outbox stream                {s}:outbox
+  KEYS[10] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
+  KEYS[11] breaker window, previous minute
+  KEYS[12] in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
+  KEYS[13] the parent's hash            {s}:agent:<acct>:<ancestor 1>  \  the chain, nearest first;
+  KEYS[14] the grandparent's hash       {s}:agent:<acct>:<ancestor 2>   | a slot past the chain's
+  KEYS[15] the great-grandparent's hash {s}:agent:<acct>:<ancestor 3>  /  length repeats KEYS[2]
+
+  An agent's (and each ancestor's) spend of an HKT day is in its own hash: `day` (the HKT day
+  number) and `day_spent` (what the agent and its subtree spent that day); its spend today is
+  day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
+  day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -150,7 +151,7 @@ local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the d
 
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
 local function emit(id, type, data)
-  redis.call('XADD', KEYS[10], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
+  redis.call('XADD', KEYS[9], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
     'at', now, 'data', cjson.encode(data))
 end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
@@ -163,8 +164,8 @@ if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
-if redis.call('EXISTS', KEYS[8]) == 1 then
-  local was = redis.call('HMGET', KEYS[8], 'price', 'max_out', 'clamped')
+if redis.call('EXISTS', KEYS[7]) == 1 then
+  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
@@ -172,50 +173,54 @@ end
 -- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
 -- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
 -- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
--- needs (kill_reason) are read when it happens.
-local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT = 1, 2, 3, 4, 5, 6, 7
+-- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
+-- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
   agent = redis.call('HMGET', KEYS[2], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
-    'spent_total', 'token', 'brk_credits', 'brk_same', 'chain')
-  if agent[8] ~= token_hash then return {S_UNAUTHORIZED, 0} end
-  if (agent[11] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
+    'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain')
+  if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+  if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
 end
--- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[13 + i], day spend
--- KEYS[16 + i]); `bys` names an ancestor in refusals ('' for the agent itself); `budgets` (false
--- without one) and `spents` are the lifetime budget and spent_total as numbers.
-local rows, hashes, day_keys, bys, budgets, spents = {}, {}, {}, {}, {}, {}
+-- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[12 + i]); `bys` names an
+-- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
+-- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
+local today = tostring(day)
+local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
 if agent then
-  rows[1], hashes[1], day_keys[1], bys[1] = agent, KEYS[2], KEYS[4], ''
+  rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
   for i = 1, #ids do
-    local a = redis.call('HMGET', KEYS[13 + i], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
-      'budget', 'spent_total')
+    local a = redis.call('HMGET', KEYS[12 + i], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+      'budget', 'spent_total', 'day', 'day_spent', 'carved')
     if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    rows[i + 1], hashes[i + 1], day_keys[i + 1], bys[i + 1] = a, KEYS[13 + i], KEYS[16 + i], ids[i]
+    rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i, r in ipairs(rows) do
     budgets[i] = r[F_BUDGET] and tonumber(r[F_BUDGET])
     spents[i] = r[F_SPENT] and tonumber(r[F_SPENT]) or 0
+    -- A `day` other than today's: the level has spent nothing yet today.
+    day_spents[i] = r[F_DAY] == today and tonumber(r[F_DAY_SPENT] or '0') or 0
   end
 end
--- A level's spend of this HKT day (level 0: the account's), read once: the metered clamp and the
--- daily-cap checks both weigh it.
-local day_spents = {}
+-- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
+-- the metered clamp and the daily-cap checks both weigh it.
 local function day_spent(i)
-  if not day_spents[i] then day_spents[i] = tonumber(redis.call('GET', i == 0 and KEYS[3] or day_keys[i]) or '0') end
+  if not day_spents[i] then day_spents[i] = tonumber(redis.call('GET', KEYS[3]) or '0') end
   return day_spents[i]
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
-local weighted, to_window_end = rate_window(now, KEYS[6], KEYS[7])
+local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6])
 if weighted >= rate_limit then
   return {S_RATE_LIMITED, 0, to_window_end, rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
-rate_count(KEYS[6])
+rate_count(KEYS[5])
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
 for i, r in ipairs(rows) do
@@ -234,7 +239,7 @@ if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance
 -- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
 -- above, so a token that may no longer make this call is not handed its answer either.
 if idem_fp ~= '' then
-  local idem = redis.call('HMGET', KEYS[9], 'fp', 'state', 'response')
+  local idem = redis.call('HMGET', KEYS[8], 'fp', 'state', 'response')
   if idem[1] then
     if idem[1] ~= idem_fp then return {S_IDEMPOTENCY_MISMATCH, 0} end
     if idem[2] ~= 'done' then return {S_IDEMPOTENCY_IN_FLIGHT, 0} end
@@ -313,7 +318,7 @@ end
 
 -- 8. unpriced routes: daily request cap instead of a price
 if unpriced then
-  local used = tonumber(redis.call('GET', KEYS[5]) or '0')
+  local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
     note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
     return {S_REQUEST_CAP_REACHED, balance, request_cap, used}
@@ -341,20 +346,20 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
 -- outlives a refusal, and otherwise the counts are this debit's writes.
 if agent then
-  local brk_credits = tonumber(agent[9] or default_brk_credits)
-  local brk_same = tonumber(agent[10] or default_brk_same)
+  local brk_credits = tonumber(agent[12] or default_brk_credits)
+  local brk_same = tonumber(agent[13] or default_brk_same)
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
-    local credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
-    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, 1) or nil
+    local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, 1) or nil
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
     -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then
-      redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2)
+      redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2)
     end
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
-    local prev = (weigh_credits or weigh_same) and redis.call('HMGET', KEYS[12], 'credits', same_field) or {}
+    local prev = (weigh_credits or weigh_same) and redis.call('HMGET', KEYS[11], 'credits', same_field) or {}
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local function windowed(count, prev_count)
       return math.floor(tonumber(prev_count or '0') * weight) + count
@@ -373,8 +378,8 @@ if agent then
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
-      redis.call('DEL', KEYS[11], KEYS[12])
-      local a = append_agent_entry(KEYS[2], KEYS[10], account_id, agent_id, v, now)
+      redis.call('DEL', KEYS[10], KEYS[11])
+      local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now)
       emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
       return {S_AGENT_KILLED, 0, 'breaker'}
@@ -387,35 +392,41 @@ balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price_s)
   if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
-  -- The agent's and every ancestor's day spend and lifetime spend; each ancestor's carve shrinks
-  -- by what the child on the path holds less now (its unspent budget went down by the price).
+  -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
+  -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
+  -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went
+  -- down by the price): set in the ancestor's own HSET, the next level's.
   for i = 1, #rows do
-    if redis.call('INCRBY', day_keys[i], price_s) == price then redis.call('EXPIRE', day_keys[i], day_ttl) end
-    redis.call('HINCRBY', hashes[i], 'spent_total', price_s)
-    if hashes[i + 1] then
-      local state, budget, before = rows[i][F_STATE], budgets[i], spents[i]
+    local fields = {'spent_total', string.format('%d', spents[i] + price), 'day', today,
+      'day_spent', string.format('%d', day_spents[i] + price)}
+    if i > 1 then
+      local c = i - 1   -- the child on the path
+      local state, budget, before = rows[c][F_STATE], budgets[c], spents[c]
       local delta = carve_of(state, budget, before + price) - carve_of(state, budget, before)
-      if delta ~= 0 then redis.call('HINCRBY', hashes[i + 1], 'carved', delta == 0 - price and minus_price or delta) end
+      if delta ~= 0 then
+        fields[7], fields[8] = 'carved', string.format('%d', tonumber(rows[i][F_CARVED] or '0') + delta)
+      end
     end
+    redis.call('HSET', hashes[i], unpack(fields))
   end
 end
 if unpriced then
-  if redis.call('INCR', KEYS[5]) == 1 then redis.call('EXPIRE', KEYS[5], day_ttl) end
+  if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
-redis.call('HSET', KEYS[8], 'price', price_s, 'agent', agent_id, 'target', target,
+redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key, 'chain', chain)
 if metered then
-  redis.call('HSET', KEYS[8], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
+  redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
     'max_out', max_out, 'clamped', clamped)
 end
-redis.call('EXPIRE', KEYS[8], 2 * 86400)
+redis.call('EXPIRE', KEYS[7], 2 * 86400)
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
-redis.call('ZADD', KEYS[13], abandon_at, account_id .. '|' .. call_id)
+redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
-  redis.call('HSET', KEYS[9], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
-  redis.call('EXPIRE', KEYS[9], 86400)
+  redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
+  redis.call('EXPIRE', KEYS[8], 86400)
 end
-redis.call('XADD', KEYS[10], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
+redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
   'agent', agent_id, 'amount', minus_price, 'bal', balance, 'call', call_id, 'target', target, 'at', now, 'model', model)
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = tonumber(acct[6] or low_alert)

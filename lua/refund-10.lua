@@ -1,26 +1,23 @@
 --[[
-  refund-14: give back the debit of one call whose provider failed. Keyed by the call record, so a
+  refund-10: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
   the day's caps. The refund is a new ledger entry naming the debit it corrects.
   An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
   (CONTRACT §8), to every ancestor's spent_total and day spend, exactly as the debit took them
-  (lua/lib/budget.lua release_chain). The chain comes from the caller (immutable, cached) and must
-  be the one the debit stored on the call record.
+  (lua/lib/budget.lua release_chain: an agent's day spend is its hash's `day_spent`, lowered only
+  while the hash's `day` is still the call's day, the call record's `day`). The chain comes from
+  the caller (immutable, cached) and must be the one the debit stored on the call record.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] call record                 {s}:call:<call_id>
-  KEYS[3] account spend of the call's HKT day
-  KEYS[4] agent spend of the call's HKT day
-  KEYS[5] unpriced requests of the call's HKT day
-  KEYS[6] outbox stream               {s}:outbox
-  KEYS[7] in-flight calls of the shard {s}:inflight
-  KEYS[8] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
-  KEYS[9]  ancestor 1's hash          \  the chain, parent first; a slot past its
-  KEYS[10] ancestor 2's hash           | length repeats KEYS[8]
-  KEYS[11] ancestor 3's hash          /
-  KEYS[12] ancestor 1's spend of the call's HKT day  \  likewise; a slot past the
-  KEYS[13] ancestor 2's spend of the call's HKT day   | chain repeats KEYS[4]
-  KEYS[14] ancestor 3's spend of the call's HKT day  /
+  KEYS[3] account spend of the call's HKT day  {s}:spent:<acct>:<day>
+  KEYS[4] unpriced requests of the call's HKT day
+  KEYS[5] outbox stream               {s}:outbox
+  KEYS[6] in-flight calls of the shard {s}:inflight
+  KEYS[7] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[8]  ancestor 1's hash          \  the chain, parent first; a slot past its
+  KEYS[9]  ancestor 2's hash           | length repeats KEYS[7]
+  KEYS[10] ancestor 3's hash          /
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -41,7 +38,7 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day')
 if not call[1] then return {S_NOT_FOUND, 0} end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
@@ -49,27 +46,26 @@ if call[1] ~= 'debited' then
   return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end
 if ARGV[5] and ARGV[5] ~= '' then
-  local deadline = redis.call('ZSCORE', KEYS[7], ARGV[3] .. '|' .. call_id)
+  local deadline = redis.call('ZSCORE', KEYS[6], ARGV[3] .. '|' .. call_id)
   if deadline and tonumber(deadline) > tonumber(ARGV[5]) then return {S_NOT_DUE, 0} end
 end
 local price = tonumber(call[2])
 
 redis.call('HSET', KEYS[2], 'state', 'refunded')
-redis.call('ZREM', KEYS[7], ARGV[3] .. '|' .. call_id)
+redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
 local balance = redis.call('HINCRBY', KEYS[1], 'balance', price)
 -- Only touch day counters that still exist: a refund after midnight must not create a key
--- without expiry for a day that is over.
+-- without expiry for a day that is over (nor move an agent's spend of a newer day).
 if price > 0 then
   if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('DECRBY', KEYS[3], price) end
-  if call[3] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECRBY', KEYS[4], price) end
   if call[3] ~= '' then
-    local hashes, days = {KEYS[8]}, {false}
-    for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[8 + i]; days[i + 1] = KEYS[11 + i] end
-    release_chain(hashes, days, price)
+    local hashes = {KEYS[7]}
+    for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i] end
+    release_chain(hashes, call[7], price)
   end
 end
-if call[4] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then redis.call('DECR', KEYS[5]) end
-redis.call('XADD', KEYS[6], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],
+if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end
+redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],
   'agent', call[3], 'amount', price, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',
   'target', call[5], 'reason', ARGV[4], 'at', now)
 return {S_OK, balance, price}
