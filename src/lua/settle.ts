@@ -36,13 +36,12 @@ export type SettleReply =
 export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<SettleReply> {
   const chain = a.chain ?? (await chainOf(ctx, a.accountId, a.agentId))
   let b = batches.get(ctx)
-  if (!b) batches.set(ctx, (b = new TurnBatch<Queued, SettleReply | Error>((_, calls) => runBatch(ctx, calls), MAX_BATCH)))
+  if (!b) batches.set(ctx, (b = new TurnBatch<Queued, SettleReply>((_, calls) => runBatch(ctx, calls), MAX_BATCH)))
   // Grouped by shard (one hash slot) and by the filing options a batch shares.
   const group = `${ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
-  const r = await b.add(group, { ...a, chain })
-  // A settle the script refused alone (its chain is not the call's) fails alone.
-  if (r instanceof Error) throw r
-  return r
+  // A settle the script refused alone (its chain is not the call's) is an Error in the batch's
+  // answers: TurnBatch rejects that settle alone.
+  return b.add(group, { ...a, chain })
 }
 
 /** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */
@@ -51,7 +50,7 @@ const MAX_BATCH = 32
 type Queued = SettleArgs & { chain: readonly string[] }
 
 /** One batcher per Redis context (kept here, so that callers keep calling runSettle as before). */
-const batches = new WeakMap<RedisContext, TurnBatch<Queued, SettleReply | Error>>()
+const batches = new WeakMap<RedisContext, TurnBatch<Queued, SettleReply>>()
 
 /** Every call of `calls` must be of one shard (one hash slot: one script on a cluster). Replies in order. */
 async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(SettleReply | Error)[]> {
