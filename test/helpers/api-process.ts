@@ -210,5 +210,5 @@ export async function waitDrained(url: string, timeoutMs = 30_000): Promise<void
     if (st.ledger_lag.entries === 0) return
     await Bun.sleep(100)
   }
-  throw new Error('the outbox did not drain')
+  throw new Error('the outbox did not drain: ' + JSON.stringify(await (await fetch(`${url}/status`)).json()))
 }
