@@ -27,6 +27,9 @@ const PARTS: [string, RegExp][] = [
   ['call: handler, params, response', /modules\/call\/|src\/calls\//],
   ['ioredis (auto-pipeline writes, replies)', /ioredis|redis-parser/],
   ['elysia', /elysia/],
+  ['mcp: zod (SDK schemas)', /node_modules\/zod\//],
+  ['mcp: SDK (transport, protocol, server)', /@modelcontextprotocol/],
+  ['mcp: endpoint, tools', /src\/mcp\/|modules\/mcp\//],
 ]
 
 const file = Bun.argv[2]

@@ -3,6 +3,7 @@
  * a fresh server and transport per HTTP request, answers as JSON, no session id — so any instance
  * answers any request and nothing is kept between requests. Without an open stream there is no
  * notifications/tools/list_changed: the server says so (listChanged: false) and clients re-list.
+ * A plain tools/call (the paid hot path) is answered in the SDK's own shape without it (./direct-call.ts).
  *
  * A tool result carries the REST answer's JSON as text and as structuredContent; a refusal is a
  * tool result with isError whose text is the REST error body ({error, message, ...context}).
@@ -21,6 +22,7 @@ import { VERSION } from '../version'
 import { ToolRegistry } from './registry'
 import type { RouteLike } from '../route-table'
 import type { ToolAnswer } from './tool'
+import { directToolCall, toolCallResponse } from './direct-call'
 
 /** The HTTP request's caller, resolved from its bearer; admission is the route's (see modules/mcp). */
 export interface McpCaller {
@@ -55,6 +57,9 @@ export class McpEndpoint {
 
   /** Answers one HTTP request of the transport; `body` is its JSON, already read and parsed. */
   async handle(request: Request, body: unknown, caller: McpCaller): Promise<Response> {
+    // The plain tools/call, answered as the SDK would answer it (./direct-call.ts); the rest is the SDK's.
+    const direct = directToolCall(request, body)
+    if (direct) return toolCallResponse(direct.id, await this.call(direct.name, direct.args, caller, request.signal))
     const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
