@@ -30,6 +30,8 @@ const PARTS: [string, RegExp][] = [
   ['mcp: zod (SDK schemas)', /node_modules\/zod\//],
   ['mcp: SDK (transport, protocol, server)', /@modelcontextprotocol/],
   ['mcp: endpoint, tools', /src\/mcp\/|modules\/mcp\//],
+  ['proxy: metering (request, usage, meter)', /src\/metering\//],
+  ['proxy: relay, headers, service', /src\/proxy\//],
 ]
 
 const file = Bun.argv[2]
