@@ -144,6 +144,19 @@ export class Flusher {
    * committing the other shards when one shard's batch failed for a reason that is not its data.
    */
   async flushOnce(): Promise<number> {
+    try {
+      return await this.round()
+    } catch (e) {
+      // A round that failed anywhere may have left entries delivered to this consumer and not
+      // acked: a read whose reply was lost, an ack sent while Redis restarted (its PEL survives on
+      // the AOF). The next round reads this consumer's pending list first, instead of leaving them
+      // to the reclaim of entries idle past staleMs (a 30–60 s stall of the ledger's lag).
+      this.pendingMayExist.fill(true)
+      throw e
+    }
+  }
+
+  private async round(): Promise<number> {
     if (Date.now() - this.lastReclaim > this.staleMs) {
       this.lastReclaim = Date.now()
       await this.reclaimStale()

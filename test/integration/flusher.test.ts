@@ -79,6 +79,28 @@ describe('the write-behind flusher', () => {
     expect(await pgLedger(t, a.account_id)).toEqual({ count: 11, distinct: 11, sum: 490 })
   })
 
+  test('an ack Redis never answered (it restarted): the next round acks the committed entries from the pending list, without waiting for the reclaim', async () => {
+    const a = await t.signup()
+    await calls(a.token, 10)
+    let failAcks = 1
+    const scripts = {
+      ...t.s.ctx.scripts,
+      ackOutbox: (keys: string[], argv: (string | number)[]) => {
+        if (failAcks-- > 0) return Promise.reject(new Error('Connection is closed.'))
+        return t.s.ctx.scripts.ackOutbox(keys, argv)
+      },
+    }
+    // A reclaim far away: only the pending-list read can bring the entries back.
+    const flusher = new Flusher({ ...t.s.ctx, scripts }, t.s.db.db, { batch: 1000, intervalMs: 10, staleMs: 3_600_000 })
+    await flusher.ensureGroups()
+    await expect(flusher.flushOnce()).rejects.toThrow('Connection is closed.')
+    expect((await outboxMoney(t, a.account_id)).length).toBeGreaterThan(0) // committed, not acked
+    expect(await flusher.flushOnce()).toBeGreaterThan(0)
+    expect(await outboxMoney(t, a.account_id)).toHaveLength(0)
+    await flushAll(t)
+    expect(await pgLedger(t, a.account_id)).toEqual({ count: 11, distinct: 11, sum: 490 })
+  })
+
   test('entries pending on a dead consumer are reclaimed and flushed', async () => {
     const a = await t.signup()
     await calls(a.token, 7)
