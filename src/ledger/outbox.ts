@@ -53,6 +53,8 @@ export interface MoneyFields {
   /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-n). */
   model: string | null
   tokens: { input: number; cached: number; output: number } | null
+  /** A metered settle (settle-n's `rem`): the account's micro-credit remainder after it. */
+  remainder: number | null
 }
 
 export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
@@ -71,6 +73,7 @@ export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
     at: Number(f.at),
     model: f.model || null,
     tokens: f.tin !== undefined ? { input: Number(f.tin), cached: Number(f.tcached ?? 0), output: Number(f.tout ?? 0) } : null,
+    remainder: f.rem !== undefined ? Number(f.rem) : null,
   }
 }
 

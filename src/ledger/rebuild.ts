@@ -5,7 +5,7 @@
  *   - the outbox entries Redis still holds (not yet flushed): money entries, a rotated owner
  *     token, newer policy or agent versions, an account created since the last flush.
  * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
- * still pending), today's spend counters (so the daily caps keep holding), the agents, and the
+ * still pending, the metered micro-credit remainder of the newest settle), today's spend counters (so the daily caps keep holding), the agents, and the
  * global lookups (token → account, e-mail, public_ref, consent ref). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
@@ -19,7 +19,7 @@ import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
-import { accountLedger, type AccountLedger } from './reconcile'
+import { accountLedger, lastRemainder, type AccountLedger } from './reconcile'
 import { readAccount } from '../redis/account-hash'
 import { tokenMapping } from '../governance/agents'
 import { planProposals, restoreProposals } from '../proposals/restore'
@@ -193,6 +193,10 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
   if (pol.allow !== null) fields.allow = pol.allow
   // The referral bonus is still owed when the account was referred and no bonus entry exists.
   if (referrer && !led.lines.some((l) => l.id === `${account}:referral:referred`)) fields.referrer = referrer
+  // The metered micro-credit remainder (CONTRACT §7) as the newest settle left it: the next settle
+  // goes on from it, so a rebuild neither forgives nor charges a fraction twice.
+  const remainder = lastRemainder(led)
+  if (remainder > 0) fields.mc_rem = String(remainder)
 
   return {
     account,

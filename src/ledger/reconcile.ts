@@ -11,8 +11,10 @@ import type { RedisContext } from '../redis/context'
 import { isMoneyKind, moneyFields, scanOutbox, type MoneyFields } from './outbox'
 
 /** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
-export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'at'> & {
+export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'at' | 'remainder'> & {
   in: 'outbox' | 'postgres' | 'both'
+  /** The outbox entry's stream id (`<ms>-<seq>`): the order the shard's scripts wrote them in. */
+  streamId: string
 }
 
 export interface AccountLedger {
@@ -30,7 +32,7 @@ export async function outboxLines(ctx: RedisContext, shard: number, accounts: Se
     if (!isMoneyKind(e.kind)) continue
     const m = moneyFields(e)
     if (!accounts.has(m.account)) continue
-    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, at: m.at, in: 'outbox' })
+    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, at: m.at, remainder: m.remainder, in: 'outbox', streamId: e.streamId })
   }
   return out
 }
@@ -38,7 +40,19 @@ export async function outboxLines(ctx: RedisContext, shard: number, accounts: Se
 export async function postgresLines(db: Database, accounts: string[]): Promise<LedgerLine[]> {
   if (accounts.length === 0) return []
   const rows = await db.select().from(ledgerEntries).where(accounts.length === 1 ? eq(ledgerEntries.accountId, accounts[0]!) : inArray(ledgerEntries.accountId, accounts))
-  return rows.map((r) => ({ id: r.id, kind: r.kind, account: r.accountId, agent: r.agentId, amount: r.amount, balanceAfter: r.balanceAfter, callId: r.callId, at: r.at.getTime(), in: 'postgres' as const }))
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    account: r.accountId,
+    agent: r.agentId,
+    amount: r.amount,
+    balanceAfter: r.balanceAfter,
+    callId: r.callId,
+    at: r.at.getTime(),
+    remainder: r.mcRem,
+    in: 'postgres' as const,
+    streamId: r.streamId,
+  }))
 }
 
 /** The united ledger of each account (all accounts of one shard are read with one pass over its stream). */
@@ -80,4 +94,23 @@ export async function accountLedgers(ctx: RedisContext, db: Database, accounts: 
 
 export async function accountLedger(ctx: RedisContext, db: Database, account: string): Promise<AccountLedger> {
   return (await accountLedgers(ctx, db, [account])).get(account)!
+}
+
+/**
+ * The account's metered micro-credit remainder as its newest settle left it (0 before any): the
+ * settle entry with the greatest stream id, the order the shard's scripts wrote them in (an
+ * account's entries all go to its shard's stream; `at` is the app's clock and two settles can share
+ * a millisecond).
+ */
+export function lastRemainder(led: AccountLedger): number {
+  let best: LedgerLine | null = null
+  for (const l of led.lines) if (l.remainder !== null && (!best || streamOrder(l.streamId, best.streamId) > 0)) best = l
+  return best?.remainder ?? 0
+}
+
+/** Compares two stream ids `<ms>-<seq>` as Redis orders them. */
+function streamOrder(a: string, b: string): number {
+  const [am, as] = a.split('-').map(Number) as [number, number]
+  const [bm, bs] = b.split('-').map(Number) as [number, number]
+  return am - bm || as - bs
 }

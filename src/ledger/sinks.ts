@@ -31,12 +31,12 @@ const ledgerSink: Sink = (tx, entries) =>
   insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer',
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, mc_rem bigint',
     {
       ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'),
       at: `timestamptz 'epoch' + at * interval '1 millisecond'`,
       stream_id: 'stream_id',
-      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out'),
+      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out', 'mc_rem'),
     },
     'id',
     JSON.stringify(
@@ -61,6 +61,7 @@ const ledgerSink: Sink = (tx, entries) =>
           tokens_in: m.tokens?.input ?? null,
           tokens_cached: m.tokens?.cached ?? null,
           tokens_out: m.tokens?.output ?? null,
+          mc_rem: m.remainder,
         }
       }),
     ),

@@ -1,4 +1,7 @@
 /** A metered OpenAI/Anthropic-like catalog on the fake upstream, and §7's formula written independently. */
+import type { Principal } from '../../src/auth/principal'
+import { openPaidCall } from '../../src/ledger/paid-call'
+import type { Services } from '../../src/services'
 import { llmCatalog } from './proxy'
 
 export const GPT = { input: 150, cached_input: 75, output: 600, max_output: 16384 }
@@ -58,3 +61,29 @@ export function chargesOf(costs: number[], r = 0): { charged: number[]; r: numbe
   }
   return { charged, r }
 }
+
+/**
+ * A metered call opened in process, with no upstream (model `m` on proxy:openai): the reservation
+ * for `inputBound` input tokens and an output ceiling of `ceiling`, at prices per 1M tokens `p`.
+ * Settle it with `call.settle('ok', { usage: { tokens, source } })`.
+ */
+export async function openMeteredCall(
+  s: Services,
+  principal: Principal,
+  p: { input: number; cachedInput: number; output: number },
+  o: { inputBound?: number; ceiling?: number; idempotencyKey?: string } = {},
+) {
+  const ceiling = o.ceiling ?? 1000
+  const opened = await openPaidCall(s, {
+    principal,
+    target: 'proxy:openai/m',
+    price: 0,
+    unpriced: false,
+    lease: true,
+    idempotency: o.idempotencyKey ? { key: o.idempotencyKey, fingerprint: 'f' } : undefined,
+    metered: { model: 'm', inputBound: o.inputBound ?? 1000, ...p, ceiling, maxOutput: ceiling, minOutput: 1 },
+  })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  return opened.call
+}
+

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { recordCall } from '../../src/ledger/calls'
 import { SETTLED_CALL_TTL_S } from '../../src/ledger/constants'
-import { openPaidCall } from '../../src/ledger/paid-call'
 import type { Principal } from '../../src/auth/principal'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { openMeteredCall } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -30,18 +30,9 @@ const usage = fc.record({ input: fc.nat(3000), cached: fc.nat(1000), output: fc.
 type Filed = { rec: Record<string, unknown>; entry: Record<string, string> }
 
 async function meteredCall(principal: Principal, p: { input: number; cachedInput: number; output: number }, u: { input: number; cached: number; output: number }, key?: string) {
-  const opened = await openPaidCall(t.s, {
-    principal,
-    target: 'proxy:openai/m',
-    price: 0,
-    unpriced: false,
-    lease: true,
-    idempotency: key ? { key, fingerprint: 'f' } : undefined,
-    metered: { model: 'm', inputBound: 1000, input: p.input, cachedInput: p.cachedInput, output: p.output, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
-  })
-  if (opened.kind !== 'debited') throw new Error('replay')
-  const s = await opened.call.settle('ok', { usage: { tokens: u, source: 'provider' } })
-  return { callId: opened.call.callId, charged: s.charged }
+  const call = await openMeteredCall(t.s, principal, p, { idempotencyKey: key })
+  const s = await call.settle('ok', { usage: { tokens: u, source: 'provider' } })
+  return { callId: call.callId, charged: s.charged }
 }
 
 async function filedOf(acct: string, callId: string): Promise<Filed> {

@@ -11,6 +11,7 @@ import { openPaidCall } from '../../src/ledger/paid-call'
 import { readAccount } from '../../src/redis/account-hash'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, flushAll, pgLedger, redisBalance } from '../helpers/ledger'
+import { openMeteredCall } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -35,17 +36,8 @@ test('Σ charged + final remainder = Σ exact costs, to the micro-credit', async
       let sumCost = 0
       let sumCharged = 0
       for (const u of calls) {
-        const opened = await openPaidCall(t.s, {
-          principal,
-          target: 'proxy:openai/m',
-          price: 0,
-          unpriced: false,
-          lease: true,
-          // The bounds hold the usage: within the reservation, nothing is left uncharged.
-          metered: { model: 'm', inputBound: 2000, input: p.input, cachedInput: p.cachedInput, output: p.output, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
-        })
-        if (opened.kind !== 'debited') throw new Error('replay')
-        const { call } = opened
+        // The bounds hold the usage: within the reservation, nothing is left uncharged.
+        const call = await openMeteredCall(t.s, principal, p, { inputBound: 2000 })
         expect(call.price).toBe(Math.ceil((2000 * p.input + 1000 * p.output) / 1e6) + 1)
         const s = await call.settle('ok', { usage: { tokens: u, source: 'provider' } })
         expect(s.charged).toBeLessThanOrEqual(call.price)

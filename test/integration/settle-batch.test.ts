@@ -10,11 +10,10 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Principal } from '../../src/auth/principal'
-import { openPaidCall } from '../../src/ledger/paid-call'
 import { runSettle } from '../../src/lua/settle'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
-import { chargesOf, costMicro } from '../helpers/metering'
+import { chargesOf, costMicro, openMeteredCall } from '../helpers/metering'
 import { countScript } from '../helpers/script-count'
 
 let t: TestApp
@@ -32,18 +31,8 @@ const CEILING = 1000
 /** Counts the settle-n scripts sent and the calls they carried (2 shared args, then 10 a call). */
 const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / 10)
 
-async function open(principal: Principal) {
-  const opened = await openPaidCall(t.s, {
-    principal,
-    target: 'proxy:openai/m',
-    price: 0,
-    unpriced: false,
-    lease: true,
-    metered: { model: 'm', inputBound: INPUT_BOUND, input: PRICE.input, cachedInput: PRICE.cached_input, output: PRICE.output, ceiling: CEILING, maxOutput: CEILING, minOutput: 1 },
-  })
-  if (opened.kind !== 'debited') throw new Error('replay')
-  return opened.call
-}
+const open = (principal: Principal) =>
+  openMeteredCall(t.s, principal, { input: PRICE.input, cachedInput: PRICE.cached_input, output: PRICE.output }, { inputBound: INPUT_BOUND, ceiling: CEILING })
 
 const agentField = async (acct: string, agent: string, f: string) => Number((await t.s.ctx.redis.hget(t.s.ctx.keys.agent(acct, agent), f)) ?? 0)
 

@@ -29,6 +29,11 @@ export const ledgerEntries = pgTable(
     tokensIn: integer('tokens_in'),
     tokensCached: integer('tokens_cached'),
     tokensOut: integer('tokens_out'),
+    /**
+     * A metered settle: the account's micro-credit remainder after it (`mc_rem`, CONTRACT §7), so
+     * that `ledger:rebuild` brings the remainder back with the balance. Null on every other entry.
+     */
+    mcRem: bigint('mc_rem', { mode: 'number' }),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
     streamId: text('stream_id').notNull(),
   },
