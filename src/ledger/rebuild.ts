@@ -5,9 +5,10 @@
  *   - the outbox entries Redis still holds (not yet flushed): money entries, a rotated owner
  *     token, newer policy or agent versions, an account created since the last flush.
  * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
- * still pending, the metered micro-credit remainder of the newest settle), today's spend counters (so the daily caps keep holding), the agents, and the
- * global lookups (token → account, e-mail, public_ref, consent ref). What cannot come back is
- * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
+ * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
+ * (so the daily caps keep holding), the agents, and the global lookups (token → account, e-mail,
+ * public_ref, consent ref). What cannot come back is listed in docs/operations.md (in-flight
+ * idempotency keys, rate windows, mandates' cards).
  */
 import { eq } from 'drizzle-orm'
 import { hktDay } from '../clock'
