@@ -149,15 +149,13 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
 }
 
 /**
- * ARGV[20..28]: the metering (20..27) and the chain (28). A flat call without ancestors, the common
- * one, sends none of them (the script reads the absent ones as ''): each argument costs ioredis an
- * encoding per call.
+ * ARGV[20..28]: the chain (20) and the metering (21..28). A flat call sends only what it has: none of
+ * them without ancestors (the common call), the chain alone with them (the script reads the absent
+ * ones as ''): each argument costs ioredis an encoding per call.
  */
 function tailArgs(a: DebitArgs): (string | number)[] {
   const chain = (a.chain ?? []).join(',')
   const m = a.metered
-  if (!m && chain === '') return []
-  // Otherwise always ARGV[20..27], so the chain sits at ARGV[28].
-  const metering = m ? [m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput] : ['', '', '', '', '', '', '', '']
-  return [...metering, chain]
+  if (!m) return chain === '' ? [] : [chain]
+  return [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
 }

@@ -35,7 +35,7 @@ const base = (accountId: string, agentId: string | null): DebitArgs => ({
 const metering: DebitMetering = { model: 'gpt-x', inputBound: 12, input: 100, cachedInput: 10, output: 400, ceiling: null, maxOutput: 4096, minOutput: 16 }
 
 describe('lua/debit arguments', () => {
-  test('a flat call without ancestors sends 19 ARGV; metered or chained sends 28 with the chain at ARGV[28]', async () => {
+  test('a flat call without ancestors sends 19 ARGV, with ancestors 20 (the chain at ARGV[20]); a metered one 28', async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), async (isAgent, metered, depth) => {
         const acct = newAccountId(null)
@@ -49,9 +49,9 @@ describe('lua/debit arguments', () => {
           expect(keys.slice(12, 15)).toEqual([keys[1]!, keys[1]!, keys[1]!])
           return
         }
-        expect(argv.length).toBe(28)
-        expect(argv[19]).toBe(metered ? 'gpt-x' : '')
-        expect(argv[27]).toBe(chain.join(','))
+        expect(argv.length).toBe(metered ? 28 : 20)
+        expect(argv[19]).toBe(chain.join(','))
+        if (metered) expect(argv[20]).toBe('gpt-x')
         for (let i = 0; i < 3; i++) {
           expect(keys[12 + i]).toBe(i < depth ? new Keys('dargs').agent(acct, chain[i]!) : keys[1])
         }
