@@ -1,7 +1,7 @@
 /**
  * Added latency at a fixed rate (issues 12–19's latency figure, the way gateway benchmarks publish
- * it): autocannon's `overallRate` sends a fixed 1,000 req/s (open loop: the pace does not wait for
- * the server) to the fake upstream directly, the ledger floor, the paid call and the proxy (JSON),
+ * it): bench/lib/paced-loop.mjs sends a fixed 1,000 req/s (open loop: request i is due at
+ * start + i / rate whatever the server does, its latency counted from that due time) to the fake upstream directly, the ledger floor, the paid call and the proxy (JSON),
  * and reports p50, p99 and p99.9 with microsecond resolution, and the latency each row **adds** over
  * the upstream called directly in the same round (row − direct) at p50 and p99. With --baseline the
  * baseline checkout's paid call and proxy are measured in the same rounds, interleaved.
@@ -35,6 +35,10 @@ const { values: opt } = parseArgs({
     rows: { type: 'string', default: 'direct,floor,paid,proxy,baseline' },
     baseline: { type: 'string' },
     'no-write': { type: 'boolean', default: false },
+    /** Each service's flusher as its own process (`bun run flusher`) beside an API with FLUSHER=0. */
+    'flusher-process': { type: 'boolean', default: false },
+    /** Diagnosis: the current tree's service under `bun --cpu-prof` (profile in bench/.out/latency-*); implies --no-write. */
+    profile: { type: 'boolean', default: false },
   },
 })
 const RATE = Number(opt.rate)
@@ -87,7 +91,7 @@ interface Paid {
 }
 
 async function paidService(root: string | undefined, upstreamUrl: string, outDir: string): Promise<Paid> {
-  const svc = await startService({ port: freePort(), upstreamUrl, outDir, pglite: false, catalog: catalog(upstreamUrl), root })
+  const svc = await startService({ port: freePort(), upstreamUrl, outDir, pglite: false, catalog: catalog(upstreamUrl), root, flusherProcess: opt['flusher-process'], profile: opt.profile && !root })
   services.push(svc)
   const { accountId, token } = await svc.signup()
   const funded = await svc.fund(accountId)
@@ -164,7 +168,7 @@ async function main(): Promise<number> {
     })
   const section = render(rows, ledgers, loadBefore)
   console.log(section)
-  if (!opt['no-write']) {
+  if (!opt['no-write'] && !opt.profile) {
     replaceSection(join(ROOT, 'bench', 'RESULTS.md'), TITLE, END, section)
     console.error(`wrote the "${TITLE.slice(3)}" section of bench/RESULTS.md`)
   }
@@ -185,7 +189,7 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
     `Command (from the project root): \`${cmd}\``,
     '',
     `Run at ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} on ${availableParallelism()} cores shared with other engineers' work (load average before: ${loadBefore}; after: ${loadAverage()}).`,
-    `Each row: autocannon (on Node, its own process) at a fixed **${RATE.toLocaleString('en-US')} req/s** (\`overallRate\`, open loop: the pace does not wait for answers) over ${CONNECTIONS} connections, ${WARMUP} s warm-up (discarded) then ${DURATION} s measured. Latency of every 2xx from autocannon's per-response timings (µs resolution; its own histogram keeps whole ms). "added" = the row − the upstream called directly in the same round, at the same percentile. A row that kept under ${KEPT * 100}% of the rate says so: it measured a saturated server, not the rate. Each connection still waits for its answer before its next request (no pipelining), so the connections must outnumber rate × latency; a negative "added" is noise between rows measured seconds apart.`,
+    `Each row: bench/lib/paced-loop.mjs (on Node, its own process) at a fixed **${RATE.toLocaleString('en-US')} req/s**, open loop: request i is due at start + i / rate whatever the answers do, over a keep-alive pool of ${CONNECTIONS} connections, ${WARMUP} s warm-up (discarded) then ${DURATION} s measured. Latency of every 2xx from its due time (µs resolution), so a request that waited for a free connection or a late server is charged the wait (no coordinated omission). autocannon's \`overallRate\` is not used: it gives each connection a quota per second, sent back to back, which is a saturating burst at the top of every second (the upstream alone: p50 0.60 / p99 6.7 ms under it, 0.12 / 1.6 ms paced). "added" = the row − the upstream called directly in the same round, at the same percentile. A row that kept under ${KEPT * 100}% of the rate says so: it measured a saturated server, not the rate. Each connection still waits for its answer before its next request (no pipelining), so the connections must outnumber rate × latency; a negative "added" is noise between rows measured seconds apart.`,
     '',
     '| Round | Row | kept req/s | p50 ms | p99 ms | p99.9 ms | max ms | added p50 ms | added p99 ms | non-2xx | errors | machine busy | µs CPU / req (hop) | µs CPU / req (whole chain, client excluded) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

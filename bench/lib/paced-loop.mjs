@@ -1,0 +1,83 @@
+// The open-loop client of bench/lib/load.ts runRate (Node, like the autocannon runs): request i is
+// due at start + i / rate, whatever the answers do, and its latency is counted from that due time
+// (so a server that falls behind is charged for the wait: no coordinated omission). Requests go
+// over a keep-alive pool of `connections` sockets; a request due while every socket is busy waits
+// for one, and that wait is in its latency too.
+// Why not autocannon's `overallRate`: it gives each connection a quota per second and lets it send
+// back-to-back until the quota is spent, then pauses to the next second — at 1,000 req/s over 32
+// connections that is a saturating burst at the top of every second, not a rate.
+//   node bench/lib/paced-loop.mjs '{"url":…,"rate":1000,"connections":32,"durationS":10,"body":…,"headers":{…}}'
+import http from 'node:http'
+import { performance } from 'node:perf_hooks'
+
+const o = JSON.parse(process.argv[2])
+const url = new URL(o.url)
+const agent = new http.Agent({ keepAlive: true, maxSockets: o.connections, maxFreeSockets: o.connections })
+const body = Buffer.from(o.body)
+const headers = { ...o.headers, 'content-length': String(body.length) }
+const total = Math.round(o.rate * o.durationS)
+const samples = []
+let ok = 0
+let non2xx = 0
+let errors = 0
+let done = 0
+let sent = 0
+
+function send(due) {
+  const req = http.request({ agent, host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'POST', headers }, (res) => {
+    res.on('data', () => {})
+    res.on('end', () => {
+      const ms = performance.now() - due
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        ok++
+        samples.push(ms)
+      } else non2xx++
+      finish()
+    })
+  })
+  req.on('error', () => {
+    errors++
+    finish()
+  })
+  req.end(body)
+}
+
+const start = performance.now() + 20
+function tick() {
+  const now = performance.now()
+  while (sent < total && start + (sent * 1000) / o.rate <= now) send(start + (sent++ * 1000) / o.rate)
+  if (sent < total) {
+    // Sleep to the next due time when it is more than a millisecond away, else spin on the event
+    // loop (setImmediate) so sub-millisecond spacing keeps its pace.
+    const wait = start + (sent * 1000) / o.rate - performance.now()
+    if (wait > 1.5) setTimeout(tick, wait - 1)
+    else setImmediate(tick)
+  }
+}
+
+function finish() {
+  if (++done < total) return
+  const wallS = (performance.now() - start) / 1000
+  samples.sort((a, b) => a - b)
+  const at = (q) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)] : NaN)
+  const round = (x) => Math.round(x * 1000) / 1000
+  console.log(
+    JSON.stringify({
+      rate: o.rate,
+      reqPerSec: ok / Math.max(o.durationS, wallS),
+      p50: round(at(0.5)),
+      p99: round(at(0.99)),
+      p999: round(at(0.999)),
+      max: round(samples[samples.length - 1] ?? NaN),
+      samples: samples.length,
+      ok,
+      non2xx,
+      errors,
+      timeouts: 0,
+    }),
+  )
+  agent.destroy()
+  process.exit(0)
+}
+
+setTimeout(tick, 20)
