@@ -55,8 +55,19 @@ function tick() {
   }
 }
 
+let timeouts = 0
 function finish() {
   if (++done < total) return
+  report()
+}
+
+// A request still unanswered 10 s after the last one was due is counted as a timeout, and the run ends.
+setTimeout(() => {
+  timeouts = total - done
+  report()
+}, o.durationS * 1000 + 10_000).unref()
+
+function report() {
   const wallS = (performance.now() - start) / 1000
   samples.sort((a, b) => a - b)
   const at = (q) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)] : NaN)
@@ -73,7 +84,7 @@ function finish() {
       ok,
       non2xx,
       errors,
-      timeouts: 0,
+      timeouts,
     }),
   )
   agent.destroy()
