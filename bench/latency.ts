@@ -1,7 +1,8 @@
 /**
  * Added latency at a fixed rate (issues 12–19's latency figure, the way gateway benchmarks publish
  * it): bench/lib/paced-loop.mjs sends a fixed 1,000 req/s (open loop: request i is due at
- * start + i / rate whatever the server does, its latency counted from that due time) to the fake upstream directly, the ledger floor, the paid call and the proxy (JSON),
+ * start + i / rate whatever the server does, its latency counted from that due time) to the fake
+ * upstream directly, the ledger floor, the paid call and the proxy (JSON),
  * and reports p50, p99 and p99.9 with microsecond resolution, and the latency each row **adds** over
  * the upstream called directly in the same round (row − direct) at p50 and p99. With --baseline the
  * baseline checkout's paid call and proxy are measured in the same rounds, interleaved.

@@ -42,10 +42,20 @@ export function directToolCall(request: Request, body: unknown): DirectToolCall 
   // Its params as CallToolRequestSchema takes them, without the `_meta` (progress, related task) or
   // `task` that make the Protocol do more than call the handler.
   if (!isRecord(params) || !onlyKeys(params, PARAMS_KEYS)) return null
-  const { name, arguments: args } = params
-  if (typeof name !== 'string') return null
-  if (args !== undefined && !isRecord(args)) return null
-  return { id: id as string | number, name, args }
+  const named = toolCallParams(params)
+  return named && { id: id as string | number, ...named }
+}
+
+/**
+ * tools/call's params as the SDK's CallToolRequestSchema checks them — a name, `arguments` an object
+ * if present — or null. The SDK path (McpEndpoint) answers null with -32602; the direct path leaves
+ * the request to the SDK, which then does.
+ */
+export function toolCallParams(params: Record<string, unknown> | undefined): { name: string; args: Record<string, unknown> | undefined } | null {
+  const name = params?.name
+  const args = params?.arguments
+  if (typeof name !== 'string' || (args !== undefined && !isRecord(args))) return null
+  return { name, args }
 }
 
 /** The transport's JSON answer to one request: the Protocol's response object, serialised as it sends it. */

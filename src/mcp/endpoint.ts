@@ -22,7 +22,7 @@ import { VERSION } from '../version'
 import { ToolRegistry } from './registry'
 import type { RouteLike } from '../route-table'
 import type { ToolAnswer } from './tool'
-import { directToolCall, toolCallResponse } from './direct-call'
+import { directToolCall, toolCallParams, toolCallResponse } from './direct-call'
 
 /** The HTTP request's caller, resolved from its bearer; admission is the route's (see modules/mcp). */
 export interface McpCaller {
@@ -71,8 +71,10 @@ export class McpEndpoint {
     // message the transport has already parsed and a result built here. Its params are checked below.
     server.fallbackRequestHandler = async (req) => {
       if (req.method !== 'tools/call') throw methodNotFound()
-      const { name, args } = toolCallParams(req.params)
-      return this.call(name, args, caller, request.signal)
+      const params = toolCallParams(req.params)
+      if (!params)
+        throw new McpError(ErrorCode.InvalidParams, 'Invalid tools/call request: params.name must be a string and params.arguments, if present, an object')
+      return this.call(params.name, params.args, caller, request.signal)
     }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
@@ -126,15 +128,6 @@ function withoutStacks<T>(f: () => T): T {
   } finally {
     Error.stackTraceLimit = limit
   }
-}
-
-/** tools/call's params as the SDK's CallToolRequestSchema checks them: a name, arguments an object if present. */
-function toolCallParams(params: Record<string, unknown> | undefined): { name: string; args: unknown } {
-  const name = params?.name
-  const args = params?.arguments
-  if (typeof name !== 'string' || (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))))
-    throw new McpError(ErrorCode.InvalidParams, 'Invalid tools/call request: params.name must be a string and params.arguments, if present, an object')
-  return { name, args }
 }
 
 /** The JSON-RPC answer the SDK gives a method no handler serves (code -32601, "Method not found"). */
