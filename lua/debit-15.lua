@@ -119,6 +119,7 @@
 --@include status
 
 local now = tonumber(ARGV[1])
+local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
@@ -127,15 +128,11 @@ local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
 local rate_limit = tonumber(ARGV[8])
 local default_daily_cap = tonumber(ARGV[9])
-local request_cap = tonumber(ARGV[10])
 local idem_fp = ARGV[11]
-local day_ttl = tonumber(ARGV[12])
+local day_ttl = ARGV[12]
 local account_id = ARGV[13]
 local req_fp = ARGV[14]
-local default_brk_credits = tonumber(ARGV[15])
-local default_brk_same = tonumber(ARGV[16])
-local low_alert = tonumber(ARGV[17])
-local abandon_at = tonumber(ARGV[18])
+local abandon_at = ARGV[18]
 local idem_key = ARGV[19]
 -- ARGV[20..28] are absent on the common call (flat, owner or top-level agent), ARGV[21..28] on a
 -- sub-agent's flat call: fewer strings to encode and send per call.
@@ -145,6 +142,7 @@ local metered = model ~= ''
 --@include rate-window
 --@include agent-entry
 --@include budget
+--@include hash-memo
 local ids = chain == '' and {} or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
@@ -153,14 +151,14 @@ local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the d
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
 local function emit(id, type, data)
   redis.call('XADD', KEYS[9], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
-    'at', now, 'data', cjson.encode(data))
+    'at', now_s, 'data', cjson.encode(data))
 end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 --@include allowlist
 
 -- 1. token
-local acct = redis.call('HMGET', KEYS[1], 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
+local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 local balance = tonumber(acct[2])
 -- The same call id again: the client resent this script after losing its reply (a dropped
@@ -182,7 +180,7 @@ local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = redis.call('HMGET', KEYS[2], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+  agent = memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
     'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
@@ -190,12 +188,12 @@ end
 -- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[12 + i]); `bys` names an
 -- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
 -- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
-local today = tostring(day)
+local today = string.format('%d', day)
 local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
 if agent then
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
   for i = 1, #ids do
-    local a = redis.call('HMGET', KEYS[12 + i], 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+    local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
       'budget', 'spent_total', 'day', 'day_spent', 'carved')
     if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
@@ -293,8 +291,8 @@ end
 
 -- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
 local function note_cap(hash, mark, scope, cap, used, who)
-  if redis.call('HGET', hash, mark) == tostring(day) then return end
-  redis.call('HSET', hash, mark, day)
+  if redis.call('HGET', hash, mark) == today then return end
+  redis.call('HSET', hash, mark, today)
   emit('evt_' .. call_id .. '_cap', 'cap.reached',
     {scope = scope, agent_id = who or agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
 end
@@ -319,6 +317,7 @@ end
 
 -- 8. unpriced routes: daily request cap instead of a price
 if unpriced then
+  local request_cap = tonumber(ARGV[10])
   local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
     note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
@@ -347,12 +346,12 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
 -- outlives a refusal, and otherwise the counts are this debit's writes.
 if agent then
-  local brk_credits = tonumber(agent[12] or default_brk_credits)
-  local brk_same = tonumber(agent[13] or default_brk_same)
+  local brk_credits = tonumber(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+  local brk_same = tonumber(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
     local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
-    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, 1) or nil
+    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
     -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then
@@ -376,11 +375,12 @@ if agent then
     end
     if rule then
       -- The trip, instead of the debit: the agent is killed exactly as agent-state-3 kills it.
-      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now, 'kill_reason', 'breaker')
+      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker')
+      memo_write(KEYS[2], F_STATE, 'killed')
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       redis.call('DEL', KEYS[10], KEYS[11])
-      local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now)
+      local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
       emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
       return {S_AGENT_KILLED, 0, 'breaker'}
@@ -390,6 +390,8 @@ end
 
 -- All checks passed: the writes (the breaker's counts are made).
 balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
+local balance_s = string.format('%d', balance)
+if hash_memo then memo_write(KEYS[1], 2, balance_s) end   -- the account list's `balance`
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price_s)
   if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
@@ -407,11 +409,18 @@ if price > 0 then
       if held > 0 then less = math.min(held, price) end
     end
     local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
+    local carved_s = nil
     if less > 0 then
-      redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s,
-        'carved', string.format('%d', tonumber(rows[i][F_CARVED] or '0') - less))
+      carved_s = string.format('%d', tonumber(rows[i][F_CARVED] or '0') - less)
+      redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', carved_s)
     else
       redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
+    end
+    if hash_memo then
+      memo_write(hashes[i], F_SPENT, spent_s)
+      memo_write(hashes[i], F_DAY, today)
+      memo_write(hashes[i], F_DAY_SPENT, day_s)
+      if carved_s then memo_write(hashes[i], F_CARVED, carved_s) end
     end
   end
 end
@@ -419,22 +428,22 @@ if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
 redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', day, 'at', now, 'idem', idem_key, 'chain', chain)
+  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain)
 if metered then
   redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
     'max_out', max_out, 'clamped', clamped)
 end
-redis.call('EXPIRE', KEYS[7], 2 * 86400)
+redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
 redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
   redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
-  redis.call('EXPIRE', KEYS[8], 86400)
+  redis.call('EXPIRE', KEYS[8], '86400')
 end
 redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-  'agent', agent_id, 'amount', minus_price, 'bal', balance, 'call', call_id, 'target', target, 'at', now, 'model', model)
+  'agent', agent_id, 'amount', minus_price, 'bal', balance_s, 'call', call_id, 'target', target, 'at', now_s, 'model', model)
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
-local low = tonumber(acct[6] or low_alert)
+local low = tonumber(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})

@@ -35,7 +35,8 @@
 ]]
 
 --@include status
-local keep, settled_ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- The TTL goes to EXPIRE as given: a Lua number would be formatted anew for every call.
+local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local n = (#KEYS - 3) / 3
 if n ~= math.floor(n) or #ARGV ~= 2 + 7 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 -- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
@@ -68,7 +69,7 @@ for i = 1, n do
     end
     if idem_mode == 'store' then
       redis.call('HSET', idem, 'state', 'done', 'response', ARGV[a + 6])
-      redis.call('EXPIRE', idem, 86400)
+      redis.call('EXPIRE', idem, '86400')
     elseif idem_mode == 'release' then
       -- A refunded call keeps nothing: the same key may be retried and will be charged then.
       redis.call('DEL', idem)

@@ -66,7 +66,9 @@
 --@include budget
 
 local MICRO = 1000000
-local keep, settled_ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
+-- formatted anew for every command it is passed to.
+local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local n = (#ARGV - 2) / 10
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
@@ -124,8 +126,8 @@ for i = 1, n do
     end
     redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
       'agent', call[3], 'amount', released, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',
-      'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', t_in,
-      'tcached', t_cached, 'tout', t_out, 'charged', charged, 'uncharged_micro', uncharged,
+      'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
+      'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged, 'uncharged_micro', uncharged,
       'usage', ARGV[a + 7], 'rem', r)
     if head ~= '' then
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in

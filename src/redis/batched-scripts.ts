@@ -29,17 +29,20 @@ const MAX_BATCH = 32
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own.
  */
 export function batchedLua(body: string, perCall: number): string {
+  // A body that reads through lua/lib/hash-memo.lua shares its memo among the batch's calls.
+  const shared = body.replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
   return `-- batched by src/redis/batched-scripts.ts
+local batch_memo = {}
 local function one(KEYS, ARGV)
-${body}
+${shared}
 end
 local n = tonumber(ARGV[1])
 local out, at = {}, 1 + n
 for i = 1, n do
-  local keys, argv = {}, {}
-  for k = 1, ${perCall} do keys[k] = KEYS[(i - 1) * ${perCall} + k] end
+  local o = (i - 1) * ${perCall}
+  local keys = {unpack(KEYS, o + 1, o + ${perCall})}
   local argc = tonumber(ARGV[1 + i])
-  for a = 1, argc do argv[a] = ARGV[at + a] end
+  local argv = {unpack(ARGV, at + 1, at + argc)}
   at = at + argc
   local ok, reply = pcall(one, keys, argv)
   if ok then out[i] = reply

@@ -1,0 +1,36 @@
+-- What a batch of debits (src/redis/batched-scripts.ts) has read of its hashes, so that each hash
+-- is read once per batch rather than once per call: a batch's calls are mostly one agent's or one
+-- fleet's, and each would re-read the account, the agent and every ancestor, where an HMGET costs
+-- about as much per field as a whole small command (measured: docs/decisions.md).
+-- Exact because it is written through: every write the script makes to a field it read also goes
+-- into the memo (memo_write), and nothing but the batch's own calls runs inside one script.
+-- A hash's replies are kept per field list (`list`, a name the caller gives each list), as HMGET
+-- gave them; every list read of one hash has the fields the script writes at the same positions.
+-- The script alone runs without a memo and reads as before: the batched wrapper gives its calls
+-- one shared table by replacing this line's `nil` (its marker).
+local hash_memo = nil --@batch-memo
+
+-- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time (shared:
+-- the caller never writes into it).
+local function memo_hmget(key, list, ...)
+  if not hash_memo then return redis.call('HMGET', key, ...) end
+  local m = hash_memo[key]
+  if not m then
+    m = {}
+    hash_memo[key] = m
+  end
+  local reply = m[list]
+  if not reply then
+    reply = redis.call('HMGET', key, ...)
+    m[list] = reply
+  end
+  return reply
+end
+
+-- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is the string
+-- HMGET would now give.
+local function memo_write(key, pos, value)
+  local m = hash_memo and hash_memo[key]
+  if not m then return end
+  for _, reply in pairs(m) do reply[pos] = value end
+end

@@ -1,0 +1,206 @@
+/**
+ * The batched debit (src/redis/batched-scripts.ts) reads each hash once per batch through
+ * lua/lib/hash-memo.lua, where each call alone would read its account, its agent and every
+ * ancestor again. The memo must change nothing but the cost: the same calls give the same replies
+ * and leave the same Redis behind, whether they run as one batch or one plain script at a time —
+ * over random fleets whose budgets, caps, per-call maxima, allowlists, kills and breakers refuse,
+ * clamp and trip inside the batch. On a private redis-server, so INFO commandstats counts this
+ * file's commands only.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import Redis from 'ioredis'
+import { hashToken } from '../../src/auth/tokens'
+import { windowsAt } from '../../src/ledger/windows'
+import { runDebit, type DebitArgs } from '../../src/lua/debit'
+import type { RedisContext } from '../../src/redis/context'
+import { Keys } from '../../src/redis/keys'
+import { loadScripts } from '../../src/redis/scripts'
+import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+
+let server: RedisServer
+let redis: Redis
+let scripts: ReturnType<typeof loadScripts>
+beforeAll(async () => {
+  server = await startRedisServer()
+  redis = new Redis(server.url, { enableAutoPipelining: true })
+  scripts = loadScripts(redis)
+})
+afterAll(async () => {
+  redis?.disconnect()
+  await server?.stop()
+})
+
+const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts }) as unknown as RedisContext
+const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
+const ACCT = 'acc_07_batchmemo'
+
+interface AgentSpec {
+  /** Index of the parent among the agents before it, or null for a top-level agent. */
+  parent: number | null
+  budget: number | null
+  spent: number
+  dailyCap: number | null
+  perCallMax: number | null
+  allow: string | null
+  killed: boolean
+  brkCredits: number | null
+}
+interface Fleet {
+  balance: number
+  accountDailyCap: number | null
+  agents: AgentSpec[]
+}
+interface CallSpec {
+  /** -1: the owner token; else an agent's index. */
+  who: number
+  price: number
+  target: string
+  fingerprint: string
+  /** Metered: the reservation comes from token bounds and may be clamped by what the limits leave. */
+  metered: boolean
+}
+
+const depthOf = (agents: AgentSpec[], i: number): number => (agents[i]!.parent === null ? 1 : 1 + depthOf(agents, agents[i]!.parent!))
+const chainOf = (agents: AgentSpec[], i: number): number[] => {
+  const out: number[] = []
+  for (let p = agents[i]!.parent; p !== null; p = agents[p]!.parent) out.push(p)
+  return out
+}
+const agentId = (i: number) => `agt_m${i}`
+
+const agentSpec = (i: number) =>
+  fc.record({
+    parent: i === 0 ? fc.constant(null) : fc.option(fc.integer({ min: 0, max: i - 1 }), { nil: null, freq: 3 }),
+    budget: fc.option(fc.integer({ min: 0, max: 120 }), { nil: null }),
+    spent: fc.integer({ min: 0, max: 30 }),
+    dailyCap: fc.option(fc.integer({ min: 0, max: 90 }), { nil: null, freq: 2 }),
+    perCallMax: fc.option(fc.integer({ min: 1, max: 25 }), { nil: null, freq: 3 }),
+    allow: fc.option(fc.constantFrom('a.*', 'b.x', 'proxy:llm', 'a.x\nb.x'), { nil: null, freq: 3 }),
+    killed: fc.integer({ min: 0, max: 9 }).map((x) => x < 2),
+    brkCredits: fc.option(fc.integer({ min: 5, max: 60 }), { nil: null, freq: 2 }),
+  })
+
+const fleetArb: fc.Arbitrary<Fleet> = fc.integer({ min: 1, max: 6 }).chain((n) =>
+  fc.record({
+    balance: fc.integer({ min: 0, max: 400 }),
+    accountDailyCap: fc.option(fc.integer({ min: 20, max: 300 }), { nil: null }),
+    agents: fc.tuple(...Array.from({ length: n }, (_, i) => agentSpec(i))).map((agents) => {
+      // Depth at most 4: a level past it hangs from the root instead.
+      for (let i = 0; i < agents.length; i++) if (depthOf(agents, i) > 4) agents[i]!.parent = null
+      return agents
+    }),
+  }),
+)
+
+const callsArb = (agents: number) =>
+  fc.array(
+    fc.record({
+      who: fc.integer({ min: -1, max: agents - 1 }),
+      price: fc.integer({ min: 0, max: 30 }),
+      target: fc.constantFrom('a.x', 'b.x', 'c.y'),
+      fingerprint: fc.constantFrom('f1', 'f2', ''),
+      metered: fc.integer({ min: 0, max: 9 }).map((x) => x < 3),
+    }),
+    { minLength: 2, maxLength: 30 },
+  )
+
+/** The fleet as create-agent-6 and set-policy-3 leave it, under `keys`. */
+async function seed(keys: Keys, f: Fleet): Promise<void> {
+  const acct: Record<string, string | number> = { owner: hashToken(`owner-${ACCT}`), balance: f.balance }
+  if (f.accountDailyCap !== null) acct.daily_cap = f.accountDailyCap
+  await redis.hset(keys.account(ACCT), acct)
+  for (const [i, a] of f.agents.entries()) {
+    const h: Record<string, string | number> = {
+      token: hashToken(`tok-${i}`), name: `worker ${i}`, created: NOW - 1_000, v: 1, state: a.killed ? 'killed' : 'active', spent_total: a.spent, depth: depthOf(f.agents, i),
+    }
+    if (a.parent !== null) Object.assign(h, { parent: agentId(a.parent), chain: chainOf(f.agents, i).map(agentId).join(',') })
+    if (a.budget !== null) h.budget = a.budget
+    if (a.dailyCap !== null) h.daily_cap = a.dailyCap
+    if (a.perCallMax !== null) h.per_call_max = a.perCallMax
+    if (a.allow !== null) h.allow = a.allow
+    if (a.killed) h.kill_reason = 'operator'
+    if (a.brkCredits !== null) h.brk_credits = a.brkCredits
+    // What its children hold against it: their unspent budgets.
+    const carved = f.agents.reduce((s, c) => (c.parent === i && c.budget !== null ? s + Math.max(0, c.budget - c.spent) : s), 0)
+    if (carved > 0) h.carved = carved
+    await redis.hset(keys.agent(ACCT, agentId(i)), h)
+  }
+}
+
+function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
+  const now = NOW + n * 7
+  const w = windowsAt(now)
+  const agent = c.who < 0 ? null : c.who
+  return {
+    now, accountId: ACCT, agentId: agent === null ? null : agentId(agent), chain: agent === null ? [] : chainOf(f.agents, agent).map(agentId),
+    tokenHash: hashToken(agent === null ? `owner-${ACCT}` : `tok-${agent}`), target: c.metered ? 'proxy:llm/m1' : c.target, price: c.price, unpriced: false,
+    callId: `call_m${n}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 25, defaultDailyCap: 250,
+    unpricedRequestCap: 100, fingerprint: c.fingerprint, dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 4,
+    lowBalanceAlert: 40, abandonAt: now + 60_000,
+    ...(c.metered ? { metered: { model: 'm1', inputBound: 2_000, input: 1_000, cachedInput: 100, output: 4_000, ceiling: null, maxOutput: 6_000, minOutput: 500 } } : {}),
+  }
+}
+
+/** Everything the debits could have written under `keys`, stream ids aside (they are times). */
+async function state(keys: Keys, f: Fleet): Promise<unknown> {
+  const hashes: Record<string, Record<string, string>> = { account: await redis.hgetall(keys.account(ACCT)) }
+  for (let i = 0; i < f.agents.length; i++) hashes[agentId(i)] = await redis.hgetall(keys.agent(ACCT, agentId(i)))
+  const outbox = (await redis.xrange(keys.outbox(keys.shardOf(ACCT)), '-', '+')).map(([, fields]) => fields)
+  const inflight = await redis.zrange(keys.inflight(keys.shardOf(ACCT)), 0, -1, 'WITHSCORES')
+  const day = windowsAt(NOW).day
+  return { hashes, outbox, inflight, spentToday: await redis.get(keys.spentToday(ACCT, day)) }
+}
+
+describe('debit-15 in a batch', () => {
+  test('a batch gives the replies and leaves the Redis that the same calls one at a time do (random fleets)', async () => {
+    let batches = 0
+    await fc.assert(
+      fc.asyncProperty(fleetArb.chain((f) => fc.tuple(fc.constant(f), callsArb(f.agents.length))), async ([fleet, calls]) => {
+        const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+        const alone = ctxOf(`alone${run}`)
+        const batched = ctxOf(`batch${run}`)
+        await seed(alone.keys, fleet)
+        await seed(batched.keys, fleet)
+
+        const one: unknown[] = []
+        for (const [n, c] of calls.entries()) one.push(await runDebit(alone, argsOf(fleet, c, n)))
+        await redis.config('RESETSTAT')
+        // Issued in one turn: one EVALSHA of the wrapper for all of them (≤ 32 a batch).
+        const together = await Promise.all(calls.map((c, n) => runDebit(batched, argsOf(fleet, c, n))))
+        const evalsha = /cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))
+        expect(Number(evalsha?.[1])).toBe(1)
+        batches++
+
+        expect(together).toEqual(one as typeof together)
+        expect(await state(batched.keys, fleet)).toEqual(await state(alone.keys, fleet))
+      }),
+      { numRuns: 120 },
+    )
+    expect(batches).toBeGreaterThanOrEqual(120)
+  }, 120_000)
+
+  test('a batch of one depth-4 agent\'s calls reads the account, the agent and each ancestor once', async () => {
+    const fleet: Fleet = {
+      balance: 1_000_000,
+      accountDailyCap: null,
+      agents: [0, 1, 2, 3].map((i) => ({ parent: i === 0 ? null : i - 1, budget: 10_000 - i, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null })),
+    }
+    const ctx = ctxOf(`reads${Date.now().toString(36)}`)
+    await seed(ctx.keys, fleet)
+    // No fingerprint: the breaker counts credits only (off by default), so it reads no previous minute.
+    const calls: CallSpec[] = Array.from({ length: 8 }, () => ({ who: 3, price: 5, target: 'a.x', fingerprint: '', metered: false }))
+    await runDebit(ctx, argsOf(fleet, calls[0]!, 100)) // the minute's first call sets its windows' expiries
+    await redis.config('RESETSTAT')
+    const rs = await Promise.all(calls.map((c, n) => runDebit(ctx, argsOf(fleet, c, 101 + n))))
+    expect(rs.every((r) => r.status === 'ok')).toBe(true)
+    const stats = await redis.info('commandstats')
+    const calls_ = (cmd: string) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    expect(calls_('evalsha')).toBe(1)
+    // Once each: the account, the agent and its 3 ancestors (8 × 5 without the memo).
+    expect(calls_('hmget')).toBe(5)
+    // The writes are each call's own: every level's HSET, then the call record's.
+    expect(calls_('hset')).toBe(8 * (4 + 1))
+    for (let i = 0; i < 4; i++) expect(Number(await redis.hget(ctx.keys.agent(ACCT, agentId(i)), 'spent_total'))).toBe(5 * 9)
+  })
+})
