@@ -110,35 +110,38 @@ for i = 1, n do
       r = r + cost - charged * MICRO
     end
     local released = reserved - charged
+    -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
+    -- or joined into a string is formatted anew each time; every value here is an integer).
+    local charged_s, released_s, rem_s = string.format('%d', charged), string.format('%d', released), string.format('%d', r)
 
     if head ~= '' then
-      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged, 'recorded', '1')
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s, 'recorded', '1')
       redis.call('EXPIRE', call_key, settled_ttl)
     else
-      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged)
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
-    local balance = redis.call('HINCRBY', acct, 'balance', released)
-    redis.call('HSET', acct, 'mc_rem', r)
+    local balance = redis.call('HINCRBY', acct, 'balance', released_s)
+    redis.call('HSET', acct, 'mc_rem', rem_s)
     if released > 0 then
-      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released) end
+      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then release_chain(hashes, call[11], released) end
     end
     redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
-      'agent', call[3], 'amount', released, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',
+      'agent', call[3], 'amount', released_s, 'bal', string.format('%d', balance), 'call', call_id, 'ref', call_id .. ':debit',
       'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
-      'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged, 'uncharged_micro', uncharged,
-      'usage', ARGV[a + 7], 'rem', r)
+      'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', string.format('%d', uncharged),
+      'usage', ARGV[a + 7], 'rem', rem_s)
     if head ~= '' then
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
-      local record = head .. ',"charged":' .. charged .. ',"uncharged":' .. math.ceil(uncharged / MICRO) .. '}'
+      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
       if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
       if organic == '1' then
         organic_calls = organic_calls + 1
         honored = honored + charged
       end
-      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged, 'rec', record)
+      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record)
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
