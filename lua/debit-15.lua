@@ -208,18 +208,18 @@ end
 -- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
 -- the metered clamp and the daily-cap checks both weigh it.
 local function day_spent(i)
-  if not day_spents[i] then day_spents[i] = tonumber(redis.call('GET', KEYS[3]) or '0') end
+  if not day_spents[i] then day_spents[i] = memo_count(KEYS[3]) end
   return day_spents[i]
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
-local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6])
+local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
 if weighted >= rate_limit then
   return {S_RATE_LIMITED, 0, to_window_end, rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
-rate_count(KEYS[5])
+memo_put(KEYS[5], rate_count(KEYS[5]))
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
 for i, r in ipairs(rows) do
@@ -352,6 +352,7 @@ if agent then
     local same_field = 'f:' .. req_fp
     local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
     local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
+    memo_put(KEYS[10], nil)   -- this minute is a later call's previous one when its minute is next
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
     -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then
@@ -359,7 +360,8 @@ if agent then
     end
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
-    local prev = (weigh_credits or weigh_same) and redis.call('HMGET', KEYS[11], 'credits', same_field) or {}
+    -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
+    local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local function windowed(count, prev_count)
       return math.floor(tonumber(prev_count or '0') * weight) + count
@@ -379,6 +381,7 @@ if agent then
       memo_write(KEYS[2], F_STATE, 'killed')
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
+      -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
       redis.call('DEL', KEYS[10], KEYS[11])
       local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
       emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
@@ -394,6 +397,7 @@ local balance_s = string.format('%d', balance)
 if hash_memo then memo_write(KEYS[1], 2, balance_s) end   -- the account list's `balance`
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price_s)
+  memo_put(KEYS[3], spent)
   if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
   -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
   -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each

@@ -1,9 +1,10 @@
--- What a batch of debits (src/redis/batched-scripts.ts) has read of its hashes, so that each hash
--- is read once per batch rather than once per call: a batch's calls are mostly one agent's or one
+-- What a batch of debits (src/redis/batched-scripts.ts) has read of its hashes and counters, so
+-- that each is read once per batch rather than once per call: a batch's calls are mostly one agent's or one
 -- fleet's, and each would re-read the account, the agent and every ancestor, where an HMGET costs
 -- about as much per field as a whole small command (measured: docs/decisions.md).
 -- Exact because it is written through: every write the script makes to a field it read also goes
 -- into the memo (memo_write), and nothing but the batch's own calls runs inside one script.
+-- A counter (a string key holding an integer: a rate window, a day's spend) is kept as a number.
 -- A hash's replies are kept per field list (`list`, a name the caller gives each list), as HMGET
 -- gave them; every list read of one hash has the fields the script writes at the same positions.
 -- The script alone runs without a memo and reads as before: the batched wrapper gives its calls
@@ -33,4 +34,20 @@ local function memo_write(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
   for _, reply in pairs(m) do reply[pos] = value end
+end
+
+-- A counter's value (0 when absent), through the memo.
+local function memo_count(key)
+  if not hash_memo then return tonumber(redis.call('GET', key) or '0') end
+  local n = hash_memo[key]
+  if n == nil then
+    n = tonumber(redis.call('GET', key) or '0')
+    hash_memo[key] = n
+  end
+  return n
+end
+
+-- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
+local function memo_put(key, n)
+  if hash_memo then hash_memo[key] = n end
 end
