@@ -434,8 +434,9 @@ end
 redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain)
 if metered then
-  redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', p_in, 'p_cached', p_cached, 'p_out', p_out,
-    'max_out', max_out, 'clamped', clamped)
+  -- The prices as the caller sent them (integers), not the numbers parsed from them.
+  redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+    'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
 end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
