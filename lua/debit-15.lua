@@ -383,6 +383,7 @@ if agent then
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
       redis.call('DEL', KEYS[10], KEYS[11])
+      memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
       emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
@@ -413,18 +414,17 @@ if price > 0 then
       if held > 0 then less = math.min(held, price) end
     end
     local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
-    local carved_s = nil
-    if less > 0 then
-      carved_s = string.format('%d', tonumber(rows[i][F_CARVED] or '0') - less)
+    local carved_s = less > 0 and string.format('%d', tonumber(rows[i][F_CARVED] or '0') - less)
+    if hash_memo then
+      -- In a batch, each level's hash is written once, after its last call (lib/hash-memo.lua).
+      memo_defer(hashes[i], F_SPENT, 'spent_total', spent_s)
+      memo_defer(hashes[i], F_DAY, 'day', today)
+      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_s)
+      if carved_s then memo_defer(hashes[i], F_CARVED, 'carved', carved_s) end
+    elseif carved_s then
       redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', carved_s)
     else
       redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
-    end
-    if hash_memo then
-      memo_write(hashes[i], F_SPENT, spent_s)
-      memo_write(hashes[i], F_DAY, today)
-      memo_write(hashes[i], F_DAY_SPENT, day_s)
-      if carved_s then memo_write(hashes[i], F_CARVED, carved_s) end
     end
   end
 end

@@ -7,9 +7,13 @@
 -- A counter (a string key holding an integer: a rate window, a day's spend) is kept as a number.
 -- A hash's replies are kept per field list (`list`, a name the caller gives each list), as HMGET
 -- gave them; every list read of one hash has the fields the script writes at the same positions.
--- The script alone runs without a memo and reads as before: the batched wrapper gives its calls
--- one shared table by replacing this line's `nil` (its marker).
+-- A batch may also defer a hash's writes (memo_defer): the calls see them through the memo, and the
+-- wrapper writes each hash once, one HSET after the batch's last call, in the same script (so as
+-- atomic and as durable as writing them one by one).
+-- The script alone runs without a memo and reads and writes as before: the batched wrapper gives
+-- its calls one shared table of each by replacing these lines' `nil` (their markers).
 local hash_memo = nil --@batch-memo
+local hash_dirty = nil --@batch-dirty
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time (shared:
 -- the caller never writes into it).
@@ -24,6 +28,14 @@ local function memo_hmget(key, list, ...)
   if not reply then
     reply = redis.call('HMGET', key, ...)
     m[list] = reply
+    -- Writes deferred by earlier calls are not in Redis yet: a list read later must see them.
+    local d = hash_dirty and hash_dirty[key]
+    if d then
+      local names = {...}
+      for j = 1, #names do
+        if d[names[j]] ~= nil then reply[j] = d[names[j]] end
+      end
+    end
   end
   return reply
 end
@@ -50,4 +62,29 @@ end
 -- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
 local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
+end
+
+-- In a batch: `field` (number `pos` of the lists) of hash `key` is now `value`, written to Redis
+-- after the batch's last call (the wrapper's flush, or memo_flush).
+local function memo_defer(key, pos, field, value)
+  memo_write(key, pos, value)
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  d[field] = value
+end
+
+-- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.
+local function memo_flush(key)
+  local d = hash_dirty and hash_dirty[key]
+  if not d then return end
+  local args = {}
+  for f, v in pairs(d) do
+    args[#args + 1] = f
+    args[#args + 1] = v
+  end
+  redis.call('HSET', key, unpack(args))
+  hash_dirty[key] = nil
 end

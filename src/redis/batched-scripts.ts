@@ -29,10 +29,13 @@ const MAX_BATCH = 32
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own.
  */
 export function batchedLua(body: string, perCall: number): string {
-  // A body that reads through lua/lib/hash-memo.lua shares its memo among the batch's calls.
-  const shared = body.replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
+  // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
+  // the batch's calls; the writes are made after the last call.
+  const shared = body
+    .replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
+    .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo = {}
+local batch_memo, batch_dirty = {}, {}
 local function one(KEYS, ARGV)
 ${shared}
 end
@@ -47,6 +50,14 @@ for i = 1, n do
   local ok, reply = pcall(one, keys, argv)
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
+end
+for key, fields in pairs(batch_dirty) do
+  local args = {}
+  for f, v in pairs(fields) do
+    args[#args + 1] = f
+    args[#args + 1] = v
+  end
+  redis.call('HSET', key, unpack(args))
 end
 return out
 `
