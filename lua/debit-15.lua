@@ -160,7 +160,17 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 -- 1. token
 local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
-local balance = tonumber(acct[2])
+-- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
+-- a batch shares among its calls through the memo (each later call skips the parse).
+local function num_at(r, f)
+  local v = r[f]
+  if v then
+    v = tonumber(v)
+    r[f] = v
+  end
+  return v
+end
+local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if redis.call('EXISTS', KEYS[7]) == 1 then
@@ -199,10 +209,12 @@ if agent then
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i, r in ipairs(rows) do
-    budgets[i] = r[F_BUDGET] and tonumber(r[F_BUDGET])
-    spents[i] = r[F_SPENT] and tonumber(r[F_SPENT]) or 0
+    budgets[i] = num_at(r, F_BUDGET)
+    spents[i] = num_at(r, F_SPENT) or 0
     -- A `day` other than today's: the level has spent nothing yet today.
-    day_spents[i] = r[F_DAY] == today and tonumber(r[F_DAY_SPENT] or '0') or 0
+    day_spents[i] = r[F_DAY] == today and num_at(r, F_DAY_SPENT) or 0
+    num_at(r, F_PER_CALL_MAX)
+    num_at(r, F_DAILY_CAP)
   end
 end
 -- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
@@ -395,7 +407,7 @@ end
 -- All checks passed: the writes (the breaker's counts are made).
 balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
 local balance_s = string.format('%d', balance)
-if hash_memo then memo_write(KEYS[1], 2, balance_s) end   -- the account list's `balance`
+memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price_s)
   memo_put(KEYS[3], spent)
@@ -413,18 +425,21 @@ if price > 0 then
       local held = budgets[c] - spents[c]
       if held > 0 then less = math.min(held, price) end
     end
-    local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
-    local carved_s = less > 0 and string.format('%d', tonumber(rows[i][F_CARVED] or '0') - less)
+    local carved = less > 0 and tonumber(rows[i][F_CARVED] or '0') - less
     if hash_memo then
-      -- In a batch, each level's hash is written once, after its last call (lib/hash-memo.lua).
-      memo_defer(hashes[i], F_SPENT, 'spent_total', spent_s)
+      -- In a batch, each level's hash is written once, after its last call, its numbers formatted
+      -- then (lib/hash-memo.lua).
+      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price)
       memo_defer(hashes[i], F_DAY, 'day', today)
-      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_s)
-      if carved_s then memo_defer(hashes[i], F_CARVED, 'carved', carved_s) end
-    elseif carved_s then
-      redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', carved_s)
+      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_spents[i] + price)
+      if carved then memo_defer(hashes[i], F_CARVED, 'carved', carved) end
     else
-      redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
+      local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
+      if carved then
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', string.format('%d', carved))
+      else
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
+      end
     end
   end
 end

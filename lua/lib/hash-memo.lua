@@ -40,8 +40,8 @@ local function memo_hmget(key, list, ...)
   return reply
 end
 
--- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is the string
--- HMGET would now give.
+-- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
+-- would now give (a string), or that number (its readers take either, through tonumber).
 local function memo_write(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
@@ -64,8 +64,9 @@ local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
 end
 
--- In a batch: `field` (number `pos` of the lists) of hash `key` is now `value`, written to Redis
--- after the batch's last call (the wrapper's flush, or memo_flush).
+-- In a batch: `field` (number `pos` of the lists) of hash `key` is now `value` (a string, or an
+-- integer formatted when written), written to Redis after the batch's last call (the wrapper's
+-- flush, or memo_flush).
 local function memo_defer(key, pos, field, value)
   memo_write(key, pos, value)
   local d = hash_dirty[key]
@@ -83,7 +84,7 @@ local function memo_flush(key)
   local args = {}
   for f, v in pairs(d) do
     args[#args + 1] = f
-    args[#args + 1] = v
+    args[#args + 1] = type(v) == 'number' and string.format('%d', v) or v
   end
   redis.call('HSET', key, unpack(args))
   hash_dirty[key] = nil

@@ -55,7 +55,7 @@ for key, fields in pairs(batch_dirty) do
   local args = {}
   for f, v in pairs(fields) do
     args[#args + 1] = f
-    args[#args + 1] = v
+    args[#args + 1] = type(v) == 'number' and string.format('%d', v) or v
   end
   redis.call('HSET', key, unpack(args))
 end
