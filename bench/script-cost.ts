@@ -1,0 +1,215 @@
+/**
+ * What the hot scripts cost Redis' one thread, counted in instructions: a private redis-server runs
+ * under valgrind's callgrind, and each case's calls are bracketed by `callgrind_control -z` / `-d`.
+ * An instruction count does not move with the machine's load (the same count twice, with the other
+ * core busy or not), so it shows a script change of a few percent that throughput runs on two
+ * shared cores cannot (their round-to-round spread is ±15%). It counts the whole redis-server
+ * process: the script, the commands it runs, reading the request and writing the reply.
+ *
+ * Cases, per tree: debit-15 for the owner token, a top-level agent and a depth-4 agent, each call
+ * alone (the plain script) and in batches of 16 issued in one turn (the batch wrapper, as the
+ * service sends them under load); then, batches of 16, what follows the upstream: the flat call's
+ * filing (record-calls-n) against the metered call's reservation and settle (settle-n).
+ *
+ *   ./node_modules/.bin/bun bench/script-cost.ts [--baseline <checkout>] [--calls 320] [--no-write]
+ *
+ * `--baseline`: an earlier checkout (with node_modules) measured in the same run, on its own fresh
+ * redis-server, through its own src/ and lua/. Needs valgrind (callgrind_control) on the PATH.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import Redis from 'ioredis'
+import { resolveBaseline } from './lib/baseline'
+import { freePort } from './lib/proc'
+import { replaceSection } from './lib/sections'
+
+const { values: opt } = parseArgs({
+  options: {
+    baseline: { type: 'string' },
+    calls: { type: 'string', default: '320' },
+    'no-write': { type: 'boolean', default: false },
+  },
+})
+const CALLS = Number(opt.calls)
+const BATCH = 16
+const ROOT = join(import.meta.dir, '..')
+const RESULTS = join(ROOT, 'bench', 'RESULTS.md')
+const TITLE = '## Redis instructions per script call (callgrind)'
+const END = '<!-- script-cost:end -->'
+
+/** A redis-server under callgrind, its dumps in a temp dir. */
+async function startCountedRedis() {
+  const dir = mkdtempSync(join(tmpdir(), 'pab-callgrind-'))
+  const port = freePort()
+  const proc = Bun.spawn(['valgrind', '--tool=callgrind', `--callgrind-out-file=${dir}/cg.%p`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'], {
+    stdout: 'ignore',
+    stderr: 'ignore',
+  })
+  // valgrind takes a few seconds to start it.
+  for (let i = 0; Bun.spawnSync(['redis-cli', '-p', String(port), 'ping']).stdout.toString().trim() !== 'PONG'; i++) {
+    if (i > 150 || proc.exitCode !== null) throw new Error('redis-server under valgrind did not start')
+    await Bun.sleep(200)
+  }
+  const redis = new Redis({ port, host: '127.0.0.1', enableAutoPipelining: true })
+  const control = (flag: string) => {
+    const r = Bun.spawnSync(['callgrind_control', flag, String(proc.pid)])
+    if (r.exitCode !== 0) throw new Error(`callgrind_control ${flag}: ${r.stderr.toString()}`)
+  }
+  return {
+    redis,
+    /** Instructions redis-server executed while `fn` ran. */
+    async count(fn: () => Promise<void>): Promise<number> {
+      control('-z')
+      await fn()
+      const before = new Set(readdirSync(dir))
+      control('-d')
+      const dump = readdirSync(dir).find((f) => !before.has(f))
+      const summary = dump && /^summary: (\d+)/m.exec(readFileSync(join(dir, dump), 'utf8'))
+      if (!summary) throw new Error('no callgrind dump')
+      return Number(summary[1])
+    },
+    async stop() {
+      redis.disconnect()
+      proc.kill('SIGKILL')
+      await proc.exited
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+type Who = 'owner' | 'depth-1' | 'depth-4'
+interface Row {
+  case: string
+  perCall: number
+}
+
+/** Every case on `root`'s scripts and modules, against a fresh counted redis-server. */
+async function measureTree(root: string): Promise<Row[]> {
+  const mod = (p: string) => import(join(root, p))
+  const { hashToken } = await mod('src/auth/tokens.ts')
+  const { windowsAt } = await mod('src/ledger/windows.ts')
+  const { runDebit } = await mod('src/lua/debit.ts')
+  const { runSettle } = await mod('src/lua/settle.ts')
+  const { runRecordCalls } = await mod('src/lua/record-calls.ts')
+  const { Keys } = await mod('src/redis/keys.ts')
+  const { loadScripts } = await mod('src/redis/scripts.ts')
+
+  const server = await startCountedRedis()
+  const keys = new Keys(`cost${Date.now().toString(36)}`)
+  const ctx = { redis: server.redis, keys, scripts: loadScripts(server.redis), clock: { now: () => Date.now() } }
+  const acct = 'acc_07_scriptcost'
+  const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
+  // An account and a depth-4 chain as create-agent-6 leaves them (budgets far beyond the run).
+  await server.redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
+  for (let i = 0; i < 4; i++) {
+    const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
+    if (i > 0) Object.assign(h, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
+    if (i < 3) h.carved = 1e9 - i - 1
+    await server.redis.hset(keys.agent(acct, ids[i]!), h)
+  }
+  const now = Date.now()
+  const w = windowsAt(now)
+  let seq = 0
+  const debitArgs = (who: Who, metered = false) => {
+    const agent = who === 'owner' ? null : who === 'depth-1' ? 0 : 3
+    return {
+      now, accountId: acct, agentId: agent === null ? null : ids[agent], chain: agent === null ? [] : ids.slice(0, agent).reverse(),
+      tokenHash: hashToken(agent === null ? 'owner' : ids[agent]!), target: metered ? 'proxy:llm/m1' : 'bench.search', price: 5, unpriced: false,
+      callId: `call_cost_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12,
+      unpricedRequestCap: 1e9, fingerprint: 'fp', dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9,
+      lowBalanceAlert: 0, abandonAt: now + 60_000,
+      ...(metered ? { metered: { model: 'm1', inputBound: 120, input: 1000, cachedInput: 100, output: 4000, ceiling: 256, maxOutput: 4096, minOutput: 16 } } : {}),
+    }
+  }
+  const batches = <T>(make: () => T) => Array.from({ length: CALLS / BATCH }, () => Array.from({ length: BATCH }, make))
+  const rows: Row[] = []
+  const measure = async (name: string, fn: () => Promise<void>) => rows.push({ case: name, perCall: Math.round((await server.count(fn)) / CALLS) })
+
+  for (const who of ['owner', 'depth-1', 'depth-4'] as const) {
+    await runDebit(ctx, debitArgs(who)) // the minute's first call sets its windows' expiries
+    await measure(`debit-15, ${who}, alone`, async () => {
+      for (let i = 0; i < CALLS; i++) await runDebit(ctx, debitArgs(who))
+    })
+    await measure(`debit-15, ${who}, batches of ${BATCH}`, async () => {
+      for (const b of batches(() => debitArgs(who))) await Promise.all(b.map((a) => runDebit(ctx, a)))
+    })
+  }
+
+  const record = (callId: string) =>
+    JSON.stringify({ call_id: callId, account_id: acct, agent_id: null, slug: 'bench.search', outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date(now).toISOString(), refunded: false }).slice(0, -1)
+  for (const metered of [false, true]) {
+    const calls = batches(() => debitArgs('owner', metered))
+    const label = metered ? 'metered' : 'flat'
+    await measure(`${label}: debit-15, batches of ${BATCH}`, async () => {
+      for (const b of calls) await Promise.all(b.map((a) => runDebit(ctx, a)))
+    })
+    if (metered)
+      await measure(`metered: settle-n (charge, release, file), batches of ${BATCH}`, async () => {
+        for (const b of calls)
+          await Promise.all(
+            b.map((a) =>
+              runSettle(ctx, { now, accountId: acct, agentId: null, callId: a.callId, day: a.day, chain: [], tokens: { input: 100, cached: 0, output: 200 }, source: 'provider',
+                file: { recordHead: record(a.callId), organic: true, recentCalls: 200, settledTtlS: 3600 } }),
+            ),
+          )
+      })
+    else
+      await measure(`flat: record-calls-n (file), batches of ${BATCH}`, async () => {
+        for (const b of calls)
+          await runRecordCalls(ctx, keys.shardOf(acct), b.map((a) => ({ accountId: acct, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })), { recentCalls: 200, settledTtlS: 3600 })
+      })
+  }
+  await server.stop()
+  return rows
+}
+
+function render(cur: Row[], base: Row[] | null, baseName: string): string {
+  const head = base ? `| Case | current | ${baseName} | current / baseline |\n|---|---:|---:|---:|` : '| Case | instructions per call |\n|---|---:|'
+  const fmt = (n: number) => n.toLocaleString('en-US')
+  const lines = cur.map((r) => {
+    const b = base?.find((x) => x.case === r.case)
+    return base ? `| ${r.case} | ${fmt(r.perCall)} | ${b ? fmt(b.perCall) : 'n/a'} | ${b ? (r.perCall / b.perCall).toFixed(2) + '×' : ''} |` : `| ${r.case} | ${fmt(r.perCall)} |`
+  })
+  const get = (rows: Row[], c: string) => rows.find((r) => r.case === c)?.perCall ?? NaN
+  const derived = (rows: Row[]) => ({
+    depth: get(rows, `debit-15, depth-4, batches of ${BATCH}`) / get(rows, `debit-15, owner, batches of ${BATCH}`),
+    metered:
+      (get(rows, `metered: debit-15, batches of ${BATCH}`) + get(rows, `metered: settle-n (charge, release, file), batches of ${BATCH}`)) /
+      (get(rows, `flat: debit-15, batches of ${BATCH}`) + get(rows, `flat: record-calls-n (file), batches of ${BATCH}`)),
+  })
+  const d = derived(cur)
+  const db = base ? derived(base) : null
+  return [
+    TITLE,
+    '',
+    `Command: \`./node_modules/.bin/bun bench/script-cost.ts${opt.baseline ? ` --baseline ${opt.baseline}` : ''} --calls ${CALLS}\``,
+    '',
+    `Run at ${new Date().toISOString()}. Instructions redis-server executed per call (valgrind callgrind, the whole process: script, commands, request and reply), ${CALLS} calls a case. An instruction count does not move with the machine's load, so it shows what throughput runs on shared cores cannot; it is not time (a cache miss costs more than an add).`,
+    '',
+    head,
+    ...lines,
+    '',
+    `- depth-4 / owner debit, batched: ${d.depth.toFixed(2)}×${db ? ` (baseline ${db.depth.toFixed(2)}×)` : ''}`,
+    `- metered / flat, Redis' part of the call (debit + settle-n against debit + record-calls-n), batched: ${d.metered.toFixed(2)}×${db ? ` (baseline ${db.metered.toFixed(2)}×)` : ''}`,
+    END,
+  ].join('\n')
+}
+
+async function main() {
+  const baseline = resolveBaseline(opt.baseline)
+  console.log('measuring the current tree...')
+  const cur = await measureTree(ROOT)
+  let base: Row[] | null = null
+  if (baseline) {
+    console.log(`measuring ${baseline.root} (${baseline.commit})...`)
+    base = await measureTree(baseline.root)
+  }
+  const section = render(cur, base, baseline ? `baseline ${baseline.commit}` : '')
+  console.log('\n' + section)
+  if (!opt['no-write']) replaceSection(RESULTS, TITLE, END, section)
+}
+
+await main()
+process.exit(0)
