@@ -1,22 +1,26 @@
 -- What a batch of debits (src/redis/batched-scripts.ts) has read of its hashes and counters, so
--- that each is read once per batch rather than once per call: a batch's calls are mostly one agent's or one
--- fleet's, and each would re-read the account, the agent and every ancestor, where an HMGET costs
--- about as much per field as a whole small command (measured: docs/decisions.md).
--- Exact because it is written through: every write the script makes to a field it read also goes
--- into the memo (memo_write), and nothing but the batch's own calls runs inside one script.
+-- that each is read once per batch rather than once per call: a batch's calls are mostly one
+-- agent's or one fleet's, and each would re-read the account, the agent and every ancestor, where
+-- an HMGET costs about as much per field as a whole small command (bench/script-cost.ts,
+-- docs/decisions.md).
+-- Exact because every write the script makes to what it read goes into the memo too (memo_write,
+-- memo_put, memo_defer), and nothing but the batch's own calls runs inside one script.
 -- A counter (a string key holding an integer: a rate window, a day's spend) is kept as a number.
 -- A hash's replies are kept per field list (`list`, a name the caller gives each list), as HMGET
 -- gave them; every list read of one hash has the fields the script writes at the same positions.
+-- A field may hold its string or that number (its readers take either, through tonumber).
 -- A batch may also defer a hash's writes (memo_defer): the calls see them through the memo, and the
 -- wrapper writes each hash once, one HSET after the batch's last call, in the same script (so as
 -- atomic and as durable as writing them one by one).
 -- The script alone runs without a memo and reads and writes as before: the batched wrapper gives
--- its calls one shared table of each by replacing these lines' `nil` (their markers).
+-- its calls one shared table of each, and its function that writes a hash's deferred fields, by
+-- replacing these lines' `nil` (their markers).
 local hash_memo = nil --@batch-memo
 local hash_dirty = nil --@batch-dirty
+local write_deferred = nil --@batch-write
 
--- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time (shared:
--- the caller never writes into it).
+-- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
+-- the batch's calls (a caller writes into it only a field's parsed number).
 local function memo_hmget(key, list, ...)
   if not hash_memo then return redis.call('HMGET', key, ...) end
   local m = hash_memo[key]
@@ -41,7 +45,7 @@ local function memo_hmget(key, list, ...)
 end
 
 -- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
--- would now give (a string), or that number (its readers take either, through tonumber).
+-- would now give, or that number.
 local function memo_write(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
@@ -81,11 +85,6 @@ end
 local function memo_flush(key)
   local d = hash_dirty and hash_dirty[key]
   if not d then return end
-  local args = {}
-  for f, v in pairs(d) do
-    args[#args + 1] = f
-    args[#args + 1] = type(v) == 'number' and string.format('%d', v) or v
-  end
-  redis.call('HSET', key, unpack(args))
+  write_deferred(key, d)
   hash_dirty[key] = nil
 end

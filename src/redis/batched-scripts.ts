@@ -34,8 +34,18 @@ export function batchedLua(body: string, perCall: number): string {
   const shared = body
     .replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
+    .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty = {}, {}
+-- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
+local function batch_write(key, fields)
+  local args = {}
+  for f, v in pairs(fields) do
+    args[#args + 1] = f
+    args[#args + 1] = type(v) == 'number' and string.format('%d', v) or v
+  end
+  redis.call('HSET', key, unpack(args))
+end
 local function one(KEYS, ARGV)
 ${shared}
 end
@@ -51,14 +61,7 @@ for i = 1, n do
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
-for key, fields in pairs(batch_dirty) do
-  local args = {}
-  for f, v in pairs(fields) do
-    args[#args + 1] = f
-    args[#args + 1] = type(v) == 'number' and string.format('%d', v) or v
-  end
-  redis.call('HSET', key, unpack(args))
-end
+for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
 return out
 `
 }
