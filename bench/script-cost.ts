@@ -47,6 +47,11 @@ async function startCountedRedis() {
     stdout: 'ignore',
     stderr: 'ignore',
   })
+  // Never left running: a run that fails still ends the server and removes its dumps.
+  process.on('exit', () => {
+    proc.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  })
   // valgrind takes a few seconds to start it.
   for (let i = 0; Bun.spawnSync(['redis-cli', '-p', String(port), 'ping']).stdout.toString().trim() !== 'PONG'; i++) {
     if (i > 150 || proc.exitCode !== null) throw new Error('redis-server under valgrind did not start')
