@@ -217,6 +217,7 @@ if agent then
     spents[i] = num_at(r, F_SPENT) or 0
     -- A `day` other than today's: the level has spent nothing yet today.
     day_spents[i] = r[F_DAY] == today and num_at(r, F_DAY_SPENT) or 0
+    -- The per-call max and daily cap, weighed by the checks below, as numbers too.
     num_at(r, F_PER_CALL_MAX)
     num_at(r, F_DAILY_CAP)
   end
@@ -273,8 +274,8 @@ if metered then
   local function reservation(out) return math.ceil((input_bound * p_in + out * p_out) / 1000000) + 1 end
   local room = balance
   for i, r in ipairs(rows) do
-    if r[F_PER_CALL_MAX] then room = math.min(room, tonumber(r[F_PER_CALL_MAX])) end
-    if r[F_DAILY_CAP] then room = math.min(room, tonumber(r[F_DAILY_CAP]) - day_spent(i)) end
+    if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
+    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
   room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
@@ -293,8 +294,8 @@ end
 
 -- 6. per-call maximum of the agent and its ancestors
 for i, r in ipairs(rows) do
-  if r[F_PER_CALL_MAX] and price > tonumber(r[F_PER_CALL_MAX]) then
-    return {S_DENIED_PER_CALL_MAX, balance, tonumber(r[F_PER_CALL_MAX]), price, bys[i]}
+  if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
+    return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
   end
 end
 
@@ -318,9 +319,9 @@ end
 for i, r in ipairs(rows) do
   if r[F_DAILY_CAP] then
     local agent_spent = day_spent(i)
-    if agent_spent + price > tonumber(r[F_DAILY_CAP]) then
-      note_cap(hashes[i], 'cap_noted', 'agent', tonumber(r[F_DAILY_CAP]), agent_spent, bys[i] ~= '' and bys[i] or nil)
-      return {S_DENIED_AGENT_DAILY_CAP, balance, tonumber(r[F_DAILY_CAP]), agent_spent, bys[i]}
+    if agent_spent + price > r[F_DAILY_CAP] then
+      note_cap(hashes[i], 'cap_noted', 'agent', r[F_DAILY_CAP], agent_spent, bys[i] ~= '' and bys[i] or nil)
+      return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
     end
   end
 end
