@@ -34,6 +34,7 @@ import { runLoad, type LoadResult } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
 import { overFloor, ratioTable, type RatioPair } from './lib/ratios'
 import { ROOT, startService, type BenchService } from './lib/service'
+import { drainLedger, ledgerLag } from './lib/ledger-lag'
 import { SSE_CHUNKS } from './proxy-upstream'
 
 const { values: opt } = parseArgs({
@@ -76,6 +77,8 @@ interface Target {
   pids: () => number[]
   /** The server's log, quoted when it fails a workload. */
   log?: string
+  /** One of our services: its ledger lag is read when the row ends and drained before the next. */
+  svcUrl?: string
 }
 
 interface Row {
@@ -151,11 +154,11 @@ async function main() {
     { key: 'direct', name: 'upstream direct', url: `${up}/v1/chat/completions`, headers: {}, pids: pidOf(upstream) },
     { key: 'passthrough', name: 'bare Bun passthrough', url: `http://127.0.0.1:${ports.pass}/v1/chat/completions`, headers: {}, pids: pidOf(pass) },
     { key: 'floor', name: 'ledger floor', url: `http://127.0.0.1:${ports.floor}/v1/chat/completions`, headers: {}, pids: pidOf(floor) },
-    { key: 'proxy', name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: ours, pids: pidOf(service.child) },
+    { key: 'proxy', name: 'our proxy', url: `${service.url}/proxy/openai/v1/chat/completions`, headers: ours, pids: pidOf(service.child), svcUrl: service.url },
     ...(base
-      ? [{ key: 'baseline', name: baselineName('our proxy', BASELINE!), url: `${base.service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child) }]
+      ? [{ key: 'baseline', name: baselineName('our proxy', BASELINE!), url: `${base.service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child), svcUrl: base.service.url }]
       : []),
-    { key: 'metered', name: 'our proxy (metered)', url: `${service.url}/proxy/llm/v1/chat/completions`, headers: ours, pids: pidOf(service.child), log: join(OUT, 'service.log') },
+    { key: 'metered', name: 'our proxy (metered)', url: `${service.url}/proxy/llm/v1/chat/completions`, headers: ours, pids: pidOf(service.child), log: join(OUT, 'service.log'), svcUrl: service.url },
     { key: 'portkey-node', name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
     { key: 'portkey-bun', name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
   ].filter((t) => WANTED.has(t.key))
@@ -176,6 +179,11 @@ async function main() {
       const o = { url: t.url, connections: CONNECTIONS, body: body(workload === 'sse'), headers }
       if (WARMUP > 0) await runLoad({ ...o, durationS: WARMUP })
       const m = await measureCpu({ server: t.pids, upstream: pidOf(upstream), redis: () => pidsByComm('redis-server'), postgres: () => pidsByComm('postgres') }, () => runLoad({ ...o, durationS: DURATION }))
+      if (t.svcUrl) {
+        const lag = await ledgerLag(t.svcUrl)
+        const d = await drainLedger(t.svcUrl)
+        console.log(`${workload} ${t.name}: ledger lag at the end ${lag} entries, drained in ${d.ms} ms (left ${d.lag})`)
+      }
       console.log(`${workload} ${t.name}: ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, non2xx ${m.value.non2xx}, errors ${m.value.errors}, machine busy ${m.machineBusyPct}%`)
       rows.push({ target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: { ...m.groupPct, irq: m.irqPct } })
     }

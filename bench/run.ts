@@ -35,6 +35,7 @@ import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
 import { render, sectionTitle, writeSection, type Report, type Row, type Skipped } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
+import { drainLedger, ledgerLag } from './lib/ledger-lag'
 
 // The rate-fixed latency bench shares the command (`bun run bench --latency`) but is its own script.
 if (Bun.argv.includes('--latency')) {
@@ -220,6 +221,12 @@ try {
       const cpu = { ...m.groupPct, irq: m.irqPct, steal: m.stealPct, others }
       rows.push({ round, name: t.name, load: m.value, machineBusyPct: m.machineBusyPct, cpu, loadAfter: loadAverage() })
       console.error(`  ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, machine ${m.machineBusyPct}% busy`)
+      // The next row must not pay for this one's write-behind (nor this one's figures hide it).
+      if (owner?.flusher) {
+        const lag = await ledgerLag(owner.url)
+        const d = await drainLedger(owner.url)
+        console.error(`  ledger lag at the end ${lag} entries, drained in ${d.ms} ms`)
+      }
     }
   }
 

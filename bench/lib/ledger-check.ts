@@ -13,6 +13,7 @@
  */
 import postgres from 'postgres'
 import type { BenchService } from './service'
+import { drainLedger } from './ledger-lag'
 
 export interface LedgerCheck {
   funded: number
@@ -46,15 +47,6 @@ async function settledCount(svcUrl: string): Promise<number> {
   return last
 }
 
-async function drained(svcUrl: string, timeoutMs = 60_000): Promise<number> {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const st = await json<{ ledger_lag: { entries: number } }>(`${svcUrl}/status`)
-    if (st.ledger_lag.entries === 0 || Date.now() > until) return st.ledger_lag.entries
-    await Bun.sleep(200)
-  }
-}
-
 export async function checkLedger(
   svc: BenchService,
   a: { accountId: string; funded: number; price: number; clientOk: number; maxInFlightDropped: number },
@@ -67,7 +59,7 @@ export async function checkLedger(
   const clientConsistent = a.clientOk <= serverOk && serverOk + otherCharged <= a.clientOk + a.maxInFlightDropped
   let pg: LedgerCheck['pg'] = null
   if (svc.dbUrl && svc.flusher) {
-    const lagEntries = await drained(svc.url)
+    const lagEntries = (await drainLedger(svc.url)).lag
     const sql = postgres(svc.dbUrl, { max: 1, onnotice: () => {} })
     try {
       const [m] = await sql<{ debits: string; refunds: string; sum: string | null }[]>`

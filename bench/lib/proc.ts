@@ -106,8 +106,13 @@ export async function measureCpu<T>(groups: CpuGroups, fn: () => Promise<T>): Pr
   const seconds = (performance.now() - t0) / 1000
   const m1 = machineTicks()
   const groupPct: Record<string, number> = {}
-  // A process that exits inside the window (a Postgres backend) takes its ticks along: never below 0.
-  for (const [k, ps] of Object.entries(pids)) groupPct[k] = Math.max(0, Math.round(((sum(ps) - g0[k]!) / TICK / seconds) * 100))
+  for (const [k, ps] of Object.entries(pids)) {
+    // A process that started inside the window (a Postgres backend for a pool's new connection, as
+    // a service's flusher opens on its first busy row) is counted whole: all its ticks are the window's.
+    const born = groups[k]!().filter((p) => !ps.includes(p))
+    // One that exits inside the window takes its ticks along: never below 0.
+    groupPct[k] = Math.max(0, Math.round(((sum(ps) - g0[k]! + sum(born)) / TICK / seconds) * 100))
+  }
   const machineBusyPct = Math.round(((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100)
   const pct = (ticks: number) => Math.round((ticks / TICK / seconds) * 100)
   return { value, machineBusyPct, groupPct, irqPct: pct(m1.irq - m0.irq), stealPct: pct(m1.steal - m0.steal) }

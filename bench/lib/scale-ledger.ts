@@ -9,6 +9,7 @@
  */
 import postgres from 'postgres'
 import type { BenchService } from './service'
+import { drainLedger } from './ledger-lag'
 
 export interface ScaleLedger {
   funded: number
@@ -25,19 +26,10 @@ export interface ScaleLedger {
   exact: boolean
 }
 
-async function drained(svcUrl: string, timeoutMs = 120_000): Promise<number> {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const st = (await (await fetch(`${svcUrl}/status`)).json()) as { ledger_lag: { entries: number } }
-    if (st.ledger_lag.entries === 0 || Date.now() > until) return st.ledger_lag.entries
-    await Bun.sleep(200)
-  }
-}
-
 export async function checkScaleLedger(svc: BenchService, a: { accountId: string; funded: number; price: number; clientOk: number; maxInFlightDropped: number }): Promise<ScaleLedger> {
   // Call records of requests cut off at a run's end are filed just after: let them land.
   await Bun.sleep(500)
-  const lag = await drained(svc.url)
+  const lag = (await drainLedger(svc.url, 120_000)).lag
   const final = await svc.balance(a.accountId)
   const sql = postgres(svc.dbUrl!, { max: 1, onnotice: () => {} })
   try {
