@@ -11,6 +11,9 @@
  * Optional rows (all on by default; each skipped with its reason when the service cannot serve it):
  *   depth4    the same paid call with the token of a depth-4 sub-agent (CONTRACT §8), beside the owner's
  *   mcp       the same capability through POST /mcp, tools/call call_capability (CONTRACT §10)
+ *   bare      the same paid call through bench/ledger-work.ts, its own service instance: callCapability on
+ *             the service's own services (scripts, batching, flusher) with no HTTP API around it (no
+ *             Elysia, no per-request bearer lookup, no edge checks, no log or metrics): "paid call (ledger work alone)"
  *   baseline  with --baseline <dir>: the service of that checkout (an earlier commit with node_modules),
  *             started beside ours and measured in the same rounds, interleaved: "paid call (baseline <commit>)"
  * Then redis-benchmark runs the debit script alone (EVALSHA, the script's own ceiling) and a
@@ -58,8 +61,8 @@ const { values: opt } = parseArgs({
     'no-flusher': { type: 'boolean', default: false },
     /** The flusher as its own process beside an API with FLUSHER=0 (the scaled-out layout); its own section. */
     'flusher-process': { type: 'boolean', default: false },
-    /** A subset of the rows, comma-separated (direct,passthrough,floor,paid,depth4,mcp,baseline); leaving out a core row implies --no-write. */
-    rows: { type: 'string', default: 'direct,passthrough,floor,paid,depth4,mcp,baseline' },
+    /** A subset of the rows, comma-separated (direct,passthrough,floor,paid,bare,depth4,mcp,baseline); leaving out a core row implies --no-write. */
+    rows: { type: 'string', default: 'direct,passthrough,floor,paid,bare,depth4,mcp,baseline' },
     /** A checkout of an earlier commit (with node_modules): its service is measured as an extra row in the same rounds. */
     baseline: { type: 'string' },
     /** Skip the redis-benchmark run of the debit script. */
@@ -83,11 +86,13 @@ const baseline: Baseline | null = resolveBaseline(opt.baseline)
 const children: Child[] = []
 let svc: BenchService | null = null
 let baseSvc: BenchService | null = null
+let bareSvc: BenchService | null = null
 
 async function cleanup() {
   for (const c of children.reverse()) await c.stop().catch(() => {})
   if (svc) await svc.stop().catch((e) => console.error('cleanup:', e))
   if (baseSvc) await baseSvc.stop().catch((e) => console.error('cleanup (baseline):', e))
+  if (bareSvc) await bareSvc.stop().catch((e) => console.error('cleanup (ledger work alone):', e))
 }
 process.on('SIGINT', async () => {
   await cleanup()
@@ -136,6 +141,11 @@ try {
     machine.push(`Baseline: the service of ${baseline.root} at commit ${baseline.commit}, started the same way beside ours (its own database and Redis prefix) and measured in the same rounds, interleaved`)
   }
 
+  if (wanted.has('bare')) {
+    console.error('starting the ledger-work-alone service (bench/ledger-work.ts)...')
+    bareSvc = await startService({ port: freePort(), upstreamUrl, outDir: join(OUT, 'ledger-work'), pglite: opt.pglite!, flusher: !opt['no-flusher'], entry: 'bench/ledger-work.ts' })
+  }
+
   const { accountId, token } = await svc.signup()
   const funded = await svc.fund(accountId)
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` }
@@ -150,6 +160,14 @@ try {
     await paidOnce(baseSvc.url, base.headers, 'the baseline paid call')
     clientOk.set(baseSvc, 1)
     runs.set(baseSvc, 0)
+  }
+  let bare: typeof base = null
+  if (bareSvc) {
+    const acct = await bareSvc.signup()
+    bare = { accountId: acct.accountId, funded: await bareSvc.fund(acct.accountId), headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.token}` } }
+    await paidOnce(bareSvc.url, bare.headers, 'the ledger-work-alone paid call')
+    clientOk.set(bareSvc, 1)
+    runs.set(bareSvc, 0)
   }
 
   interface Target {
@@ -174,6 +192,8 @@ try {
     { key: 'floor', name: 'ledger floor', url: `${floorUrl}/search`, hop: floor },
     { key: 'paid', name: 'paid call', url: paidUrl, hop: svc.child, service: svc },
   ]
+  if (bareSvc && bare)
+    targets.push({ key: 'bare', name: 'paid call (ledger work alone)', url: `${bareSvc.url}/v1/call/${BENCH_SLUG}`, hop: bareSvc.child, service: bareSvc, headers: bare.headers })
   if (baseSvc && base)
     targets.push({ key: 'baseline', name: baselineName('paid call', baseline!), url: `${baseSvc.url}/v1/call/${BENCH_SLUG}`, hop: baseSvc.child, service: baseSvc, headers: base.headers })
   if (wanted.has('depth4')) {
@@ -238,6 +258,7 @@ try {
     checkLedger(s, { accountId: a.accountId, funded: a.funded, price: BENCH_PRICE, clientOk: clientOk.get(s)!, maxInFlightDropped: connections * Math.max(1, runs.get(s)!) })
   const ledger = await check(svc, { accountId, funded })
   const otherLedgers: { label: string; check: LedgerCheck }[] = []
+  if (bareSvc && bare) otherLedgers.push({ label: 'ledger work alone', check: await check(bareSvc, bare) })
   if (baseSvc && base) otherLedgers.push({ label: `baseline ${baseline!.commit}`, check: await check(baseSvc, base) })
   const report: Report = {
     command: ['./node_modules/.bin/bun run bench', ...Bun.argv.slice(2)].join(' '),

@@ -151,6 +151,8 @@ export function render(r: Report): string {
     '',
   )
   const rowsNote = [
+    r.rows.some((x) => x.name === 'paid call (ledger work alone)') &&
+      '**paid call (ledger work alone)** = the same paid call on its own instance of the service\'s services (the same scripts, batching and in-process flusher) with no HTTP API around it (bench/ledger-work.ts: no Elysia routing or hooks, the bearer resolved once per token, no edge checks, no request log, no metrics): what trimming the API surface alone could reach',
     r.rows.some((x) => x.name === 'paid call (depth-4 agent)') &&
       '**paid call (depth-4 agent)** = the same call with the token of an agent four levels down (each level made by its parent with its own ak_ token, budgets far beyond the run), so every debit checks the agent and its ancestors',
     r.rows.some((x) => x.name.startsWith('paid call (MCP')) &&
@@ -179,6 +181,7 @@ export function render(r: Report): string {
   const pairs: RatioPair[] = [
     ...overFloor(names.map((name) => ({ name, reqPerSec: med(name) })), 'ledger floor'),
     { label: 'paid call / passthrough', num: med('paid call'), den: med('passthrough'), note: `issue 2 target ≥ ${f2(THROUGHPUT_TARGET)}` },
+    { label: 'paid call / its ledger work alone', num: med('paid call'), den: med('paid call (ledger work alone)'), note: names.includes('paid call (ledger work alone)') ? 'what the HTTP API around the ledger keeps' : 'row skipped' },
     { label: 'depth-4 agent / owner token', num: med('paid call (depth-4 agent)'), den: med('paid call'), note: names.includes('paid call (depth-4 agent)') ? '' : 'row skipped' },
     { label: 'MCP / REST', num: med(mcpName), den: med('paid call'), note: mcpName ? '' : 'row skipped' },
     { label: 'current / baseline', num: med('paid call'), den: med(baseName), note: baseName ? baseName.slice('paid call '.length) : 'no --baseline' },

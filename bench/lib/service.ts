@@ -76,6 +76,8 @@ export async function startService(o: {
   flusher?: boolean
   /** Run the flusher as its own process (`bun run flusher`) beside an API with FLUSHER=0. */
   flusherProcess?: boolean
+  /** Another entry point than src/index.ts, relative to the root (bench/ledger-work.ts). */
+  entry?: string
   /** Another catalog (the proxy bench's); its house keys must use key_env BENCH_HOUSE_KEY. */
   catalog?: unknown
   /** Run on this Redis Cluster (`host:port,...`) instead of BENCH_REDIS_URL (the scale bench). */
@@ -128,7 +130,7 @@ export async function startService(o: {
   if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes
   const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`] : []
   const bun = join(root, 'node_modules', '.bin', 'bun')
-  const child = startChild('service', [bun, ...profile, 'run', 'src/index.ts'], env, join(o.outDir, 'service.log'), { cwd: root })
+  const child = startChild('service', [bun, ...profile, 'run', o.entry ?? 'src/index.ts'], env, join(o.outDir, 'service.log'), { cwd: root })
   const url = `http://127.0.0.1:${o.port}`
   await waitHttp(`${url}/status`, child)
   const flusherChild =
