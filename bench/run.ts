@@ -153,22 +153,17 @@ try {
   /** 2xx answers of the paid routes per service, for its ledger check (the sanity calls included). */
   const clientOk = new Map<BenchService, number>([[svc, 1]])
   const runs = new Map<BenchService, number>([[svc, 0]])
-  let base: { accountId: string; funded: number; headers: Record<string, string> } | null = null
-  if (baseSvc) {
-    const acct = await baseSvc.signup()
-    base = { accountId: acct.accountId, funded: await baseSvc.fund(acct.accountId), headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.token}` } }
-    await paidOnce(baseSvc.url, base.headers, 'the baseline paid call')
-    clientOk.set(baseSvc, 1)
-    runs.set(baseSvc, 0)
+  /** A funded account on another service of the run, its first paid call made and counted. */
+  const accountOn = async (other: BenchService, what: string) => {
+    const acct = await other.signup()
+    const a = { accountId: acct.accountId, funded: await other.fund(acct.accountId), headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.token}` } }
+    await paidOnce(other.url, a.headers, what)
+    clientOk.set(other, 1)
+    runs.set(other, 0)
+    return a
   }
-  let bare: typeof base = null
-  if (bareSvc) {
-    const acct = await bareSvc.signup()
-    bare = { accountId: acct.accountId, funded: await bareSvc.fund(acct.accountId), headers: { 'content-type': 'application/json', authorization: `Bearer ${acct.token}` } }
-    await paidOnce(bareSvc.url, bare.headers, 'the ledger-work-alone paid call')
-    clientOk.set(bareSvc, 1)
-    runs.set(bareSvc, 0)
-  }
+  const base = baseSvc ? await accountOn(baseSvc, 'the baseline paid call') : null
+  const bare = bareSvc ? await accountOn(bareSvc, 'the ledger-work-alone paid call') : null
 
   interface Target {
     key: string
