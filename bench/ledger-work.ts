@@ -5,7 +5,7 @@
  * services as src/index.ts (the same Redis scripts and batching, the in-process flusher writing
  * to Postgres); what it leaves out is Elysia's routing and hooks, the bearer's lookup on each
  * request (a token is resolved once, then remembered), the edge's body and header checks, the
- * request log and the metrics. Every other path is the full app, so the bench's signup and funding
+ * request log, the metrics, and the client-abort signal (the bench's clients do not go away). Every other path is the full app, so the bench's signup and funding
  * work as they do on the service.
  *
  * What it shows (issue 17): how much of the paid call's CPU the API surface takes, and so how far
