@@ -13,6 +13,8 @@
  *   metered   a metered LLM route (CONTRACT §7: `proxy.metered`, dialect openai, a priced model) to the
  *             same upstream, which then reports a real-shaped `usage` (JSON) or a final usage chunk (SSE),
  *             beside the flat-priced route: "our proxy (metered)"
+ *   baseline-metered  (not in the default rows) with --baseline <dir>: the metered route on the service
+ *             of that checkout too (a tree that knows CONTRACT §7), for an A/B of the metered path
  *   baseline  with --baseline <dir>: the flat route on the service of that checkout (an earlier commit
  *             with node_modules), measured in the same loop, interleaved: "our proxy (baseline <commit>)"
  * --profile runs the service under `bun --cpu-prof --cpu-prof-md` (its profile lands in bench/.out/proxy/
@@ -136,11 +138,13 @@ async function main() {
   running.services.push(service)
   const acct = await service.signup()
   await service.fund(acct.accountId)
-  // The baseline gets the flat route only: a tree from before metering need not know its catalog form.
+  // The baseline gets the flat route only, unless its metered row is asked for: a tree from before
+  // metering need not know its catalog form.
   let base: { service: BenchService; token: string } | null = null
-  if (BASELINE && WANTED.has('baseline')) {
+  if (BASELINE && (WANTED.has('baseline') || WANTED.has('baseline-metered'))) {
     console.log(`starting the baseline service (${BASELINE.root}, ${BASELINE.commit})...`)
-    const b = await startService({ port: ports.base, upstreamUrl: up, outDir: join(OUT, 'baseline'), pglite: false, catalog: { providers: { openai: flat }, capabilities: [] }, root: BASELINE.root })
+    const providers = WANTED.has('baseline-metered') ? { openai: flat, llm: { ...flat, proxy: { price: 0, paths: ['/v1/'], metered: METERED } } } : { openai: flat }
+    const b = await startService({ port: ports.base, upstreamUrl: up, outDir: join(OUT, 'baseline'), pglite: false, catalog: { providers, capabilities: [] }, root: BASELINE.root })
     running.services.push(b)
     const a = await b.signup()
     await b.fund(a.accountId)
@@ -159,6 +163,9 @@ async function main() {
       ? [{ key: 'baseline', name: baselineName('our proxy', BASELINE!), url: `${base.service.url}/proxy/openai/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child), svcUrl: base.service.url }]
       : []),
     { key: 'metered', name: 'our proxy (metered)', url: `${service.url}/proxy/llm/v1/chat/completions`, headers: ours, pids: pidOf(service.child), log: join(OUT, 'service.log'), svcUrl: service.url },
+    ...(base
+      ? [{ key: 'baseline-metered', name: baselineName('our proxy (metered)', BASELINE!), url: `${base.service.url}/proxy/llm/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child), svcUrl: base.service.url }]
+      : []),
     { key: 'portkey-node', name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
     { key: 'portkey-bun', name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
   ].filter((t) => WANTED.has(t.key))
@@ -309,6 +316,7 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
   }
   lines.push('', 'Ratios (the ledger floor is the yardstick: the least any Redis-ledger design costs):', '')
   const baseName = r.rows.find((x) => x.target.startsWith('our proxy (baseline'))?.target
+  const baseMetered = r.rows.find((x) => x.target.startsWith('our proxy (metered) (baseline'))?.target
   const pairs: RatioPair[] = []
   for (const [w, label] of [['json', 'JSON'], ['sse', 'SSE']] as const)
     pairs.push(...overFloor([...new Set(r.rows.map((x) => x.target))].map((name) => ({ name, reqPerSec: rps(name, w) })), 'ledger floor', ` ${label}`))
@@ -317,6 +325,7 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
       { label: `our proxy / Portkey under Bun, ${label}`, num: rps('our proxy', w), den: rps('Portkey (Bun)', w) },
       { label: `metered / flat proxy, ${label}`, num: rps('our proxy (metered)', w), den: rps('our proxy', w), note: Number.isFinite(rps('our proxy (metered)', w)) ? '' : 'row skipped' },
       { label: `current / baseline proxy, ${label}`, num: rps('our proxy', w), den: baseName ? rps(baseName, w) : NaN, note: baseName ? baseName.slice('our proxy '.length) : 'no --baseline' },
+      ...(baseMetered ? [{ label: `current / baseline metered proxy, ${label}`, num: rps('our proxy (metered)', w), den: rps(baseMetered, w), note: baseMetered.slice('our proxy (metered) '.length) }] : []),
     )
   lines.push(...ratioTable(pairs))
   if (r.meteredNotes.length) lines.push('', 'One metered call of each workload after the load, as GET /v1/activity/{call_id} files it:', '', ...r.meteredNotes.map((n) => `- ${n}`))

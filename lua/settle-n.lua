@@ -53,7 +53,9 @@
     j = 10 '1' when the call counts as organic (record-calls-n's)
 
   The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
-  the model, the token counts, the charge and the uncharged excess.
+  the model, the token counts, the charge and the uncharged excess. A call this script files
+  carries it inside its `call` outbox entry (field `settle`, one stream entry per call); one it
+  does not file gets it as an entry of its own. Readers see the same refund entry either way.
 
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
@@ -100,7 +102,10 @@ for i = 1, n do
   else
     local reserved = tonumber(call[2])
     local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
-    local r = tonumber(redis.call('HGET', acct, 'mc_rem') or '0')
+    -- The account's balance and remainder in one read, written back in one HSET below (issue 14's
+    -- bench: one redis.call fewer per call than HGET + HINCRBY + HSET; one script, so nothing lands between).
+    local money = redis.call('HMGET', acct, 'balance', 'mc_rem')
+    local r = tonumber(money[2] or '0')
     local charged = math.floor((r + cost) / MICRO)
     local uncharged = 0
     if charged > reserved then
@@ -121,18 +126,21 @@ for i = 1, n do
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
-    local balance = redis.call('HINCRBY', acct, 'balance', released_s)
-    redis.call('HSET', acct, 'mc_rem', rem_s)
+    local balance = tonumber(money[1] or '0') + released
+    local balance_s = string.format('%d', balance)
+    redis.call('HSET', acct, 'balance', balance_s, 'mc_rem', rem_s)
     if released > 0 then
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then release_chain(hashes, call[11], released) end
     end
-    redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
-      'agent', call[3], 'amount', released_s, 'bal', string.format('%d', balance), 'call', call_id, 'ref', call_id .. ':debit',
-      'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
-      'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', string.format('%d', uncharged),
-      'usage', ARGV[a + 7], 'rem', rem_s)
-    if head ~= '' then
+    local refund_of = {account_id, call[3], released_s, balance_s, rem_s, string.format('%d', uncharged), ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}
+    if head == '' then
+      redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
+        'agent', call[3], 'amount', released_s, 'bal', balance_s, 'call', call_id, 'ref', call_id .. ':debit',
+        'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
+        'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', refund_of[6],
+        'usage', ARGV[a + 7], 'rem', rem_s)
+    else
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
       local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
@@ -141,7 +149,13 @@ for i = 1, n do
         organic_calls = organic_calls + 1
         honored = honored + charged
       end
-      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record)
+      -- The refund entry rides in the call entry: one stream entry per metered call instead of two
+      -- (issue 14's bench: the second XADD was a ninth of this script, and one more entry for the
+      -- flusher to read, parse and ack). `settle` is the fields above joined by '|'; the target and
+      -- the model come last, the target's byte length before them, as either may hold a '|'.
+      -- Readers expand it back into the refund entry below, field for field (src/ledger/outbox.ts).
+      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record,
+        'settle', table.concat(refund_of, '|'))
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end

@@ -187,7 +187,7 @@ export class Flusher {
     await Promise.all(
       perShard.map((entries, s) => {
         if (entries.length === 0) return null
-        return runAckOutbox(this.ctx, { stream: this.stream(s), group: GROUP, ids: entries.map((e) => e.streamId) })
+        return runAckOutbox(this.ctx, { stream: this.stream(s), group: GROUP, ids: streamIdsOf(entries) })
       }),
     )
     this.counters.batches++
@@ -322,4 +322,11 @@ export class Flusher {
   stats() {
     return { ...this.counters, running: this.running, consumer: this.consumer }
   }
+}
+
+/** The stream ids of a batch, each once: a call entry carrying its settle's refund reads as two entries under one id. */
+function streamIdsOf(entries: OutboxEntry[]): string[] {
+  const ids: string[] = []
+  for (const e of entries) if (ids.at(-1) !== e.streamId) ids.push(e.streamId)
+  return ids
 }

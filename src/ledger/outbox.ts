@@ -24,11 +24,41 @@ export type MoneyKind = (typeof MONEY_KINDS)[number]
 const MONEY = new Set<string>(MONEY_KINDS)
 export const isMoneyKind = (kind: string): kind is MoneyKind => MONEY.has(kind)
 
-/** A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it. */
-export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry {
+/**
+ * A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it: the entries it
+ * holds, one as a rule. A metered call that settle-n filed carries its settle's refund entry inside
+ * (`settle`): that refund comes first, then the call, both under the one stream id, so that every
+ * reader (sinks, observers, rebuild, reconcile) sees the same entries as when they were two.
+ */
+export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[] {
   const fields: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
-  return { streamId, kind: fields.kind ?? '', fields }
+  const call: OutboxEntry = { streamId, kind: fields.kind ?? '', fields }
+  return fields.settle === undefined || call.kind !== 'call' ? [call] : [settleRefund(streamId, fields), call]
+}
+
+/** Fields of settle-n's packed refund, in its order; the target's byte length, target and model follow. */
+const PACKED = ['acct', 'agent', 'amount', 'bal', 'rem', 'uncharged_micro', 'tin', 'tcached', 'tout', 'usage', 'at'] as const
+
+/** The refund entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own XADD writes it. */
+function settleRefund(streamId: string, call: Record<string, string>): OutboxEntry {
+  const packed = call.settle!
+  const callId = call.id!.slice(0, -':call'.length)
+  const f: Record<string, string> = { kind: 'refund', id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged! }
+  let at = 0
+  for (const name of PACKED) {
+    const bar = packed.indexOf('|', at)
+    f[name] = packed.slice(at, bar)
+    at = bar + 1
+  }
+  const bar = packed.indexOf('|', at)
+  const targetBytes = Number(packed.slice(at, bar))
+  const rest = packed.slice(bar + 1)
+  // The length is in bytes (Lua's #): the same as in characters unless the target is not ASCII.
+  const cut = /^[\x00-\x7f]*$/.test(rest) ? targetBytes : new TextDecoder().decode(new TextEncoder().encode(rest).subarray(0, targetBytes)).length
+  f.target = rest.slice(0, cut)
+  f.model = rest.slice(cut + 1)
+  return { streamId, kind: 'refund', fields: f }
 }
 
 const optNum = (v: string | undefined) => (v ? Number(v) : null)
@@ -166,7 +196,7 @@ export async function* scanOutbox(ctx: Pick<RedisContext, 'redis' | 'keys'>, sha
   let from = '-'
   for (;;) {
     const page = await ctx.redis.xrange(key, from, '+', 'COUNT', SCAN_PAGE)
-    for (const [id, raw] of page) yield parseOutboxEntry(id, raw)
+    for (const [id, raw] of page) yield* parseOutboxEntry(id, raw)
     if (page.length < SCAN_PAGE) return
     from = '(' + page.at(-1)![0]
   }
@@ -184,5 +214,5 @@ export async function readOutboxGroup(
   from: '0' | '>',
 ): Promise<OutboxEntry[]> {
   const res = (await ctx.redis.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, from)) as [string, [string, string[]][]][] | null
-  return (res?.[0]?.[1] ?? []).map(([streamId, raw]) => parseOutboxEntry(streamId, raw))
+  return (res?.[0]?.[1] ?? []).flatMap(([streamId, raw]) => parseOutboxEntry(streamId, raw))
 }

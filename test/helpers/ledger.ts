@@ -5,7 +5,7 @@
  */
 import { eq, sql } from 'drizzle-orm'
 import { ledgerEntries } from '../../src/db/schema'
-import { MONEY_KINDS } from '../../src/ledger/outbox'
+import { MONEY_KINDS, scanOutbox } from '../../src/ledger/outbox'
 import type { TestApp } from './harness'
 
 export interface StreamEntry {
@@ -18,18 +18,18 @@ export interface StreamEntry {
 
 const MONEY = new Set<string>(MONEY_KINDS)
 
-/** Money entries of an account still in its shard's outbox stream (unflushed). */
+/**
+ * Money entries of an account still in its shard's outbox stream (unflushed), read through the one
+ * parser (src/ledger/outbox.ts), so a refund folded into a call entry counts as the entry it is.
+ */
 export async function outboxMoney(t: TestApp, acct: string): Promise<StreamEntry[]> {
   const keys = t.s.ctx.keys
-  const rows = await t.s.ctx.redis.xrange(keys.outbox(keys.shardOf(acct)), '-', '+')
-  return rows
-    .map(([, f]) => {
-      const o: Record<string, string> = {}
-      for (let i = 0; i < f.length; i += 2) o[f[i]!] = f[i + 1]!
-      return o
-    })
-    .filter((o) => MONEY.has(o.kind!) && o.acct === acct)
-    .map((o) => ({ id: o.id!, kind: o.kind!, acct: o.acct!, amount: Number(o.amount), bal: Number(o.bal) }))
+  const out: StreamEntry[] = []
+  for await (const e of scanOutbox(t.s.ctx, keys.shardOf(acct))) {
+    const o = e.fields
+    if (MONEY.has(e.kind) && o.acct === acct) out.push({ id: o.id!, kind: e.kind, acct: o.acct!, amount: Number(o.amount), bal: Number(o.bal) })
+  }
+  return out
 }
 
 export async function redisBalance(t: TestApp, acct: string): Promise<number> {

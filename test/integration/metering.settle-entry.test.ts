@@ -1,0 +1,104 @@
+/**
+ * A metered call that settle-n files leaves ONE outbox entry after its debit: the call entry, with
+ * the settle's refund folded into it (lua/settle-n.lua, `settle`). Read through the one parser it is
+ * the refund entry and the call entry, field for field; flushed, it is the same Postgres rows as
+ * when they were two entries. A target and a model holding '|' and non-ASCII characters come back
+ * whole (the packed form gives the target's length in bytes).
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { calls, ledgerEntries } from '../../src/db/schema'
+import { openPaidCall } from '../../src/ledger/paid-call'
+import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { checkRedisInvariant, flushAll } from '../helpers/ledger'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await startTestApp()
+})
+afterAll(async () => {
+  await t.close()
+})
+
+async function entriesOf(acct: string): Promise<OutboxEntry[]> {
+  const out: OutboxEntry[] = []
+  for await (const e of scanOutbox(t.s.ctx, t.s.ctx.keys.shardOf(acct))) if (e.fields.acct === acct || e.fields.id?.endsWith(':call')) out.push(e)
+  return out
+}
+
+for (const model of ['gpt-test', 'm|ödd|é', '|']) {
+  test(`settle-n's folded refund reads and flushes as its own entry did (model ${JSON.stringify(model)})`, async () => {
+    const a = await t.signup()
+    const principal = (await t.s.guard.tokens.resolve(a.token))!
+    const { keys, redis } = t.s.ctx
+    const stream = keys.outbox(keys.shardOf(a.account_id))
+    const opened = await openPaidCall(t.s, {
+      principal,
+      target: `proxy:openai/${model}`,
+      price: 0,
+      unpriced: false,
+      lease: true,
+      metered: { model, inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+    })
+    if (opened.kind !== 'debited') throw new Error('replay')
+    const call = opened.call
+    const before = await redis.xlen(stream)
+    const tokens = { input: 700, cached: 100, output: 333 }
+    const settled = await call.settle('ok', { usage: { tokens, source: 'provider' } })
+    // One stream entry for the settle and the filing together.
+    expect((await redis.xlen(stream)) - before).toBe(1)
+
+    const mine = (await entriesOf(a.account_id)).filter((e) => e.fields.call === call.callId || e.fields.id === `${call.callId}:call`)
+    expect(mine.map((e) => e.kind)).toEqual(['debit', 'refund', 'call'])
+    const [, refund, filed] = mine
+    expect(refund!.streamId).toBe(filed!.streamId)
+    const balance = Number(await redis.hget(keys.account(a.account_id), 'balance'))
+    const rem = await redis.hget(keys.account(a.account_id), 'mc_rem')
+    const cost = 700 * 150 + 100 * 75 + 333 * 600
+    expect(settled.charged).toBe(Math.floor(cost / 1e6))
+    expect(refund!.fields).toEqual({
+      kind: 'refund',
+      id: `${call.callId}:settle`,
+      acct: a.account_id,
+      agent: '',
+      amount: String(call.price - settled.charged),
+      bal: String(balance),
+      call: call.callId,
+      ref: `${call.callId}:debit`,
+      target: `proxy:openai/${model}`,
+      reason: 'metered_settle',
+      at: refund!.fields.at!,
+      model,
+      tin: '700',
+      tcached: '100',
+      tout: '333',
+      charged: String(settled.charged),
+      uncharged_micro: '0',
+      usage: 'provider',
+      rem: rem!,
+    })
+    expect(Number(refund!.fields.at)).toBeGreaterThan(0)
+    await checkRedisInvariant(t, a.account_id)
+
+    await flushAll(t)
+    const [row] = await t.s.db.db.select().from(ledgerEntries).where(eq(ledgerEntries.id, `${call.callId}:settle`))
+    expect(row).toMatchObject({
+      kind: 'refund',
+      accountId: a.account_id,
+      amount: call.price - settled.charged,
+      balanceAfter: balance,
+      callId: call.callId,
+      refId: `${call.callId}:debit`,
+      target: `proxy:openai/${model}`,
+      model,
+      tokensIn: 700,
+      tokensCached: 100,
+      tokensOut: 333,
+      mcRem: Number(rem),
+    })
+    const [rec] = await t.s.db.db.select().from(calls).where(eq(calls.callId, call.callId))
+    expect(rec).toMatchObject({ accountId: a.account_id, charged: settled.charged, model })
+    expect(await redis.xlen(stream)).toBe(0)
+  })
+}
