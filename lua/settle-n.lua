@@ -130,12 +130,12 @@ for i = 1, n do
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then release_chain(hashes, call[11], released) end
     end
-    local refund_of = {account_id, call[3], released_s, balance_s, rem_s, string.format('%d', uncharged), ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}
+    local uncharged_s = string.format('%d', uncharged)
     if head == '' then
       redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
         'agent', call[3], 'amount', released_s, 'bal', balance_s, 'call', call_id, 'ref', call_id .. ':debit',
         'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
-        'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', refund_of[6],
+        'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', uncharged_s,
         'usage', ARGV[a + 7], 'rem', rem_s)
     else
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
@@ -148,11 +148,13 @@ for i = 1, n do
       end
       -- The refund entry rides in the call entry: one stream entry per metered call instead of two
       -- (issue 14's bench: the second XADD was a ninth of this script, and one more entry for the
-      -- flusher to read, parse and ack). `settle` is the fields above joined by '|'; the target and
-      -- the model come last, the target's byte length before them, as either may hold a '|'.
-      -- Readers expand it back into the refund entry below, field for field (src/ledger/outbox.ts).
-      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record,
-        'settle', table.concat(refund_of, '|'))
+      -- flusher to read, parse and ack). `settle` holds the values of the refund XADD above that the
+      -- call entry does not imply, joined by '|'; the target and the model come last, the target's
+      -- byte length before them, as either may hold a '|'. The one parser expands it back into
+      -- that refund entry, field for field (src/ledger/outbox.ts).
+      local settle = table.concat({account_id, call[3], released_s, balance_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
+        ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}, '|')
+      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
