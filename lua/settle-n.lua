@@ -54,7 +54,8 @@
 
   The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
   the model, the token counts, the charge and the uncharged excess. A call this script files
-  carries it inside its `call` outbox entry (field `settle`, one stream entry per call); one it
+  carries it inside its call's outbox entry (kind `settled_call`, field `settle`: one stream entry
+  per call); one it
   does not file gets it as an entry of its own. Readers see the same refund entry either way.
 
   Returns one reply per call, in order:
@@ -151,10 +152,12 @@ for i = 1, n do
       -- flusher to read, parse and ack). `settle` holds the values of the refund XADD above that the
       -- call entry does not imply, joined by '|'; the target and the model come last, the target's
       -- byte length before them, as either may hold a '|'. The one parser expands it back into
-      -- that refund entry, field for field (src/ledger/outbox.ts).
+      -- that refund entry, field for field (src/ledger/outbox.ts). Its own kind, `settled_call`,
+      -- so that a flusher from before the fold (a rolling deploy) dead-letters it, to be replayed
+      -- once upgraded, instead of filing the call and silently dropping the refund's ledger row.
       local settle = table.concat({account_id, call[3], released_s, balance_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
         ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}, '|')
-      redis.call('XADD', KEYS[1], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+      redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end

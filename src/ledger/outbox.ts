@@ -25,16 +25,24 @@ const MONEY = new Set<string>(MONEY_KINDS)
 export const isMoneyKind = (kind: string): kind is MoneyKind => MONEY.has(kind)
 
 /**
+ * A metered call settle-n filed: its `call` entry with the settle's `refund` entry folded in
+ * (field `settle`). A kind of its own, so that a flusher that does not know it dead-letters it.
+ */
+const SETTLED_CALL = 'settled_call'
+
+/**
  * A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it: the entries it
- * holds, one as a rule. A metered call that settle-n filed carries its settle's refund entry inside
- * (`settle`): that refund comes first, then the call, both under the one stream id, so that every
- * reader (sinks, observers, rebuild, reconcile) sees the same entries as when they were two.
+ * holds, one as a rule. A `settled_call` holds two: the settle's refund first, then the call, both
+ * under the one stream id, so that every reader (sinks, observers, rebuild, reconcile) sees the
+ * same entries as when settle-n wrote them as two.
  */
 export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[] {
   const fields: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
-  const call: OutboxEntry = { streamId, kind: fields.kind ?? '', fields }
-  return fields.settle === undefined || call.kind !== 'call' ? [call] : [settleRefund(streamId, fields), call]
+  if (fields.kind !== SETTLED_CALL) return [{ streamId, kind: fields.kind ?? '', fields }]
+  const refund = settleRefund(streamId, fields)
+  fields.kind = 'call'
+  return [refund, { streamId, kind: 'call', fields }]
 }
 
 /** Fields of settle-n's packed refund, in its order; the target's byte length, target and model follow. */

@@ -3,10 +3,12 @@
  * the settle's refund folded into it (lua/settle-n.lua, `settle`). Read through the one parser it is
  * the refund entry and the call entry, field for field; flushed, it is the same Postgres rows as
  * when they were two entries. A target and a model holding '|' and non-ASCII characters come back
- * whole (the packed form gives the target's length in bytes).
+ * whole (the packed form gives the target's length in bytes). A folded entry whose call row Postgres
+ * refuses is dead-lettered whole while its refund row commits once; put back once fixed, it adds the
+ * call row and no second refund row.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { calls, ledgerEntries } from '../../src/db/schema'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
@@ -102,3 +104,51 @@ for (const model of ['gpt-test', 'm|ödd|é', '|']) {
     expect(await redis.xlen(stream)).toBe(0)
   })
 }
+
+test('a folded entry whose call row Postgres refuses: the refund commits once, the entry is dead-lettered whole, and put back fixed it adds only the call', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const { keys, redis } = t.s.ctx
+  const shard = keys.shardOf(a.account_id)
+  const stream = keys.outbox(shard)
+  const opened = await openPaidCall(t.s, {
+    principal,
+    target: 'proxy:openai/gpt-test',
+    price: 0,
+    unpriced: false,
+    lease: true,
+    metered: { model: 'gpt-test', inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+  })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  const call = opened.call
+  await call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
+  // The folded entry, swapped for a copy whose record Postgres refuses (latency past an integer: 22003).
+  const rows = await redis.xrange(stream, '-', '+')
+  const [sid, raw] = rows.find(([, f]) => f.includes(`${call.callId}:call`))!
+  const fields = Object.fromEntries(Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!]))
+  expect(fields.kind).toBe('settled_call')
+  const good = fields.rec!
+  const bad = JSON.stringify({ ...JSON.parse(good), latency_ms: 99_999_999_999 })
+  await redis.xdel(stream, sid)
+  await redis.xadd(stream, '*', ...Object.entries({ ...fields, rec: bad }).flat())
+
+  await flushAll(t)
+  const refundRows = async () => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(ledgerEntries).where(eq(ledgerEntries.id, `${call.callId}:settle`)))[0]!.n
+  const callRows = async () => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(calls).where(eq(calls.callId, call.callId)))[0]!.n
+  expect(await refundRows()).toBe(1)
+  expect(await callRows()).toBe(0)
+  expect(await redis.xlen(stream)).toBe(0)
+  const dead = await redis.xrange(keys.deadLetters(shard), '-', '+')
+  const mine = dead.filter(([, f]) => f.includes(`${call.callId}:call`))
+  expect(mine.length).toBe(1)
+  const kept = mine[0]![1]
+  expect(kept[kept.indexOf('f:kind') + 1]).toBe('settled_call')
+  expect(kept[kept.indexOf('f:settle') + 1]).toBe(fields.settle)
+
+  // Fixed and put back (as a replay after the cause is mended): the call row, and still one refund row.
+  await redis.xadd(stream, '*', ...Object.entries(fields).flat())
+  await flushAll(t)
+  expect(await refundRows()).toBe(1)
+  expect(await callRows()).toBe(1)
+  await redis.xdel(keys.deadLetters(shard), mine[0]![0])
+})
