@@ -1,0 +1,87 @@
+/**
+ * What Postgres spends per ledger row the flusher writes, measured alone: the flat paid call's two
+ * entries (a debit, a call record) written by the flusher's own sinks (src/ledger/sinks.ts) into a
+ * fresh, migrated database, in transactions of `--batch` calls, and the CPU of every postgres
+ * process read from /proc around it (µs of CPU per row).
+ *
+ *   ./node_modules/.bin/bun bench/pg-rows.ts [--calls 40000] [--batch 100] [--alter '<DDL>']
+ *
+ * `--alter` runs DDL after the migrations, to measure a schema variant (a collation, an index);
+ * PG_ROWS_DETAIL=1 prints the CPU per row of each postgres process (backend, WAL writer, …).
+ */
+import { parseArgs } from 'node:util'
+import postgres from 'postgres'
+import { openDatabase, type Database } from '../src/db/client'
+import type { OutboxEntry } from '../src/ledger/outbox'
+import { SINKS } from '../src/ledger/sinks'
+import { pidsByComm } from './lib/proc'
+import { readFileSync } from 'node:fs'
+
+const { values: opt } = parseArgs({ options: { calls: { type: 'string', default: '40000' }, batch: { type: 'string', default: '100' }, alter: { type: 'string' } } })
+const CALLS = Number(opt.calls)
+const BATCH = Number(opt.batch)
+const ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+const TICK_US = 1e6 / 100
+function pgCpu(): Map<string, number> {
+  const m = new Map<string, number>()
+  for (const pid of pidsByComm('postgres')) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim().split(' ').slice(0, 3).join(' ')
+      m.set(`${pid} ${cmd}`, (Number(f[11]) + Number(f[12])) * TICK_US)
+    } catch {}
+  }
+  return m
+}
+const pgCpuUs = () => [...pgCpu().values()].reduce((a, b) => a + b, 0)
+
+const rand = () => Math.random().toString(36).slice(2, 12)
+let seq = 0
+function callEntries(acct: string): OutboxEntry[] {
+  const call = `call_${rand()}${rand()}`
+  const at = Date.now()
+  const streamId = `${at}-${seq++}`
+  const rec = { call_id: call, slug: 'bench.echo', agent_id: null, charged: 5, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date(at).toISOString(), account_id: acct }
+  return [
+    { streamId, kind: 'debit', fields: { kind: 'debit', id: `${call}:debit`, acct, agent: '', amount: '-5', bal: '1000', call, target: 'bench.echo', at: String(at), model: '' } },
+    { streamId: `${at}-${seq++}`, kind: 'call', fields: { kind: 'call', id: `${call}:call`, organic: '1', charged: '5', rec: JSON.stringify(rec) } },
+  ]
+}
+
+async function main() {
+  const name = `pgrows_${rand()}`
+  const admin = postgres(ADMIN, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database ${name}`)
+  const url = ADMIN.replace(/\/[^/]*$/, `/${name}`)
+  const db = await openDatabase({ DATABASE_URL: url, PGLITE_DIR: '' })
+  if (opt.alter) {
+    const c = postgres(url, { max: 1, onnotice: () => {} })
+    await c.unsafe(opt.alter)
+    await c.end()
+  }
+  const accounts = Array.from({ length: 200 }, () => `acct_${rand()}`)
+  const write = async (entries: OutboxEntry[]) => {
+    const byKind = new Map<string, OutboxEntry[]>()
+    for (const e of entries) byKind.set(e.kind, [...(byKind.get(e.kind) ?? []), e])
+    await db.db.transaction(async (tx) => {
+      for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list)
+    })
+  }
+  // Warm-up: a tenth of the calls, not counted.
+  for (let i = 0; i < CALLS / 10; i += BATCH) await write(Array.from({ length: BATCH }, (_, j) => callEntries(accounts[(i + j) % accounts.length]!)).flat())
+  const batches = Array.from({ length: Math.ceil(CALLS / BATCH) }, (_, b) => Array.from({ length: BATCH }, (_, j) => callEntries(accounts[(b * BATCH + j) % accounts.length]!)).flat())
+  const before = pgCpuUs()
+  const per0 = pgCpu()
+  const t0 = performance.now()
+  for (const b of batches) await write(b)
+  const ms = performance.now() - t0
+  const us = pgCpuUs() - before
+  const rows = CALLS * 2
+  if (process.env.PG_ROWS_DETAIL) for (const [k, v] of pgCpu()) { const d = v - (per0.get(k) ?? 0); if (d > 0) console.log(`  ${k}: ${(d / rows).toFixed(1)} µs a row`) }
+  console.log(`batch ${BATCH} calls (${BATCH * 2} rows): ${rows} rows in ${ms.toFixed(0)} ms; Postgres ${(us / rows).toFixed(1)} µs CPU a row, ${((us / rows) * 2).toFixed(1)} a flat call`)
+  await db.close()
+  await admin.unsafe(`drop database ${name}`)
+  await admin.end()
+}
+await main()
