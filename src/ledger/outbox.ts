@@ -41,6 +41,9 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
   if (fields.kind !== SETTLED_CALL) return [{ streamId, kind: fields.kind ?? '', fields }]
   const refund = settleRefund(streamId, fields)
+  // A `settle` that does not unpack stays a `settled_call`, a kind no sink takes: the flusher
+  // dead-letters that entry alone (src/ledger/poison.ts) rather than file a refund read wrong.
+  if (!refund) return [{ streamId, kind: SETTLED_CALL, fields }]
   fields.kind = 'call'
   return [refund, { streamId, kind: 'call', fields }]
 }
@@ -48,24 +51,31 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
 /** Fields of settle-n's packed refund, in its order; the target's byte length, target and model follow. */
 const PACKED = ['acct', 'agent', 'amount', 'bal', 'rem', 'uncharged_micro', 'tin', 'tcached', 'tout', 'usage', 'at'] as const
 
-/** The refund entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own XADD writes it. */
-function settleRefund(streamId: string, call: Record<string, string>): OutboxEntry {
-  const packed = call.settle!
-  const callId = call.id!.slice(0, -':call'.length)
-  const f: Record<string, string> = { kind: 'refund', id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged! }
+/**
+ * The refund entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own
+ * XADD writes it; null when the packed field is not of that shape.
+ */
+function settleRefund(streamId: string, call: Record<string, string>): OutboxEntry | null {
+  const packed = call.settle ?? ''
+  const id = call.id ?? ''
+  if (!id.endsWith(':call') || call.charged === undefined) return null
+  const callId = id.slice(0, -':call'.length)
+  const f: Record<string, string> = { kind: 'refund', id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
   let at = 0
   for (const name of PACKED) {
     const bar = packed.indexOf('|', at)
+    if (bar < 0) return null
     f[name] = packed.slice(at, bar)
     at = bar + 1
   }
   const bar = packed.indexOf('|', at)
   const targetBytes = Number(packed.slice(at, bar))
-  const rest = packed.slice(bar + 1)
-  // The length is in bytes (Lua's #): the same as in characters unless the target is not ASCII.
-  const cut = /^[\x00-\x7f]*$/.test(rest) ? targetBytes : new TextDecoder().decode(new TextEncoder().encode(rest).subarray(0, targetBytes)).length
-  f.target = rest.slice(0, cut)
-  f.model = rest.slice(cut + 1)
+  if (bar < 0 || !Number.isInteger(targetBytes) || targetBytes < 0) return null
+  const rest = Buffer.from(packed.slice(bar + 1))
+  // The length is in bytes (Lua's #), and after the target comes the '|' before the model.
+  if (rest[targetBytes] !== 0x7c) return null
+  f.target = rest.subarray(0, targetBytes).toString()
+  f.model = rest.subarray(targetBytes + 1).toString()
   return { streamId, kind: 'refund', fields: f }
 }
 

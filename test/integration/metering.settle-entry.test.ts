@@ -5,7 +5,7 @@
  * when they were two entries. A target and a model holding '|' and non-ASCII characters come back
  * whole (the packed form gives the target's length in bytes). A folded entry whose call row Postgres
  * refuses is dead-lettered whole while its refund row commits once; put back once fixed, it adds the
- * call row and no second refund row.
+ * call row and no second refund row. One whose packed refund does not unpack is dead-lettered alone.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
@@ -22,6 +22,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close()
 })
+
+const ledgerRows = async (id: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(ledgerEntries).where(eq(ledgerEntries.id, id)))[0]!.n
+const callRows = async (callId: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(calls).where(eq(calls.callId, callId)))[0]!.n
 
 async function entriesOf(acct: string): Promise<OutboxEntry[]> {
   const out: OutboxEntry[] = []
@@ -133,10 +136,8 @@ test('a folded entry whose call row Postgres refuses: the refund commits once, t
   await redis.xadd(stream, '*', ...Object.entries({ ...fields, rec: bad }).flat())
 
   await flushAll(t)
-  const refundRows = async () => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(ledgerEntries).where(eq(ledgerEntries.id, `${call.callId}:settle`)))[0]!.n
-  const callRows = async () => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(calls).where(eq(calls.callId, call.callId)))[0]!.n
-  expect(await refundRows()).toBe(1)
-  expect(await callRows()).toBe(0)
+  expect(await ledgerRows(`${call.callId}:settle`)).toBe(1)
+  expect(await callRows(call.callId)).toBe(0)
   expect(await redis.xlen(stream)).toBe(0)
   const dead = await redis.xrange(keys.deadLetters(shard), '-', '+')
   const mine = dead.filter(([, f]) => f.includes(`${call.callId}:call`))
@@ -148,7 +149,49 @@ test('a folded entry whose call row Postgres refuses: the refund commits once, t
   // Fixed and put back (as a replay after the cause is mended): the call row, and still one refund row.
   await redis.xadd(stream, '*', ...Object.entries(fields).flat())
   await flushAll(t)
-  expect(await refundRows()).toBe(1)
-  expect(await callRows()).toBe(1)
+  expect(await ledgerRows(`${call.callId}:settle`)).toBe(1)
+  expect(await callRows(call.callId)).toBe(1)
   await redis.xdel(keys.deadLetters(shard), mine[0]![0])
+})
+
+test('a settled_call whose packed refund does not unpack is dead-lettered alone: no refund read wrong, the other entries commit', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const { keys, redis } = t.s.ctx
+  const shard = keys.shardOf(a.account_id)
+  const stream = keys.outbox(shard)
+  const open = async () => {
+    const opened = await openPaidCall(t.s, {
+      principal,
+      target: 'proxy:openai/gpt-test',
+      price: 0,
+      unpriced: false,
+      lease: true,
+      metered: { model: 'gpt-test', inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+    })
+    if (opened.kind !== 'debited') throw new Error('replay')
+    await opened.call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
+    return opened.call.callId
+  }
+  const bad = await open()
+  const good = await open()
+  // The first call's folded entry, its `settle` cut short (the model and the target's end gone).
+  const rows = await redis.xrange(stream, '-', '+')
+  const [sid, raw] = rows.find(([, f]) => f.includes(`${bad}:call`))!
+  const fields = Object.fromEntries(Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!]))
+  const cut = fields.settle!.slice(0, fields.settle!.lastIndexOf('|') - 3)
+  await redis.xdel(stream, sid)
+  await redis.xadd(stream, '*', ...Object.entries({ ...fields, settle: cut }).flat())
+
+  await flushAll(t)
+  expect(await ledgerRows(`${bad}:settle`)).toBe(0)
+  expect(await callRows(bad)).toBe(0)
+  expect(await ledgerRows(`${bad}:debit`)).toBe(1)
+  expect(await ledgerRows(`${good}:settle`)).toBe(1)
+  expect(await callRows(good)).toBe(1)
+  expect(await redis.xlen(stream)).toBe(0)
+  const dead = (await redis.xrange(keys.deadLetters(shard), '-', '+')).filter(([, f]) => f.includes(`${bad}:call`))
+  expect(dead.length).toBe(1)
+  expect(dead[0]![1][dead[0]![1].indexOf('f:settle') + 1]).toBe(cut)
+  await redis.xdel(keys.deadLetters(shard), dead[0]![0])
 })
