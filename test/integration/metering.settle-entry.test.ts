@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
 import { calls, ledgerEntries } from '../../src/db/schema'
+import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -26,6 +27,26 @@ afterAll(async () => {
 const ledgerRows = async (id: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(ledgerEntries).where(eq(ledgerEntries.id, id)))[0]!.n
 const callRows = async (callId: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(calls).where(eq(calls.callId, callId)))[0]!.n
 
+/** A metered call of `model` on proxy:openai (prices of gpt-test), opened in process, not yet settled. */
+async function openMetered(principal: Principal, model = 'gpt-test') {
+  const opened = await openPaidCall(t.s, {
+    principal,
+    target: `proxy:openai/${model}`,
+    price: 0,
+    unpriced: false,
+    lease: true,
+    metered: { model, inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+  })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  return opened.call
+}
+
+/** The fields of the stream entry holding `callId`'s call entry, and its stream id. */
+async function rawCallEntry(stream: string, callId: string) {
+  const [sid, raw] = (await t.s.ctx.redis.xrange(stream, '-', '+')).find(([, f]) => f.includes(`${callId}:call`))!
+  return { sid, fields: Object.fromEntries(Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!])) }
+}
+
 async function entriesOf(acct: string): Promise<OutboxEntry[]> {
   const out: OutboxEntry[] = []
   for await (const e of scanOutbox(t.s.ctx, t.s.ctx.keys.shardOf(acct))) if (e.fields.acct === acct || e.fields.id?.endsWith(':call')) out.push(e)
@@ -38,16 +59,7 @@ for (const model of ['gpt-test', 'm|ödd|é', '|']) {
     const principal = (await t.s.guard.tokens.resolve(a.token))!
     const { keys, redis } = t.s.ctx
     const stream = keys.outbox(keys.shardOf(a.account_id))
-    const opened = await openPaidCall(t.s, {
-      principal,
-      target: `proxy:openai/${model}`,
-      price: 0,
-      unpriced: false,
-      lease: true,
-      metered: { model, inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
-    })
-    if (opened.kind !== 'debited') throw new Error('replay')
-    const call = opened.call
+    const call = await openMetered(principal, model)
     const before = await redis.xlen(stream)
     const tokens = { input: 700, cached: 100, output: 333 }
     const settled = await call.settle('ok', { usage: { tokens, source: 'provider' } })
@@ -114,21 +126,10 @@ test('a folded entry whose call row Postgres refuses: the refund commits once, t
   const { keys, redis } = t.s.ctx
   const shard = keys.shardOf(a.account_id)
   const stream = keys.outbox(shard)
-  const opened = await openPaidCall(t.s, {
-    principal,
-    target: 'proxy:openai/gpt-test',
-    price: 0,
-    unpriced: false,
-    lease: true,
-    metered: { model: 'gpt-test', inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
-  })
-  if (opened.kind !== 'debited') throw new Error('replay')
-  const call = opened.call
+  const call = await openMetered(principal)
   await call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
   // The folded entry, swapped for a copy whose record Postgres refuses (latency past an integer: 22003).
-  const rows = await redis.xrange(stream, '-', '+')
-  const [sid, raw] = rows.find(([, f]) => f.includes(`${call.callId}:call`))!
-  const fields = Object.fromEntries(Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!]))
+  const { sid, fields } = await rawCallEntry(stream, call.callId)
   expect(fields.kind).toBe('settled_call')
   const good = fields.rec!
   const bad = JSON.stringify({ ...JSON.parse(good), latency_ms: 99_999_999_999 })
@@ -161,24 +162,14 @@ test('a settled_call whose packed refund does not unpack is dead-lettered alone:
   const shard = keys.shardOf(a.account_id)
   const stream = keys.outbox(shard)
   const open = async () => {
-    const opened = await openPaidCall(t.s, {
-      principal,
-      target: 'proxy:openai/gpt-test',
-      price: 0,
-      unpriced: false,
-      lease: true,
-      metered: { model: 'gpt-test', inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
-    })
-    if (opened.kind !== 'debited') throw new Error('replay')
-    await opened.call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
-    return opened.call.callId
+    const call = await openMetered(principal)
+    await call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
+    return call.callId
   }
   const bad = await open()
   const good = await open()
   // The first call's folded entry, its `settle` cut short (the model and the target's end gone).
-  const rows = await redis.xrange(stream, '-', '+')
-  const [sid, raw] = rows.find(([, f]) => f.includes(`${bad}:call`))!
-  const fields = Object.fromEntries(Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!]))
+  const { sid, fields } = await rawCallEntry(stream, bad)
   const cut = fields.settle!.slice(0, fields.settle!.lastIndexOf('|') - 3)
   await redis.xdel(stream, sid)
   await redis.xadd(stream, '*', ...Object.entries({ ...fields, settle: cut }).flat())
