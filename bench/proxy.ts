@@ -6,7 +6,7 @@
  * at concurrency 1. Every server runs in its own process; autocannon (on Node) is the client.
  * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
  *
- *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--ttfb 300] [--no-write] [--profile]
+ *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--rounds 1] [--ttfb 300] [--no-write] [--profile]
  *       [--rows direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
  *
  * Optional rows (skipped with their reason when the service cannot serve them):
@@ -22,7 +22,9 @@
  * one row of ours (`--rows proxy` or `--rows metered`) so that the profile is of that route alone.
  * Every row gets µs of CPU per request for its server and for the whole chain (client excluded), and
  * a "Ratios" table sets each row against the ledger floor, metered against flat, current against
- * baseline, and the proxy against Portkey under Bun.
+ * baseline, and the proxy against Portkey under Bun. With --rounds N every row runs N times,
+ * interleaved (round 1's rows, then round 2's, ...), and the ratios are of the medians: on two
+ * shared cores where each process lands moves one row by ±25% from one run to the next.
  *
  * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and Postgres at BENCH_PG_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and drops a database.
@@ -34,7 +36,7 @@ import { parseArgs } from 'node:util'
 import { baselineName, resolveBaseline } from './lib/baseline'
 import { runLoad, type LoadResult } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
-import { overFloor, ratioTable, type RatioPair } from './lib/ratios'
+import { median, overFloor, ratioTable, type RatioPair } from './lib/ratios'
 import { ROOT, startService, type BenchService } from './lib/service'
 import { drainLedger, ledgerLag } from './lib/ledger-lag'
 import { SSE_CHUNKS } from './proxy-upstream'
@@ -45,6 +47,8 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', default: '32' },
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '1' },
+    /** Every row measured this many times, interleaved; the ratios take each row's median. */
+    rounds: { type: 'string', default: '1' },
     ttfb: { type: 'string', default: '300' },
     'no-write': { type: 'boolean', default: false },
     /** Profiles the service (bun --cpu-prof); implies --no-write. */
@@ -59,6 +63,7 @@ const BASELINE = resolveBaseline(opt.baseline)
 const CONNECTIONS = Number(opt.connections)
 const DURATION = Number(opt.duration)
 const WARMUP = Number(opt.warmup)
+const ROUNDS = Math.max(1, Number(opt.rounds))
 const TTFB_N = Number(opt.ttfb)
 const OUT = join(ROOT, 'bench', '.out', 'proxy')
 const RESULTS = join(ROOT, 'bench', 'RESULTS.md')
@@ -84,6 +89,7 @@ interface Target {
 }
 
 interface Row {
+  round: number
   target: string
   workload: 'json' | 'sse'
   load: LoadResult | null
@@ -172,15 +178,20 @@ async function main() {
 
   const rows: Row[] = []
   const unsupported = new Set<string>()
+  const skipped = new Set<string>()
+  for (let round = 1; round <= ROUNDS; round++)
   for (const workload of ['json', 'sse'] as const) {
     for (const t of targets) {
       const headers = { 'content-type': 'application/json', ...t.headers }
+      // A row that could not serve its workload in round 1 is not tried again.
+      if (skipped.has(`${workload} ${t.name}`)) continue
       let failed = unsupported.has(t.name) ? 'see the JSON row' : await sanity(t, headers, workload)
       if (failed && t.log && !unsupported.has(t.name)) failed += logError(t.log)
       if (failed) {
         console.log(`${workload} ${t.name}: skipped (${failed})`)
         if (t.key === 'metered') unsupported.add(t.name)
-        rows.push({ target: t.name, workload, load: null, failed })
+        skipped.add(`${workload} ${t.name}`)
+        rows.push({ round, target: t.name, workload, load: null, failed })
         continue
       }
       const o = { url: t.url, connections: CONNECTIONS, body: body(workload === 'sse'), headers }
@@ -191,8 +202,8 @@ async function main() {
         const d = await drainLedger(t.svcUrl)
         console.log(`${workload} ${t.name}: ledger lag at the end ${lag} entries, drained in ${d.ms} ms (left ${d.lag})`)
       }
-      console.log(`${workload} ${t.name}: ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, non2xx ${m.value.non2xx}, errors ${m.value.errors}, machine busy ${m.machineBusyPct}%`)
-      rows.push({ target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: { ...m.groupPct, irq: m.irqPct } })
+      console.log(`round ${round} ${workload} ${t.name}: ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, non2xx ${m.value.non2xx}, errors ${m.value.errors}, machine busy ${m.machineBusyPct}%`)
+      rows.push({ round, target: t.name, workload, load: m.value, machineBusyPct: m.machineBusyPct, cpu: { ...m.groupPct, irq: m.irqPct } })
     }
   }
 
@@ -281,13 +292,15 @@ async function meteredSettle(url: string, svcUrl: string, token: string, stream:
 
 function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: number; failed?: string }[]; loadBefore: string; loadAfter: string; meteredNotes: string[] }): string {
   const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
-  const rps = (target: string, w: string) => r.rows.find((x) => x.target === target && x.workload === w)?.load?.reqPerSec ?? NaN
+  const measured = (target: string, w: string) => r.rows.filter((x) => x.target === target && x.workload === w && x.load)
+  /** The row's median req/s over the rounds (its one value with one round). */
+  const rps = (target: string, w: string) => median(measured(target, w).map((x) => x.load!.reqPerSec))
   const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : 'n/a')
   const lines = [
     BEGIN,
     '## Proxy (issue 5)',
     '',
-    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP} --ttfb ${TTFB_N}${opt.baseline ? ` --baseline ${opt.baseline}` : ''}\``,
+    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP}${ROUNDS > 1 ? ` --rounds ${ROUNDS}` : ''} --ttfb ${TTFB_N}${opt.baseline ? ` --baseline ${opt.baseline}` : ''}\``,
     '',
     `Run at ${new Date().toISOString()} on ${availableParallelism()} cores **shared with other engineers' work** (load average before: ${r.loadBefore}; after: ${r.loadAfter}).`,
     'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',
@@ -299,22 +312,37 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
     '',
     '"whole chain" is every process of the row but the client: server, upstream, Redis, Postgres and kernel irq (loopback networking), per request.',
     '',
-    '| Workload | Target | req/s | p50 ms | p99 ms | non-2xx | errors | machine busy | server | upstream | redis | postgres | server µs CPU / req | whole chain µs CPU / req |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Round | Workload | Target | req/s | p50 ms | p99 ms | non-2xx | errors | machine busy | server | upstream | redis | postgres | server µs CPU / req | whole chain µs CPU / req |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const x of r.rows) {
-    if (!x.load) lines.push(`| ${x.workload} | ${x.target} | failed: ${x.failed!.replace(/\|/g, '/')} | | | | | | | | | | | |`)
+    if (!x.load) lines.push(`| ${x.round} | ${x.workload} | ${x.target} | failed: ${x.failed!.replace(/\|/g, '/')} | | | | | | | | | | | |`)
     else {
       const c = x.cpu ?? {}
       const us = (pct: number) => f0((pct / 100 / Math.max(1, x.load!.reqPerSec)) * 1e6)
       const direct = x.target === 'upstream direct'
       const chain = (direct ? 0 : (c.server ?? 0)) + (c.upstream ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
       lines.push(
-        `| ${x.workload} | ${x.target} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${x.load.non2xx} | ${x.load.errors} | ${x.machineBusyPct}% | ${c.server ?? ''} | ${c.upstream ?? ''} | ${c.redis ?? ''} | ${c.postgres ?? ''} | ${direct ? '–' : us(c.server ?? 0)} | ${us(chain)} |`,
+        `| ${x.round} | ${x.workload} | ${x.target} | ${f0(x.load.reqPerSec)} | ${x.load.p50} | ${x.load.p99} | ${x.load.non2xx} | ${x.load.errors} | ${x.machineBusyPct}% | ${c.server ?? ''} | ${c.upstream ?? ''} | ${c.redis ?? ''} | ${c.postgres ?? ''} | ${direct ? '–' : us(c.server ?? 0)} | ${us(chain)} |`,
       )
     }
   }
-  lines.push('', 'Ratios (the ledger floor is the yardstick: the least any Redis-ledger design costs):', '')
+  if (ROUNDS > 1) {
+    lines.push('', `Medians over the ${ROUNDS} rounds:`, '', '| Workload | Target | req/s | p50 ms | p99 ms |', '|---|---|---:|---:|---:|')
+    for (const w of ['json', 'sse'] as const)
+      for (const name of [...new Set(r.rows.filter((x) => x.workload === w && x.load).map((x) => x.target))]) {
+        const xs = measured(name, w).map((x) => x.load!)
+        lines.push(`| ${w} | ${name} | ${f0(median(xs.map((x) => x.reqPerSec)))} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} |`)
+      }
+    // Rows of one round ran seconds apart, so a round's own ratio pairs like with like.
+    const perRound = (w: string) =>
+      Array.from({ length: ROUNDS }, (_, i) => {
+        const one = (t: string) => r.rows.find((x) => x.round === i + 1 && x.target === t && x.workload === w)?.load?.reqPerSec ?? NaN
+        return ratio(one('our proxy (metered)'), one('our proxy'))
+      }).join(', ')
+    lines.push('', `Metered / flat in each round: JSON ${perRound('json')}; SSE ${perRound('sse')}.`)
+  }
+  lines.push('', `Ratios (${ROUNDS > 1 ? 'medians over the rounds; ' : ''}the ledger floor is the yardstick: the least any Redis-ledger design costs):`, '')
   const baseName = r.rows.find((x) => x.target.startsWith('our proxy (baseline'))?.target
   const baseMetered = r.rows.find((x) => x.target.startsWith('our proxy (metered) (baseline'))?.target
   const pairs: RatioPair[] = []

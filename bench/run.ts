@@ -36,6 +36,7 @@ import { mcpRequest } from './lib/mcp'
 import { depthAgent } from './lib/sub-agents'
 import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
+import { median } from './lib/ratios'
 import { render, sectionTitle, writeSection, type Report, type Row, type Skipped } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
 import { drainLedger, ledgerLag } from './lib/ledger-lag'
@@ -337,15 +338,10 @@ async function sanityCheck(svcUrl: string, passUrl: string, upstreamUrl: string,
 }
 
 function medians(rows: Row[]): Report['medians'] {
-  const med = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b)
-    const mid = Math.floor(s.length / 2)
-    return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
-  }
   const out: Report['medians'] = {}
   for (const name of [...new Set(rows.map((r) => r.name))]) {
     const rs = rows.filter((r) => r.name === name).map((r) => r.load)
-    out[name] = { reqPerSec: med(rs.map((r) => r.reqPerSec)), p50: med(rs.map((r) => r.p50)), p99: med(rs.map((r) => r.p99)) }
+    out[name] = { reqPerSec: median(rs.map((r) => r.reqPerSec)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) }
   }
   return out
 }

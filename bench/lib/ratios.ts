@@ -13,6 +13,14 @@ export interface RatioPair {
   note?: string
 }
 
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(xs: number[]): number {
+  if (!xs.length) return NaN
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
 export const ratio = (num: number, den: number) => (Number.isFinite(num / den) && den > 0 ? `${(num / den).toFixed(2)}×` : 'n/a')
 
 export function ratioTable(pairs: RatioPair[]): string[] {
