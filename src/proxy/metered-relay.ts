@@ -26,72 +26,62 @@ export interface MeteredRelayOptions {
   onEnd(end: RelayEnd, o: { relayed: number; upstream: number; clientLeft: boolean }): Promise<unknown> | void
 }
 
+type ReadResult = Awaited<ReturnType<ChunkReader['read']>>
+
 export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: MeteredRelayOptions): ReadableStream<Uint8Array> {
   const scrubber = opt.apiKey ? new KeyScrubber(opt.apiKey) : null
-  let upstream = 0
+  let upstream = first.byteLength
   let relayed = 0
+  /** The first chunk, until the meter has seen it. */
+  let pending: Uint8Array | null = first
   let gone = false
-  let wanted = false
-  let wake: (() => void) | null = null
-  let c!: ReadableStreamDefaultController<Uint8Array>
-  const nudge = () => {
-    const w = wake
-    wake = null
-    w?.()
-  }
+  let ended = false
+  /** The read a pull is waiting on: when the client leaves meanwhile, the drain takes it over. */
+  let inflight: Promise<ReadResult> | null = null
+
   const leave = () => {
     if (gone) return
     gone = true
-    nudge()
-  }
-  if (opt.clientSignal.aborted) gone = true
-  else opt.clientSignal.addEventListener('abort', leave, { once: true })
-
-  const send = (bytes: Uint8Array) => {
-    if (!bytes.byteLength || gone) return
-    try {
-      c.enqueue(bytes)
-      relayed += bytes.byteLength
-      wanted = false
-    } catch {
-      leave()
-    }
-  }
-  const pass = (chunk: Uint8Array) => {
-    const metered = opt.meter.push(chunk)
-    send(scrubber ? scrubber.push(metered) : metered)
+    if (!ended) void drain(inflight)
   }
   const end = async (how: RelayEnd) => {
+    if (ended) return
+    ended = true
     opt.clientSignal.removeEventListener('abort', leave)
     await opt.onEnd(how, { relayed, upstream, clientLeft: gone })
   }
+  /** The bytes to pass on for an upstream chunk: metered, then masked. */
+  const pass = (chunk: Uint8Array) => {
+    const metered = opt.meter.push(chunk)
+    return scrubber ? scrubber.push(metered) : metered
+  }
   /** A read that gives up at `deadline` (the drain's time limit) with null. */
-  const readBy = async (deadline: number) => {
+  const readBy = async (read: Promise<ReadResult>, deadline: number) => {
     let timer: ReturnType<typeof setTimeout> | undefined
     const timeout = new Promise<null>((r) => (timer = setTimeout(() => r(null), Math.max(0, deadline - Date.now()))))
     try {
-      return await Promise.race([reader.read(), timeout])
+      return await Promise.race([read, timeout])
     } finally {
       clearTimeout(timer)
     }
   }
 
-  const pump = async () => {
-    upstream = first.byteLength
-    pass(first)
-    let deadline = Infinity
+  /**
+   * The client has left: the rest of the body is read for its usage and discarded, up to the cap
+   * and `drainMs`, a read already in flight included (`started`: a pull's, which leaves it to us).
+   */
+  const drain = async (started: Promise<ReadResult> | null) => {
+    const deadline = Date.now() + opt.drainMs
+    if (pending) opt.meter.push(pending)
+    pending = null
     for (;;) {
-      while (!gone && !wanted) await new Promise<void>((r) => (wake = r))
-      if (gone && deadline === Infinity) deadline = Date.now() + opt.drainMs
-      let r: Awaited<ReturnType<ChunkReader['read']>> | null
+      let r: ReadResult | null
       try {
-        r = gone ? await readBy(deadline) : await reader.read()
+        r = await readBy(started ?? reader.read(), deadline)
       } catch {
-        const how = gone ? 'client_closed' : 'upstream_error'
-        await end(how)
-        if (how === 'upstream_error') c.error(new RelayCutError(how))
-        return
+        return end('client_closed')
       }
+      started = null
       if (r === null) {
         // The drain ran out of time: the usage never arrived, the call is charged an estimate.
         opt.abortUpstream()
@@ -99,38 +89,71 @@ export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: Metere
         return end('client_closed')
       }
       if (r.done) {
-        const held = opt.meter.flush()
-        const tail = scrubber ? concat(scrubber.push(held), scrubber.flush()) : held
-        send(tail)
-        await end('complete')
-        if (!gone) c.close()
-        return
+        opt.meter.flush()
+        return end('complete')
       }
       upstream += r.value.byteLength
       if (upstream > opt.cap) {
         opt.abortUpstream()
         reader.cancel().catch(() => {})
-        await end('too_large')
-        if (!gone) c.error(new RelayCutError('too_large'))
-        return
+        return end('too_large')
       }
-      pass(r.value)
+      opt.meter.push(r.value)
     }
   }
 
+  if (opt.clientSignal.aborted) leave()
+  else opt.clientSignal.addEventListener('abort', leave, { once: true })
+
   return new ReadableStream<Uint8Array>(
     {
-      start(controller) {
-        c = controller
-        void pump().catch((e) => {
+      // While the client is there the upstream is read on its demand, one chunk a pull. A pull must
+      // enqueue something or end the stream (one that returns empty-handed is not called again), so
+      // it reads on while the meter or the scrubber holds a whole chunk back.
+      async pull(c) {
+        const give = (bytes: Uint8Array) => {
+          relayed += bytes.byteLength
+          c.enqueue(bytes)
+        }
+        if (gone) return
+        if (pending) {
+          const out = pass(pending)
+          pending = null
+          if (out.byteLength) return give(out)
+        }
+        for (;;) {
+          let r: ReadResult
+          const read = (inflight = reader.read())
           try {
-            c.error(e)
-          } catch {}
-        })
-      },
-      pull() {
-        wanted = true
-        nudge()
+            r = await read
+          } catch {
+            inflight = null
+            if (gone) return // the drain took this read over, its failure included
+            await end('upstream_error')
+            c.error(new RelayCutError('upstream_error'))
+            return
+          }
+          inflight = null
+          if (gone) return
+          if (r.done) {
+            const held = opt.meter.flush()
+            const tail = scrubber ? concat(scrubber.push(held), scrubber.flush()) : held
+            if (tail.byteLength) give(tail)
+            await end('complete')
+            c.close()
+            return
+          }
+          upstream += r.value.byteLength
+          if (upstream > opt.cap) {
+            opt.abortUpstream()
+            reader.cancel().catch(() => {})
+            await end('too_large')
+            c.error(new RelayCutError('too_large'))
+            return
+          }
+          const out = pass(r.value)
+          if (out.byteLength) return give(out)
+        }
       },
       cancel() {
         leave()
