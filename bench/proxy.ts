@@ -6,7 +6,7 @@
  * at concurrency 1. Every server runs in its own process; autocannon (on Node) is the client.
  * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
  *
- *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--rounds 1] [--ttfb 300] [--no-write] [--profile]
+ *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--rounds 1] [--workloads json,sse] [--ttfb 300] [--no-write] [--profile]
  *       [--rows direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
  *
  * Optional rows (skipped with their reason when the service cannot serve them):
@@ -47,6 +47,8 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', default: '32' },
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '1' },
+    /** The workloads to run (json,sse); one alone profiles that workload. */
+    workloads: { type: 'string', default: 'json,sse' },
     /** Every row measured this many times, interleaved; the ratios take each row's median. */
     rounds: { type: 'string', default: '1' },
     ttfb: { type: 'string', default: '300' },
@@ -180,7 +182,7 @@ async function main() {
   const unsupported = new Set<string>()
   const skipped = new Set<string>()
   for (let round = 1; round <= ROUNDS; round++)
-  for (const workload of ['json', 'sse'] as const) {
+  for (const workload of (['json', 'sse'] as const).filter((w) => opt.workloads!.split(',').includes(w))) {
     for (const t of targets) {
       const headers = { 'content-type': 'application/json', ...t.headers }
       // A row that could not serve its workload in round 1 is not tried again.
@@ -222,7 +224,7 @@ async function main() {
   const section = render({ rows, ttfb, loadBefore, loadAfter: loadAverage(), meteredNotes })
   console.log('\n' + section)
   const core = ['direct', 'passthrough', 'floor', 'proxy', 'portkey-node', 'portkey-bun']
-  if (!opt['no-write'] && !opt.profile && core.every((k) => WANTED.has(k))) writeSection(section)
+  if (!opt['no-write'] && !opt.profile && core.every((k) => WANTED.has(k)) && opt.workloads === 'json,sse') writeSection(section)
   if (opt.profile) console.error(`CPU profile of the service: ${OUT}/ (summarise with: bun bench/profile-summary.ts ${OUT}/<file>.cpuprofile)`)
   return balance
 }
