@@ -11,7 +11,7 @@
  *   client_closed  the client left and the drain ended without the body's end (failed, timed out)
  */
 import type { UsageMeter } from '../metering/meter'
-import { RelayCutError, type ChunkReader, type RelayEnd } from './relay'
+import { cutAtCap, RelayCutError, type ChunkReader, type RelayEnd } from './relay'
 import { KeyScrubber } from './scrub'
 
 export interface MeteredRelayOptions {
@@ -144,13 +144,7 @@ export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: Metere
             return
           }
           upstream += r.value.byteLength
-          if (upstream > opt.cap) {
-            opt.abortUpstream()
-            reader.cancel().catch(() => {})
-            await end('too_large')
-            c.error(new RelayCutError('too_large'))
-            return
-          }
+          if (upstream > opt.cap) return cutAtCap(c, reader, opt.abortUpstream, end)
           const out = pass(r.value)
           if (out.byteLength) return give(out)
         }

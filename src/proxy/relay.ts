@@ -34,6 +34,14 @@ export class RelayCutError extends Error {
 /** What the relay needs of the upstream body's reader. */
 export type ChunkReader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'>
 
+/** Past the response cap: the upstream stops, the ending is reported, then the client's body errors. */
+export async function cutAtCap(c: ReadableStreamDefaultController<Uint8Array>, reader: ChunkReader, abortUpstream: () => void, end: (how: RelayEnd) => Promise<unknown>): Promise<void> {
+  abortUpstream()
+  reader.cancel().catch(() => {})
+  await end('too_large')
+  c.error(new RelayCutError('too_large'))
+}
+
 export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions): ReadableStream<Uint8Array> {
   const scrubber = opt.apiKey ? new KeyScrubber(opt.apiKey) : null
   let bytes = first.byteLength
@@ -82,13 +90,7 @@ export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions)
             return
           }
           bytes += r.value.byteLength
-          if (bytes > opt.cap) {
-            opt.abortUpstream()
-            reader.cancel().catch(() => {})
-            await end('too_large')
-            c.error(new RelayCutError('too_large'))
-            return
-          }
+          if (bytes > opt.cap) return cutAtCap(c, reader, opt.abortUpstream, end)
           const out = pass(r.value)
           if (out.byteLength) return c.enqueue(out)
         }
