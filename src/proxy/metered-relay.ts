@@ -112,8 +112,13 @@ export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: Metere
       // it reads on while the meter or the scrubber holds a whole chunk back.
       async pull(c) {
         const give = (bytes: Uint8Array) => {
-          relayed += bytes.byteLength
-          c.enqueue(bytes)
+          try {
+            c.enqueue(bytes)
+            relayed += bytes.byteLength
+          } catch {
+            // The stream is closed without a cancel: the client is gone all the same.
+            leave()
+          }
         }
         if (gone) return
         if (pending) {
