@@ -93,11 +93,7 @@ export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: Metere
         return end('complete')
       }
       upstream += r.value.byteLength
-      if (upstream > opt.cap) {
-        opt.abortUpstream()
-        reader.cancel().catch(() => {})
-        return end('too_large')
-      }
+      if (upstream > opt.cap) return cutAtCap(null, reader, opt.abortUpstream, end)
       opt.meter.push(r.value)
     }
   }

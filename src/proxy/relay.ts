@@ -34,12 +34,15 @@ export class RelayCutError extends Error {
 /** What the relay needs of the upstream body's reader. */
 export type ChunkReader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel'>
 
-/** Past the response cap: the upstream stops, the ending is reported, then the client's body errors. */
-export async function cutAtCap(c: ReadableStreamDefaultController<Uint8Array>, reader: ChunkReader, abortUpstream: () => void, end: (how: RelayEnd) => Promise<unknown>): Promise<void> {
+/**
+ * Past the response cap: the upstream stops, the ending is reported, then the client's body errors
+ * (`c` null: the client has already left, as in a metered drain).
+ */
+export async function cutAtCap(c: ReadableStreamDefaultController<Uint8Array> | null, reader: ChunkReader, abortUpstream: () => void, end: (how: RelayEnd) => Promise<unknown>): Promise<void> {
   abortUpstream()
   reader.cancel().catch(() => {})
   await end('too_large')
-  c.error(new RelayCutError('too_large'))
+  c?.error(new RelayCutError('too_large'))
 }
 
 export function relay(reader: ChunkReader, first: Uint8Array, opt: RelayOptions): ReadableStream<Uint8Array> {
