@@ -72,6 +72,12 @@ export class SseMeter implements UsageMeter {
     // At an event's start, the whole events before the first byte that may concern the usage go on
     // undecoded: most chunks entirely, and a stream read in one chunk up to its usage (issue 14's bench).
     if (this.held === '' && this.decoderEmpty) {
+      // Once the proxy asked for the usage, every chunk carries `"usage":null`: taken out in the bytes.
+      if (this.stripInjected) {
+        const { out, cut } = strippedPrefix(chunk)
+        if (cut === chunk.byteLength) return out
+        if (cut > 0) return concat(out, this.decodeAndInspect(chunk.subarray(cut)))
+      }
       const mark = firstMark(chunk, this.kind)
       if (mark === -1 && endsOneEvent(chunk)) return chunk
       const cut = wholeEventsBefore(chunk, mark)
@@ -217,6 +223,54 @@ function wholeEventsBefore(c: Uint8Array, mark: number): number {
     if (end > limit) return cut
     cut = from = end
   }
+}
+
+const NULL_USAGE = bytes(',"usage":null}')
+const DATA = bytes('data:')
+
+/**
+ * For an OpenAI chat chunk that starts an event: its leading whole events, up to `cut`, with the
+ * `"usage":null` member the usage option adds to every chunk taken out of their bytes — what
+ * inspect() would pass on for them, without decoding, parsing and serialising each chunk of the
+ * stream again. The prefix stops at the first event that is not a single line that either holds no
+ * mark (firstMark) or is a `data:` line ending in `,"usage":null}` with no other mark: there the
+ * member is the top-level object's last (nothing can close between it and the final brace, and its
+ * quotes are not escaped, so not inside a string). The provider's bytes are otherwise kept as sent.
+ */
+function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
+  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  const drops: number[] = []
+  let cut = 0
+  for (;;) {
+    const lf = b.indexOf(LF, cut)
+    if (lf === -1) break
+    // A single-line event ends at its first line feed: "\n\n" or "\r\n\r\n" (or a mix) follows its text.
+    const end = b[lf + 1] === LF ? lf + 2 : b[lf + 1] === CR && b[lf + 2] === LF ? lf + 3 : -1
+    if (end === -1) break
+    const textEnd = lf > cut && b[lf - 1] === CR ? lf - 1 : lf
+    const escape = b.indexOf(ESCAPE, cut)
+    if (escape !== -1 && escape < textEnd) break
+    const usage = b.indexOf(USAGE_KEY, cut)
+    if (usage !== -1 && usage < textEnd) {
+      const at = textEnd - NULL_USAGE.byteLength
+      if (usage !== at + 1 || b.compare(NULL_USAGE, 0, NULL_USAGE.byteLength, at, textEnd) !== 0 || b.compare(DATA, 0, DATA.byteLength, cut, cut + DATA.byteLength) !== 0) break
+      drops.push(at)
+    }
+    cut = end
+  }
+  if (!drops.length) return { out: c.subarray(0, cut), cut }
+  // Each drop is the member without the object's closing brace: `,"usage":null`.
+  const len = NULL_USAGE.byteLength - 1
+  const out = new Uint8Array(cut - len * drops.length)
+  let from = 0
+  let to = 0
+  for (const at of drops) {
+    out.set(c.subarray(from, at), to)
+    to += at - from
+    from = at + len
+  }
+  out.set(c.subarray(from, cut), to)
+  return { out, cut }
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -91,3 +91,20 @@ test('chunked anywhere: the usage is the provider\'s and the client gets the str
     },
   )
 })
+
+test('the usage option\'s `"usage":null` is taken out of the provider\'s own bytes, the rest kept as sent', () => {
+  // Compact JSON, as OpenAI sends it, but not as JSON.stringify would write it again (1.50, no space after data:).
+  const chunk = (content: string, end: string) => `data:{"id":"c","choices":[{"index":0,"delta":{"content":"${content}"}}],"t":1.50,"usage":null}${end}`
+  const without = (content: string, end: string) => `data:{"id":"c","choices":[{"index":0,"delta":{"content":"${content}"}}],"t":1.50}${end}`
+  for (const end of ['\n\n', '\r\n\r\n']) {
+    const m = new SseMeter('chat', true)
+    // One chunk of two events, then one event alone, then the usage chunk and [DONE].
+    expect(dec.decode(m.push(enc.encode(chunk('hé', end) + chunk('a,\\"usage\\":null}', end))))).toBe(without('hé', end) + without('a,\\"usage\\":null}', end))
+    expect(dec.decode(m.push(enc.encode(chunk('b', end))))).toBe(without('b', end))
+    expect(dec.decode(m.push(enc.encode(`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}${end}data: [DONE]${end}`)))).toBe(`data: [DONE]${end}`)
+    expect(m.usage()).toEqual({ input: 3, cached: 0, output: 2 })
+  }
+  // A `"usage"` that is not the top-level object's last member is left to the parse, which takes out the top-level one only.
+  const m = new SseMeter('chat', true)
+  expect(dec.decode(m.push(enc.encode('data: {"choices":[{"delta":{"usage":null}}],"usage":null}\n\n')))).toBe('data: {"choices":[{"delta":{"usage":null}}]}\n\n')
+})
