@@ -241,16 +241,19 @@ function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
   const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
   const drops: number[] = []
   let cut = 0
+  // The next mark at or past `cut`, searched again only once passed: the walk stays linear in the chunk.
+  let usage = b.indexOf(USAGE_KEY)
+  let escape = b.indexOf(ESCAPE)
   for (;;) {
+    if (usage !== -1 && usage < cut) usage = b.indexOf(USAGE_KEY, cut)
+    if (escape !== -1 && escape < cut) escape = b.indexOf(ESCAPE, cut)
     const lf = b.indexOf(LF, cut)
     if (lf === -1) break
     // A single-line event ends at its first line feed: "\n\n" or "\r\n\r\n" (or a mix) follows its text.
     const end = b[lf + 1] === LF ? lf + 2 : b[lf + 1] === CR && b[lf + 2] === LF ? lf + 3 : -1
     if (end === -1) break
     const textEnd = lf > cut && b[lf - 1] === CR ? lf - 1 : lf
-    const escape = b.indexOf(ESCAPE, cut)
     if (escape !== -1 && escape < textEnd) break
-    const usage = b.indexOf(USAGE_KEY, cut)
     if (usage !== -1 && usage < textEnd) {
       const at = textEnd - NULL_USAGE.byteLength
       if (usage !== at + 1 || b.compare(NULL_USAGE, 0, NULL_USAGE.byteLength, at, textEnd) !== 0 || b.compare(DATA, 0, DATA.byteLength, cut, cut + DATA.byteLength) !== 0) break
