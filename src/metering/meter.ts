@@ -48,11 +48,15 @@ export class JsonMeter implements UsageMeter {
   }
 }
 
-const EVENT_END = /\r?\n\r?\n/
+/** Global, to search from `lastIndex`. */
+const EVENT_END = /\r?\n\r?\n/g
 
 export class SseMeter implements UsageMeter {
   private readonly decoder = new TextDecoder()
+  /** The text of an event not ended yet. */
   private held = ''
+  /** Its last 3 characters: where an event end arriving with the next chunk may start. */
+  private heldTail = ''
   private final: TokenCounts | null = null
   /** Anthropic: the input side from message_start, the output from the last message_delta. */
   private started: TokenCounts | null = null
@@ -90,12 +94,27 @@ export class SseMeter implements UsageMeter {
   private decodeAndInspect(chunk: Uint8Array): Uint8Array {
     const whole = this.held === '' && this.decoderEmpty
     if (chunk.byteLength) this.decoderEmpty = chunk[chunk.byteLength - 1] === 0x0a
-    this.held += this.decoder.decode(chunk, { stream: true })
+    // What was held had no event end: one can only start in its last 3 characters (an end is at most
+    // 4). Until one arrives the held text is only appended to, never searched or copied whole: a long
+    // event in small chunks was otherwise searched (and flattened) again for each (quadratic, up to
+    // the response cap).
+    const text = this.decoder.decode(chunk, { stream: true })
+    const probe = this.heldTail + text
+    EVENT_END.lastIndex = 0
+    if (!EVENT_END.test(probe)) {
+      this.held += text
+      this.heldTail = probe.slice(-3)
+      return new Uint8Array()
+    }
+    let from = Math.max(0, this.held.length - 3)
+    this.held += text
     let out = ''
     let same = true
     for (;;) {
+      EVENT_END.lastIndex = from
       const m = EVENT_END.exec(this.held)
       if (!m) break
+      from = 0
       const event = this.held.slice(0, m.index)
       const end = m[0]
       this.held = this.held.slice(m.index + end.length)
@@ -103,6 +122,7 @@ export class SseMeter implements UsageMeter {
       if (passed !== event) same = false
       if (passed !== null) out += passed + end
     }
+    this.heldTail = this.held.slice(-3)
     // A chunk of whole events passed as they came goes on as its own bytes, not encoded again.
     if (same && whole && this.held === '' && this.decoderEmpty) return chunk
     return out ? enc.encode(out) : new Uint8Array()
@@ -111,6 +131,7 @@ export class SseMeter implements UsageMeter {
   flush(): Uint8Array {
     const rest = this.held + this.decoder.decode()
     this.held = ''
+    this.heldTail = ''
     if (!rest) return new Uint8Array()
     const passed = this.inspect(rest)
     return passed ? enc.encode(passed) : new Uint8Array()
