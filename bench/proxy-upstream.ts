@@ -1,10 +1,11 @@
 /**
  * The proxy bench's stand-in for an LLM provider (OpenAI's API shape): POST /v1/chat/completions
  * answers a small chat.completion (with its `usage`), or with `"stream": true` a 20-chunk SSE stream
- * (each frame a separate write, no delays). When the request asks for `stream_options.include_usage`
- * — which a metered route adds, so the metered rows read a provider's usage, not an estimate — it
- * answers as OpenAI's API does: `"usage":null` on every chunk, and a usage chunk (empty `choices`)
- * before `[DONE]`. It does no other work, so the bench measures the hops in front of it.
+ * (each frame a separate write, no delays), each chunk ending in OpenAI's `obfuscation` padding (sent
+ * by default since 2025). When the request asks for `stream_options.include_usage` — which a metered
+ * route adds, so the metered rows read a provider's usage, not an estimate — it answers as OpenAI's
+ * API does: `"usage":null` on every chunk, and a usage chunk (empty `choices`) before `[DONE]`. It
+ * does no other work, so the bench measures the hops in front of it.
  *
  *   PORT=9101 bun bench/proxy-upstream.ts
  */
@@ -22,13 +23,17 @@ const usageOf = (completion: number) => ({
   completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
 })
 
+/** OpenAI's padding, of a length that varies from chunk to chunk (it evens out chunk sizes). */
+const PADS = ['ZGF', 'lRK2aBv', 'kJ', '0wmdEAC', 'Qx9', 'a1B2c3D4e']
+const padded = (frames: string[], before = '') => frames.map((f, i) => f.replace('}\n\n', `${before},"obfuscation":"${PADS[i % PADS.length]}"}\n\n`))
+
 /**
- * The frames with the usage option on: `"usage":null` as every chunk's last member (OpenAI's API
- * reference: "All other chunks will also include a usage field, but with a null value"), and the
- * last frame split so that a usage chunk goes between the finish chunk and `[DONE]`.
+ * The frames with the usage option on: `"usage":null` on every chunk, before the padding (OpenAI's
+ * API reference: "All other chunks will also include a usage field, but with a null value"), and
+ * the last frame split so that a usage chunk goes between the finish chunk and `[DONE]`.
  */
 function framesWithUsage(model: string): string[] {
-  const frames = openaiFrames(model, SSE_CHUNKS).map((f) => f.replace('}\n\n', ',"usage":null}\n\n'))
+  const frames = padded(openaiFrames(model, SSE_CHUNKS), ',"usage":null')
   const last = frames.pop()!
   const [finish] = last.split('data: [DONE]')
   const usage = {
@@ -44,7 +49,7 @@ function framesWithUsage(model: string): string[] {
 
 export function startLlmUpstream(port: number) {
   const json = JSON.stringify({ ...openaiCompletion('bench-model', 'Hello from the bench upstream.'), usage: usageOf(7) })
-  const plain = openaiFrames('bench-model', SSE_CHUNKS).map((f) => enc.encode(f))
+  const plain = padded(openaiFrames('bench-model', SSE_CHUNKS)).map((f) => enc.encode(f))
   const withUsage = framesWithUsage('bench-model').map((f) => enc.encode(f))
   return Bun.serve({
     port,

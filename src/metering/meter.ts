@@ -161,7 +161,9 @@ export class SseMeter implements UsageMeter {
       case 'chat':
         if (o.usage) this.final = openaiUsage('chat', o.usage)
         if (!this.stripInjected || !('usage' in o)) return event
-        if (Array.isArray(o.choices) && o.choices.length === 0) return null
+        // The usage chunk itself goes; a chunk without choices for another reason (Azure's prompt
+        // filter results) reached the client before the option too, only its `usage: null` goes.
+        if (o.usage && Array.isArray(o.choices) && o.choices.length === 0) return null
         delete o.usage
         return [...lines.slice(0, dataAt).filter((l) => !l.startsWith('data:')), `data: ${JSON.stringify(o)}`].join('\n')
       case 'responses':
@@ -246,7 +248,13 @@ function wholeEventsBefore(c: Uint8Array, mark: number): number {
   }
 }
 
-const NULL_USAGE = bytes(',"usage":null}')
+const NULL_USAGE = bytes(',"usage":null')
+/**
+ * What may follow the injected member to the object's end: members with a scalar value (a string
+ * without escapes or quotes, a number, true, false, null), none of them another `usage`. Read as
+ * latin1: a UTF-8 character never holds a '"' or '\\' byte.
+ */
+const SCALAR_MEMBERS_TO_END = /^(?:,"(?!usage")[A-Za-z0-9_]+":(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?))*\}$/
 const DATA = bytes('data:')
 
 /**
@@ -254,9 +262,10 @@ const DATA = bytes('data:')
  * `"usage":null` member the usage option adds to every chunk taken out of their bytes — what
  * inspect() would pass on for them, without decoding, parsing and serialising each chunk of the
  * stream again. The prefix stops at the first event that is not a single line that either holds no
- * mark (firstMark) or is a `data:` line ending in `,"usage":null}` with no other mark: there the
- * member is the top-level object's last (nothing can close between it and the final brace, and its
- * quotes are not escaped, so not inside a string). The provider's bytes are otherwise kept as sent.
+ * mark (firstMark) or is a `data:` line whose only mark is a `,"usage":null` followed by nothing but
+ * scalar members to the object's end (OpenAI sends its `obfuscation` padding there): then the
+ * member is the top-level object's (nothing opens or closes between it and the final brace, and
+ * its quotes are not escaped, so not inside a string). The provider's bytes are otherwise kept.
  */
 function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
   const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
@@ -276,15 +285,16 @@ function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
     const textEnd = lf > cut && b[lf - 1] === CR ? lf - 1 : lf
     if (escape !== -1 && escape < textEnd) break
     if (usage !== -1 && usage < textEnd) {
-      const at = textEnd - NULL_USAGE.byteLength
-      if (usage !== at + 1 || b.compare(NULL_USAGE, 0, NULL_USAGE.byteLength, at, textEnd) !== 0 || b.compare(DATA, 0, DATA.byteLength, cut, cut + DATA.byteLength) !== 0) break
+      const at = usage - 1
+      const after = at + NULL_USAGE.byteLength
+      if (at < cut || after > textEnd || b.compare(NULL_USAGE, 0, NULL_USAGE.byteLength, at, after) !== 0) break
+      if (b.compare(DATA, 0, DATA.byteLength, cut, cut + DATA.byteLength) !== 0 || !SCALAR_MEMBERS_TO_END.test(b.toString('latin1', after, textEnd))) break
       drops.push(at)
     }
     cut = end
   }
   if (!drops.length) return { out: c.subarray(0, cut), cut }
-  // Each drop is the member without the object's closing brace: `,"usage":null`.
-  const len = NULL_USAGE.byteLength - 1
+  const len = NULL_USAGE.byteLength
   const out = new Uint8Array(cut - len * drops.length)
   let from = 0
   let to = 0

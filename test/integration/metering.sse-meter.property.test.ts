@@ -17,6 +17,8 @@ interface Stream {
   usage: { prompt: number; cached: number; completion: number } | null
   /** Every chunk carries `usage: null`, as the real API sends once the option is on. */
   usageNull: boolean
+  /** OpenAI's `obfuscation` padding as every chunk's last member (after `usage`), or none. */
+  obfuscation: string | null
   /** An event without data (a field we do not read) before each chunk: it may start with any character. */
   other: string | null
   /** Events end in \r\n\r\n instead of \n\n. */
@@ -32,12 +34,13 @@ function frames(s: Stream): { raw: string; injectedView: string } {
       view += `${s.other}\n\n`
     }
     const o = { id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: t } }] }
-    raw += `data: ${JSON.stringify(s.usageNull ? { ...o, usage: null } : o)}\n\n`
-    view += `data: ${JSON.stringify(o)}\n\n`
+    const pad = s.obfuscation === null ? {} : { obfuscation: s.obfuscation }
+    raw += `data: ${JSON.stringify(s.usageNull ? { ...o, usage: null, ...pad } : { ...o, ...pad })}\n\n`
+    view += `data: ${JSON.stringify({ ...o, ...pad })}\n\n`
   }
   if (s.usage) {
     const u = { prompt_tokens: s.usage.prompt + s.usage.cached, completion_tokens: s.usage.completion, prompt_tokens_details: { cached_tokens: s.usage.cached } }
-    raw += `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: u })}\n\n`
+    raw += `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: u, ...(s.obfuscation === null ? {} : { obfuscation: s.obfuscation }) })}\n\n`
   }
   raw += 'data: [DONE]\n\n'
   view += 'data: [DONE]\n\n'
@@ -69,6 +72,7 @@ const stream = fc.record({
   texts: fc.array(fc.string({ unit: 'grapheme', maxLength: 12 }), { maxLength: 8 }),
   usage: fc.option(fc.record({ prompt: fc.nat(10_000), cached: fc.nat(10_000), completion: fc.nat(10_000) }), { nil: null }),
   usageNull: fc.boolean(),
+  obfuscation: fc.option(fc.stringMatching(/^[A-Za-z0-9]{0,12}$/), { nil: null }),
   other: fc.option(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 3 }).filter((x) => !/[\r\n]/.test(x) && !x.startsWith('data:')), { nil: null }),
   crlf: fc.boolean(),
 })
@@ -87,7 +91,7 @@ test('chunked anywhere: the usage is the provider\'s and the client gets the str
     {
       numRuns: 2000,
       // Found by this property: a cut inside a character that opens an event, then a chunk passed as its own bytes.
-      examples: [[{ texts: ['a'], usage: null, usageNull: false, other: '\u{10000}\u{10000}', crlf: false }, [2, 10], false, false]],
+      examples: [[{ texts: ['a'], usage: null, usageNull: false, obfuscation: null, other: '\u{10000}\u{10000}', crlf: false }, [2, 10], false, false]],
     },
   )
 })
@@ -104,7 +108,14 @@ test('the usage option\'s `"usage":null` is taken out of the provider\'s own byt
     expect(dec.decode(m.push(enc.encode(`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}${end}data: [DONE]${end}`)))).toBe(`data: [DONE]${end}`)
     expect(m.usage()).toEqual({ input: 3, cached: 0, output: 2 })
   }
-  // A `"usage"` that is not the top-level object's last member is left to the parse, which takes out the top-level one only.
+  // As OpenAI sends it today: the `obfuscation` padding after `usage`. And members that are not scalars after it: the parse decides.
+  const padded = new SseMeter('chat', true)
+  expect(dec.decode(padded.push(enc.encode('data:{"choices":[{"delta":{"content":"x"}}],"t":1.50,"usage":null,"obfuscation":"lRK2aBv"}\n\n')))).toBe('data:{"choices":[{"delta":{"content":"x"}}],"t":1.50,"obfuscation":"lRK2aBv"}\n\n')
+  expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null,"x":{"usage":1}}\n\n')))).toBe('data: {"choices":[],"x":{"usage":1}}\n\n')
+  // A chunk without choices that is not the usage chunk (Azure's prompt filter results) is not dropped, by either path.
+  expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null}\n\n')))).toBe('data: {"choices":[]}\n\n')
+  expect(padded.usage()).toBeNull()
+  // A `"usage"` that is not the top-level object's own is left to the parse, which takes out the top-level one only.
   const m = new SseMeter('chat', true)
   expect(dec.decode(m.push(enc.encode('data: {"choices":[{"delta":{"usage":null}}],"usage":null}\n\n')))).toBe('data: {"choices":[{"delta":{"usage":null}}]}\n\n')
 })
