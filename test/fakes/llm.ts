@@ -10,7 +10,8 @@
  * Usage is real-shaped (metering, CONTRACT §7): `usage` sets the counts every answer reports
  * (cached = OpenAI's prompt_tokens_details.cached_tokens / Anthropic's cache_read_input_tokens);
  * an OpenAI chat stream reports it only when asked (`stream_options.include_usage`: every chunk then
- * carries `usage: null` and a last chunk with no choices carries the counts), like the real API;
+ * carries `usage: null` and a last chunk with no choices carries the counts), like the real API,
+ * whose chat chunks also end in an `obfuscation` padding string;
  * Anthropic streams put the input in message_start and the cumulative output in message_delta;
  * the Responses API in response.completed. Also POST /v1/responses and /v1/embeddings.
  * `noUsage` leaves the usage out; `dieAfter` = n breaks a stream's connection after n frames.
@@ -99,10 +100,14 @@ export function responsesFrames(model: string, n: number, usage: FakeUsage | nul
   ]
 }
 
+/** OpenAI's `obfuscation` padding, every chat chunk's last member by default since 2025 (it evens out chunk sizes). */
+const pad = (i: number) => 'x9Q'.repeat((i % 4) + 1)
+
 /** OpenAI chat stream frames with the usage option: `usage: null` on each chunk, the counts on a last one. */
 export function openaiUsageFrames(model: string, n: number, usage: FakeUsage | null): string[] {
+  let i = 0
   const chunk = (choices: unknown[], u: unknown) =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1700000000, model, choices, usage: u })}\n\n`
+    `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1700000000, model, choices, usage: u, obfuscation: pad(i++) })}\n\n`
   const c = (delta: Record<string, unknown>, finish: string | null) => [{ index: 0, delta, logprobs: null, finish_reason: finish }]
   return [
     chunk(c({ role: 'assistant', content: '' }, null), null),
@@ -115,8 +120,9 @@ export function openaiUsageFrames(model: string, n: number, usage: FakeUsage | n
 
 /** The SSE frames of a streamed completion: first, `n` deltas ("w0 ", "w1 ", …), last. */
 export function openaiFrames(model: string, n: number): string[] {
+  let i = 0
   const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1700000000, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`
+    `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1700000000, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], obfuscation: pad(i++) })}\n\n`
   return [
     chunk({ role: 'assistant', content: '' }, null),
     ...Array.from({ length: n }, (_, i) => chunk({ content: `w${i} ` }, null)),

@@ -76,6 +76,8 @@ describe('OpenAI SDK, metered', () => {
     expect(text).toBe('w0 w1 w2 w3 w4 ')
     expect(JSON.parse(t.fake.seen[before]!.body).stream_options).toEqual({ include_usage: true })
     for (const c of chunks) expect(c).not.toHaveProperty('usage')
+    // The rest of each chunk as the provider sent it: its padding kept.
+    for (const c of chunks) expect(c).toHaveProperty('obfuscation')
     expect(chunks.every((c: any) => c.choices.length === 1)).toBe(true)
     expect(await eventually(() => balance(a.token), (b) => b === 497)).toBe(497)
   })
