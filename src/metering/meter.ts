@@ -249,12 +249,6 @@ function wholeEventsBefore(c: Uint8Array, mark: number): number {
 }
 
 const NULL_USAGE = bytes(',"usage":null')
-/**
- * What may follow the injected member to the object's end: members with a scalar value (a string
- * without escapes or quotes, a number, true, false, null), none of them another `usage`. Read as
- * latin1: a UTF-8 character never holds a '"' or '\\' byte.
- */
-const SCALAR_MEMBERS_TO_END = /^(?:,"(?!usage")[A-Za-z0-9_]+":(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?))*\}$/
 const DATA = bytes('data:')
 
 /**
@@ -287,24 +281,73 @@ function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
     if (usage !== -1 && usage < textEnd) {
       const at = usage - 1
       const after = at + NULL_USAGE.byteLength
-      if (at < cut || after > textEnd || b.compare(NULL_USAGE, 0, NULL_USAGE.byteLength, at, after) !== 0) break
-      if (b.compare(DATA, 0, DATA.byteLength, cut, cut + DATA.byteLength) !== 0 || !SCALAR_MEMBERS_TO_END.test(b.toString('latin1', after, textEnd))) break
+      if (at < cut || after > textEnd || !bytesAt(b, at, NULL_USAGE) || !bytesAt(b, cut, DATA) || !scalarMembersToEnd(b, after, textEnd)) break
       drops.push(at)
     }
     cut = end
   }
   if (!drops.length) return { out: c.subarray(0, cut), cut }
   const len = NULL_USAGE.byteLength
-  const out = new Uint8Array(cut - len * drops.length)
+  const out = Buffer.allocUnsafe(cut - len * drops.length)
   let from = 0
   let to = 0
   for (const at of drops) {
-    out.set(c.subarray(from, at), to)
-    to += at - from
+    to += b.copy(out, to, from, at)
     from = at + len
   }
-  out.set(c.subarray(from, cut), to)
+  b.copy(out, to, from, cut)
   return { out, cut }
+}
+
+/** Whether `b` holds `want` at `at` (short constants: a loop beats a native call here). */
+function bytesAt(b: Uint8Array, at: number, want: Uint8Array): boolean {
+  for (let i = 0; i < want.byteLength; i++) if (b[at + i] !== want[i]) return false
+  return true
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const isKeyByte = (x: number) => (x >= 0x61 && x <= 0x7a) || (x >= 0x41 && x <= 0x5a) || (x >= 0x30 && x <= 0x39) || x === 0x5f
+const isDigit = (x: number) => x >= 0x30 && x <= 0x39
+const LITERALS = [bytes('null'), bytes('true'), bytes('false')]
+const USAGE_NAME = bytes('usage')
+
+/**
+ * Whether b[i, end) is what may follow the injected member to the object's end: members with a
+ * scalar value (a string without escapes, a number, true, false, null), none of them another
+ * `usage`, then the closing brace. A UTF-8 character never holds a '"' or '\\' byte. (b[end] is
+ * the event's line break, so a scan that reaches it stops.)
+ */
+function scalarMembersToEnd(b: Uint8Array, i: number, end: number): boolean {
+  for (;;) {
+    if (i === end - 1) return b[i] === 0x7d
+    if (b[i] !== 0x2c || b[i + 1] !== QUOTE) return false
+    const key = (i += 2)
+    while (i < end && isKeyByte(b[i]!)) i++
+    if (i === key || b[i] !== QUOTE || b[i + 1] !== 0x3a) return false
+    if (i - key === USAGE_NAME.byteLength && bytesAt(b, key, USAGE_NAME)) return false
+    i += 2
+    if (b[i] === QUOTE) {
+      i++
+      while (i < end && b[i] !== QUOTE && b[i] !== BACKSLASH) i++
+      if (b[i] !== QUOTE) return false
+      i++
+    } else if (b[i] === 0x2d || isDigit(b[i]!)) {
+      if (b[i] === 0x2d) i++
+      const digits = i
+      while (i < end && isDigit(b[i]!)) i++
+      if (i === digits) return false
+      if (b[i] === 0x2e) {
+        const frac = ++i
+        while (i < end && isDigit(b[i]!)) i++
+        if (i === frac) return false
+      }
+    } else {
+      const lit = LITERALS.find((l) => bytesAt(b, i, l))
+      if (!lit || i + lit.byteLength > end) return false
+      i += lit.byteLength
+    }
+  }
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

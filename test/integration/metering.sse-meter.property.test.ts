@@ -112,10 +112,35 @@ test('the usage option\'s `"usage":null` is taken out of the provider\'s own byt
   const padded = new SseMeter('chat', true)
   expect(dec.decode(padded.push(enc.encode('data:{"choices":[{"delta":{"content":"x"}}],"t":1.50,"usage":null,"obfuscation":"lRK2aBv"}\n\n')))).toBe('data:{"choices":[{"delta":{"content":"x"}}],"t":1.50,"obfuscation":"lRK2aBv"}\n\n')
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null,"x":{"usage":1}}\n\n')))).toBe('data: {"choices":[],"x":{"usage":1}}\n\n')
+  // A second `usage` after the injected one (JSON takes the last): both go, as the parse would have it.
+  expect(dec.decode(padded.push(enc.encode('data: {"choices":[{"index":0}],"usage":null,"usage":5}\n\n')))).toBe('data: {"choices":[{"index":0}]}\n\n')
   // A chunk without choices that is not the usage chunk (Azure's prompt filter results) is not dropped, by either path.
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null}\n\n')))).toBe('data: {"choices":[]}\n\n')
   expect(padded.usage()).toBeNull()
   // A `"usage"` that is not the top-level object's own is left to the parse, which takes out the top-level one only.
   const m = new SseMeter('chat', true)
   expect(dec.decode(m.push(enc.encode('data: {"choices":[{"delta":{"usage":null}}],"usage":null}\n\n')))).toBe('data: {"choices":[{"delta":{"usage":null}}]}\n\n')
+})
+
+test('`usage: null` anywhere among any members: the client gets the chunk without it, whichever path took it out', () => {
+  const member = fc.tuple(
+    fc.oneof(fc.constantFrom('obfuscation', 'id', 'x_1', 'usage_', 'Usage'), fc.string({ maxLength: 6 })),
+    fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(null, true, false), fc.jsonValue({ maxDepth: 2 }), fc.constant({ usage: null }), fc.constant({ usage: { prompt_tokens: 1 } })),
+  )
+  fc.assert(
+    fc.property(fc.array(member, { maxLength: 5 }), fc.nat(), fc.boolean(), (members, at, crlf) => {
+      const rest = members.filter(([k]) => k !== 'usage' && k !== '__proto__')
+      const entries: [string, unknown][] = [['choices', [{ index: 0, delta: { content: 'x' } }]], ...rest]
+      entries.splice(1 + (at % entries.length), 0, ['usage', null])
+      const end = crlf ? '\r\n\r\n' : '\n\n'
+      const m = new SseMeter('chat', true)
+      const out = dec.decode(Buffer.concat([m.push(enc.encode(`data: ${JSON.stringify(Object.fromEntries(entries))}${end}data: [DONE]${end}`)), m.flush()]))
+      const [event, done] = out.split(end)
+      expect(done).toBe('data: [DONE]')
+      // As JSON carries it (no -0).
+      expect(JSON.parse(event!.replace(/^data: ?/, ''))).toEqual(JSON.parse(JSON.stringify(Object.fromEntries(entries.filter(([k]) => k !== 'usage')))))
+      expect(m.usage()).toBeNull()
+    }),
+    { numRuns: 3000 },
+  )
 })
