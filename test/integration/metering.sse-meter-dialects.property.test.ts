@@ -1,0 +1,76 @@
+/**
+ * Property (CONTRACT §7), for the two streams the proxy never rewrites: an Anthropic messages stream
+ * and an OpenAI Responses stream, cut into chunks anywhere (inside events, inside multi-byte
+ * characters, inside "\r\n\r\n"), reach the client byte for byte, and the usage read is the
+ * provider's: Anthropic's input side from message_start and output from the last message_delta,
+ * the Responses API's from response.completed. Texts hold what JSON escapes (quotes, backslashes,
+ * control characters as \u00XX) and characters of every UTF-8 length.
+ */
+import { expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { SseMeter } from '../../src/metering/meter'
+
+const enc = new TextEncoder()
+
+const tokens = fc.record({ input: fc.nat(100_000), written: fc.nat(1_000), cached: fc.nat(100_000), output: fc.nat(100_000) })
+const text = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 10 }), fc.constantFrom('"', '\\', '\n', '\u0001', 'é', '€', '\u{1F600}', 'usage', '"usage"'))
+const cuts = fc.array(fc.nat(100_000), { maxLength: 16 })
+
+const event = (type: string, data: Record<string, unknown>, named: boolean) => `${named ? `event: ${type}\n` : ''}data: ${JSON.stringify({ type, ...data })}\n\n`
+
+function anthropic(t: { input: number; written: number; cached: number; output: number }, texts: string[], pings: boolean): string {
+  const usage = { input_tokens: t.input, cache_creation_input_tokens: t.written, cache_read_input_tokens: t.cached, output_tokens: 1 }
+  let s = event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, usage } }, true)
+  s += event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }, true)
+  for (const x of texts) {
+    if (pings) s += event('ping', {}, true)
+    s += event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: x } }, true)
+  }
+  s += event('content_block_stop', { index: 0 }, true)
+  s += event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: t.output } }, true)
+  return s + event('message_stop', {}, true)
+}
+
+function responses(t: { input: number; cached: number; output: number }, texts: string[], named: boolean): string {
+  const base = { id: 'resp_1', object: 'response', model: 'gpt-test', output: [] }
+  let s = event('response.created', { response: { ...base, status: 'in_progress', usage: null } }, named)
+  s += event('response.in_progress', { response: { ...base, status: 'in_progress', usage: null } }, named)
+  for (const x of texts) s += event('response.output_text.delta', { item_id: 'msg_1', output_index: 0, content_index: 0, delta: x }, named)
+  const usage = { input_tokens: t.input + t.cached, input_tokens_details: { cached_tokens: t.cached }, output_tokens: t.output, total_tokens: t.input + t.cached + t.output }
+  return s + event('response.completed', { response: { ...base, status: 'completed', output: texts.join(''), usage } }, named)
+}
+
+function through(kind: 'messages' | 'responses', raw: string, at: number[], crlf: boolean) {
+  const bytes = enc.encode(crlf ? raw.replaceAll('\n', '\r\n') : raw)
+  const m = new SseMeter(kind, false)
+  const out: Uint8Array[] = []
+  let from = 0
+  for (const c of [...new Set(at.map((x) => x % (bytes.byteLength + 1)))].sort((a, b) => a - b).concat(bytes.byteLength)) {
+    out.push(m.push(bytes.slice(from, c)))
+    from = c
+  }
+  out.push(m.flush())
+  return { same: Buffer.compare(Buffer.concat(out), Buffer.from(bytes)) === 0, usage: m.usage() }
+}
+
+test('an Anthropic stream, chunked anywhere: byte for byte, the usage the provider reported', () => {
+  fc.assert(
+    fc.property(tokens, fc.array(text, { maxLength: 8 }), fc.boolean(), cuts, fc.boolean(), (t, texts, pings, at, crlf) => {
+      const r = through('messages', anthropic(t, texts, pings), at, crlf)
+      expect(r.same).toBe(true)
+      expect(r.usage).toEqual({ input: t.input + t.written, cached: t.cached, output: t.output })
+    }),
+    { numRuns: 1500 },
+  )
+})
+
+test('a Responses stream, chunked anywhere: byte for byte, the usage of response.completed', () => {
+  fc.assert(
+    fc.property(tokens, fc.array(text, { maxLength: 8 }), fc.boolean(), cuts, fc.boolean(), (t, texts, named, at, crlf) => {
+      const r = through('responses', responses(t, texts, named), at, crlf)
+      expect(r.same).toBe(true)
+      expect(r.usage).toEqual({ input: t.input, cached: t.cached, output: t.output })
+    }),
+    { numRuns: 1500 },
+  )
+})
