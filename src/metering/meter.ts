@@ -143,14 +143,23 @@ export class SseMeter implements UsageMeter {
 
   /** The event to pass on (null: dropped), its usage noted. */
   private inspect(event: string): string | null {
+    // Most events carry no usage: it is always under a key spelt `"usage"` (or with a \u escape),
+    // and an Anthropic message_start resets the input side; without any of these (firstMark's
+    // marks) the parse below could only answer `event`.
+    if (!event.includes('"usage"') && !event.includes('\\u') && (this.kind !== 'messages' || !event.includes('message_start'))) return event
     const lines = event.split(/\r?\n/)
     const dataAt = lines.findIndex((l) => l.startsWith('data:'))
     if (dataAt === -1) return event
     const data = lines.slice(dataAt).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')
     if (data === '[DONE]') return event
-    // Most chat chunks carry no usage: a top-level `usage` key is spelt `"usage"` (or with a \u
-    // escape), so without either the parse below could only answer `event`.
-    if (this.kind === 'chat' && !data.includes('"usage"') && !data.includes('\\u')) return event
+    // The member the usage option added, taken out of the text as injectedNulls takes it out of
+    // the bytes (this is where a chunk that does not start at an event's start gets it).
+    if (this.stripInjected && dataAt === 0 && lines.length === 1) {
+      const at = event.indexOf(NULL_USAGE_TEXT)
+      if (at !== -1 && event.indexOf('"usage"') === at + 1 && !event.includes('\\u') && SCALAR_MEMBERS_TO_END.test(event.slice(at + NULL_USAGE_TEXT.length))) {
+        return event.slice(0, at) + event.slice(at + NULL_USAGE_TEXT.length)
+      }
+    }
     let o: Record<string, unknown>
     try {
       o = JSON.parse(data) as Record<string, unknown>
@@ -248,7 +257,10 @@ function wholeEventsBefore(c: Uint8Array, mark: number): number {
   }
 }
 
-const NULL_USAGE = bytes(',"usage":null')
+const NULL_USAGE_TEXT = ',"usage":null'
+const NULL_USAGE = bytes(NULL_USAGE_TEXT)
+/** scalarMembersToEnd for text: a string without escapes, a number, true, false, null; no second `usage`. */
+const SCALAR_MEMBERS_TO_END = /^(?:,"(?!usage")[A-Za-z0-9_]+":(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?))*\}$/
 const DATA = bytes('data:')
 
 /**

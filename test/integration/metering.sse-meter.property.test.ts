@@ -114,6 +114,10 @@ test('the usage option\'s `"usage":null` is taken out of the provider\'s own byt
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null,"x":{"usage":1}}\n\n')))).toBe('data: {"choices":[],"x":{"usage":1}}\n\n')
   // A second `usage` after the injected one (JSON takes the last): both go, as the parse would have it.
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[{"index":0}],"usage":null,"usage":5}\n\n')))).toBe('data: {"choices":[{"index":0}]}\n\n')
+  // The same with the first `usage` before the injected one, through a chunk that does not start the event (the text's path).
+  const split = new SseMeter('chat', true)
+  expect(split.push(enc.encode('data: {"usage":{"prompt_tokens":3},"choices":[{"index":0}]')).byteLength).toBe(0)
+  expect(dec.decode(split.push(enc.encode(',"usage":null,"obfuscation":"kJ"}\n\n')))).toBe('data: {"choices":[{"index":0}],"obfuscation":"kJ"}\n\n')
   // A chunk without choices that is not the usage chunk (Azure's prompt filter results) is not dropped, by either path.
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null}\n\n')))).toBe('data: {"choices":[]}\n\n')
   expect(padded.usage()).toBeNull()
@@ -128,13 +132,16 @@ test('`usage: null` anywhere among any members: the client gets the chunk withou
     fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(null, true, false), fc.jsonValue({ maxDepth: 2 }), fc.constant({ usage: null }), fc.constant({ usage: { prompt_tokens: 1 } })),
   )
   fc.assert(
-    fc.property(fc.array(member, { maxLength: 5 }), fc.nat(), fc.boolean(), (members, at, crlf) => {
+    fc.property(fc.array(member, { maxLength: 5 }), fc.nat(), fc.boolean(), fc.nat(), (members, at, crlf, cut) => {
       const rest = members.filter(([k]) => k !== 'usage' && k !== '__proto__')
       const entries: [string, unknown][] = [['choices', [{ index: 0, delta: { content: 'x' } }]], ...rest]
       entries.splice(1 + (at % entries.length), 0, ['usage', null])
       const end = crlf ? '\r\n\r\n' : '\n\n'
       const m = new SseMeter('chat', true)
-      const out = dec.decode(Buffer.concat([m.push(enc.encode(`data: ${JSON.stringify(Object.fromEntries(entries))}${end}data: [DONE]${end}`)), m.flush()]))
+      // Whole (the bytes' path), or cut once (a chunk that does not start an event: the text's path).
+      const bytes = enc.encode(`data: ${JSON.stringify(Object.fromEntries(entries))}${end}data: [DONE]${end}`)
+      const c = cut % (bytes.byteLength + 1)
+      const out = dec.decode(Buffer.concat([m.push(bytes.slice(0, c)), m.push(bytes.slice(c)), m.flush()]))
       const [event, done] = out.split(end)
       expect(done).toBe('data: [DONE]')
       // As JSON carries it (no -0).
