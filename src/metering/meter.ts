@@ -1,7 +1,7 @@
 /**
  * Reads the usage out of a metered answer while the relay passes it on (CONTRACT §7):
  *   JsonMeter  a plain answer: its bytes are kept (the relay's response cap bounds them) and its
- *              `usage` read at the end;
+ *              `usage` read at the end (from the answer's last bytes when that is exact);
  *   SseMeter   a stream: each complete event is inspected as it passes — the OpenAI chat usage
  *              chunk, the Responses `response.completed` event, Anthropic's `message_start` usage
  *              and the cumulative `message_delta` one.
@@ -10,6 +10,7 @@
  * option adds to every other chunk is taken out again.
  * A stream is passed on an event at a time: a partial event waits for its end (at most the event).
  */
+import { usageFromEnd } from './answer-tail'
 import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCounts } from './usage'
 
 export interface UsageMeter {
@@ -34,8 +35,10 @@ export class JsonMeter implements UsageMeter {
   }
 
   flush(): Uint8Array {
+    // Read from the answer's end when that is exact (answer-tail.ts), else parsed whole.
+    const fromEnd = usageFromEnd(this.chunks)
     try {
-      this.read = usageOfAnswer(this.kind, JSON.parse(Buffer.concat(this.chunks).toString('utf8')))
+      this.read = usageOfAnswer(this.kind, fromEnd === undefined ? JSON.parse(Buffer.concat(this.chunks).toString('utf8')) : { usage: fromEnd })
     } catch {
       this.read = null
     }
