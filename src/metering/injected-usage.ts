@@ -1,0 +1,124 @@
+/**
+ * The `"usage":null` member that OpenAI puts on every chat chunk once the usage option is on,
+ * taken out of a chunk's bytes (or an event's text) when the proxy added the option and the client
+ * did not ask for it (CONTRACT §7): exactly where parsing the event would have taken it out, and
+ * the provider's bytes otherwise kept as sent. Anything this cannot prove is left to the parse.
+ */
+import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
+
+const NULL_USAGE_TEXT = ',"usage":null'
+const NULL_USAGE = bytes(NULL_USAGE_TEXT)
+/** scalarMembersToEnd for text: a string without escapes, a number, true, false, null; no second `usage`. */
+const SCALAR_MEMBERS_TO_END = /^(?:,"(?!usage")[A-Za-z0-9_]+":(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?))*\}$/
+const DATA = bytes('data:')
+
+/**
+ * For an OpenAI chat chunk that starts an event: its leading whole events, up to `cut`, with the
+ * `"usage":null` member the usage option adds to every chunk taken out of their bytes — what
+ * inspect() would pass on for them, without decoding, parsing and serialising each chunk of the
+ * stream again. The prefix stops at the first event that is not a single line that either holds no
+ * mark (the meter's firstMark) or is a `data:` line whose only mark is a `,"usage":null` followed by nothing but
+ * scalar members to the object's end (OpenAI sends its `obfuscation` padding there): then the
+ * member is the top-level object's (nothing opens or closes between it and the final brace, and
+ * its quotes are not escaped, so not inside a string). The provider's bytes are otherwise kept.
+ */
+export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
+  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  const drops: number[] = []
+  let cut = 0
+  // The next mark at or past `cut`, searched again only once passed: the walk stays linear in the chunk.
+  let usage = b.indexOf(USAGE_KEY)
+  let escape = b.indexOf(ESCAPE)
+  for (;;) {
+    if (usage !== -1 && usage < cut) usage = b.indexOf(USAGE_KEY, cut)
+    if (escape !== -1 && escape < cut) escape = b.indexOf(ESCAPE, cut)
+    const lf = b.indexOf(LF, cut)
+    if (lf === -1) break
+    // A single-line event ends at its first line feed: "\n\n" or "\r\n\r\n" (or a mix) follows its text.
+    const end = b[lf + 1] === LF ? lf + 2 : b[lf + 1] === CR && b[lf + 2] === LF ? lf + 3 : -1
+    if (end === -1) break
+    const textEnd = lf > cut && b[lf - 1] === CR ? lf - 1 : lf
+    if (escape !== -1 && escape < textEnd) break
+    if (usage !== -1 && usage < textEnd) {
+      const at = usage - 1
+      const after = at + NULL_USAGE.byteLength
+      if (at < cut || after > textEnd || !bytesAt(b, at, NULL_USAGE) || !bytesAt(b, cut, DATA) || !scalarMembersToEnd(b, after, textEnd)) break
+      drops.push(at)
+    }
+    cut = end
+  }
+  if (!drops.length) return { out: c.subarray(0, cut), cut }
+  const len = NULL_USAGE.byteLength
+  const out = Buffer.allocUnsafe(cut - len * drops.length)
+  let from = 0
+  let to = 0
+  for (const at of drops) {
+    to += b.copy(out, to, from, at)
+    from = at + len
+  }
+  b.copy(out, to, from, cut)
+  return { out, cut }
+}
+
+/** Whether `b` holds `want` at `at` (short constants: a loop beats a native call here). */
+function bytesAt(b: Uint8Array, at: number, want: Uint8Array): boolean {
+  for (let i = 0; i < want.byteLength; i++) if (b[at + i] !== want[i]) return false
+  return true
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const isKeyByte = (x: number) => (x >= 0x61 && x <= 0x7a) || (x >= 0x41 && x <= 0x5a) || (x >= 0x30 && x <= 0x39) || x === 0x5f
+const isDigit = (x: number) => x >= 0x30 && x <= 0x39
+const LITERALS = [bytes('null'), bytes('true'), bytes('false')]
+const USAGE_NAME = bytes('usage')
+
+/**
+ * Whether b[i, end) is what may follow the injected member to the object's end: members with a
+ * scalar value (a string without escapes, a number, true, false, null), none of them another
+ * `usage`, then the closing brace. A UTF-8 character never holds a '"' or '\\' byte. (b[end] is
+ * the event's line break, so a scan that reaches it stops.)
+ */
+function scalarMembersToEnd(b: Uint8Array, i: number, end: number): boolean {
+  for (;;) {
+    if (i === end - 1) return b[i] === 0x7d
+    if (b[i] !== 0x2c || b[i + 1] !== QUOTE) return false
+    const key = (i += 2)
+    while (i < end && isKeyByte(b[i]!)) i++
+    if (i === key || b[i] !== QUOTE || b[i + 1] !== 0x3a) return false
+    if (i - key === USAGE_NAME.byteLength && bytesAt(b, key, USAGE_NAME)) return false
+    i += 2
+    if (b[i] === QUOTE) {
+      i++
+      while (i < end && b[i] !== QUOTE && b[i] !== BACKSLASH) i++
+      if (b[i] !== QUOTE) return false
+      i++
+    } else if (b[i] === 0x2d || isDigit(b[i]!)) {
+      if (b[i] === 0x2d) i++
+      const digits = i
+      while (i < end && isDigit(b[i]!)) i++
+      if (i === digits) return false
+      if (b[i] === 0x2e) {
+        const frac = ++i
+        while (i < end && isDigit(b[i]!)) i++
+        if (i === frac) return false
+      }
+    } else {
+      const lit = LITERALS.find((l) => bytesAt(b, i, l))
+      if (!lit || i + lit.byteLength > end) return false
+      i += lit.byteLength
+    }
+  }
+}
+
+/**
+ * An event's text without the injected member, under the rule strippedPrefix applies to bytes (for
+ * a single-line `data:` event met in a chunk that did not start at an event's start), or null: the
+ * caller parses the event.
+ */
+export function withoutInjectedNull(event: string): string | null {
+  const at = event.indexOf(NULL_USAGE_TEXT)
+  if (at === -1 || event.indexOf('"usage"') !== at + 1 || event.includes('\\u')) return null
+  const after = at + NULL_USAGE_TEXT.length
+  return SCALAR_MEMBERS_TO_END.test(event.slice(after)) ? event.slice(0, at) + event.slice(after) : null
+}
