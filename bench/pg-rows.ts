@@ -4,8 +4,10 @@
  * fresh, migrated database, in transactions of `--batch` calls, and the CPU of every postgres
  * process read from /proc around it (µs of CPU per row).
  *
- *   ./node_modules/.bin/bun bench/pg-rows.ts [--calls 40000] [--batch 100] [--alter '<DDL>']
+ *   ./node_modules/.bin/bun bench/pg-rows.ts [--calls 40000] [--batch 100] [--alter '<DDL>'] [--fresh]
  *
+ * `--fresh` writes as the flusher writes a round of first deliveries (the sinks' `fresh`: no
+ * ON CONFLICT probe on the append-only tables);
  * `--alter` runs DDL after the migrations, to measure a schema variant (a collation, an index);
  * PG_ROWS_DETAIL=1 prints the CPU per row of each postgres process (backend, WAL writer, …).
  */
@@ -17,7 +19,7 @@ import { SINKS } from '../src/ledger/sinks'
 import { pidsByComm } from './lib/proc'
 import { readFileSync } from 'node:fs'
 
-const { values: opt } = parseArgs({ options: { calls: { type: 'string', default: '40000' }, batch: { type: 'string', default: '100' }, alter: { type: 'string' } } })
+const { values: opt } = parseArgs({ options: { calls: { type: 'string', default: '40000' }, batch: { type: 'string', default: '100' }, alter: { type: 'string' }, fresh: { type: 'boolean', default: false } } })
 const CALLS = Number(opt.calls)
 const BATCH = Number(opt.batch)
 const ADMIN = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -65,7 +67,7 @@ async function main() {
     const byKind = new Map<string, OutboxEntry[]>()
     for (const e of entries) byKind.set(e.kind, [...(byKind.get(e.kind) ?? []), e])
     await db.db.transaction(async (tx) => {
-      for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list)
+      for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list, { fresh: opt.fresh })
     })
   }
   // Warm-up: a tenth of the calls, not counted.
@@ -79,7 +81,7 @@ async function main() {
   const us = pgCpuUs() - before
   const rows = CALLS * 2
   if (process.env.PG_ROWS_DETAIL) for (const [k, v] of pgCpu()) { const d = v - (per0.get(k) ?? 0); if (d > 0) console.log(`  ${k}: ${(d / rows).toFixed(1)} µs a row`) }
-  console.log(`batch ${BATCH} calls (${BATCH * 2} rows): ${rows} rows in ${ms.toFixed(0)} ms; Postgres ${(us / rows).toFixed(1)} µs CPU a row, ${((us / rows) * 2).toFixed(1)} a flat call`)
+  console.log(`${opt.fresh ? 'fresh ' : ''}batch ${BATCH} calls (${BATCH * 2} rows): ${rows} rows in ${ms.toFixed(0)} ms; Postgres ${(us / rows).toFixed(1)} µs CPU a row, ${((us / rows) * 2).toFixed(1)} a flat call`)
   await db.close()
   await admin.unsafe(`drop database ${name}`)
   await admin.end()

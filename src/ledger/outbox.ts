@@ -15,7 +15,12 @@ export interface OutboxEntry {
   fields: Record<string, string>
 }
 
-export type Sink = (tx: Database, entries: OutboxEntry[]) => Promise<void>
+/**
+ * `fresh`: every entry was delivered for the first time (none read back from a pending list), so
+ * no row of it can be in Postgres yet: an append-only sink may skip its conflict check. A duplicate
+ * then fails the write, and the flusher's slow path writes the batch again without `fresh`.
+ */
+export type Sink = (tx: Database, entries: OutboxEntry[], o?: { fresh?: boolean }) => Promise<void>
 
 /** Kinds that move money: one immutable ledger row each. */
 export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup'] as const

@@ -183,6 +183,29 @@ describe('a poison outbox entry', () => {
     expect((await t.req('GET', '/metrics')).text).toMatch(/^pab_dead_letters 0$/m)
   })
 
+  test('an entry already in Postgres delivered again as new (no conflict check on a first delivery): written once, nothing dead-lettered', async () => {
+    const [a] = await accountsOnShards(1)
+    await calls(a!.token, 3)
+    const shardEntries = await outbox(a!.shard)
+    const debits = shardEntries.filter((e) => e.f.kind === 'debit' && e.f.acct === a!.account_id)
+    const callIds = new Set(debits.map((e) => `${e.f.call}:call`))
+    const committed = [...debits, ...shardEntries.filter((e) => e.f.kind === 'call' && callIds.has(e.f.id!))]
+    expect(committed).toHaveLength(6)
+    await flushAll(t)
+    const before = await t.s.flusher.deadLetters()
+    // Copies of committed entries, appended anew: a first delivery to the flusher, the rows already there.
+    for (const e of committed) await xadd(a!.shard, e.f)
+    await calls(a!.token, 2)
+    await flushAll(t)
+    expect((await t.s.flusher.lag()).entries).toBe(0)
+    expect(await t.s.flusher.deadLetters()).toBe(before)
+    const entries = await pgLedger(t, a!.account_id)
+    expect(entries.count).toBe(entries.distinct)
+    expect(entries.sum).toBe(await redisBalance(t, a!.account_id))
+    // The round's new calls committed too: 1 grant + 5 debits.
+    expect(entries.count).toBe(6)
+  })
+
   test('Postgres unreachable: nothing is dead-lettered; the poison is found once Postgres is back', async () => {
     const flusher = new Flusher(t.s.ctx, connectPostgres(relayUrl(), 2).db, { batch: 50, intervalMs: 10 })
     const [a] = await accountsOnShards(1)
