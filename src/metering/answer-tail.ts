@@ -11,8 +11,10 @@
  * `usage` member, however spelt: a later key with an escape declines). A raw `"usage":` cannot sit
  * inside a JSON string (its quotes would be escaped), wherever the window starts.
  */
+import { SCALAR_MEMBERS_TO_END } from './scalar-members'
+import { USAGE_KEY } from './sse-marks'
+
 const TAIL_WINDOW = 8192
-const USAGE_KEY = Buffer.from('"usage"', 'latin1')
 const OPEN = 0x7b
 const CLOSE = 0x7d
 const OPEN_LIST = 0x5b
@@ -21,8 +23,6 @@ const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const COLON = 0x3a
 const isSpace = (b: number | undefined) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09
-/** Scalar members (keys and strings without escapes; never another `usage`), then the closing brace. */
-const SCALAR_MEMBERS_TO_END = /^\s*(?:,\s*"(?!usage")[^"\\]+"\s*:\s*(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*)*\}\s*$/
 
 /** The answer's `usage` value (undefined: not readable from the end; the caller parses it all). */
 export function usageFromEnd(chunks: Uint8Array[]): unknown {

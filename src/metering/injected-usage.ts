@@ -4,12 +4,11 @@
  * did not ask for it (CONTRACT §7): exactly where parsing the event would have taken it out, and
  * the provider's bytes otherwise kept as sent. Anything this cannot prove is left to the parse.
  */
+import { SCALAR_MEMBERS_TO_END } from './scalar-members'
 import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
 
 const NULL_USAGE_TEXT = ',"usage":null'
 const NULL_USAGE = bytes(NULL_USAGE_TEXT)
-/** scalarMembersToEnd for text: a string without escapes, a number, true, false, null; no second `usage`. */
-const SCALAR_MEMBERS_TO_END = /^(?:,"(?!usage")[A-Za-z0-9_]+":(?:"[^"\\]*"|null|true|false|-?\d+(?:\.\d+)?))*\}$/
 const DATA = bytes('data:')
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The bytes the SSE meter looks for in a stream without decoding it: UTF-8 never puts an ASCII byte
- * inside a character, so each is found by a byte search.
+ * The bytes the meters look for in a provider's answer without decoding it: UTF-8 never puts an
+ * ASCII byte inside a character, so each is found by a byte search.
  */
 export const bytes = (s: string) => Buffer.from(s, 'latin1')
 /** Every API's usage sits under this key (or one spelt with a \u escape: ESCAPE). */
