@@ -87,8 +87,11 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   }
   // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
   // A metered call's charge is known only once settled: the settle hands it to the answer.
-  const answer = (balance: number, charged: number) =>
-    JSON.stringify({ call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, result: up.body })
+  // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
+  const answer = (balance: number, charged: number) => {
+    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status }
+    return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
+  }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
   return { status: 200, body: settled.replay ?? answer(settled.balance, settled.charged) }
 }

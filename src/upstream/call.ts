@@ -11,7 +11,18 @@ import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
   /** `hasLocation`: a 3xx that points elsewhere is not an answer (we never follow it). */
-  | { kind: 'response'; status: number; body: unknown; hasLocation: boolean }
+  | {
+      kind: 'response'
+      status: number
+      body: unknown
+      /**
+       * The answer's text when it parsed as JSON (the key masked): what the caller is handed, as the
+       * provider wrote it. Parsed and serialised again it would lose what a double cannot hold (a
+       * 64-bit id, 1e400) and the provider's own spelling of numbers (1.10).
+       */
+      json: string | null
+      hasLocation: boolean
+    }
   | { kind: 'too_large'; status: number }
   /** A Content-Encoding we cannot decode (a provider failure, refunded). */
   | { kind: 'bad_encoding'; status: number }
@@ -78,14 +89,16 @@ export async function callUpstream(
   }
   const type = res.headers.get('content-type') ?? ''
   let parsed: unknown = text
+  let json: string | null = null
   if (type.includes('json')) {
     try {
       parsed = JSON.parse(text)
+      json = text
     } catch {
       parsed = text
     }
   }
-  return { kind: 'response', status: res.status, body: parsed, hasLocation: res.headers.has('location') }
+  return { kind: 'response', status: res.status, body: parsed, json, hasLocation: res.headers.has('location') }
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */
