@@ -14,7 +14,7 @@ import { isRefunded, openPaidCall, outcomeOfAnswer, providerFailure, type CallOu
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
 import type { ProviderKeys } from '../vault/provider-key'
-import { readMeteredRequest, type MeteredRequest } from '../metering/request'
+import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
 
@@ -72,7 +72,10 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
 
   const clampTo = metered && call.metered?.clamped ? call.metered.maxOut : null
   const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
-  const up = await callUpstream(provider, cap, sent, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
+  // A body goes to the provider as the caller wrote it (a 64-bit id parsed and serialised again
+  // would arrive rounded), the clamp spliced in as the proxy splices it.
+  const json = clampTo !== null && metered ? forwardedBody(input.rawBody, metered, { clampTo, injectUsage: false }) : input.rawBody.trim() === '' ? '{}' : input.rawBody
+  const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
   const outcome = outcomeOf(up)
   const httpStatus = 'status' in up ? up.status : null
   const usage = metered ? usageOf(metered, up) : undefined

@@ -40,7 +40,8 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
 export async function callUpstream(
   provider: Provider,
   cap: Capability,
-  params: unknown,
+  /** The params as parsed (a GET's or DELETE's query), and as the JSON text a body carries. */
+  params: { value: unknown; json: string },
   apiKey: string,
   maxBytes: number,
   /** The client's request signal: a client that goes away takes its upstream request with it. */
@@ -51,10 +52,10 @@ export async function callUpstream(
   headers['accept-encoding'] = 'identity'
   let body: string | undefined
   if (cap.method === 'GET' || cap.method === 'DELETE') {
-    for (const [k, v] of Object.entries((params ?? {}) as Record<string, unknown>))
+    for (const [k, v] of Object.entries((params.value ?? {}) as Record<string, unknown>))
       url.searchParams.set(k, typeof v === 'string' ? v : JSON.stringify(v))
   } else {
-    body = JSON.stringify(params)
+    body = params.json
     headers['content-type'] = 'application/json'
   }
   const timeout = AbortSignal.timeout(cap.timeout_ms)

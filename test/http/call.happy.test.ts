@@ -60,6 +60,14 @@ describe('signup → search → call', () => {
     }
   })
 
+  test('the caller\'s params reach the provider as the caller wrote them: no number rounded', async () => {
+    const a = await t.signup()
+    const raw = '{"q": "x", "id": 12345678901234567890, "price": 1.10}'
+    const r = await t.req('POST', '/v1/call/test.echo', { token: a.token, body: raw })
+    expect(r.status).toBe(200)
+    expect(t.fake.seen.at(-1)!.body).toBe(raw)
+  })
+
   test('the free lane debits nothing and counts the request', async () => {
     const a = await t.signup()
     const r = await t.req('POST', '/v1/call/test.free', { token: a.token, body: {} })
