@@ -7,6 +7,7 @@
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
+import { topLevelValueSpan } from './json-members'
 import type { ApiKind } from './usage'
 
 /** Where the priced models are shown (the refusal of an unpriced one points there). */
@@ -95,5 +96,27 @@ export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: numb
   const b: Record<string, unknown> = { ...r.body }
   if (o.clampTo !== null && r.ceilingField) b[r.ceilingField] = o.clampTo
   if (o.injectUsage) b.stream_options = { ...(b.stream_options as object | undefined), include_usage: true }
-  return JSON.stringify(b)
+  // A field it has gets its value replaced in the text, the rest kept as the client wrote it (a
+  // 64-bit seed serialised again would be rounded); kept only if it parses to the intended body.
+  let text: string | null = raw
+  if (clamp) text = withValue(text, r.ceilingField!, String(o.clampTo))
+  if (o.injectUsage && text !== null) text = withValue(text, 'stream_options', JSON.stringify(b.stream_options))
+  return text !== null && sameJson(text, b) ? text : JSON.stringify(b)
+}
+
+/** The object's text with its top-level `key` set to `value` (replaced, or added after the brace). */
+function withValue(t: string, key: string, value: string): string | null {
+  const span = topLevelValueSpan(t, key)
+  if (span) return t.slice(0, span[0]) + value + t.slice(span[1])
+  const at = t.indexOf('{') + 1
+  if (at === 0) return null
+  return `${t.slice(0, at)}${JSON.stringify(key)}:${value}${t.slice(at).trimStart().startsWith('}') ? '' : ','}${t.slice(at)}`
+}
+
+function sameJson(text: string, want: unknown): boolean {
+  try {
+    return Bun.deepEquals(JSON.parse(text), want)
+  } catch {
+    return false
+  }
 }
