@@ -7,7 +7,7 @@
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
-import { topLevelValueSpan } from './json-members'
+import { topLevelValueSpan } from '../json-members'
 import type { ApiKind } from './usage'
 
 /** Where the priced models are shown (the refusal of an unpriced one points there). */

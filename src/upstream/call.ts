@@ -7,6 +7,7 @@
  */
 import { decodeBody, decodersFor } from './content-encoding'
 import { maskKey } from '../proxy/scrub'
+import { topLevelValueSpan } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
@@ -53,7 +54,7 @@ export async function callUpstream(
   let body: string | undefined
   if (cap.method === 'GET' || cap.method === 'DELETE') {
     for (const [k, v] of Object.entries((params.value ?? {}) as Record<string, unknown>))
-      url.searchParams.set(k, typeof v === 'string' ? v : JSON.stringify(v))
+      url.searchParams.set(k, typeof v === 'string' ? v : asWritten(params.json, k, v))
   } else {
     body = params.json
     headers['content-type'] = 'application/json'
@@ -100,6 +101,21 @@ export async function callUpstream(
     }
   }
   return { kind: 'response', status: res.status, body: parsed, json, hasLocation: res.headers.has('location') }
+}
+
+/**
+ * A non-string param's JSON as the caller wrote it (a 64-bit id serialised again would be rounded),
+ * when its text parses to the same value; else serialised.
+ */
+function asWritten(json: string, key: string, value: unknown): string {
+  const span = topLevelValueSpan(json, key)
+  if (span) {
+    const text = json.slice(span[0], span[1])
+    try {
+      if (Bun.deepEquals(JSON.parse(text), value)) return text
+    } catch {}
+  }
+  return JSON.stringify(value)
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */
