@@ -23,8 +23,9 @@ import { accountFields, moneyFields, MONEY_KINDS, ownerFields, type Sink } from 
 async function insertJsonRows(tx: Database, table: string, record: string, select: Record<string, string>, conflict: string, json: string, fresh = false): Promise<void> {
   const columns = Object.keys(select)
   const head = `insert into ${table} (${columns.join(', ')}) select ${Object.values(select).join(', ')} from json_to_recordset(`
-  // ON CONFLICT probes the unique index before each insert (~7 of a row's ~30 µs in Postgres, issue
-  // 17): first deliveries skip it, and the unique index still refuses a duplicate (outbox.ts, Sink).
+  // ON CONFLICT probes the unique index before each insert (11–13% of a row's CPU in Postgres:
+  // bench/pg-rows.ts --fresh): first deliveries skip it, and the unique index still refuses a
+  // duplicate (outbox.ts, Sink).
   const tail = fresh ? '' : ` on conflict (${conflict}) do nothing`
   await tx.execute(sql`${sql.raw(head)}${json}${sql.raw(`::json) as x(${record})${tail}`)}`)
 }
