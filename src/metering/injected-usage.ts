@@ -9,6 +9,8 @@ import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
 
 const NULL_USAGE_TEXT = ',"usage":null'
 const NULL_USAGE = bytes(NULL_USAGE_TEXT)
+/** The member with JSON's whitespace allowed around its tokens (the first in the text). */
+const NULL_USAGE_SPACED = /,[ \t\n\r]*"usage"[ \t\n\r]*:[ \t\n\r]*null/
 const DATA = bytes('data:')
 
 /**
@@ -112,12 +114,20 @@ function scalarMembersToEnd(b: Uint8Array, i: number, end: number): boolean {
 
 /**
  * An event's text without the injected member, under the rule strippedPrefix applies to bytes (for
- * a single-line `data:` event met in a chunk that did not start at an event's start), or null: the
- * caller parses the event.
+ * a single-line `data:` event met in a chunk that did not start at an event's start, or written
+ * with JSON's optional spaces, as Python servers of the OpenAI API write it), or null: the caller
+ * parses the event.
  */
 export function withoutInjectedNull(event: string): string | null {
-  const at = event.indexOf(NULL_USAGE_TEXT)
-  if (at === -1 || event.indexOf('"usage"') !== at + 1 || event.includes('\\u')) return null
-  const after = at + NULL_USAGE_TEXT.length
+  // The compact spelling is searched first: a plain search, where the regex costs ~10% more.
+  let at = event.indexOf(NULL_USAGE_TEXT)
+  let after = at + NULL_USAGE_TEXT.length
+  if (at === -1) {
+    const m = NULL_USAGE_SPACED.exec(event)
+    if (!m) return null
+    at = m.index
+    after = at + m[0].length
+  }
+  if (event.indexOf('"usage"') !== event.indexOf('"', at) || event.includes('\\u')) return null
   return SCALAR_MEMBERS_TO_END.test(event.slice(after)) ? event.slice(0, at) + event.slice(after) : null
 }

@@ -118,6 +118,8 @@ test('the usage option\'s `"usage":null` is taken out of the provider\'s own byt
   const split = new SseMeter('chat', true)
   expect(split.push(enc.encode('data: {"usage":{"prompt_tokens":3},"choices":[{"index":0}]')).byteLength).toBe(0)
   expect(dec.decode(split.push(enc.encode(',"usage":null,"obfuscation":"kJ"}\n\n')))).toBe('data: {"choices":[{"index":0}],"obfuscation":"kJ"}\n\n')
+  // Written with JSON's optional spaces (Python's json.dumps): the member goes, the spacing stays.
+  expect(dec.decode(padded.push(enc.encode('data: {"id": "c", "choices": [{"index": 0}], "usage": null, "obfuscation": "kJ"}\n\n')))).toBe('data: {"id": "c", "choices": [{"index": 0}], "obfuscation": "kJ"}\n\n')
   // A chunk without choices that is not the usage chunk (Azure's prompt filter results) is not dropped, by either path.
   expect(dec.decode(padded.push(enc.encode('data: {"choices":[],"usage":null}\n\n')))).toBe('data: {"choices":[]}\n\n')
   expect(padded.usage()).toBeNull()
