@@ -17,11 +17,12 @@ const DATA = bytes('data:')
  * For an OpenAI chat chunk that starts an event: its leading whole events, up to `cut`, with the
  * `"usage":null` member the usage option adds to every chunk taken out of their bytes — what
  * inspect() would pass on for them, without decoding, parsing and serialising each chunk of the
- * stream again. The prefix stops at the first event that is not a single line that either holds no
- * mark (the meter's firstMark) or is a `data:` line whose only mark is a `,"usage":null` followed by nothing but
- * scalar members to the object's end (OpenAI sends its `obfuscation` padding there): then the
- * member is the top-level object's (nothing opens or closes between it and the final brace, and
- * its quotes are not escaped, so not inside a string). The provider's bytes are otherwise kept.
+ * stream again. The prefix stops at the first event that is not a single line that either holds
+ * no mark (the meter's firstMark) or is a `data:` line whose only mark is a `,"usage":null`
+ * followed by nothing but scalar members to the object's end (OpenAI sends its `obfuscation`
+ * padding there): then the member is the top-level object's (nothing opens or closes between it
+ * and the final brace, and its quotes are not escaped, so not inside a string). The provider's
+ * bytes are otherwise kept.
  */
 export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
   const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
