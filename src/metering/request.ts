@@ -3,11 +3,12 @@
  * model and its prices, the output ceiling it names, whether it streams, and a bound on its input
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
- * errors: BAD_REQUEST (body, model, the ceiling field).
+ * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file or document part).
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
 import { topLevelValueSpan } from '../json-members'
+import { IMAGE_TOKENS_BOUND, mediaParts } from './media'
 import type { ApiKind } from './usage'
 
 /** Where the priced models are shown (the refusal of an unpriced one points there). */
@@ -24,7 +25,8 @@ export interface MeteredRequest {
   stream: boolean
   /**
    * Never below the true input token count: the body's UTF-8 byte length (a token is at least
-   * one byte of the text it encodes, and the JSON around the text only adds bytes).
+   * one byte of the text it encodes, and the JSON around the text only adds bytes), plus
+   * IMAGE_TOKENS_BOUND per image part, whose tokens its bytes do not bound (media.ts).
    */
   inputBound: number
   minOutput: number
@@ -51,6 +53,10 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   const model = typeof b.model === 'string' ? b.model : ''
   const price = Object.hasOwn(spec.models, model) ? spec.models[model] : undefined
   if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })
+  // The reservation bounds one completion's output: n of them could cost n times it.
+  if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
+  const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts(b)
+  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file or document parts (a metered route cannot bound the tokens of a file: send its text)' })
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   for (const f of CEILING_FIELDS[kind]) {
     const v = b[f]
@@ -66,7 +72,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     ceiling,
     ceilingField: CEILING_FIELDS[kind][0] ?? null,
     stream: b.stream === true,
-    inputBound: Buffer.byteLength(raw, 'utf8'),
+    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * IMAGE_TOKENS_BOUND,
     minOutput: spec.min_output,
     body: b,
   }

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLlmFake, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { BIG, costMicro, meteredCatalog, reservation } from '../helpers/metering'
+import { BIG, costMicro, GPT, meteredCatalog, reservation } from '../helpers/metering'
+import { IMAGE_TOKENS_BOUND } from '../../src/metering/media'
 import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
 
 let t: TestApp
@@ -136,6 +137,34 @@ describe('breaks', () => {
     expect(r.status).toBe(502)
     expect(body).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true })
     expect(await eventually(() => balance(a.token), (b) => b === 500)).toBe(500)
+  })
+})
+
+describe('what bytes cannot bound', () => {
+  const image = (url: string) => ({ type: 'image_url', image_url: { url } })
+
+  test('each image part adds IMAGE_TOKENS_BOUND to the input bound: a few URL bytes cannot reserve a fraction of what they cost', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 10, cached: 0, output: 5 }
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'what are these?' }, image('https://example.com/a.png'), image('data:image/png;base64,iVBORw0KGgo=')] }]
+    const { raw, res } = chat(a.token, { model: 'gpt-test', max_completion_tokens: 100, messages })
+    const r = await res
+    expect(r.status).toBe(200)
+    await r.json()
+    expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(GPT, Buffer.byteLength(raw) + 2 * IMAGE_TOKENS_BOUND, 100))
+  })
+
+  test('a file or document part, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
+    const a = await t.signup()
+    const before = t.fake.seen.length
+    const file = [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }]
+    for (const [body, field] of [[{ model: 'gpt-test', messages: file }, 'messages'], [{ model: 'gpt-test', n: 2 }, 'n']] as const) {
+      const r = await chat(a.token, body).res
+      expect(r.status).toBe(400)
+      expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field })
+    }
+    expect(t.fake.seen.length).toBe(before)
+    expect(await balance(a.token)).toBe(500)
   })
 })
 

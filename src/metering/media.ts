@@ -1,0 +1,48 @@
+/**
+ * The parts of a metered request whose tokens its bytes do not bound (CONTRACT §7's input bound is
+ * the body's UTF-8 bytes, sound for text: a token is at least a byte of what it encodes). An image
+ * costs tokens by its pixels, not its bytes: a URL of 60 bytes, or a tiny PNG of one colour, can be
+ * a 2048-pixel image of thousands of tokens. A file or document (a PDF) costs its pages, text and
+ * page images, whatever its size or reference. Without this, a request of many image URLs reserved a
+ * few credits and cost the house many more, past every cap (the excess only recorded as uncharged).
+ */
+
+/**
+ * The most tokens one image costs on the models we price, with room: OpenAI's tiled models up to
+ * 1,445 (gpt-4o, high detail), its patch-based ones up to 1,536 patches × 2.46 ≈ 3,780 (gpt-4.1-nano),
+ * Anthropic's ~1,600 (1.15 megapixels / 750). Added to the input bound per image part.
+ */
+export const IMAGE_TOKENS_BOUND = 6_000
+
+/** Content part types that carry an image, across the three APIs (and a computer-use screenshot). */
+const IMAGE_TYPES = new Set(['image_url', 'input_image', 'image', 'computer_screenshot'])
+/** Content part types that carry a file or document: no bound from the request, so refused. */
+const FILE_TYPES = new Set(['file', 'input_file', 'document'])
+
+export interface MediaParts {
+  images: number
+  files: number
+}
+
+/** Counts the image and file parts anywhere in the request (tool results included), without recursion. */
+export function mediaParts(body: unknown): MediaParts {
+  const parts: MediaParts = { images: 0, files: 0 }
+  const stack: unknown[] = [body]
+  while (stack.length) {
+    const v = stack.pop()
+    if (Array.isArray(v)) {
+      for (const x of v) if (x && typeof x === 'object') stack.push(x)
+    } else if (v && typeof v === 'object') {
+      const o = v as Record<string, unknown>
+      if (typeof o.type === 'string') {
+        if (IMAGE_TYPES.has(o.type)) parts.images++
+        else if (FILE_TYPES.has(o.type)) parts.files++
+      }
+      for (const k in o) {
+        const x = o[k]
+        if (x && typeof x === 'object') stack.push(x)
+      }
+    }
+  }
+  return parts
+}
