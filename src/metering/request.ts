@@ -3,7 +3,8 @@
  * model and its prices, the output ceiling it names, whether it streams, and a bound on its input
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
- * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file or document part).
+ * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
+ *         audio output).
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
@@ -56,7 +57,9 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   // The reservation bounds one completion's output: n of them could cost n times it.
   if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
   const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts(b)
-  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file or document parts (a metered route cannot bound the tokens of a file: send its text)' })
+  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document or audio parts (a metered route prices text and images only: send the text)' })
+  // Audio output is billed at the model's audio rate, which the catalog does not price.
+  if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   for (const f of CEILING_FIELDS[kind]) {
     const v = b[f]

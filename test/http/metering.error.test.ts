@@ -154,11 +154,18 @@ describe('what bytes cannot bound', () => {
     expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(GPT, Buffer.byteLength(raw) + 2 * IMAGE_TOKENS_BOUND, 100))
   })
 
-  test('a file or document part, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
+  test('a file, document or audio part, audio output, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
     const a = await t.signup()
     const before = t.fake.seen.length
     const file = [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }]
-    for (const [body, field] of [[{ model: 'gpt-test', messages: file }, 'messages'], [{ model: 'gpt-test', n: 2 }, 'n']] as const) {
+    const audio = [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }] }]
+    const cases = [
+      [{ model: 'gpt-test', messages: file }, 'messages'],
+      [{ model: 'gpt-test', messages: audio }, 'messages'],
+      [{ model: 'gpt-test', modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, 'modalities'],
+      [{ model: 'gpt-test', n: 2 }, 'n'],
+    ] as const
+    for (const [body, field] of cases) {
       const r = await chat(a.token, body).res
       expect(r.status).toBe(400)
       expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field })
