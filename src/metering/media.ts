@@ -6,6 +6,7 @@
  * page images, whatever its size or reference. Without this, a request of many image URLs reserved a
  * few credits and cost the house many more, past every cap (the excess only recorded as uncharged).
  */
+import { ApiError } from '../errors'
 
 /**
  * The most tokens one image costs on the models we price, with room: OpenAI's tiled models up to
@@ -52,3 +53,34 @@ export function mediaParts(body: unknown): MediaParts {
   }
   return parts
 }
+
+/**
+ * The prompt a provider adds, unseen in the request, once tools are present: Anthropic's tool-use
+ * system prompt (~350 tokens) and its built-in client tools' (bash ~245, text editor ~700, computer
+ * ~735 each), with room. Added to the input bound of a request that carries tools.
+ */
+export const TOOLS_PROMPT_BOUND = 3_000
+
+/**
+ * Tools the client runs (their results come back in a later request, bounded there): functions and
+ * custom tools, Anthropic's typeless custom tools and its bash, text editor, computer and memory
+ * tools, OpenAI's computer use and local shell. A server-side tool (web search, code execution,
+ * file search, a remote MCP server) feeds its results into the input and may add a fee per use:
+ * nothing in the request bounds either.
+ */
+const CLIENT_TOOL = /^(function|custom|computer_use_preview|local_shell|(bash|text_editor|computer|memory)_\d+)$/
+
+/** The input bound tools add (0 without tools); server-side tools are refused. */
+export function toolsBound(body: Record<string, unknown>): number {
+  for (const field of ['web_search_options', 'mcp_servers'])
+    if (body[field] !== undefined && body[field] !== null) throw serverSide(field)
+  const tools = body.tools
+  if (!Array.isArray(tools) || tools.length === 0) return 0
+  for (const t of tools) {
+    const type = t && typeof t === 'object' ? (t as Record<string, unknown>).type : null
+    if (type !== undefined && (typeof type !== 'string' || !CLIENT_TOOL.test(type))) throw serverSide('tools')
+  }
+  return TOOLS_PROMPT_BOUND
+}
+
+const serverSide = (field: string) => new ApiError('BAD_REQUEST', { field, expected: 'client-side tools only (a server-side tool feeds the input and may charge per use: nothing in the request bounds it)' })

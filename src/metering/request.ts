@@ -4,12 +4,12 @@
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
  * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
- *         audio output).
+ *         audio output, a server-side tool).
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
 import { topLevelValueSpan } from '../json-members'
-import { IMAGE_TOKENS_BOUND, mediaParts } from './media'
+import { IMAGE_TOKENS_BOUND, mediaParts, toolsBound } from './media'
 import type { ApiKind } from './usage'
 
 /** Where the priced models are shown (the refusal of an unpriced one points there). */
@@ -27,7 +27,8 @@ export interface MeteredRequest {
   /**
    * Never below the true input token count: the body's UTF-8 byte length (a token is at least
    * one byte of the text it encodes, and the JSON around the text only adds bytes), plus
-   * IMAGE_TOKENS_BOUND per image part, whose tokens its bytes do not bound (media.ts).
+   * IMAGE_TOKENS_BOUND per image part, whose tokens its bytes do not bound, and TOOLS_PROMPT_BOUND
+   * when tools are present, for the prompt the provider adds for them (media.ts).
    */
   inputBound: number
   minOutput: number
@@ -60,6 +61,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document or audio parts (a metered route prices text and images only: send the text)' })
   // Audio output is billed at the model's audio rate, which the catalog does not price.
   if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
+  const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   for (const f of CEILING_FIELDS[kind]) {
     const v = b[f]
@@ -75,7 +77,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     ceiling,
     ceilingField: CEILING_FIELDS[kind][0] ?? null,
     stream: b.stream === true,
-    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * IMAGE_TOKENS_BOUND,
+    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * IMAGE_TOKENS_BOUND + tools,
     minOutput: spec.min_output,
     body: b,
   }

@@ -4,7 +4,7 @@
  * into the OpenAI and Anthropic SDKs. Built from the catalog, so it never lists a route that
  * does not exist.
  */
-import { IMAGE_TOKENS_BOUND } from '../metering/media'
+import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../metering/media'
 import type { Config } from '../config'
 import type { Catalog, Provider } from '../catalog/catalog'
 import { mcpConfigLines } from '../mcp/config-snippet'
@@ -29,7 +29,7 @@ function meteredLines(p: Provider, cfg: Config): string[] {
   return [
     `Metered paths (charged by the tokens used, not the flat cost above): ${(m.routes ?? []).map((r) => `\`${r}\``).join(', ')}.`,
     'Prices in credits per 1,000,000 tokens. Before forwarding, the request reserves ceil((input bound × input + output ceiling × output) / 1e6) + 1 credits',
-    `(the input bound: the request body bytes, plus ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens per image part; file, document and audio parts, audio output and n > 1 are refused: the request gives no bound or price for their tokens)`,
+    `(the input bound: the request body bytes, plus ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens per image part and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools and n > 1 are refused: the request gives no bound or price for their tokens)`,
     `(the ceiling: your max_tokens / max_completion_tokens / max_output_tokens, else the model's max output — lowered to what you can afford, at least ${m.min_output}, and reported in x-pab-max-tokens-clamped).`,
     'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLlmFake, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { BIG, costMicro, GPT, meteredCatalog, reservation } from '../helpers/metering'
-import { IMAGE_TOKENS_BOUND } from '../../src/metering/media'
+import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
 import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
 
 let t: TestApp
@@ -154,7 +154,20 @@ describe('what bytes cannot bound', () => {
     expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(GPT, Buffer.byteLength(raw) + 2 * IMAGE_TOKENS_BOUND, 100))
   })
 
-  test('a file, document or audio part, audio output, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
+  test('tools add TOOLS_PROMPT_BOUND to the input bound, for the prompt the provider adds for them', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 10, cached: 0, output: 5 }
+    const tools = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } }]
+    // A model priced high enough that the bound moves the reservation by whole credits.
+    const { raw, res } = chat(a.token, { model: 'gpt-big', max_completion_tokens: 100, tools })
+    const r = await res
+    expect(r.status).toBe(200)
+    await r.json()
+    expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(BIG, Buffer.byteLength(raw) + TOOLS_PROMPT_BOUND, 100))
+    expect(reservation(BIG, Buffer.byteLength(raw) + TOOLS_PROMPT_BOUND, 100)).toBeGreaterThan(reservation(BIG, Buffer.byteLength(raw), 100))
+  })
+
+  test('a file, document or audio part, audio output, a server-side tool, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
     const a = await t.signup()
     const before = t.fake.seen.length
     const file = [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }]
@@ -164,6 +177,8 @@ describe('what bytes cannot bound', () => {
       [{ model: 'gpt-test', messages: audio }, 'messages'],
       [{ model: 'gpt-test', modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } }, 'modalities'],
       [{ model: 'gpt-test', n: 2 }, 'n'],
+      [{ model: 'gpt-test', tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'tools'],
+      [{ model: 'gpt-test', web_search_options: {} }, 'web_search_options'],
     ] as const
     for (const [body, field] of cases) {
       const r = await chat(a.token, body).res
