@@ -4,7 +4,7 @@
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
  * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
- *         audio output, a server-side tool).
+ *         audio output, a server-side tool, a priority service tier).
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
@@ -61,6 +61,8 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document or audio parts (a metered route prices text and images only: send the text)' })
   // Audio output is billed at the model's audio rate, which the catalog does not price.
   if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
+  // OpenAI's priority tier bills above the prices the catalog holds (the default and flex tiers do not).
+  if (b.service_tier === 'priority' || b.service_tier === 'scale') throw new ApiError('BAD_REQUEST', { field: 'service_tier', expected: "'auto', 'default', 'flex' or absent (a metered route holds the standard prices)" })
   const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   for (const f of CEILING_FIELDS[kind]) {

@@ -29,7 +29,7 @@ function meteredLines(p: Provider, cfg: Config): string[] {
   return [
     `Metered paths (charged by the tokens used, not the flat cost above): ${(m.routes ?? []).map((r) => `\`${r}\``).join(', ')}.`,
     'Prices in credits per 1,000,000 tokens. Before forwarding, the request reserves ceil((input bound × input + output ceiling × output) / 1e6) + 1 credits',
-    `(the input bound: the request body bytes, plus ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens per image part and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools and n > 1 are refused: the request gives no bound or price for their tokens)`,
+    `(the input bound: the request body bytes, plus ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens per image part and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools, the priority service tier and n > 1 are refused: the request gives no bound or price for their tokens)`,
     `(the ceiling: your max_tokens / max_completion_tokens / max_output_tokens, else the model's max output — lowered to what you can afford, at least ${m.min_output}, and reported in x-pab-max-tokens-clamped).`,
     'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
