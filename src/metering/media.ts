@@ -31,7 +31,7 @@ export interface MediaParts {
   files: number
 }
 
-/** Counts the image and file parts anywhere in the request (tool results included), without recursion. */
+/** Counts the image and file parts anywhere in what it is given (tool results included), without recursion. */
 export function mediaParts(body: unknown): MediaParts {
   const parts: MediaParts = { images: 0, files: 0 }
   const stack: unknown[] = [body]

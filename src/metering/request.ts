@@ -57,7 +57,8 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })
   // The reservation bounds one completion's output: n of them could cost n times it.
   if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
-  const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts(b)
+  // Only where content lives: a tool's parameter schema may say `"type": "file"` (OpenAPI 2) and mean no file.
+  const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts([b.messages, b.input, b.system])
   if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document or audio parts (a metered route prices text and images only: send the text)' })
   // Audio output is billed at the model's audio rate, which the catalog does not price.
   if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })

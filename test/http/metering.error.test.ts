@@ -157,7 +157,8 @@ describe('what bytes cannot bound', () => {
   test('tools add TOOLS_PROMPT_BOUND to the input bound, for the prompt the provider adds for them', async () => {
     const a = await t.signup()
     llm.usage = { input: 10, cached: 0, output: 5 }
-    const tools = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } }]
+    // A parameter schema that says `"type": "file"` (OpenAPI 2) is a schema, not a file part.
+    const tools = [{ type: 'function', function: { name: 'upload', parameters: { type: 'object', properties: { doc: { type: 'file' } } } } }]
     // A model priced high enough that the bound moves the reservation by whole credits.
     const { raw, res } = chat(a.token, { model: 'gpt-big', max_completion_tokens: 100, tools })
     const r = await res
