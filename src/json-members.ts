@@ -72,3 +72,12 @@ export function topLevelValueSpan(t: string, key: string): [number, number] | nu
     i = skipWs(t, i + 1)
   }
 }
+
+/** Whether `text` is JSON for `value`: the check that lets an edit of the text stand. */
+export function parsesTo(text: string, value: unknown): boolean {
+  try {
+    return Bun.deepEquals(JSON.parse(text), value)
+  } catch {
+    return false
+  }
+}

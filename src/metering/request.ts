@@ -8,7 +8,7 @@
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
-import { topLevelValueSpan } from '../json-members'
+import { parsesTo, topLevelValueSpan } from '../json-members'
 import { IMAGE_TOKENS_BOUND, mediaParts, toolsBound } from './media'
 import type { ApiKind } from './usage'
 
@@ -103,9 +103,7 @@ export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: numb
     const add: string[] = []
     if (clamp) add.push(`${JSON.stringify(r.ceilingField)}:${o.clampTo}`)
     if (o.injectUsage) add.push('"stream_options":{"include_usage":true}')
-    const at = raw.indexOf('{') + 1
-    const empty = raw.slice(at).trimStart().startsWith('}')
-    return raw.slice(0, at) + add.join(',') + (empty ? '' : ',') + raw.slice(at)
+    return withMembersAdded(raw, add)
   }
   const b: Record<string, unknown> = { ...r.body }
   if (o.clampTo !== null && r.ceilingField) b[r.ceilingField] = o.clampTo
@@ -115,22 +113,19 @@ export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: numb
   let text: string | null = raw
   if (clamp) text = withValue(text, r.ceilingField!, String(o.clampTo))
   if (o.injectUsage && text !== null) text = withValue(text, 'stream_options', JSON.stringify(b.stream_options))
-  return text !== null && sameJson(text, b) ? text : JSON.stringify(b)
+  return text !== null && parsesTo(text, b) ? text : JSON.stringify(b)
 }
 
 /** The object's text with its top-level `key` set to `value` (replaced, or added after the brace). */
 function withValue(t: string, key: string, value: string): string | null {
   const span = topLevelValueSpan(t, key)
   if (span) return t.slice(0, span[0]) + value + t.slice(span[1])
-  const at = t.indexOf('{') + 1
-  if (at === 0) return null
-  return `${t.slice(0, at)}${JSON.stringify(key)}:${value}${t.slice(at).trimStart().startsWith('}') ? '' : ','}${t.slice(at)}`
+  return t.includes('{') ? withMembersAdded(t, [`${JSON.stringify(key)}:${value}`]) : null
 }
 
-function sameJson(text: string, want: unknown): boolean {
-  try {
-    return Bun.deepEquals(JSON.parse(text), want)
-  } catch {
-    return false
-  }
+/** Members spliced in after the object's opening brace (a JSON object's members have no order). */
+function withMembersAdded(t: string, members: string[]): string {
+  const at = t.indexOf('{') + 1
+  const empty = t.slice(at).trimStart().startsWith('}')
+  return t.slice(0, at) + members.join(',') + (empty ? '' : ',') + t.slice(at)
 }

@@ -7,7 +7,7 @@
  */
 import { decodeBody, decodersFor } from './content-encoding'
 import { maskKey } from '../proxy/scrub'
-import { topLevelValueSpan } from '../json-members'
+import { parsesTo, topLevelValueSpan } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
@@ -109,13 +109,8 @@ export async function callUpstream(
  */
 function asWritten(json: string, key: string, value: unknown): string {
   const span = topLevelValueSpan(json, key)
-  if (span) {
-    const text = json.slice(span[0], span[1])
-    try {
-      if (Bun.deepEquals(JSON.parse(text), value)) return text
-    } catch {}
-  }
-  return JSON.stringify(value)
+  const text = span && json.slice(span[0], span[1])
+  return text && parsesTo(text, value) ? text : JSON.stringify(value)
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */
