@@ -253,8 +253,10 @@ function wholeEventsBefore(c: Uint8Array, mark: number): number {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+/** a then b, copied only when both hold bytes (the meter's and the metered relay's joins). */
+export function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   if (!b.byteLength) return a
+  if (!a.byteLength) return b
   const out = new Uint8Array(a.byteLength + b.byteLength)
   out.set(a)
   out.set(b, a.byteLength)

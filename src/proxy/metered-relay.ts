@@ -10,7 +10,7 @@
  *   upstream_error the upstream failed mid-body while the client was there: the client's body errors
  *   client_closed  the client left and the drain ended without the body's end (failed, timed out)
  */
-import type { UsageMeter } from '../metering/meter'
+import { concat, type UsageMeter } from '../metering/meter'
 import { cutAtCap, RelayCutError, type ChunkReader, type RelayEnd } from './relay'
 import { KeyScrubber } from './scrub'
 
@@ -156,13 +156,4 @@ export function meteredRelay(reader: ChunkReader, first: Uint8Array, opt: Metere
     },
     { highWaterMark: 0 },
   )
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (!b.byteLength) return a
-  if (!a.byteLength) return b
-  const out = new Uint8Array(a.byteLength + b.byteLength)
-  out.set(a)
-  out.set(b, a.byteLength)
-  return out
 }
