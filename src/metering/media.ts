@@ -18,7 +18,12 @@ export const IMAGE_TOKENS_BOUND = 6_000
 /** Content part types that carry an image, across the three APIs (and a computer-use screenshot). */
 const IMAGE_TYPES = new Set(['image_url', 'input_image', 'image', 'computer_screenshot'])
 /** Content part types that carry a file or document: no bound from the request, so refused. */
-const FILE_TYPES = new Set(['file', 'input_file', 'document'])
+const FILE_TYPES = new Set(['file', 'input_file', 'document', 'container_upload'])
+/**
+ * An item of an earlier response named by its id (Responses API): its content is input the
+ * provider holds and the request does not carry, so nothing bounds it either: refused with files.
+ */
+const STORED_TYPES = new Set(['item_reference'])
 /**
  * Audio input: its tokens are billed at the model's audio rate, which the catalog does not price
  * (charged at the text rate, the house would pay the difference), so refused too.
@@ -27,7 +32,7 @@ const AUDIO_TYPES = new Set(['input_audio'])
 
 export interface MediaParts {
   images: number
-  /** Files, documents and audio: parts a metered route refuses. */
+  /** Files, documents, audio and stored items: parts a metered route refuses. */
   files: number
 }
 
@@ -43,7 +48,7 @@ export function mediaParts(body: unknown): MediaParts {
       const o = v as Record<string, unknown>
       if (typeof o.type === 'string') {
         if (IMAGE_TYPES.has(o.type)) parts.images++
-        else if (FILE_TYPES.has(o.type) || AUDIO_TYPES.has(o.type)) parts.files++
+        else if (FILE_TYPES.has(o.type) || AUDIO_TYPES.has(o.type) || STORED_TYPES.has(o.type)) parts.files++
       }
       for (const k in o) {
         const x = o[k]

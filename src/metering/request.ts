@@ -4,7 +4,8 @@
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
  * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
- *         audio output, a server-side tool, a priority service tier).
+ *         audio output, a server-side tool, a priority service tier, input the provider holds:
+ *         an earlier response, a conversation, a stored prompt or item, a background response).
  */
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
@@ -59,11 +60,15 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
   // Only where content lives: a tool's parameter schema may say `"type": "file"` (OpenAPI 2) and mean no file.
   const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts([b.messages, b.input, b.system])
-  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document or audio parts (a metered route prices text and images only: send the text)' })
+  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document, audio or stored-item parts (a metered route prices text and images only: send the text)' })
   // Audio output is billed at the model's audio rate, which the catalog does not price.
   if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
   // OpenAI's priority tier bills above the prices the catalog holds (the default and flex tiers do not).
   if (b.service_tier === 'priority' || b.service_tier === 'scale') throw new ApiError('BAD_REQUEST', { field: 'service_tier', expected: "'auto', 'default', 'flex' or absent (a metered route holds the standard prices)" })
+  if (kind === 'responses') refuseStoredInput(b)
+  // An assistant turn's `audio` names an earlier audio answer by id: audio input, at the audio rate.
+  if (kind === 'chat' && Array.isArray(b.messages) && b.messages.some((m) => m && typeof m === 'object' && (m as Record<string, unknown>).audio != null))
+    throw new ApiError('BAD_REQUEST', { field: 'messages', expected: 'no audio in the messages (a metered route prices text and images only)' })
   const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   for (const f of CEILING_FIELDS[kind]) {
@@ -84,6 +89,19 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     minOutput: spec.min_output,
     body: b,
   }
+}
+
+/**
+ * Input the provider holds and this request only names, so its bytes do not bound it (OpenAI bills
+ * it all as input): the turns of an earlier response or of a conversation, a stored prompt. And a
+ * background response, which answers before it is generated and carries no usage: the call would
+ * settle on an estimate of a few bytes while the provider bills the whole generation later.
+ */
+function refuseStoredInput(b: Record<string, unknown>): void {
+  for (const field of ['previous_response_id', 'conversation', 'prompt'])
+    if (b[field] !== undefined && b[field] !== null)
+      throw new ApiError('BAD_REQUEST', { field, expected: 'absent: send the whole input in the request (input the provider holds is billed, and nothing in the request bounds it)' })
+  if (b.background === true) throw new ApiError('BAD_REQUEST', { field: 'background', expected: 'false or absent (a background response is billed after it answers, past its settle)' })
 }
 
 /** An OpenAI chat stream reports its usage only when asked; the client may have asked itself. */

@@ -3,9 +3,11 @@
  * (bounded by MAX_BODY_BYTES; a flat route streams it instead) to find the model and the ceiling,
  * the debit's metering arguments, the body forwarded (the clamp written in, the usage chunk asked
  * for), and the usage a settle is charged for by how the relay ended.
- * errors: BAD_REQUEST (body too large → 413, not JSON, an unpriced model, a bad ceiling).
+ * errors: BAD_REQUEST (body too large → 413, not JSON, an unpriced model, a bad ceiling, Anthropic's
+ *         long-context beta).
  */
 import type { Metering } from '../catalog/catalog'
+import { ApiError } from '../errors'
 import { readText } from '../edge/body'
 import type { DebitMetering } from '../lua/debit'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
@@ -18,7 +20,16 @@ export interface MeteredProxyRequest {
   req: MeteredRequest
 }
 
+/**
+ * Anthropic's 1M-token context window (a beta the client turns on by header) bills a prompt past
+ * 200k tokens at a long-context rate, about twice the input and 1.5 times the output price, which
+ * the catalog does not hold: charged at the standard prices, the house would pay the difference.
+ */
+const LONG_CONTEXT_BETA = /(^|,)\s*context-1m/i
+
 export async function readMeteredProxyRequest(request: Request, m: Metering, maxBodyBytes: number): Promise<MeteredProxyRequest> {
+  if (m.spec.dialect === 'anthropic' && LONG_CONTEXT_BETA.test(request.headers.get('anthropic-beta') ?? ''))
+    throw new ApiError('BAD_REQUEST', { field: 'anthropic-beta', expected: 'no context-1m beta (a metered route holds the standard prices, not the long-context ones)' })
   const raw = await readText(request, maxBodyBytes)
   return { raw, req: readMeteredRequest(raw, m.spec, m.kind) }
 }

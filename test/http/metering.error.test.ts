@@ -192,6 +192,54 @@ describe('what bytes cannot bound', () => {
   })
 })
 
+describe('input the provider holds', () => {
+  const post = (token: string, path: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    fetch(`${base}/proxy/${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+
+  test('an earlier response, a conversation, a stored prompt or item, a background response, an earlier audio answer: BAD_REQUEST, no upstream request, nothing debited', async () => {
+    const a = await t.signup()
+    const before = t.fake.seen.length
+    const responses = [
+      [{ model: 'gpt-test', input: 'and then?', previous_response_id: 'resp_abc' }, 'previous_response_id'],
+      [{ model: 'gpt-test', input: 'and then?', conversation: 'conv_abc' }, 'conversation'],
+      [{ model: 'gpt-test', prompt: { id: 'pmpt_abc', version: '2' } }, 'prompt'],
+      [{ model: 'gpt-test', input: 'write a novel', background: true }, 'background'],
+      [{ model: 'gpt-test', input: [{ type: 'item_reference', id: 'msg_abc' }, { role: 'user', content: 'go on' }] }, 'input'],
+    ] as const
+    for (const [body, field] of responses) {
+      const r = await post(a.token, 'openai/v1/responses', body)
+      expect(r.status).toBe(400)
+      expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field })
+    }
+    const audioAnswer = [{ role: 'user', content: 'hi' }, { role: 'assistant', audio: { id: 'audio_abc' } }, { role: 'user', content: 'again' }]
+    const r = await chat(a.token, { model: 'gpt-test', messages: audioAnswer }).res
+    expect(r.status).toBe(400)
+    expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'messages' })
+    // Null fields are absent ones (SDKs send them): served.
+    llm.usage = { input: 10, cached: 0, output: 5 }
+    const ok = await post(a.token, 'openai/v1/responses', { model: 'gpt-test', input: 'hi', previous_response_id: null, background: false, max_output_tokens: 20 })
+    expect(ok.status).toBe(200)
+    await ok.text()
+    expect(t.fake.seen.length).toBe(before + 1)
+  })
+
+  test("Anthropic's 1M-context beta (long-context prices the catalog does not hold): BAD_REQUEST on anthropic-beta; other betas pass", async () => {
+    const a = await t.signup()
+    const before = t.fake.seen.length
+    const body = { model: 'claude-test', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }
+    for (const beta of ['context-1m-2025-08-07', 'prompt-caching-2024-07-31, context-1m-2025-08-07']) {
+      const r = await post(a.token, 'anthropic/v1/messages', body, { 'anthropic-beta': beta })
+      expect(r.status).toBe(400)
+      expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'anthropic-beta' })
+    }
+    expect(t.fake.seen.length).toBe(before)
+    expect(await balance(a.token)).toBe(500)
+    const other = await post(a.token, 'anthropic/v1/messages', body, { 'anthropic-beta': 'token-efficient-tools-2025-02-19' })
+    expect(other.status).not.toBe(400)
+    await other.text()
+  })
+})
+
 describe('models', () => {
   test('an unpriced model: BAD_REQUEST on model, no upstream request, nothing debited', async () => {
     const a = await t.signup()
