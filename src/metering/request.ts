@@ -4,7 +4,7 @@
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
  * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
- *         audio output, a server-side tool, a priority service tier, input the provider holds:
+ *         audio output, a server-side tool, a priority service tier, a predicted output, input the provider holds:
  *         an earlier response, a conversation, a stored prompt or item, a background response).
  */
 import { ApiError } from '../errors'
@@ -65,6 +65,9 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
   // OpenAI's priority tier bills above the prices the catalog holds (the default and flex tiers do not).
   if (b.service_tier === 'priority' || b.service_tier === 'scale') throw new ApiError('BAD_REQUEST', { field: 'service_tier', expected: "'auto', 'default', 'flex' or absent (a metered route holds the standard prices)" })
+  // A predicted output's rejected tokens are billed at the output rate, and OpenAI does not say the
+  // ceiling bounds them; the prediction's bytes only weigh in the input bound, at the input rate.
+  if (kind === 'chat' && b.prediction !== undefined && b.prediction !== null) throw new ApiError('BAD_REQUEST', { field: 'prediction', expected: 'absent (its rejected tokens are billed as output, and the ceiling a metered route reserves is not known to bound them)' })
   if (kind === 'responses') refuseStoredInput(b)
   // An assistant turn's `audio` names an earlier audio answer by id: audio input, at the audio rate.
   if (kind === 'chat' && Array.isArray(b.messages) && b.messages.some((m) => m && typeof m === 'object' && (m as Record<string, unknown>).audio != null))

@@ -168,7 +168,7 @@ describe('what bytes cannot bound', () => {
     expect(reservation(BIG, Buffer.byteLength(raw) + TOOLS_PROMPT_BOUND, 100)).toBeGreaterThan(reservation(BIG, Buffer.byteLength(raw), 100))
   })
 
-  test('a file, document or audio part, audio output, a server-side tool, the priority tier, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
+  test('a file, document or audio part, audio output, a server-side tool, the priority tier, a predicted output, or n past 1: BAD_REQUEST, no upstream request, nothing debited', async () => {
     const a = await t.signup()
     const before = t.fake.seen.length
     const file = [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }]
@@ -181,6 +181,7 @@ describe('what bytes cannot bound', () => {
       [{ model: 'gpt-test', tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'tools'],
       [{ model: 'gpt-test', web_search_options: {} }, 'web_search_options'],
       [{ model: 'gpt-test', service_tier: 'priority' }, 'service_tier'],
+      [{ model: 'gpt-test', prediction: { type: 'content', content: 'the file as it was' } }, 'prediction'],
     ] as const
     for (const [body, field] of cases) {
       const r = await chat(a.token, body).res
