@@ -36,7 +36,7 @@ export interface MeteredRequest {
   body: Record<string, unknown>
 }
 
-/** The request field that names the output ceiling, per API; the first present one wins. */
+/** The request fields that name the output ceiling, per API; a clamp writes the first. */
 const CEILING_FIELDS: Record<ApiKind, string[]> = {
   chat: ['max_completion_tokens', 'max_tokens'],
   responses: ['max_output_tokens'],
@@ -74,12 +74,13 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     throw new ApiError('BAD_REQUEST', { field: 'messages', expected: 'no audio in the messages (a metered route prices text and images only)' })
   const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
+  // Chat has two names for the ceiling; a request that sets both is reserved for the larger, since
+  // which one the provider obeys is not ours to guess.
   for (const f of CEILING_FIELDS[kind]) {
     const v = b[f]
     if (v === undefined || v === null) continue
     if (!Number.isSafeInteger(v) || (v as number) < 1) throw new ApiError('BAD_REQUEST', { field: f, expected: 'a positive integer' })
-    ceiling = v as number
-    break
+    ceiling = Math.max(ceiling ?? 0, v as number)
   }
   return {
     kind,

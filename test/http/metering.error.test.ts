@@ -84,6 +84,21 @@ describe('the clamp and the 402', () => {
   })
 })
 
+describe('two ceilings', () => {
+  test('a chat request naming both max_tokens and max_completion_tokens is reserved for the larger, whichever the provider obeys', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 10, cached: 0, output: 5 }
+    for (const body of [{ max_tokens: 3000, max_completion_tokens: 20 }, { max_tokens: 20, max_completion_tokens: 3000 }]) {
+      const { raw, res } = chat(a.token, { model: 'gpt-big', ...body })
+      const r = await res
+      expect(r.status).toBe(200)
+      await r.json()
+      expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(BIG, Buffer.byteLength(raw), 3000))
+      expect(reservation(BIG, Buffer.byteLength(raw), 3000)).toBeGreaterThan(reservation(BIG, Buffer.byteLength(raw), 20))
+    }
+  })
+})
+
 describe('breaks', () => {
   test('the client leaves mid-stream: the upstream is read to its end and its final usage charged', async () => {
     const a = await t.signup()
