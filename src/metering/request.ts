@@ -10,7 +10,7 @@
 import { ApiError } from '../errors'
 import type { MeteredSpec, ModelPrice } from '../catalog/schema'
 import { parsesTo, topLevelValueSpan } from '../json-members'
-import { IMAGE_TOKENS_BOUND, mediaParts, toolsBound } from './media'
+import { IMAGE_TOKENS_BOUND, mediaParts, toolsBound, type MediaParts } from './media'
 import type { ApiKind } from './usage'
 
 /** Where the priced models are shown (the refusal of an unpriced one points there). */
@@ -56,22 +56,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
   const model = typeof b.model === 'string' ? b.model : ''
   const price = Object.hasOwn(spec.models, model) ? spec.models[model] : undefined
   if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })
-  // The reservation bounds one completion's output: n of them could cost n times it.
-  if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
-  // Only where content lives: a tool's parameter schema may say `"type": "file"` (OpenAPI 2) and mean no file.
-  const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts([b.messages, b.input, b.system])
-  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document, audio or stored-item parts (a metered route prices text and images only: send the text)' })
-  // Audio output is billed at the model's audio rate, which the catalog does not price.
-  if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
-  // OpenAI's priority tier bills above the prices the catalog holds (the default and flex tiers do not).
-  if (b.service_tier === 'priority' || b.service_tier === 'scale') throw new ApiError('BAD_REQUEST', { field: 'service_tier', expected: "'auto', 'default', 'flex' or absent (a metered route holds the standard prices)" })
-  // A predicted output's rejected tokens are billed at the output rate, and OpenAI does not say the
-  // ceiling bounds them; the prediction's bytes only weigh in the input bound, at the input rate.
-  if (kind === 'chat' && b.prediction !== undefined && b.prediction !== null) throw new ApiError('BAD_REQUEST', { field: 'prediction', expected: 'absent (its rejected tokens are billed as output, and the ceiling a metered route reserves is not known to bound them)' })
-  if (kind === 'responses') refuseStoredInput(b)
-  // An assistant turn's `audio` names an earlier audio answer by id: audio input, at the audio rate.
-  if (kind === 'chat' && Array.isArray(b.messages) && b.messages.some((m) => m && typeof m === 'object' && (m as Record<string, unknown>).audio != null))
-    throw new ApiError('BAD_REQUEST', { field: 'messages', expected: 'no audio in the messages (a metered route prices text and images only)' })
+  const media = refuseUnbounded(b, kind)
   const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   // Chat has two names for the ceiling; a request that sets both is reserved for the larger, since
@@ -93,6 +78,30 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     minOutput: spec.min_output,
     body: b,
   }
+}
+
+/**
+ * Refuses what a metered request can cost that neither its bytes bound nor the catalog prices
+ * (docs/metering.md, the reservation); answers the image parts, which the input bound weighs.
+ */
+function refuseUnbounded(b: Record<string, unknown>, kind: ApiKind): MediaParts {
+  // The reservation bounds one completion's output: n of them could cost n times it.
+  if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
+  // Only where content lives: a tool's parameter schema may say `"type": "file"` (OpenAPI 2) and mean no file.
+  const media = kind === 'embeddings' ? { images: 0, files: 0 } : mediaParts([b.messages, b.input, b.system])
+  if (media.files > 0) throw new ApiError('BAD_REQUEST', { field: kind === 'responses' ? 'input' : 'messages', expected: 'no file, document, audio or stored-item parts (a metered route prices text and images only: send the text)' })
+  // Audio output is billed at the model's audio rate, which the catalog does not price.
+  if (kind === 'chat' && ((Array.isArray(b.modalities) && b.modalities.includes('audio')) || (b.audio !== undefined && b.audio !== null))) throw new ApiError('BAD_REQUEST', { field: 'modalities', expected: 'text output only (a metered route prices text and images only)' })
+  // OpenAI's priority tier bills above the prices the catalog holds (the default and flex tiers do not).
+  if (b.service_tier === 'priority' || b.service_tier === 'scale') throw new ApiError('BAD_REQUEST', { field: 'service_tier', expected: "'auto', 'default', 'flex' or absent (a metered route holds the standard prices)" })
+  // A predicted output's rejected tokens are billed at the output rate, and OpenAI does not say the
+  // ceiling bounds them; the prediction's bytes only weigh in the input bound, at the input rate.
+  if (kind === 'chat' && b.prediction !== undefined && b.prediction !== null) throw new ApiError('BAD_REQUEST', { field: 'prediction', expected: 'absent (its rejected tokens are billed as output, and the ceiling a metered route reserves is not known to bound them)' })
+  if (kind === 'responses') refuseStoredInput(b)
+  // An assistant turn's `audio` names an earlier audio answer by id: audio input, at the audio rate.
+  if (kind === 'chat' && Array.isArray(b.messages) && b.messages.some((m) => m && typeof m === 'object' && (m as Record<string, unknown>).audio != null))
+    throw new ApiError('BAD_REQUEST', { field: 'messages', expected: 'no audio in the messages (a metered route prices text and images only)' })
+  return media
 }
 
 /**
