@@ -214,7 +214,8 @@ async function main() {
     for (const stream of [false, true]) meteredNotes.push(await meteredSettle(`${service.url}/proxy/llm/v1/chat/completions`, service.url, acct.token, stream))
 
   const ttfb: { target: string; p50?: number; p99?: number; failed?: string }[] = []
-  for (const t of targets.filter((x) => !unsupported.has(x.name))) {
+  // `--ttfb 0` skips the time-to-first-byte samples (an A/B of throughput alone).
+  for (const t of TTFB_N > 0 ? targets.filter((x) => !unsupported.has(x.name)) : []) {
     const r = await firstByte(t, { 'content-type': 'application/json', ...t.headers })
     console.log(`ttfb ${t.name}: ${'failed' in r ? r.failed : `p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`}`)
     ttfb.push({ target: t.name, ...r })
