@@ -16,11 +16,12 @@ import { decodeBody, decodersFor } from '../upstream/content-encoding'
 import type { ProviderKeys } from '../vault/provider-key'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProxyTarget } from './path'
-import { relay, type RelayEnd } from './relay'
+import { relay, type ChunkReader, type RelayEnd } from './relay'
 import { bodyTooLarge, limitedStream } from '../edge/body'
 import { debitMetering, meteredForward, readMeteredProxyRequest, usageAtEnd, type MeteredProxyRequest } from './metered'
 import { meteredRelay } from './metered-relay'
-import type { UsageMeter } from '../metering/meter'
+import { concat, type UsageMeter } from '../metering/meter'
+import { KeyScrubber } from './scrub'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -191,6 +192,19 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     abortUpstream()
     throw await fail('too_large')
   }
+  // The whole answer came in the first read (its declared length, no content coding): nothing is
+  // left to stream, so it is answered as bytes once the call is settled (docs/decisions.md, issue 14).
+  if (declared > 0 && first.value.byteLength === declared) {
+    const body = await wholeAnswer(reader, first.value, { apiKey, meter })
+    s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, body.byteLength)
+    // As the relays do: a client gone before its answer still owes the work the provider did.
+    await settle(request.signal.aborted && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
+      // The answer is the client's all the same (a stream would have sent it before its settle);
+      // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
+      s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
+    )
+    return new Response(body, { status: res.status, headers })
+  }
   const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
   if (meter) {
     const body = meteredRelay(reader, first.value, {
@@ -220,6 +234,23 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     },
   })
   return new Response(body, { status: res.status, headers })
+}
+
+/**
+ * An answer whose declared length arrived whole in the first read, as the client gets it: metered
+ * (its usage read) and masked, as the relays pass a chunk on. One write to the client where a
+ * stream wrote the chunk and then its end (after a metered settle's round trip: two writes, and
+ * the client woken twice), and no stream to run. The upstream body is read to its end, not
+ * cancelled, so that its connection goes back to the pool.
+ */
+async function wholeAnswer(reader: ChunkReader, chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter | null }): Promise<Uint8Array> {
+  const end = await reader.read().catch(() => null)
+  // Nothing can follow the declared length; whatever did is not part of the answer.
+  if (!end?.done) reader.cancel().catch(() => {})
+  const passed = o.meter ? concat(o.meter.push(chunk), o.meter.flush()) : chunk
+  if (!o.apiKey) return passed
+  const scrubber = new KeyScrubber(o.apiKey)
+  return concat(scrubber.push(passed), scrubber.flush())
 }
 
 /** Our token in `Authorization: Bearer` (OpenAI-style SDKs) or `x-api-key` (Anthropic's SDK). */

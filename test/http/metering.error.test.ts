@@ -6,7 +6,7 @@
  * any upstream byte), model allowlists.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLlmFake, type LlmFake } from '../fakes/llm'
+import { createLlmFake, openaiUsageFrames, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { BIG, costMicro, GPT, meteredCatalog, reservation } from '../helpers/metering'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
@@ -152,6 +152,42 @@ describe('breaks', () => {
     expect(r.status).toBe(502)
     expect(body).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true })
     expect(await eventually(() => balance(a.token), (b) => b === 500)).toBe(500)
+  })
+})
+
+describe('an answer that declares its length', () => {
+  test('a stream sent whole under a Content-Length, the usage chunk the proxy asked for taken out: the client is told the length it reads', async () => {
+    const a = await t.signup()
+    const usage = { input: 9, cached: 0, output: 33 }
+    const before = t.fake.handler
+    // One body of every frame: Bun declares its length (a streamed body goes chunked).
+    t.fake.handler = (req, seen) =>
+      JSON.parse(seen.body).stream ? new Response(openaiUsageFrames('gpt-test', 4, usage).join(''), { headers: { 'content-type': 'text/event-stream' } }) : before(req, seen)
+    try {
+      const r = await chat(a.token, { model: 'gpt-test', stream: true }).res
+      const text = await r.text()
+      const told = r.headers.get('content-length')
+      if (told !== null) expect(Number(told)).toBe(Buffer.byteLength(text))
+      expect(text).not.toContain('"usage"')
+      expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+      const d = await settled(a.token, r.headers.get('x-pab-call-id')!)
+      expect(d.body).toMatchObject({ outcome: 'ok', usage_source: 'provider', tokens: usage })
+    } finally {
+      t.fake.handler = before
+    }
+  })
+
+  test('a plain answer that arrives whole is settled by the time the client has it', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 12, cached: 0, output: 40 }
+    const r = await chat(a.token, { model: 'gpt-test' }).res
+    const body = (await r.json()) as { usage: unknown }
+    expect(body.usage).toBeTruthy()
+    expect(Number(r.headers.get('content-length'))).toBeGreaterThan(0)
+    // No waiting: the settle came before the answer.
+    const d = await t.req('GET', `/v1/activity/${r.headers.get('x-pab-call-id')}`, { token: a.token })
+    expect(d.body).toMatchObject({ outcome: 'ok', usage_source: 'provider', tokens: llm.usage, charged: Math.floor(costMicro(GPT, llm.usage) / 1e6) })
+    expect(await balance(a.token)).toBe(500 - d.body.charged)
   })
 })
 
