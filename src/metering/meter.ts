@@ -63,8 +63,8 @@ export class SseMeter implements UsageMeter {
   /** Its last 3 characters: where an event end arriving with the next chunk may start. */
   private heldTail = ''
   private final: TokenCounts | null = null
-  /** Anthropic: the input side from message_start, the output from the last message_delta. */
-  private started: TokenCounts | null = null
+  /** Anthropic: message_start's usage object, which a message_delta's numbers override field by field. */
+  private started: Record<string, unknown> | null = null
   /**
    * The decoder holds no part of a character: the last chunk ended in '\n'. Otherwise a chunk passed
    * as its own bytes would lose (or, encoded after one that was, repeat) the character's first bytes.
@@ -185,17 +185,12 @@ export class SseMeter implements UsageMeter {
         }
         return event
       case 'messages':
-        if (o.type === 'message_start') this.started = anthropicUsage((o.message as Record<string, unknown> | undefined)?.usage)
+        if (o.type === 'message_start') this.started = ((o.message as Record<string, unknown> | undefined)?.usage ?? null) as Record<string, unknown> | null
         if (o.type === 'message_delta' && o.usage) {
-          const d = anthropicUsage(o.usage)!
-          const delta = o.usage as Record<string, unknown>
-          const s = this.started ?? { input: 0, cached: 0, output: 0 }
-          // Newer API versions repeat the input counts in message_delta; older ones send output only.
-          this.final = {
-            input: delta.input_tokens !== undefined || delta.cache_creation_input_tokens !== undefined ? d.input : s.input,
-            cached: delta.cache_read_input_tokens !== undefined ? d.cached : s.cached,
-            output: d.output,
-          }
+          // Cumulative; a field absent or null in the delta (MessageDeltaUsage's input fields are nullable) keeps message_start's.
+          const merged: Record<string, unknown> = { ...(this.started ?? {}) }
+          for (const [k, v] of Object.entries(o.usage as Record<string, unknown>)) if (v !== null && v !== undefined) merged[k] = v
+          this.final = anthropicUsage(merged)
         }
         return event
       default:

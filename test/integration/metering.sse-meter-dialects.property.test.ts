@@ -2,7 +2,8 @@
  * Property (CONTRACT §7), for the two streams the proxy never rewrites: an Anthropic messages stream
  * and an OpenAI Responses stream, cut into chunks anywhere (inside events, inside multi-byte
  * characters, inside "\r\n\r\n"), reach the client byte for byte, and the usage read is the
- * provider's: Anthropic's input side from message_start and output from the last message_delta,
+ * provider's: Anthropic's input side from message_start unless the last message_delta repeats a
+ * field of it (a null or absent one keeps message_start's), its output from that message_delta,
  * the Responses API's from response.completed. Texts hold what JSON escapes (quotes, backslashes,
  * control characters as \u00XX) and characters of every UTF-8 length.
  */
@@ -18,7 +19,23 @@ const cuts = fc.array(fc.nat(100_000), { maxLength: 16 })
 
 const event = (type: string, data: Record<string, unknown>, named: boolean) => `${named ? `event: ${type}\n` : ''}data: ${JSON.stringify({ type, ...data })}\n\n`
 
-function anthropic(t: { input: number; written: number; cached: number; output: number }, texts: string[], pings: boolean): string {
+/**
+ * The shapes message_delta's cumulative usage comes in: output only (older API versions), every
+ * field repeated, the input fields null (MessageDeltaUsage declares them nullable), or input_tokens
+ * alone repeated. A field absent or null keeps message_start's.
+ */
+const DELTA_SHAPES = ['output', 'repeated', 'nulls', 'input-only'] as const
+type DeltaShape = (typeof DELTA_SHAPES)[number]
+
+function deltaUsage(t: { input: number; written: number; cached: number; output: number }, shape: DeltaShape): Record<string, unknown> {
+  const output_tokens = t.output
+  if (shape === 'repeated') return { input_tokens: t.input, cache_creation_input_tokens: t.written, cache_read_input_tokens: t.cached, output_tokens }
+  if (shape === 'nulls') return { input_tokens: null, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens }
+  if (shape === 'input-only') return { input_tokens: t.input, output_tokens }
+  return { output_tokens }
+}
+
+function anthropic(t: { input: number; written: number; cached: number; output: number }, texts: string[], pings: boolean, shape: DeltaShape): string {
   const usage = { input_tokens: t.input, cache_creation_input_tokens: t.written, cache_read_input_tokens: t.cached, output_tokens: 1 }
   let s = event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, usage } }, true)
   s += event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }, true)
@@ -27,7 +44,7 @@ function anthropic(t: { input: number; written: number; cached: number; output: 
     s += event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: x } }, true)
   }
   s += event('content_block_stop', { index: 0 }, true)
-  s += event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: t.output } }, true)
+  s += event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: deltaUsage(t, shape) }, true)
   return s + event('message_stop', {}, true)
 }
 
@@ -53,10 +70,10 @@ function through(kind: 'messages' | 'responses', raw: string, at: number[], crlf
   return { same: Buffer.compare(Buffer.concat(out), Buffer.from(bytes)) === 0, usage: m.usage() }
 }
 
-test('an Anthropic stream, chunked anywhere: byte for byte, the usage the provider reported', () => {
+test('an Anthropic stream, chunked anywhere, its message_delta usage in any shape: byte for byte, the usage the provider reported', () => {
   fc.assert(
-    fc.property(tokens, fc.array(text, { maxLength: 8 }), fc.boolean(), cuts, fc.boolean(), (t, texts, pings, at, crlf) => {
-      const r = through('messages', anthropic(t, texts, pings), at, crlf)
+    fc.property(tokens, fc.array(text, { maxLength: 8 }), fc.boolean(), cuts, fc.boolean(), fc.constantFrom(...DELTA_SHAPES), (t, texts, pings, at, crlf, shape) => {
+      const r = through('messages', anthropic(t, texts, pings, shape), at, crlf)
       expect(r.same).toBe(true)
       expect(r.usage).toEqual({ input: t.input + t.written, cached: t.cached, output: t.output })
     }),
