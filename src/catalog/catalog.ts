@@ -110,8 +110,10 @@ export class Catalog {
   }
 
   /** The metering of a proxied path: set when the provider meters it, else the route is flat-priced. */
-  meteredRoute(provider: Provider, path: string): Metering | null {
+  meteredRoute(provider: Provider, decodedPath: string): Metering | null {
     const spec = provider.proxy?.metered
+    // A trailing slash routes to the same endpoint on most upstreams: it must not make a route flat.
+    const path = decodedPath.replace(/\/+$/, '')
     if (!spec || !(spec.routes ?? []).some((r) => path.endsWith(r))) return null
     return { spec, kind: apiKindOf(spec.dialect, path) }
   }

@@ -18,6 +18,11 @@ export interface ProxyTarget {
   provider: Provider & { proxy: NonNullable<Provider['proxy']> }
   /** The upstream path as received (still percent-encoded), e.g. `/v1/chat/completions`. */
   path: string
+  /**
+   * The same path fully percent-decoded: what an upstream that decodes escapes routes on, so what
+   * decides whether the request is metered (`complet%69ons` is the chat route all the same).
+   */
+  decodedPath: string
   /** `?…` as received, or ''. */
   query: string
 }
@@ -71,7 +76,7 @@ export function resolveProxyTarget(url: string, raw: string | null | undefined, 
   const restDecoded = cut === -1 ? '/' : decoded.slice(cut)
   const allowed = provider.proxy.paths
   if (!allowed.some((p) => rest.startsWith(p) && restDecoded.startsWith(p))) bad('outside_allowed_paths', { allowed })
-  return { provider: provider as ProxyTarget['provider'], path: rest, query }
+  return { provider: provider as ProxyTarget['provider'], path: rest, decodedPath: restDecoded, query }
 }
 
 /**

@@ -38,7 +38,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const principal = await authenticate(s, request, input.ip)
 
   // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
-  const metering = s.catalog.meteredRoute(provider, target.path)
+  const metering = s.catalog.meteredRoute(provider, target.decodedPath)
   const metered = metering ? await readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES) : null
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.

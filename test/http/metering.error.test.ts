@@ -290,6 +290,37 @@ describe('input the provider holds', () => {
   })
 })
 
+describe('spellings of a metered route', () => {
+  // An upstream that routes on the decoded path without a trailing slash, as many HTTP stacks do.
+  const lenient = (req: Request, seen: { body: string }) => {
+    const u = new URL(req.url)
+    u.pathname = decodeURIComponent(u.pathname).replace(/\/+$/, '')
+    return llm.handler(new Request(u, req), seen)
+  }
+
+  for (const path of ['/v1/chat/complet%69ons', '/v1/chat/completions/', '/v1/chat/%63ompletions/'])
+    test(`${path} is the chat route to an upstream that decodes it: metered (reserved, then charged its usage), not flat`, async () => {
+      const a = await t.signup()
+      llm.usage = { input: 10, cached: 0, output: 300 }
+      t.fake.handler = lenient
+      try {
+        const r = await fetch(`${base}/proxy/openai${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }),
+        })
+        expect(await r.text()).toContain('chat.completion')
+        expect(t.fake.seen.at(-1)!.path).toBe(path) // forwarded as sent
+        expect(r.headers.get('x-pab-charged')).toBeNull()
+        expect(r.headers.get('x-pab-reserved')).not.toBeNull()
+        const d = await settled(a.token, r.headers.get('x-pab-call-id')!)
+        expect(d.body).toMatchObject({ usage_source: 'provider', tokens: llm.usage, charged: Math.floor(costMicro(GPT, llm.usage) / 1e6) })
+      } finally {
+        t.fake.handler = llm.handler
+      }
+    })
+})
+
 describe('models', () => {
   test('an unpriced model: BAD_REQUEST on model, no upstream request, nothing debited', async () => {
     const a = await t.signup()
