@@ -11,6 +11,11 @@ export const ModelPriceSchema = T.Object(
     cached_input: T.Optional(T.Integer({ minimum: 0 })),
     output: T.Integer({ minimum: 0 }),
     max_output: T.Integer({ minimum: 1 }),
+    /**
+     * The most input tokens one image part can cost on this model, where that is more than
+     * IMAGE_TOKENS_BOUND (metering/media.ts): gpt-4o-mini bills an image at ~33× gpt-4o's tokens.
+     */
+    image_tokens: T.Optional(T.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
 )

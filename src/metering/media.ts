@@ -9,9 +9,11 @@
 import { ApiError } from '../errors'
 
 /**
- * The most tokens one image costs on the models we price, with room: OpenAI's tiled models up to
+ * The most tokens one image costs on most models we price, with room: OpenAI's tiled models up to
  * 1,445 (gpt-4o, high detail), its patch-based ones up to 1,536 patches × 2.46 ≈ 3,780 (gpt-4.1-nano),
- * Anthropic's ~1,600 (1.15 megapixels / 750). Added to the input bound per image part.
+ * Anthropic's ~1,600 (1.15 megapixels / 750). Added to the input bound per image part, unless the
+ * model's catalog entry names its own `image_tokens`: gpt-4o-mini bills 2,833 + 5,667 a tile, up to
+ * 48,169 for one image (2 × 4 tiles), eight times this.
  */
 export const IMAGE_TOKENS_BOUND = 6_000
 

@@ -28,13 +28,16 @@ export interface MeteredRequest {
   /**
    * Never below the true input token count: the body's UTF-8 byte length (a token is at least
    * one byte of the text it encodes, and the JSON around the text only adds bytes), plus
-   * IMAGE_TOKENS_BOUND per image part, whose tokens its bytes do not bound, and TOOLS_PROMPT_BOUND
+   * the model's image bound per image part (`image_tokens`, else IMAGE_TOKENS_BOUND), whose tokens its bytes do not bound, and TOOLS_PROMPT_BOUND
    * when tools are present, for the prompt the provider adds for them (media.ts).
    */
   inputBound: number
   minOutput: number
   body: Record<string, unknown>
 }
+
+/** The most input tokens one image part costs on the model. */
+export const imageBound = (price: ModelPrice): number => price.image_tokens ?? IMAGE_TOKENS_BOUND
 
 /** The request fields that name the output ceiling, per API; a clamp writes the first. */
 const CEILING_FIELDS: Record<ApiKind, string[]> = {
@@ -74,7 +77,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     ceiling,
     ceilingField: CEILING_FIELDS[kind][0] ?? null,
     stream: b.stream === true,
-    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * IMAGE_TOKENS_BOUND + tools,
+    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * imageBound(price) + tools,
     minOutput: spec.min_output,
     body: b,
   }

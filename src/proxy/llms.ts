@@ -5,6 +5,7 @@
  * does not exist.
  */
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../metering/media'
+import { imageBound } from '../metering/request'
 import type { Config } from '../config'
 import type { Catalog, Provider } from '../catalog/catalog'
 import { mcpConfigLines } from '../mcp/config-snippet'
@@ -29,15 +30,15 @@ function meteredLines(p: Provider, cfg: Config): string[] {
   return [
     `Metered paths (charged by the tokens used, not the flat cost above): ${(m.routes ?? []).map((r) => `\`${r}\``).join(', ')}.`,
     'Prices in credits per 1,000,000 tokens. Before forwarding, the request reserves ceil((input bound × input + output ceiling × output) / 1e6) + 1 credits',
-    `(the input bound: the request body bytes, plus ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens per image part and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools, the priority service tier, n > 1, a predicted output, input the provider holds (previous_response_id, conversation, a stored prompt, item references), background responses and Anthropic's context-1m beta are refused: the request gives no bound or price for their tokens)`,
+    `(the input bound: the request body bytes, plus the model's image bound per image part (below; ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens unless listed) and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools, the priority service tier, n > 1, a predicted output, input the provider holds (previous_response_id, conversation, a stored prompt, item references), background responses and Anthropic's context-1m beta are refused: the request gives no bound or price for their tokens)`,
     `(the ceiling: your max_tokens / max_completion_tokens / max_output_tokens, else the model's max output — lowered to what you can afford, at least ${m.min_output}, and reported in x-pab-max-tokens-clamped).`,
     'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
     '',
-    '| model | input | cached input | output | max output |',
-    '|---|---|---|---|---|',
+    '| model | input | cached input | output | max output | image bound |',
+    '|---|---|---|---|---|---|',
     ...Object.entries(m.models).map(
-      ([id, x]) => `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${x.output} (${usd(x.output)}) | ${x.max_output} |`,
+      ([id, x]) => `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${x.output} (${usd(x.output)}) | ${x.max_output} | ${imageBound(x)} |`,
     ),
     '',
   ]

@@ -7,6 +7,8 @@ import { llmCatalog } from './proxy'
 export const GPT = { input: 150, cached_input: 75, output: 600, max_output: 16384 }
 export const CLAUDE = { input: 3000, cached_input: 300, output: 15000, max_output: 8192 }
 export const EMBED = { input: 20, output: 0, max_output: 1 }
+/** A model whose images cost more than IMAGE_TOKENS_BOUND (as gpt-4o-mini's do): its own bound. */
+export const PIXELS = { input: 150, output: 600, max_output: 4096, image_tokens: 50_000 }
 /** Pricey enough that a 500-credit signup cannot reserve its max_output: the clamp's model. */
 export const BIG = { input: 1000, output: 100_000, max_output: 32768 }
 /** So pricey that fewer than min_output tokens fit in 500 credits. */
@@ -19,7 +21,7 @@ export function meteredCatalog(fakeUrl: string) {
     dialect: 'openai',
     routes: ['/v1/chat/completions', '/v1/responses', '/v1/embeddings'],
     min_output: 16,
-    models: { 'gpt-test': GPT, 'gpt-test-mini': { input: 15, output: 60, max_output: 4096 }, 'embed-test': EMBED, 'gpt-big': BIG, 'gpt-huge': HUGE },
+    models: { 'gpt-test': GPT, 'gpt-test-mini': { input: 15, output: 60, max_output: 4096 }, 'embed-test': EMBED, 'gpt-big': BIG, 'gpt-huge': HUGE, 'gpt-pixels': PIXELS },
   }
   c.capabilities = [
     {

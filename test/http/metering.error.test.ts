@@ -8,7 +8,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLlmFake, openaiUsageFrames, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { BIG, costMicro, GPT, meteredCatalog, reservation } from '../helpers/metering'
+import { BIG, costMicro, GPT, meteredCatalog, PIXELS, reservation } from '../helpers/metering'
+import { readMeteredRequest } from '../../src/metering/request'
+import shipped from '../../catalog.json'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
 import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
 
@@ -203,6 +205,22 @@ describe('what bytes cannot bound', () => {
     expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(GPT, Buffer.byteLength(raw) + 2 * IMAGE_TOKENS_BOUND, 100))
   })
 
+  test("a model's own image bound (image_tokens) replaces IMAGE_TOKENS_BOUND for its image parts", async () => {
+    const a = await t.signup()
+    const messages = [{ role: 'user', content: [image('https://example.com/tall-768x2048.png')] }]
+    const { raw, res } = chat(a.token, { model: 'gpt-pixels', max_completion_tokens: 100, messages })
+    const r = await res
+    expect(r.status).toBe(200)
+    await r.json()
+    expect(Number(r.headers.get('x-pab-reserved'))).toBe(reservation(PIXELS, Buffer.byteLength(raw) + PIXELS.image_tokens, 100))
+  })
+
+  test("the shipped catalog's image bounds cover the most one image costs: gpt-4o-mini's 2,833 + 8 tiles × 5,667", () => {
+    const raw = JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: [image('https://example.com/tall-768x2048.png')] }] })
+    const r = readMeteredRequest(raw, (shipped as any).providers.openai.proxy.metered, 'chat')
+    expect(r.inputBound).toBeGreaterThanOrEqual(2833 + 8 * 5667)
+  })
+
   test('tools add TOOLS_PROMPT_BOUND to the input bound, for the prompt the provider adds for them', async () => {
     const a = await t.signup()
     llm.usage = { input: 10, cached: 0, output: 5 }
@@ -295,7 +313,7 @@ describe('spellings of a metered route', () => {
   const lenient = (req: Request, seen: { body: string }) => {
     const u = new URL(req.url)
     u.pathname = decodeURIComponent(u.pathname).replace(/\/+$/, '')
-    return llm.handler(new Request(u, req), seen)
+    return llm.handler(new Request(u.toString(), req), seen)
   }
 
   for (const path of ['/v1/chat/complet%69ons', '/v1/chat/completions/', '/v1/chat/%63ompletions/'])
