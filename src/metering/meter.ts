@@ -177,7 +177,8 @@ export class SseMeter implements UsageMeter {
         // filter results) reached the client before the option too, only its `usage: null` goes.
         if (o.usage && Array.isArray(o.choices) && o.choices.length === 0) return null
         delete o.usage
-        return [...lines.slice(0, dataAt).filter((l) => !l.startsWith('data:')), `data: ${JSON.stringify(o)}`].join('\n')
+        // The event's other lines (event:, id:, comments) stay where they were; its data lines become one.
+        return lines.flatMap((l, i) => (i === dataAt ? [`data: ${JSON.stringify(o)}`] : l.startsWith('data:') ? [] : [l])).join('\n')
       case 'responses':
         if (o.type === 'response.completed' || o.type === 'response.incomplete' || o.type === 'response.failed') {
           const r = o.response as Record<string, unknown> | undefined

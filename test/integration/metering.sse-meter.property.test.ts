@@ -126,6 +126,9 @@ test('the usage option\'s `"usage":null` is taken out of the provider\'s own byt
   // A `"usage"` that is not the top-level object's own is left to the parse, which takes out the top-level one only.
   const m = new SseMeter('chat', true)
   expect(dec.decode(m.push(enc.encode('data: {"choices":[{"delta":{"usage":null}}],"usage":null}\n\n')))).toBe('data: {"choices":[{"delta":{"usage":null}}]}\n\n')
+  // The parse's rewrite keeps the event's other lines where they were (an id: line after the data is the client's last event id).
+  const withId = new SseMeter('chat', true)
+  expect(dec.decode(withId.push(enc.encode('event: chunk\ndata: {"choices":[{"index":0}],"usage":null,"x":{}}\nid: 7\n\n')))).toBe('event: chunk\ndata: {"choices":[{"index":0}],"x":{}}\nid: 7\n\n')
 })
 
 test('`usage: null` anywhere among any members: the client gets the chunk without it, whichever path took it out', () => {
