@@ -22,6 +22,11 @@ export interface UsageMeter {
   flush(): Uint8Array
   /** The provider's usage, once it has arrived complete; null while it has not. */
   usage(): TokenCounts | null
+  /**
+   * The provider reported an error before any output and no usage (a stream's `error` event after
+   * only its preamble): the upstream failed before any output, which CONTRACT §7 refunds.
+   */
+  failedBeforeOutput(): boolean
 }
 
 const enc = new TextEncoder()
@@ -51,6 +56,11 @@ export class JsonMeter implements UsageMeter {
   usage(): TokenCounts | null {
     return this.read
   }
+
+  /** A plain answer's failure is its HTTP status. */
+  failedBeforeOutput(): boolean {
+    return false
+  }
 }
 
 /** Global, to search from `lastIndex`. */
@@ -70,6 +80,12 @@ export class SseMeter implements UsageMeter {
    * as its own bytes would lose (or, encoded after one that was, repeat) the character's first bytes.
    */
   private decoderEmpty = true
+  /**
+   * No event carrying output has passed yet. Until one does every event is read for its kind (the
+   * undecoded paths wait), so that an error the provider streams before any output is seen.
+   */
+  private beforeOutput = true
+  private failedEarly = false
 
   constructor(
     private readonly kind: ApiKind,
@@ -80,7 +96,7 @@ export class SseMeter implements UsageMeter {
   push(chunk: Uint8Array): Uint8Array {
     // At an event's start, the whole events before the first byte that may concern the usage go on
     // undecoded: most chunks entirely, and a stream read in one chunk up to its usage (issue 14's bench).
-    if (this.held === '' && this.decoderEmpty) {
+    if (this.held === '' && this.decoderEmpty && !this.beforeOutput) {
       // Once the proxy asked for the usage, every chunk carries `"usage":null`: taken out in the bytes.
       if (this.stripInjected) {
         const { out, cut } = strippedPrefix(chunk)
@@ -123,7 +139,7 @@ export class SseMeter implements UsageMeter {
       const event = this.held.slice(0, m.index)
       const end = m[0]
       this.held = this.held.slice(m.index + end.length)
-      const passed = this.inspect(event)
+      const passed = this.pass(event)
       if (passed !== event) same = false
       if (passed !== null) out += passed + end
     }
@@ -138,12 +154,41 @@ export class SseMeter implements UsageMeter {
     this.held = ''
     this.heldTail = ''
     if (!rest) return new Uint8Array()
-    const passed = this.inspect(rest)
+    const passed = this.pass(rest)
     return passed ? enc.encode(passed) : new Uint8Array()
   }
 
   usage(): TokenCounts | null {
     return this.final
+  }
+
+  failedBeforeOutput(): boolean {
+    return this.failedEarly && this.beforeOutput && this.final === null
+  }
+
+  private pass(event: string): string | null {
+    if (this.beforeOutput) this.notePreamble(event)
+    return this.inspect(event)
+  }
+
+  /**
+   * While no output has passed: an error event marks the stream failed; an event of the preamble
+   * (a start, a ping, a comment) leaves it before output; any other event is output.
+   */
+  private notePreamble(event: string): void {
+    const data = dataOf(event)
+    if (data === null || data === '[DONE]') return
+    let o: Record<string, unknown> | null = null
+    try {
+      const v = JSON.parse(data) as unknown
+      if (v && typeof v === 'object' && !Array.isArray(v)) o = v as Record<string, unknown>
+    } catch {
+      // Not JSON: not an event we know, so output as far as the charge goes.
+    }
+    const type = /^event:\s*(\S+)/m.exec(event)?.[1] ?? (typeof o?.type === 'string' ? o.type : undefined)
+    // Anthropic and the Responses API: an `error` event; OpenAI chat: a chunk of `{"error": …}`.
+    if (type === 'error' || (this.kind === 'chat' && o !== null && 'error' in o && !('choices' in o))) this.failedEarly = true
+    else if (type === undefined || !PREAMBLE.has(type)) this.beforeOutput = false
   }
 
   /** The event to pass on (null: dropped), its usage noted. */
@@ -198,6 +243,16 @@ export class SseMeter implements UsageMeter {
         return event
     }
   }
+}
+
+/** Events a stream opens with before it carries output. */
+const PREAMBLE = new Set(['message_start', 'ping', 'response.created', 'response.in_progress', 'response.queued'])
+
+/** An event's data (its data lines joined), or null when it has none (a comment). */
+function dataOf(event: string): string | null {
+  let data: string | null = null
+  for (const l of event.split(/\r?\n/)) if (l.startsWith('data:')) data = data === null ? l.slice(5).trimStart() : `${data}\n${l.slice(5).trimStart()}`
+  return data
 }
 
 /**

@@ -197,8 +197,8 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   if (declared > 0 && first.value.byteLength === declared) {
     const body = await wholeAnswer(reader, first.value, { apiKey, meter })
     s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, body.byteLength)
-    // As the relays do: a client gone before its answer still owes the work the provider did.
-    await settle(request.signal.aborted && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
+    const ended = { relayed: body.byteLength, clientLeft: request.signal.aborted }
+    await settle(meter ? meteredOutcome('complete', ended, answered, meter) : ended.clientLeft && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
       // The answer is the client's all the same (a stream would have sent it before its settle);
       // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
       s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
@@ -216,9 +216,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       drainMs: METERED_DRAIN_MS,
       onEnd: (how, o) => {
         s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, o.relayed)
-        // Cut after output reached the client: the tokens were spent, charged (an estimate unless usage came).
-        const outcome = how === 'upstream_error' && o.relayed > 0 ? 'provider_cut' : how === 'complete' && o.clientLeft && answered === 'ok' ? 'client_closed' : ends[how]
-        return settle(outcome, o.upstream)
+        return settle(meteredOutcome(how, o, answered, meter), o.upstream)
       },
     })
     return new Response(body, { status: res.status, headers })
@@ -234,6 +232,18 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     },
   })
   return new Response(body, { status: res.status, headers })
+}
+
+/**
+ * How a metered relay's ending is settled: output cut off after it reached the client was spent
+ * (charged: the provider's usage, else an estimate); a stream whose only news was a provider error
+ * failed before any output (refunded, CONTRACT §7); a client gone before the end still owes the work.
+ */
+function meteredOutcome(how: RelayEnd, o: { relayed: number; clientLeft: boolean }, answered: CallOutcome, meter: UsageMeter): CallOutcome {
+  if (how === 'upstream_error') return o.relayed > 0 ? 'provider_cut' : 'provider_error'
+  if (how !== 'complete') return how
+  if (meter.failedBeforeOutput()) return 'provider_error'
+  return o.clientLeft && answered === 'ok' ? 'client_closed' : answered
 }
 
 /**

@@ -13,13 +13,14 @@ import { readMeteredRequest } from '../../src/metering/request'
 import shipped from '../../catalog.json'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
 import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
+import { vaultEnv, vaultKey } from '../helpers/vault'
 
 let t: TestApp
 let base: string
 let llm: LlmFake
 
 beforeAll(async () => {
-  t = await startTestApp({ catalog: meteredCatalog, env: { OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
+  t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
   llm = createLlmFake()
   t.fake.handler = llm.handler
   base = await t.listen()
@@ -143,6 +144,63 @@ describe('breaks', () => {
     expect(d.body.charged).toBeGreaterThan(0)
     expect(d.body.charged).toBeLessThanOrEqual(reserved)
     expect(await balance(a.token)).toBe(500 - d.body.charged)
+  })
+
+  describe('a provider error streamed before any output', () => {
+    const stream = (frames: string[]) => () => new Response(frames.join(''), { headers: { 'content-type': 'text/event-stream' } })
+    const named = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+    const overloaded = named('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })
+    const start = named('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-test', content: [], usage: { input_tokens: 12, output_tokens: 1 } } })
+    const delta = named('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hel' } })
+    const messages = async (token: string) => {
+      const r = await fetch(`${base}/proxy/anthropic/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': token, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-test', max_tokens: 200, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      const text = await r.text()
+      return { r, text, d: await settled(token, r.headers.get('x-pab-call-id')!) }
+    }
+    const withFake = async <T>(handler: () => Response, f: () => Promise<T>) => {
+      t.fake.handler = handler
+      try {
+        return await f()
+      } finally {
+        t.fake.handler = llm.handler
+      }
+    }
+
+    test("Anthropic's error event after message_start and a ping: the upstream failed before any output, refunded in full", async () => {
+      const a = await t.signup()
+      await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+      const { r, text, d } = await withFake(stream([start, named('ping', {}), overloaded]), () => messages(a.token))
+      expect(r.status).toBe(200)
+      expect(text).toContain('overloaded_error') // the client sees the provider's error as sent
+      expect(d.body).toMatchObject({ outcome: 'provider_error', charged: 0 })
+      expect(await balance(a.token)).toBe(500)
+    })
+
+    test('an OpenAI chat stream that opens with an error chunk: refunded in full', async () => {
+      const a = await t.signup()
+      const err = `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } })}\n\n`
+      const r = await withFake(stream([err]), async () => {
+        const res = await chat(a.token, { model: 'gpt-test', stream: true }).res
+        await res.text()
+        return res
+      })
+      const d = await settled(a.token, r.headers.get('x-pab-call-id')!)
+      expect(d.body).toMatchObject({ outcome: 'provider_error', charged: 0 })
+      expect(await balance(a.token)).toBe(500)
+    })
+
+    test('an error after output reached the client: the output was spent, charged an estimate (never above the reservation)', async () => {
+      const a = await t.signup()
+      await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+      const { r, d } = await withFake(stream([start, delta, overloaded]), () => messages(a.token))
+      expect(d.body).toMatchObject({ outcome: 'ok', usage_source: 'estimated' })
+      expect(d.body.charged).toBeGreaterThan(0)
+      expect(d.body.charged).toBeLessThanOrEqual(Number(r.headers.get('x-pab-reserved')))
+    })
   })
 
   test('the provider fails before any output: refunded in full', async () => {

@@ -27,6 +27,9 @@ class SpyMeter implements UsageMeter {
   usage() {
     return null
   }
+  failedBeforeOutput() {
+    return false
+  }
 }
 
 /** An upstream body whose every read answers a macrotask later; after `stallAt` reads it never answers. */

@@ -67,7 +67,7 @@ function through(kind: 'messages' | 'responses', raw: string, at: number[], crlf
     from = c
   }
   out.push(m.flush())
-  return { same: Buffer.compare(Buffer.concat(out), Buffer.from(bytes)) === 0, usage: m.usage() }
+  return { same: Buffer.compare(Buffer.concat(out), Buffer.from(bytes)) === 0, usage: m.usage(), failedBeforeOutput: m.failedBeforeOutput() }
 }
 
 test('an Anthropic stream, chunked anywhere, its message_delta usage in any shape: byte for byte, the usage the provider reported', () => {
@@ -87,6 +87,27 @@ test('a Responses stream, chunked anywhere: byte for byte, the usage of response
       const r = through('responses', responses(t, texts, named), at, crlf)
       expect(r.same).toBe(true)
       expect(r.usage).toEqual({ input: t.input, cached: t.cached, output: t.output })
+    }),
+    { numRuns: 1500 },
+  )
+})
+
+test('a stream whose provider error comes before any output, chunked anywhere: byte for byte, failed before output; after output it is not', () => {
+  fc.assert(
+    fc.property(fc.array(text, { maxLength: 3 }), fc.nat(3), cuts, fc.boolean(), fc.constantFrom('messages', 'responses') as fc.Arbitrary<'messages' | 'responses'>, (texts, pings, at, crlf, kind) => {
+      const error = event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }, true)
+      const opening =
+        kind === 'messages'
+          ? event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-test', content: [], usage: { input_tokens: 3, output_tokens: 1 } } }, true) +
+            event('ping', {}, true).repeat(pings)
+          : event('response.created', { response: { id: 'resp_1', status: 'in_progress', usage: null } }, true)
+      const output = texts.map((x) =>
+        kind === 'messages' ? event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: x } }, true) : event('response.output_text.delta', { item_id: 'i', output_index: 0, content_index: 0, delta: x }, true),
+      )
+      const r = through(kind, `: keepalive\n\n${opening}${output.join('')}${error}`, at, crlf)
+      expect(r.same).toBe(true)
+      expect(r.usage).toBeNull()
+      expect(r.failedBeforeOutput).toBe(texts.length === 0)
     }),
     { numRuns: 1500 },
   )
