@@ -11,7 +11,7 @@ const skipWs = (t: string, i: number) => {
 }
 
 /** The index of the quote that closes the string opening at `i`, or -1. */
-function stringEnd(t: string, i: number): number {
+export function stringEnd(t: string, i: number): number {
   for (let j = t.indexOf('"', i + 1); j !== -1; j = t.indexOf('"', j + 1)) {
     let backslashes = 0
     while (t[j - 1 - backslashes] === '\\') backslashes++

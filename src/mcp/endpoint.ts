@@ -5,8 +5,9 @@
  * notifications/tools/list_changed: the server says so (listChanged: false) and clients re-list.
  * A plain tools/call (the paid hot path) is answered in the SDK's own shape without it (./direct-call.ts).
  *
- * A tool result carries the REST answer's JSON as text and as structuredContent; a refusal is a
- * tool result with isError whose text is the REST error body ({error, message, ...context}).
+ * A tool result carries the REST answer's JSON as text and as structuredContent (text only for a
+ * paid answer nested too deep to serialise again, ./tool.ts); a refusal is a tool result with
+ * isError whose text is the REST error body ({error, message, ...context}).
  * errors (as tool errors): those of the adapted routes; FORBIDDEN (owner-only tool, agent token);
  *         NOT_FOUND (no such tool); INTERNAL (unexpected, logged with a request id).
  */
@@ -136,7 +137,8 @@ function methodNotFound(): Error {
 }
 
 function success(a: ToolAnswer): CallToolResult {
-  return { content: [{ type: 'text', text: a.text }], structuredContent: a.value }
+  const content: CallToolResult['content'] = [{ type: 'text', text: a.text }]
+  return a.value ? { content, structuredContent: a.value } : { content }
 }
 
 function failure(err: ApiError, caller: McpCaller): CallToolResult {

@@ -5,6 +5,7 @@
  * token only), `paid` inside the debit script itself, like POST /v1/call.
  */
 import type { Principal } from '../auth/principal'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth'
 
 export type Access = 'member' | 'operator' | 'paid'
 
@@ -14,10 +15,11 @@ export interface ToolCall {
   signal: AbortSignal
 }
 
-/** The REST answer of a tool: its JSON text as REST sends it, and the same object. */
+/** The REST answer of a tool: its JSON text as REST sends it, and the same object (see JsonAnswer). */
 export interface ToolAnswer {
   text: string
-  value: Record<string, unknown>
+  /** Absent when the text nests too deep to be sent again as an object: the text alone is the answer. */
+  value: Record<string, unknown> | undefined
 }
 
 export interface McpTool {
@@ -32,10 +34,17 @@ export interface McpTool {
 
 export const answerOf = (value: object): ToolAnswer => ({ text: JSON.stringify(value), value: value as Record<string, unknown> })
 
-/** An answer already serialized (the paid call's body, also what an Idempotency-Key replays). */
+/**
+ * An answer already serialized (the paid call's body, also what an Idempotency-Key replays). Its
+ * `result` is the provider's JSON as written, at any depth REST passes through; parsed, an answer
+ * deeper than MAX_JSON_DEPTH would overflow the stack when the tool result is serialised, after
+ * the debit, and the caller would get an INTERNAL without its call_id (and pay again on a retry).
+ * Such an answer keeps only its text: MCP allows a result without structuredContent for a tool
+ * that declares no outputSchema, and none of ours declares one (registry.ts, `listed`).
+ */
 export class JsonAnswer implements ToolAnswer {
-  readonly value: Record<string, unknown>
+  readonly value: Record<string, unknown> | undefined
   constructor(readonly text: string) {
-    this.value = JSON.parse(text) as Record<string, unknown>
+    this.value = nestsDeeperThan(text, MAX_JSON_DEPTH) ? undefined : (JSON.parse(text) as Record<string, unknown>)
   }
 }

@@ -84,6 +84,22 @@ describe('the direct answer is the SDK\'s', () => {
     expect(mask(refused.direct)).toEqual(mask(refused.sdk))
     expect(await redisBalance(rig.t, a.account_id)).toBe(198)
   })
+
+  test('a paid answer nested too deep for structuredContent: the same text-only answer on both paths', async () => {
+    const a = await rig.t.signup()
+    const n = 100_000
+    rig.t.fake.handler = () => new Response('['.repeat(n) + ']'.repeat(n), { headers: { 'content-type': 'application/json' } })
+    try {
+      const { direct, sdk } = await both(a.token, call(1, 'call_capability', { slug: 'test.cheap' }))
+      expect(direct.status).toBe(200)
+      expect(direct.text).toContain('"charged\\":1')
+      expect(JSON.parse(direct.text).result.structuredContent).toBeUndefined()
+      expect(mask(direct)).toEqual(mask(sdk))
+    } finally {
+      rig.t.fake.handler = null
+    }
+    expect(await redisBalance(rig.t, a.account_id)).toBe(498)
+  })
 })
 
 describe('what is not the plain case is the SDK\'s', () => {

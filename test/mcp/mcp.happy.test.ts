@@ -118,6 +118,32 @@ describe('each tool answers what its REST route answers', () => {
     expect(await redisBalance(rig.t, a.account_id)).toBe(495)
   })
 
+  test('a charged answer nested too deep to send again as an object is still answered with its charge, as text only', async () => {
+    const a = await rig.t.signup()
+    const c = await connect(a.token)
+    // 100k levels (200 KB, under PROXY_MAX_RESPONSE_BYTES): JSON.parse takes it, JSON.stringify of the parsed value overflows.
+    const n = 100_000
+    const deep = '['.repeat(n) + ']'.repeat(n)
+    rig.t.fake.handler = () => new Response(deep, { headers: { 'content-type': 'application/json' } })
+    try {
+      const rest = await rig.t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
+      expect(rest.status).toBe(200)
+      for (const [tool, args] of [['call_capability', { slug: 'test.echo' }], ['test_echo', {}]] as const) {
+        const r = await callTool(c, tool, args)
+        expect(r.isError, tool).toBe(false)
+        expect(r.json, tool).toMatchObject({ slug: 'test.echo', charged: 5, provider_status: 200 })
+        expect(r.json.call_id).toMatch(/^call_/)
+        // The provider's answer whole, in the text; no structuredContent, which a tool without an outputSchema may leave out.
+        expect(r.text.endsWith(`"result":${deep}}`)).toBe(true)
+        expect(r.structured).toBeUndefined()
+      }
+    } finally {
+      rig.t.fake.handler = null
+    }
+    expect((await c.listTools()).tools.filter((x) => 'outputSchema' in x).map((x) => x.name)).toEqual([])
+    expect(await redisBalance(rig.t, a.account_id)).toBe(485)
+  })
+
   test("the owner's tools: list_agents, kill_agent, revive_agent, set_policies take effect as their REST routes do", async () => {
     const a = await rig.t.signup()
     const agent = await newAgent(a.token)
