@@ -2,7 +2,7 @@
  * MCP keeps the REST API's guard: a killed or revoked agent is refused (its listing with the HTTP
  * 403 of any REST request, its tool calls as tool errors, nothing charged), an agent token neither
  * sees nor runs the owner-only tools, another account's resources answer NOT_FOUND, and the rate
- * limit counts MCP requests like REST requests (a paid call once).
+ * limit counts MCP requests like REST requests (a paid call once, a call that reaches no tool too).
  */
 import { describe, expect, test } from 'bun:test'
 import { startTestApp } from '../helpers/harness'
@@ -139,6 +139,43 @@ describe('rate limit', () => {
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
       expect(await redisBalance(limited, a.account_id)).toBe(490)
       await c.close()
+    } finally {
+      await limited.close()
+    }
+  })
+
+  test('a tools/call that never reaches a tool (a notification, malformed params, a header or message the transport refuses, a task) counts once, at the route', async () => {
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_balance', arguments: {} } }
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }
+    const unreached: [unknown, Record<string, string>?][] = [
+      [{ jsonrpc: '2.0', method: 'tools/call', params: call.params }], // a notification: 202
+      [{ ...call, params: { name: 7 } }], // -32602
+      [{ ...call, params: { name: 'get_balance', arguments: 'x' } }], // -32602
+      [{ ...call, extra: true }], // not a JSON-RPC message: 400
+      [{ ...call, id: 4.5 }], // 400
+      [{ ...call, params: { ...call.params, task: { ttl: 1000 } } }], // no tasks capability
+      [call, { ...headers, accept: 'application/json' }], // 406
+      [call, { ...headers, 'mcp-protocol-version': '1999-01-01' }], // 400
+    ]
+    const limited = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: String(unreached.length) } })
+    try {
+      const url = await limited.listen()
+      const a = await limited.signup()
+      const post = (body: unknown, h: Record<string, string> = headers) =>
+        fetch(`${url}/mcp`, { method: 'POST', headers: { ...h, authorization: `Bearer ${a.token}` }, body: JSON.stringify(body) }).then((r) => r.text())
+      for (const [body, h] of unreached) await post(body, h)
+      // "Rate limits count every request" (CONTRACT §6): the limit is used up.
+      expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+
+      // A call the SDK answers (here with _meta) reaches its tool: counted there, not twice.
+      const b = await limited.signup()
+      const meta = { ...call, params: { ...call.params, _meta: { progressToken: 1 } } }
+      for (let i = 1; i < unreached.length; i++) {
+        const r = await fetch(`${url}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${b.token}` }, body: JSON.stringify(meta) })
+        expect(((await r.json()) as any).result.structuredContent.balance).toBe(500)
+      }
+      expect((await limited.req('GET', '/v1/balance', { token: b.token })).status).toBe(200)
+      expect((await limited.req('GET', '/v1/balance', { token: b.token })).status).toBe(429)
     } finally {
       await limited.close()
     }

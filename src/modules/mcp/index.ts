@@ -5,6 +5,7 @@ import type { Services } from '../../services'
 import { readText } from '../../edge/body'
 import { requestId } from '../../observe'
 import { McpEndpoint, type McpCaller } from '../../mcp/endpoint'
+import { admittedByTool } from '../../mcp/tool-admission'
 import type { RouteLike } from '../../route-table'
 
 type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Http['ip']>[1] }
@@ -12,8 +13,9 @@ type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Ht
 /**
  * `/mcp` (CONTRACT §10). The bearer is the REST API's: none or a bad one → 401 UNAUTHORIZED, counted
  * per client address. A tool call is admitted by its tool, where the adapted route admits it (a paid
- * call inside its debit, counted once); every other message (initialize, tools/list, notifications)
- * is admitted here as any REST request is, so a killed or revoked token is refused the same way.
+ * call inside its debit, counted once); every other request (initialize, tools/list, notifications,
+ * a tools/call that never reaches a tool: mcp/tool-admission.ts) is admitted here as any REST request
+ * is, so a killed or revoked token is refused the same way and every request counts.
  */
 export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http(s)) => {
   const endpoint = new McpEndpoint(s, routes)
@@ -33,7 +35,7 @@ export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http
         const headers: Record<string, string> = {}
         const text = await readText(request, s.cfg.MAX_BODY_BYTES)
         const body = parseJson(text)
-        if (!isToolCall(body)) Object.assign(headers, (await h.member(bearer, request, server)).headers)
+        if (!admittedByTool(request, body)) Object.assign(headers, (await h.member(bearer, request, server)).headers)
         if (body === undefined) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON-RPC message of the Model Context Protocol' })
         const caller: McpCaller = {
           principal,
@@ -68,8 +70,6 @@ function parseJson(text: string): unknown {
     return undefined
   }
 }
-
-const isToolCall = (body: unknown): boolean => !!body && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'tools/call'
 
 /** The transport's own answer to a method it does not serve (a JSON-RPC error, as MCP clients expect). */
 function notAllowed(admitted: { headers: Record<string, string> }): Response {
