@@ -5,6 +5,7 @@
  */
 import { callCapability } from '../calls/capability-call'
 import type { Capability } from '../catalog/catalog'
+import { checkText } from '../edge/text'
 import type { Services } from '../services'
 import type { ProviderKeys } from '../vault/provider-key'
 import { JsonAnswer, type McpTool } from './tool'
@@ -19,6 +20,9 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
     // MCP wants an object schema; a catalog entry that leaves `type` out still describes an object body.
     inputSchema: { type: 'object', ...cap.params },
     async run(call, args) {
+      // The edge's check before the arguments are serialised: JSON.stringify overflows the stack on
+      // a value nested far past the check's depth limit (an INTERNAL where a BAD_REQUEST belongs).
+      checkText(args ?? {}, 'all')
       const answer = await callCapability(s, keys, {
         principal: call.principal,
         slug: cap.slug,

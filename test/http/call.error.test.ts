@@ -83,6 +83,20 @@ describe('bad input gets a structured error and loses nothing', () => {
     expect((await t.req('GET', '/v1/activity', { token: a.token })).body.calls).toHaveLength(0)
   })
 
+  test('params nested deeper than 512 levels answer BAD_REQUEST naming the field and the limit, not INTERNAL', async () => {
+    const a = await t.signup()
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+    // 200k levels in a 400 KB body: JSON.parse takes them, a recursive walk over them (or JSON.stringify) would overflow the stack.
+    const r = await call(a.token, 'test.echo', `{"x":${deep(200_000)}}`)
+    expect(r.status).toBe(400)
+    expect(r.body).toMatchObject({ error: 'BAD_REQUEST', field: 'x' })
+    expect(r.body.expected).toContain('512')
+    expect(await redisBalance(t, a.account_id)).toBe(500)
+    // At the limit: the body object and 511 arrays are 512 levels.
+    expect((await call(a.token, 'test.echo', `{"x":${deep(511)}}`)).status).toBe(200)
+    expect((await call(a.token, 'test.echo', `{"x":${deep(512)}}`)).status).toBe(400)
+  })
+
   test('a body over MAX_BODY_BYTES answers BAD_REQUEST with status 413', async () => {
     const a = await t.signup()
     const r = await call(a.token, 'test.echo', { q: 'x'.repeat(1_100_000) })

@@ -1,7 +1,8 @@
 /**
  * Refusals over MCP: a tool error (isError) whose text is the REST error body, with the same code
- * and context as over HTTP — the 402 with its enable_url, a policy refusal, bad arguments; and the
- * transport-level answers: 401 without a valid bearer, 405 for the stream a stateless server lacks.
+ * and context as over HTTP — the 402 with its enable_url, a policy refusal, bad or too deeply nested
+ * arguments; and the transport-level answers: 401 without a valid bearer, 405 for the stream a
+ * stateless server lacks.
  */
 import { describe, expect, test } from 'bun:test'
 import { redisBalance } from '../helpers/ledger'
@@ -103,6 +104,34 @@ describe('arguments are checked as the REST bodies are', () => {
     const rest = await rig.t.req('POST', '/v1/call/test.echo', { token: a.token, body: { note: 'two\nlines' } })
     expect(rest.status).toBe(200)
     expect(await redisBalance(rig.t, a.account_id)).toBe(500 - lines.json.charged - rest.body.charged)
+  })
+})
+
+describe('arguments nested too deep', () => {
+  test('params nested deeper than 512 levels → BAD_REQUEST naming the field and the limit, not INTERNAL; nothing charged', async () => {
+    const a = await rig.t.signup()
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+    // 200k levels in a 400 KB body: JSON.parse takes them, a recursive walk over them (or JSON.stringify) would overflow the stack.
+    const send = (tool: string, args: string) =>
+      fetch(`${rig.base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${a.token}` },
+        body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${tool}","arguments":${args}}}`,
+      }).then(async (r) => ((await r.json()) as any).result)
+    for (const [tool, args, field] of [
+      ['call_capability', `{"slug":"test.echo","params":{"x":${deep(200_000)}}}`, 'params'],
+      ['test_echo', `{"x":${deep(200_000)}}`, 'x'],
+    ]) {
+      const r = await send(tool!, args!)
+      expect(r.isError, tool).toBe(true)
+      expect(r.structuredContent, tool).toMatchObject({ error: 'BAD_REQUEST', field })
+      expect(r.structuredContent.expected).toContain('512')
+    }
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
+    // At the limit: the arguments object, params and 510 arrays are 512 levels.
+    const atLimit = await send('call_capability', `{"slug":"test.echo","params":{"x":${deep(510)}}}`)
+    expect(atLimit.isError).toBeUndefined()
+    expect(await redisBalance(rig.t, a.account_id)).toBe(495)
   })
 })
 
