@@ -1,7 +1,8 @@
 /**
  * Where a top-level member's value sits in the text of a JSON object, so that a forwarded body can
- * have one member's value replaced and keep every other byte as the client wrote it (a 64-bit seed,
- * its own spacing). A reader of text only: the caller checks what it builds by parsing it.
+ * have one member's value replaced, or one member's value be forwarded alone (an MCP tool call's
+ * params), and keep every byte as the client wrote it (a 64-bit seed, its own spacing). A reader of
+ * text only: the caller checks what it builds by parsing it.
  */
 const WS = ' \t\n\r'
 
@@ -71,6 +72,20 @@ export function topLevelValueSpan(t: string, key: string): [number, number] | nu
     if (t[i] !== ',') return null
     i = skipWs(t, i + 1)
   }
+}
+
+/** The text of the value of the last top-level member named `key` of the object `t`, or null. */
+export function memberText(t: string | null, key: string): string | null {
+  const span = t === null ? null : topLevelValueSpan(t, key)
+  return span && t!.slice(span[0], span[1])
+}
+
+/**
+ * `value`'s JSON as the client wrote it — `written`, cut out of its request — when that parses to
+ * the same value (a 64-bit id parsed and serialised again would be rounded); else serialised.
+ */
+export function asWritten(written: string | null, value: unknown): string {
+  return written !== null && parsesTo(written, value) ? written : JSON.stringify(value)
 }
 
 /** Whether `text` is JSON for `value`: the check that lets an edit of the text stand. */

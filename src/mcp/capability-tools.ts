@@ -6,6 +6,7 @@
 import { callCapability } from '../calls/capability-call'
 import type { Capability } from '../catalog/catalog'
 import { checkText } from '../edge/text'
+import { asWritten } from '../json-members'
 import type { Services } from '../services'
 import type { ProviderKeys } from '../vault/provider-key'
 import { JsonAnswer, type McpTool } from './tool'
@@ -26,7 +27,8 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
       const answer = await callCapability(s, keys, {
         principal: call.principal,
         slug: cap.slug,
-        rawBody: JSON.stringify(args ?? {}),
+        // As the agent wrote them, as REST forwards its body (a 64-bit id serialised again is rounded).
+        rawBody: asWritten(call.writtenArguments(), args ?? {}),
         idempotencyKey: null,
         signal: call.signal,
       })

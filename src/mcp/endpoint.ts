@@ -24,6 +24,7 @@ import { ToolRegistry } from './registry'
 import type { RouteLike } from '../route-table'
 import type { ToolAnswer } from './tool'
 import { directToolCall, toolCallParams, toolCallResponse } from './direct-call'
+import { memberText } from '../json-members'
 
 /** The HTTP request's caller, resolved from its bearer; admission is the route's (see modules/mcp). */
 export interface McpCaller {
@@ -56,11 +57,11 @@ export class McpEndpoint {
     this.registry = new ToolRegistry(s, routes)
   }
 
-  /** Answers one HTTP request of the transport; `body` is its JSON, already read and parsed. */
-  async handle(request: Request, body: unknown, caller: McpCaller): Promise<Response> {
+  /** Answers one HTTP request of the transport; `text` is its body as read, `body` the same parsed. */
+  async handle(request: Request, text: string, body: unknown, caller: McpCaller): Promise<Response> {
     // The plain tools/call, answered as the SDK would answer it (./direct-call.ts); the rest is the SDK's.
     const direct = directToolCall(request, body)
-    if (direct) return toolCallResponse(direct.id, await this.call(direct.name, direct.args, caller, request.signal))
+    if (direct) return toolCallResponse(direct.id, await this.call(direct.name, direct.args, caller, request.signal, text))
     const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
@@ -75,7 +76,7 @@ export class McpEndpoint {
       const params = toolCallParams(req.params)
       if (!params)
         throw new McpError(ErrorCode.InvalidParams, 'Invalid tools/call request: params.name must be a string and params.arguments, if present, an object')
-      return this.call(params.name, params.args, caller, request.signal)
+      return this.call(params.name, params.args, caller, request.signal, text)
     }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
@@ -87,7 +88,7 @@ export class McpEndpoint {
     }
   }
 
-  private async call(name: string, args: unknown, caller: McpCaller, signal: AbortSignal): Promise<CallToolResult> {
+  private async call(name: string, args: unknown, caller: McpCaller, signal: AbortSignal, text: string): Promise<CallToolResult> {
     try {
       const tool = this.registry.find(name)
       // Admission first, as on REST: a caller learns nothing (not even which tools exist) before it.
@@ -97,7 +98,9 @@ export class McpEndpoint {
       }
       // A paid tool is admitted inside the debit script, as POST /v1/call is: one count, one round trip.
       if (tool.access !== 'paid') await caller.admit(tool.access)
-      return success(await tool.run({ principal: caller.principal, signal }, args))
+      // Cut out only when a tool asks (a paid call): one message's params.arguments, null in a batch.
+      const writtenArguments = () => memberText(memberText(text, 'params'), 'arguments')
+      return success(await tool.run({ principal: caller.principal, signal, writtenArguments }, args))
     } catch (e) {
       return failure(this.apiError(e, name, caller), caller)
     }

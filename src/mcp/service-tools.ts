@@ -18,6 +18,7 @@ import { fileProblem, type NewProblem } from '../support/problems'
 import { openVault, requestLink } from '../vault/account-keys'
 import type { ProviderKeys } from '../vault/provider-key'
 import { checkText, FreeJson } from '../edge/text'
+import { asWritten, memberText } from '../json-members'
 import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
 import { answerOf, JsonAnswer, type Access, type McpTool, type ToolCall } from './tool'
@@ -88,7 +89,8 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         const answer = await callCapability(s, keys, {
           principal: call.principal,
           slug: a.slug,
-          rawBody: JSON.stringify(a.params ?? {}),
+          // As the agent wrote them, as REST forwards its body (a 64-bit id serialised again is rounded).
+          rawBody: asWritten(memberText(call.writtenArguments(), 'params'), a.params ?? {}),
           idempotencyKey: a.idempotency_key ?? null,
           signal: call.signal,
         })

@@ -13,6 +13,11 @@ export interface ToolCall {
   principal: Principal
   /** Aborts when the client goes away (the paid call then settles as client_closed). */
   signal: AbortSignal
+  /**
+   * The call's `arguments` as the caller wrote them in the request body, or null where they cannot
+   * be cut out (a batch): a paid call hands the provider its params as written, as REST does.
+   */
+  writtenArguments(): string | null
 }
 
 /** The REST answer of a tool: its JSON text as REST sends it, and the same object (see JsonAnswer). */

@@ -7,7 +7,7 @@
  */
 import { decodeBody, decodersFor } from './content-encoding'
 import { maskKey } from '../proxy/scrub'
-import { parsesTo, topLevelValueSpan } from '../json-members'
+import { asWritten, memberText } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
 
 export type UpstreamResult =
@@ -53,8 +53,9 @@ export async function callUpstream(
   headers['accept-encoding'] = 'identity'
   let body: string | undefined
   if (cap.method === 'GET' || cap.method === 'DELETE') {
+    // A non-string param as the caller wrote it (a 64-bit id serialised again would be rounded).
     for (const [k, v] of Object.entries((params.value ?? {}) as Record<string, unknown>))
-      url.searchParams.set(k, typeof v === 'string' ? v : asWritten(params.json, k, v))
+      url.searchParams.set(k, typeof v === 'string' ? v : asWritten(memberText(params.json, k), v))
   } else {
     body = params.json
     headers['content-type'] = 'application/json'
@@ -101,16 +102,6 @@ export async function callUpstream(
     }
   }
   return { kind: 'response', status: res.status, body: parsed, json, hasLocation: res.headers.has('location') }
-}
-
-/**
- * A non-string param's JSON as the caller wrote it (a 64-bit id serialised again would be rounded),
- * when its text parses to the same value; else serialised.
- */
-function asWritten(json: string, key: string, value: unknown): string {
-  const span = topLevelValueSpan(json, key)
-  const text = span && json.slice(span[0], span[1])
-  return text && parsesTo(text, value) ? text : JSON.stringify(value)
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */

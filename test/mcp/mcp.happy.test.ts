@@ -89,6 +89,29 @@ describe('each tool answers what its REST route answers', () => {
     expect(await redisBalance(rig.t, a.account_id)).toBe(490)
   })
 
+  test('params reach the provider as the agent wrote them (a 64-bit id, its spacing), as over REST; on each tool and both paths', async () => {
+    const a = await rig.t.signup()
+    const params = '{ "id": 12345678901234567891, "n": 1.10 }'
+    const send = (name: string, args: string, meta = '') =>
+      fetch(`${rig.base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${a.token}` },
+        body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${args}${meta}}}`,
+      }).then(async (r) => ((await r.json()) as any).result)
+    await rig.t.req('POST', '/v1/call/test.echo', { token: a.token, body: params })
+    expect(rig.t.fake.seen.at(-1)!.body).toBe(params)
+    for (const [name, args, meta] of [
+      ['call_capability', `{"slug":"test.echo","params":${params}}`, ''],
+      ['test_echo', params, ''],
+      // _meta leaves the call to the SDK (src/mcp/direct-call.ts): the same text reaches the tool.
+      ['call_capability', `{"slug":"test.echo","params":${params}}`, ',"_meta":{"progressToken":1}'],
+    ]) {
+      expect((await send(name!, args!, meta)).isError, name).toBeUndefined()
+      expect(rig.t.fake.seen.at(-1)!.body, `${name}${meta}`).toBe(params)
+    }
+    expect(await redisBalance(rig.t, a.account_id)).toBe(480)
+  })
+
   test('an idempotency_key replay answers the first call and is charged once, on MCP and across to REST', async () => {
     const a = await rig.t.signup()
     const c = await connect(a.token)

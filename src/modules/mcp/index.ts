@@ -45,7 +45,7 @@ export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http
           noteHeaders: (more) => Object.assign(headers, more),
           requestId: requestId(request),
         }
-        const res = await endpoint.handle(request, body, caller)
+        const res = await endpoint.handle(request, text, body, caller)
         for (const [k, v] of Object.entries(headers)) res.headers.set(k, v)
         return res
       },
