@@ -14,7 +14,10 @@
   A child's limits are no wider than its parent's: its allowlist patterns each within the parent's
   allowlist, its daily_cap and per_call_max at most the parent's, its expiry no later than the
   parent's (a later one, or none, is clamped to the parent's). An omitted limit is no own limit:
-  the parent's still applies to it through the debit's chain check.
+  the parent's still applies to it through the debit's chain check. For the same reason "the
+  parent's" limit is what binds the parent: its own and every ancestor's, so the allowlist, the
+  daily_cap and the per_call_max are checked against each ancestor in the chain (a parent that set
+  none of its own cannot hand out what its ancestors deny it).
 
   KEYS[1] agent hash         {s}:agent:<acct>:<agent>
   KEYS[2] the account's set  {s}:agents:<acct>
@@ -22,6 +25,7 @@
   KEYS[4] the parent's hash  {s}:agent:<acct>:<parent>   (a sub-agent; else KEYS[1] again, unread)
   KEYS[5] the grandparent's hash                          (or KEYS[1], unread)
   KEYS[6] the great-grandparent's hash                    (or KEYS[1], unread)
+          (every ancestor's state and limits are read: the chain is at most 3 deep)
 
   ARGV[1]  now, epoch ms
   ARGV[2]  account id
@@ -44,7 +48,8 @@
         | {AGENT_KILLED, 0, reason, by_ancestor or ''} | {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
           (the parent, or one of its ancestors: by_ancestor, is stopped)
         | {DENIED_MAX_DEPTH, max_depth}
-        | {DENIED_EXCEEDS_PARENT, field (budget | daily_cap | per_call_max | allowlist), parent's limit or ''}
+        | {DENIED_EXCEEDS_PARENT, field (budget | daily_cap | per_call_max | allowlist), the limit: the parent's
+           budget left, the chain's tightest cap, or the pattern outside an ancestor's allowlist}
 ]]
 
 --@include agent-entry
@@ -72,8 +77,11 @@ local parent = nil
 if #ids > 0 then
   if depth > max_depth then return {S_DENIED_MAX_DEPTH, max_depth} end
   -- The creator and every ancestor of it must be able to act: a stopped subtree grows no branches.
+  -- Their limits are kept for the checks below (rows[i], nearest first).
+  local rows = {}
   for i = 1, #ids do
-    local a = redis.call('HMGET', KEYS[3 + i], 'token', 'state', 'kill_reason', 'expires', 'chain')
+    local a = redis.call('HMGET', KEYS[3 + i], 'token', 'state', 'kill_reason', 'expires', 'chain', 'daily_cap', 'per_call_max', 'allow')
+    rows[i] = a
     if not a[1] then return {S_NOT_FOUND, 0} end
     local by = i > 1 and ids[i] or ''
     if a[2] == 'revoked' then return {S_AGENT_REVOKED, 0, '', by} end
@@ -85,22 +93,32 @@ if #ids > 0 then
       if (a[5] or '') ~= rest then return redis.error_reply('create-agent: chain ' .. chain .. ' is not the tree') end
     end
   end
-  parent = redis.call('HMGET', KEYS[4], 'budget', 'spent_total', 'carved', 'daily_cap', 'per_call_max', 'allow', 'expires')
+  parent = redis.call('HMGET', KEYS[4], 'budget', 'spent_total', 'carved', 'expires')
   local left = budget_left(parent[1], parent[2], parent[3])
   if not budget then return redis.error_reply('create-agent: a sub-agent needs a budget') end
   if left and budget > left then return {S_DENIED_EXCEEDS_PARENT, 'budget', math.max(left, 0)} end
-  if parent[4] and ARGV[7] ~= '' and tonumber(ARGV[7]) > tonumber(parent[4]) then
-    return {S_DENIED_EXCEEDS_PARENT, 'daily_cap', tonumber(parent[4])}
+  -- The tightest cap of the chain is the one the parent may use; it is the limit reported.
+  local function tightest(field)
+    local min = nil
+    for i = 1, #rows do
+      local v = rows[i][field] and tonumber(rows[i][field])
+      if v and (not min or v < min) then min = v end
+    end
+    return min
   end
-  if parent[5] and ARGV[10] ~= '' and tonumber(ARGV[10]) > tonumber(parent[5]) then
-    return {S_DENIED_EXCEEDS_PARENT, 'per_call_max', tonumber(parent[5])}
+  local cap, per_call = tightest(6), tightest(7)
+  if cap and ARGV[7] ~= '' and tonumber(ARGV[7]) > cap then return {S_DENIED_EXCEEDS_PARENT, 'daily_cap', cap} end
+  if per_call and ARGV[10] ~= '' and tonumber(ARGV[10]) > per_call then
+    return {S_DENIED_EXCEEDS_PARENT, 'per_call_max', per_call}
   end
-  if ARGV[8] == '1' and parent[6] then
+  if ARGV[8] == '1' then
     for pattern in string.gmatch(ARGV[9], '[^\n]+') do
-      if not allowed(parent[6], pattern) then return {S_DENIED_EXCEEDS_PARENT, 'allowlist', pattern} end
+      for i = 1, #rows do
+        if rows[i][8] and not allowed(rows[i][8], pattern) then return {S_DENIED_EXCEEDS_PARENT, 'allowlist', pattern} end
+      end
     end
   end
-  if parent[7] and (not expires or expires > tonumber(parent[7])) then expires = tonumber(parent[7]) end
+  if parent[4] and (not expires or expires > tonumber(parent[4])) then expires = tonumber(parent[4]) end
 end
 
 redis.call('HSET', KEYS[1], 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1,

@@ -122,6 +122,22 @@ describe('sub-agents', () => {
     expect(deep.body).toMatchObject({ error: 'POLICY_DENIED', rule: 'max_depth', max_depth: 4 })
   })
 
+  test("limits no wider than what the parent may use: a parent with none of its own is held to its ancestors', and so are the children it creates", async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 1000, allowlist: ['test.echo'], daily_cap: 50, per_call_max: 5 })).body
+    // mid omits its own limits: it is held to root's through the chain.
+    const mid = (await create(root.token, { name: 'mid', budget: 500 })).body
+    expect((await call(mid.token, 'test.pricey')).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_allowlist', by_ancestor: root.id })
+    // So mid cannot hand out what it does not have (the limit reported is the chain's).
+    const wide = await create(mid.token, { name: 'leaf', budget: 10, allowlist: ['test.pricey'] })
+    expect(wide.status).toBe(403)
+    expect(wide.body).toMatchObject({ error: 'POLICY_DENIED', rule: 'exceeds_parent', field: 'allowlist', limit: 'test.pricey', parent_id: mid.id })
+    expect((await create(mid.token, { name: 'leaf2', budget: 10, daily_cap: 100000 })).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'exceeds_parent', field: 'daily_cap', limit: 50 })
+    expect((await create(mid.token, { name: 'leaf3', budget: 10, per_call_max: 1000 })).body).toMatchObject({ error: 'POLICY_DENIED', rule: 'exceeds_parent', field: 'per_call_max', limit: 5 })
+    // Within the chain's limits it may.
+    expect((await create(mid.token, { name: 'leaf4', budget: 10, allowlist: ['test.echo'], daily_cap: 50, per_call_max: 5 })).status).toBe(201)
+  })
+
   test('killing the middle agent stops the grandchild at once (by_ancestor) and not the sibling subtree; only the operator revives', async () => {
     const owner = await t.signup()
     const root = (await create(owner.token, { name: 'root', budget: 1000 })).body
