@@ -106,7 +106,7 @@ async function measureTree(root: string): Promise<Row[]> {
   const ctx = { redis: server.redis, keys, scripts: loadScripts(server.redis), clock: { now: () => Date.now() } }
   const acct = 'acc_07_scriptcost'
   const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
-  // An account and a depth-4 chain as create-agent-6 leaves them (budgets far beyond the run).
+  // An account and a depth-4 chain as create-agent-7 leaves them (budgets far beyond the run).
   await server.redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
   for (let i = 0; i < 4; i++) {
     const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }

@@ -393,7 +393,7 @@ if agent then
       if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
     end
     if rule then
-      -- The trip, instead of the debit: the agent is killed exactly as agent-state-3 kills it.
+      -- The trip, instead of the debit: the agent is killed exactly as agent-state-4 kills it.
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker')
       memo_write(KEYS[2], F_STATE, 'killed')
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)

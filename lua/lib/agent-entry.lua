@@ -1,6 +1,6 @@
 -- The agent's whole row as an `agent` outbox entry of version v: the Postgres projection keeps the
 -- highest version it has seen, so redelivered or late entries never roll it back. Spliced in by
--- `--@include agent-entry` wherever an agent changes (create-agent-6, agent-state-3, set-policy-3,
+-- `--@include agent-entry` wherever an agent changes (create-agent-7, agent-state-4, set-policy-3,
 -- the breaker trip of debit-15). Returns the row read, {token, name, state, created, ...}.
 local function append_agent_entry(agent_key, outbox_key, acct, agent_id, v, now)
   local a = redis.call('HMGET', agent_key, 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max',

@@ -1,5 +1,5 @@
 /**
- * Agent tokens over their scripts: create-agent-6 and agent-state-3 write, every read is plain
+ * Agent tokens over their scripts: create-agent-7 and agent-state-4 write, every read is plain
  * hash reads in the account's slot. The state lives where debit-15 and authorize-7 read it, so a
  * kill, revive or revoke holds from the very next request on every instance.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
@@ -9,11 +9,15 @@ import { hashToken, newToken, randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
-import { runAgentState, runCreateAgent } from '../lua/agents'
+import { runAgentState, runCreateAgent, runRecountAgents, type CreateAgentArgs } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { denial } from '../ledger/denials'
 
-/** Every agent ever created stays listed (revoked ones too), so the set is bounded. */
+/**
+ * The most live agents one account may hold: revoked ones (and their subtrees) and expired ones do
+ * not count, so revoking frees their places (lua/lib/live-agents.lua); killed ones count, since
+ * the operator may revive them. Every agent stays listed, revoked ones too.
+ */
 export const MAX_AGENTS = 1000
 
 /**
@@ -141,7 +145,7 @@ export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent):
   const chain = a.parent ? [a.parent.id, ...a.parent.chain] : []
   // The token mapping first: once the agent is listed, its token already resolves.
   await redis.set(keys.token(tokenHash), tokenMapping(acct, id, chain))
-  const reply = await runCreateAgent(ctx, {
+  const args: CreateAgentArgs = {
     now: ctx.clock.now(),
     accountId: acct,
     agentId: id,
@@ -156,7 +160,13 @@ export async function createAgent(ctx: RedisContext, acct: string, a: NewAgent):
     ttlMs: a.ttl_s === undefined || a.ttl_s === null ? null : a.ttl_s * 1000,
     maxDepth: MAX_DEPTH,
     via: 'api',
-  })
+  }
+  let reply = await runCreateAgent(ctx, args)
+  // Agents older than the account's live-agent set: the script counts them once, then the create runs again.
+  if (reply.status === 'recount') {
+    await runRecountAgents(ctx, acct, { now: args.now, replace: false })
+    reply = await runCreateAgent(ctx, args)
+  }
   if (reply.status !== 'ok') {
     await redis.del(keys.token(tokenHash))
     throw createRefused(reply, a.parent?.id ?? null)
@@ -169,7 +179,7 @@ function createRefused(reply: Exclude<Awaited<ReturnType<typeof runCreateAgent>>
     new ApiError('POLICY_DENIED', { rule, raised_by: 'operator', raise_via: 'PUT /v1/policies', ...extra })
   switch (reply.status) {
     case 'limit_reached':
-      return new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} agent tokens, the most allowed (revoked ones count)` })
+      return new ApiError('CONFLICT', { reason: `the account already holds ${MAX_AGENTS} live agent tokens, the most allowed; revoke some (a revoke frees its whole subtree) to make room` })
     case 'max_depth':
       return policy('max_depth', { max_depth: reply.max })
     case 'exceeds_parent':
@@ -178,6 +188,8 @@ function createRefused(reply: Exclude<Awaited<ReturnType<typeof runCreateAgent>>
       return notFound()
     case 'already_applied':
       return new Error(`create-agent: the new id exists`)
+    case 'recount':
+      return new Error(`create-agent: the account's live agents were counted, yet the script asked for a recount again`)
     default:
       return denial(reply, { agentId: parentId, resetsAt: '' })
   }

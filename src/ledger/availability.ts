@@ -39,6 +39,7 @@ const UNGATED: ReadonlySet<string> = new Set<ScriptName | 'deadLetter' | 'replay
   'recordCalls',
   'releaseRefill',
   'restoreAccount',
+  'recountAgents',
   'rateLimit',
   'claimLink',
   'releaseLink',

@@ -6,9 +6,9 @@
  *     token, newer policy or agent versions, an account created since the last flush.
  * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
- * (so the daily caps keep holding), the agents, and the global lookups (token → account, e-mail,
- * public_ref, consent ref). What cannot come back is listed in docs/operations.md (in-flight
- * idempotency keys, rate windows, mandates' cards).
+ * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
+ * global lookups (token → account, e-mail, public_ref, consent ref). What cannot come back is
+ * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
 import { eq } from 'drizzle-orm'
 import { hktDay } from '../clock'
@@ -16,6 +16,7 @@ import type { Database } from '../db/client'
 import { accountPolicies, accounts, agents } from '../db/schema'
 import { randomId } from '../auth/tokens'
 import { runRestoreAccount } from '../lua/accounts'
+import { runRecountAgents } from '../lua/agents'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
@@ -262,6 +263,9 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     await redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id).exec()
     await redis.set(keys.token(a.tokenHash), tokenMapping(acct, a.id, a.chain))
   }
+  // The live agents the agent limit counts, from the hashes just written, by the rule create-agent-7
+  // and agent-state-4 keep (lua/lib/live-agents.lua): a set left from before is replaced.
+  await runRecountAgents(ctx, acct, { now: ctx.clock.now(), replace: true })
   await restoreProposals(ctx, acct, plan.proposals)
   await Promise.all([
     redis.set(keys.token(plan.ownerTokenHash), `${acct}|`),

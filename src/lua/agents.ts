@@ -1,5 +1,6 @@
 /**
- * Governance writes: create-agent-6, agent-state-3 and set-policy-3 (see their Lua headers).
+ * Governance writes: create-agent-7, agent-state-4, recount-agents-n and set-policy-3 (see their
+ * Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -12,6 +13,7 @@ export interface CreateAgentArgs {
   agentId: string
   tokenHash: string
   name: string
+  /** The most live agents (not revoked, not expired) the account may hold. */
   maxAgents: number
   dailyCap: number | null
   /** null = no allowlist (everything); [] joined = '' = allow nothing. */
@@ -30,6 +32,8 @@ export type CreateAgentReply =
   | { status: 'ok'; version: number; depth: number; expiresAt: number | null }
   | { status: 'already_applied' }
   | { status: 'limit_reached'; max: number }
+  /** The account's agents are older than its live-agent set: runRecountAgents, then create again. */
+  | { status: 'recount' }
   /** The parent (or an ancestor) is gone. */
   | { status: 'not_found' }
   | { status: 'max_depth'; max: number }
@@ -42,7 +46,7 @@ export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Pro
   // Ancestor slots past the chain repeat the agent's own key: same slot, never read.
   const ancestors = [0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : self))
   const reply = await ctx.scripts.createAgent(
-    [self, keys.agents(a.accountId), keys.outbox(keys.shardOf(a.accountId)), ...ancestors],
+    [self, keys.agents(a.accountId), keys.outbox(keys.shardOf(a.accountId)), ...ancestors, keys.liveAgents(a.accountId)],
     [
       a.now,
       a.accountId,
@@ -68,6 +72,8 @@ export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Pro
       return { status: 'already_applied' }
     case S.LIMIT_REACHED:
       return { status: 'limit_reached', max: num(reply, 1) }
+    case S.RECOUNT_AGENTS:
+      return { status: 'recount' }
     case S.NOT_FOUND:
       return { status: 'not_found' }
     case S.DENIED_MAX_DEPTH:
@@ -76,7 +82,7 @@ export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Pro
       return { status: 'exceeds_parent', field: str(reply, 1), limit: str(reply, 2) }
   }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('create-agent-6', reply)
+  if (!refusal) throw unexpected('create-agent-7', reply)
   return refusal
 }
 
@@ -106,7 +112,7 @@ export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promi
   const { keys } = ctx
   const self = keys.agent(a.accountId, a.agentId)
   const parent = a.parentId ? keys.agent(a.accountId, a.parentId) : self
-  const reply = await ctx.scripts.agentState([self, keys.outbox(keys.shardOf(a.accountId)), parent], [a.now, a.accountId, a.agentId, a.action, a.via, a.actorId ?? ''])
+  const reply = await ctx.scripts.agentState([self, keys.outbox(keys.shardOf(a.accountId)), parent, keys.liveAgents(a.accountId)], [a.now, a.accountId, a.agentId, a.action, a.via, a.actorId ?? ''])
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok', version: num(reply, 1) }
@@ -117,8 +123,38 @@ export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promi
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('agent-state-3', reply)
+      throw unexpected('agent-state-4', reply)
   }
+}
+
+/** How many times the account's agents are listed again when a create lands between list and count. */
+const RECOUNT_ATTEMPTS = 5
+
+/**
+ * Builds the account's live-agent set from its agent hashes (recount-agents-n): the account's
+ * agents are listed, and the script counts them only if the list is still the set. `replace`
+ * (ledger:rebuild) rebuilds a set that exists; else one that exists is left as it is.
+ * Returns the live agents counted.
+ */
+export async function runRecountAgents(ctx: RedisContext, accountId: string, o: { now: number; replace: boolean }): Promise<number> {
+  const { keys, redis } = ctx
+  for (let attempt = 0; attempt < RECOUNT_ATTEMPTS; attempt++) {
+    const ids = await redis.smembers(keys.agents(accountId))
+    const reply = await ctx.scripts.recountAgents(
+      [keys.agents(accountId), keys.liveAgents(accountId), ...ids.map((id) => keys.agent(accountId, id))],
+      [o.now, o.replace ? '1' : '0', ...ids],
+    )
+    switch (statusOf(reply)) {
+      case S.OK:
+      case S.ALREADY_APPLIED:
+        return num(reply, 1)
+      case S.AGENTS_CHANGED:
+        continue
+      default:
+        throw unexpected('recount-agents-n', reply)
+    }
+  }
+  throw new Error(`recount-agents: the agents of ${accountId} kept changing while counted`)
 }
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */

@@ -62,4 +62,8 @@ export enum ScriptStatus {
   DENIED_EXCEEDS_PARENT = 81,
   /** A sub-agent would be deeper than the tree allows (POLICY_DENIED max_depth). */
   DENIED_MAX_DEPTH = 82,
+  /** create-agent: the account's live-agent set is not kept yet (agents older than it): recount, then retry. */
+  RECOUNT_AGENTS = 83,
+  /** recount-agents: the account's agents changed between listing and counting: list them again. */
+  AGENTS_CHANGED = 84,
 }

@@ -71,6 +71,14 @@ export class Keys {
   agents(acct: string): string {
     return `${this.acctTag(acct)}:agents:${acct}`
   }
+  /**
+   * The account's live agents (not revoked, no revoked ancestor), what the agent limit counts: a
+   * sorted set of lineages (`<agent>,<chain>`) scored by expiry, plus the `_` marker (see
+   * lua/create-agent-7.lua).
+   */
+  liveAgents(acct: string): string {
+    return `${this.acctTag(acct)}:live-agents:${acct}`
+  }
   spentToday(acct: string, day: number): string {
     return `${this.acctTag(acct)}:spent:${acct}:${day}`
   }

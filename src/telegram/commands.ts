@@ -1,6 +1,6 @@
 /**
  * The operator's commands in the chat. Every command acts on the account linked to this
- * (chat, user) pair only, through the same governance services as the REST API (agent-state-3,
+ * (chat, user) pair only, through the same governance services as the REST API (agent-state-4,
  * set-policy-3): an agent of another account is "not found", exactly as over REST.
  *
  *   /link <code>            link this chat to the account that asked for the code (also /start <code>)

@@ -1,9 +1,11 @@
 /**
  * Sub-agent visibility (CONTRACT §8): an agent sees and moves only its own descendants. Its parent,
  * a sibling, itself, another account's agents and made-up ids all answer NOT_FOUND and stay as
- * they were; revive is the operator's alone; a stopped subtree grows no new branches.
+ * they were; revive is the operator's alone; a stopped subtree grows no new branches; no agent can
+ * use the account's agent limit up for good (it counts live agents: a revoke frees a subtree).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { MAX_AGENTS } from '../../src/governance/agents'
 import { startTestApp, type TestApp } from '../helpers/harness'
 
 let t: TestApp
@@ -71,4 +73,32 @@ describe('sub-agent visibility', () => {
     expect([r.status, r.body.error]).toEqual([403, 'FORBIDDEN'])
     expect((await t.req('GET', '/v1/policies', { token: owner.token })).body.agents[root.id].budget).toBe(10)
   })
+})
+
+describe('the agent limit', () => {
+  test('it counts live agents: an agent filling it with zero-budget children holds the operator off only until they are revoked', async () => {
+    const owner = await t.signup()
+    const rogue = (await create(owner.token, { name: 'rogue', budget: 0 })).body
+    const ids: string[] = []
+    for (let i = 0; i < MAX_AGENTS - 1; i += 50) {
+      const rs = await Promise.all(Array.from({ length: Math.min(50, MAX_AGENTS - 1 - i) }, (_, j) => create(rogue.token, { name: `spam${i + j}`, budget: 0 })))
+      for (const r of rs) {
+        expect(r.status).toBe(201)
+        ids.push(r.body.id)
+      }
+    }
+    // The limit holds: 1000 live agents.
+    const full = await create(owner.token, { name: 'legit' })
+    expect([full.status, full.body.error]).toEqual([409, 'CONFLICT'])
+    // A revoke frees its place (here the rogue's own, of one child)...
+    expect((await t.req('DELETE', `/v1/agents/${ids[0]}`, { token: rogue.token })).body.state).toBe('revoked')
+    expect((await create(owner.token, { name: 'legit' })).status).toBe(201)
+    expect((await create(owner.token, { name: 'legit2' })).status).toBe(409)
+    // ...and revoking the rogue frees its whole subtree: the operator creates again.
+    await t.req('DELETE', `/v1/agents/${rogue.id}`, { token: owner.token })
+    const mine = await create(owner.token, { name: 'legit2' })
+    expect(mine.status).toBe(201)
+    // Every agent stays listed, revoked ones too.
+    expect((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents).toHaveLength(MAX_AGENTS + 2)
+  }, 60_000)
 })

@@ -1,9 +1,11 @@
 /**
  * Caps under concurrency: every cap is checked and charged in the one debit script, so no burst,
- * however it interleaves, passes any cap by a single credit.
+ * however it interleaves, passes any cap by a single credit. The agent limit's live count is kept
+ * by the scripts that create and revoke, so no interleaving of them drifts it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { hktDay } from '../../src/clock'
+import { runRecountAgents } from '../../src/lua/agents'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 
@@ -104,5 +106,34 @@ describe('caps under concurrency', () => {
     expect(after.every((r) => r.body.error === 'AGENT_KILLED')).toBe(true)
     expect(await redisBalance(t, owner.account_id)).toBe(balanceAtKill)
     expect(rs.every((r) => r.status === 200 || r.body.error === 'AGENT_KILLED')).toBe(true)
+  })
+
+  test("the agent limit's live count under a burst of creates racing a revoke of their parent (and the first count of older agents) is the recount's", async () => {
+    const owner = await t.signup()
+    const root = await newAgent(owner.token, { name: 'root', budget: 1000 })
+    const { keys } = t.s.ctx
+    const live = async () => (await t.redis.zrange(keys.liveAgents(owner.account_id), 0, -1)).filter((m) => m !== '_').sort()
+    // As if the account's agents were older than the live-agent set: the first creates count them.
+    await t.redis.del(keys.liveAgents(owner.account_id))
+    // Three streams of children and the operator's creates; the revoke lands once a few children exist.
+    const made: Res[] = []
+    const stream = async (n: number) => {
+      for (let i = 0; i < n; i++) made.push(await t.req('POST', '/v1/agents', { token: root.token, body: { name: `c${i}`, budget: 1 } }))
+    }
+    const children = [stream(15), stream(15), stream(15)]
+    const mine = Promise.all(Array.from({ length: 20 }, (_, i) => t.req('POST', '/v1/agents', { token: owner.token, body: { name: `o${i}` } })))
+    while (made.length < 6) await Bun.sleep(1)
+    const revoke = await t.req('DELETE', `/v1/agents/${root.id}`, { token: owner.token })
+    expect(revoke.body.state).toBe('revoked')
+    await Promise.all(children)
+    expect((await mine).every((r) => r.status === 201)).toBe(true)
+    expect(made.filter((r) => r.status === 201).length).toBeGreaterThanOrEqual(6)
+    expect(made.filter((r) => r.body.error === 'AGENT_REVOKED').length).toBeGreaterThan(0)
+    expect(made.every((r) => r.status === 201 || r.body.error === 'AGENT_REVOKED')).toBe(true)
+    // The root's subtree is gone from the count, whenever each child was created; the operator's 20 stay.
+    const kept = await live()
+    expect(kept).toHaveLength(20)
+    expect(await runRecountAgents(t.s.ctx, owner.account_id, { now: t.clock.now(), replace: true })).toBe(20)
+    expect(await live()).toEqual(kept)
   })
 })

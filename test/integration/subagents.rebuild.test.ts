@@ -2,7 +2,8 @@
  * The agent tree comes back with the ledger rebuild (CONTRACT §8): after Redis loses the account,
  * its agents are restored with their parent chain, budget, expiry, spent_total (Σ of the subtree's
  * debits − refunds from the ledger, flushed or still in the outbox), today's subtree spend and the
- * parents' carves; the token mappings carry the chain again, and the budgets hold as before.
+ * parents' carves; the token mappings carry the chain again, and the budgets hold as before. The
+ * live agents the agent limit counts are recounted from the restored hashes.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
@@ -74,5 +75,31 @@ describe('ledger rebuild and sub-agents', () => {
     // Killing the middle still stops the grandchild through the restored chain.
     await t.req('POST', `/v1/agents/${mid.id}/kill`, { token: root.token })
     expect((await call(grand.token)).body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: mid.id })
+  })
+
+  test('the live agents the agent limit counts are recounted: a revoked subtree and an expired agent are not, a killed one is', async () => {
+    const o = await t.signup()
+    const keep = (await create(o.token, { name: 'keep', budget: 100 })).body
+    const killed = (await create(o.token, { name: 'killed' })).body
+    const gone = (await create(o.token, { name: 'gone', budget: 100 })).body
+    const goneChild = (await create(gone.token, { name: 'gone-child', budget: 10 })).body
+    const brief = (await create(keep.token, { name: 'brief', budget: 10, ttl_s: 60 })).body
+    const lasting = (await create(keep.token, { name: 'lasting', budget: 10 })).body
+    await t.req('POST', `/v1/agents/${killed.id}/kill`, { token: o.token })
+    await t.req('DELETE', `/v1/agents/${gone.id}`, { token: o.token })
+    t.clock.advance(60_000)
+    await flushAll(t)
+
+    const { keys } = t.s.ctx
+    const counted = async () => (await t.redis.zrangebyscore(keys.liveAgents(o.account_id), `(${t.clock.now()}`, '+inf')).filter((m) => m !== '_').sort()
+    const before = await counted()
+    expect(before).toEqual([keep.id, killed.id, `${lasting.id},${keep.id}`].sort())
+    const ids = [keep, killed, gone, goneChild, brief, lasting].map((a) => a.id)
+    await t.redis.del(keys.account(o.account_id), keys.agents(o.account_id), keys.liveAgents(o.account_id), ...ids.map((id) => keys.agent(o.account_id, id)))
+    expect((await restoreMissing(t.s.ctx, t.s.db.db)).failed).toEqual([])
+    expect(await counted()).toEqual(before)
+    // The next create is counted with them.
+    const next = (await create(o.token, { name: 'next' })).body
+    expect(await counted()).toEqual([...before, next.id].sort())
   })
 })

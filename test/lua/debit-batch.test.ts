@@ -112,7 +112,7 @@ const callsArb = (agents: number) =>
     { minLength: 2, maxLength: 30 },
   )
 
-/** The fleet as create-agent-6 and set-policy-3 leave it, under `keys`. */
+/** The fleet as create-agent-7 and set-policy-3 leave it, under `keys`. */
 async function seed(keys: Keys, f: Fleet): Promise<void> {
   const acct: Record<string, string | number> = { owner: hashToken(`owner-${ACCT}`), balance: f.balance }
   if (f.accountDailyCap !== null) acct.daily_cap = f.accountDailyCap

@@ -35,7 +35,7 @@ const BUDGET = 1_000_000
 const NOW = Date.now()
 
 /**
- * An account and a depth-4 chain as create-agent-6 leaves them: ids[0] the top agent, ids[3] the
+ * An account and a depth-4 chain as create-agent-7 leaves them: ids[0] the top agent, ids[3] the
  * caller; each level's budget carved from its parent. `noBudget` drops one level's budget (the
  * operator removed it): it then holds nothing against its parent.
  */
@@ -48,7 +48,7 @@ async function tree(opt: { dailyCap?: number; noBudget?: number } = {}) {
     const fields: Record<string, string | number> = { token: hashToken(`${ids[i]}-${acct}`), state: 'active', spent_total: 0, depth: i + 1 }
     if (opt.noBudget !== i) fields.budget = budget
     if (i > 0) Object.assign(fields, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
-    // What its child holds against it (create-agent-6 adds the child's budget).
+    // What its child holds against it (create-agent-7 adds the child's budget).
     if (i < 3 && opt.noBudget !== i + 1) fields.carved = budget - 1
     if (opt.dailyCap) fields.daily_cap = opt.dailyCap
     await redis.hset(keys.agent(acct, ids[i]!), fields)

@@ -31,6 +31,7 @@ describe('redis/keys', () => {
           k.account(acct),
           k.agent(acct, agentId),
           k.agents(acct),
+          k.liveAgents(acct),
           k.spentToday(acct, day),
           k.unpricedRequestsToday(acct, day),
           k.rateWindow(acct, agentId, day),

@@ -1,5 +1,5 @@
 --[[
-  agent-state-3: kill, revive or revoke one agent token, checked and written in the agent's slot so
+  agent-state-4: kill, revive or revoke one agent token, checked and written in the agent's slot so
   the very next request on any instance (debit-15, authorize-7) sees the new state. Revocation is
   permanent: nothing moves a revoked agent again. Repeating the current state changes nothing.
   A move appends the agent's full row and the owner's event (agent.killed / agent.revived /
@@ -9,10 +9,14 @@
   target's chain must name it, else NOT_FOUND. A kill or revoke writes the target only: its
   descendants stop because the debit walks their chain. A revoke gives the target's unspent carve
   back to its parent (KEYS[3]); a killed agent keeps it, since the operator may revive it.
+  A revoke also takes the target and its whole subtree out of the account's live agents (KEYS[4],
+  lua/lib/live-agents.lua), freeing their places under the agent limit in the same script, so a
+  create running at the same time sees either all of them counted or none. A kill keeps them.
 
   KEYS[1] agent hash     {s}:agent:<acct>:<agent>
   KEYS[2] outbox stream  {s}:outbox
   KEYS[3] the parent's hash {s}:agent:<acct>:<parent>  (a sub-agent's; else KEYS[1] again, unwritten)
+  KEYS[4] the account's live agents {s}:live-agents:<acct>
 
   ARGV[1] now, epoch ms
   ARGV[2] account id
@@ -28,6 +32,8 @@
 --@include agent-entry
 
 --@include budget
+
+--@include live-agents
 
 --@include status
 local TARGET = { kill = 'killed', revive = 'active', revoke = 'revoked' }
@@ -57,6 +63,7 @@ local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 if target == 'revoked' and cur[5] then
   redis.call('HINCRBY', KEYS[3], 'carved', 0 - carve_of(cur[2], cur[6], cur[7]))
 end
+if target == 'revoked' then end_subtree(KEYS[4], agent_id) end
 
 local a = append_agent_entry(KEYS[1], KEYS[2], acct, agent_id, v, now)
 local data = {agent_id = agent_id, name = a[2], reason = 'operator', via = via, parent_id = cur[5] or cjson.null}
