@@ -81,8 +81,8 @@ export class SseMeter implements UsageMeter {
    */
   private decoderEmpty = true
   /**
-   * No event carrying output has passed yet. Until one does every event is read for its kind (the
-   * undecoded paths wait), so that an error the provider streams before any output is seen.
+   * No event carrying output has passed yet. Until one does every event is read for its kind, so
+   * that an error the provider streams before any output is seen.
    */
   private beforeOutput = true
   private failedEarly = false
@@ -96,7 +96,8 @@ export class SseMeter implements UsageMeter {
   push(chunk: Uint8Array): Uint8Array {
     // At an event's start, the whole events before the first byte that may concern the usage go on
     // undecoded: most chunks entirely, and a stream read in one chunk up to its usage (issue 14's bench).
-    if (this.held === '' && this.decoderEmpty && !this.beforeOutput) {
+    if (this.held === '' && this.decoderEmpty) {
+      if (this.beforeOutput) this.notePreambleOf(chunk)
       // Once the proxy asked for the usage, every chunk carries `"usage":null`: taken out in the bytes.
       if (this.stripInjected) {
         const { out, cut } = strippedPrefix(chunk)
@@ -169,6 +170,16 @@ export class SseMeter implements UsageMeter {
   private pass(event: string): string | null {
     if (this.beforeOutput) this.notePreamble(event)
     return this.inspect(event)
+  }
+
+  /**
+   * The whole events a chunk that starts an event opens with, noted one at a time until one is
+   * output: the rest of the chunk, and the chunk itself, still take the undecoded paths. (An event
+   * the text path passes is noted there too; noting one twice changes nothing.)
+   */
+  private notePreambleOf(chunk: Uint8Array): void {
+    for (let from = 0, end = nextEventEnd(chunk, 0); this.beforeOutput && end !== -1; from = end, end = nextEventEnd(chunk, end))
+      this.notePreamble(preambleDecoder.decode(chunk.subarray(from, end)))
   }
 
   /**
@@ -288,21 +299,26 @@ function endsOneEvent(c: Uint8Array): boolean {
 function wholeEventsBefore(c: Uint8Array, mark: number): number {
   const limit = mark === -1 ? c.byteLength : mark
   let cut = 0
-  let from = 0
-  for (;;) {
-    const lf = c.indexOf(LF, from)
-    if (lf === -1) return cut
+  for (let end = nextEventEnd(c, 0); end !== -1 && end <= limit; end = nextEventEnd(c, end)) cut = end
+  return cut
+}
+
+/**
+ * Just past the first event end (EVENT_END: the leftmost \r?\n\r?\n, found from one line feed to
+ * the next) at or after `from`, or -1.
+ */
+function nextEventEnd(c: Uint8Array, from: number): number {
+  for (let lf = c.indexOf(LF, from); lf !== -1; lf = c.indexOf(LF, lf + 1)) {
     // Whether the match starts at this line feed or at a carriage return before it, it ends the same.
     const i = lf + 1
-    const end = c[i] === LF ? i + 1 : c[i] === CR && c[i + 1] === LF ? i + 2 : -1
-    if (end === -1) {
-      from = i
-      continue
-    }
-    if (end > limit) return cut
-    cut = from = end
+    if (c[i] === LF) return i + 1
+    if (c[i] === CR && c[i + 1] === LF) return i + 2
   }
+  return -1
 }
+
+/** Decodes whole events only (no character is ever split across its calls). */
+const preambleDecoder = new TextDecoder()
 
 /** a then b, copied only when both hold bytes (the meter's and the metered relay's joins). */
 export function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
