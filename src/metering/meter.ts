@@ -27,6 +27,8 @@ export interface UsageMeter {
    * only its preamble): the upstream failed before any output, which CONTRACT §7 refunds.
    */
   failedBeforeOutput(): boolean
+  /** The input side the provider has reported so far (Anthropic's message_start), or null. */
+  inputSoFar(): Pick<TokenCounts, 'input' | 'cached'> | null
 }
 
 const enc = new TextEncoder()
@@ -60,6 +62,11 @@ export class JsonMeter implements UsageMeter {
   /** A plain answer's failure is its HTTP status. */
   failedBeforeOutput(): boolean {
     return false
+  }
+
+  /** A plain answer reports its usage whole or not at all. */
+  inputSoFar(): null {
+    return null
   }
 }
 
@@ -165,6 +172,11 @@ export class SseMeter implements UsageMeter {
 
   failedBeforeOutput(): boolean {
     return this.failedEarly && this.beforeOutput && this.final === null
+  }
+
+  inputSoFar(): Pick<TokenCounts, 'input' | 'cached'> | null {
+    const u = this.started && anthropicUsage(this.started)
+    return u && { input: u.input, cached: u.cached }
   }
 
   private pass(event: string): string | null {

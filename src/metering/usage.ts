@@ -60,7 +60,10 @@ export function usageOfAnswer(kind: ApiKind, answer: unknown): TokenCounts | nul
   return kind === 'messages' ? anthropicUsage(a.usage) : openaiUsage(kind, a.usage)
 }
 
-/** What a call whose usage never arrived is charged: the input bound as reserved, ~4 bytes a token. */
-export function estimatedUsage(inputBound: number, relayedBytes: number): MeteredUsage {
-  return { tokens: { input: inputBound, cached: 0, output: Math.ceil(relayedBytes / 4) }, source: 'estimated' }
+/**
+ * What a call whose usage never arrived is charged: its input as the provider reported it before
+ * the break (Anthropic's message_start), else the input bound as reserved; ~4 bytes a token out.
+ */
+export function estimatedUsage(inputBound: number, relayedBytes: number, input: Pick<TokenCounts, 'input' | 'cached'> | null = null): MeteredUsage {
+  return { tokens: { input: input?.input ?? inputBound, cached: input?.cached ?? 0, output: Math.ceil(relayedBytes / 4) }, source: 'estimated' }
 }

@@ -63,5 +63,5 @@ export function usageAtEnd(m: MeteredProxyRequest, meter: UsageMeter, outcome: C
   const tokens = meter.usage()
   if (tokens) return { tokens, source: 'provider' }
   if (outcome === 'provider_4xx') return { tokens: NO_TOKENS, source: 'provider' }
-  return estimatedUsage(m.req.inputBound, upstreamBytes)
+  return estimatedUsage(m.req.inputBound, upstreamBytes, meter.inputSoFar())
 }

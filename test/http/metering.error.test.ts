@@ -193,11 +193,13 @@ describe('breaks', () => {
       expect(await balance(a.token)).toBe(500)
     })
 
-    test('an error after output reached the client: the output was spent, charged an estimate (never above the reservation)', async () => {
+    test("an error after output reached the client: the output was spent, charged an estimate (message_start's input, never above the reservation)", async () => {
       const a = await t.signup()
       await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
       const { r, d } = await withFake(stream([start, delta, overloaded]), () => messages(a.token))
       expect(d.body).toMatchObject({ outcome: 'ok', usage_source: 'estimated' })
+      // The input as message_start reported it, not the request's byte bound.
+      expect(d.body.tokens).toMatchObject({ input: 12, cached: 0 })
       expect(d.body.charged).toBeGreaterThan(0)
       expect(d.body.charged).toBeLessThanOrEqual(Number(r.headers.get('x-pab-reserved')))
     })

@@ -30,6 +30,9 @@ class SpyMeter implements UsageMeter {
   failedBeforeOutput() {
     return false
   }
+  inputSoFar() {
+    return null
+  }
 }
 
 /** An upstream body whose every read answers a macrotask later; after `stallAt` reads it never answers. */
