@@ -11,20 +11,29 @@
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] account id
-  ARGV[3] op: 'consent' | 'update' | 'forget' | 'customer'
+  ARGV[3] op: 'consent' | 'update' | 'forget' | 'start'
     consent:  ARGV[4] card brand, [5] last4, [6] gateway customer, [7] payment method,
-              [8] threshold, [9] refill, [10] ceiling, [11] consent id, [12] gateway
-              (a consent id already applied is not applied again: the return page and the webhook
-              both complete the same setup). The limits are written only where the mandate has
-              none yet (the defaults the page showed): a consent saves a card, it never changes
-              limits — those are the operator's (update), and a setup completing late must not
-              undo an update made meanwhile.
+              [8] threshold, [9] refill, [10] ceiling, [11] consent id, [12] gateway,
+              [13] '1' when the consent completes a processor session recorded by 'start' (Stripe
+              Checkout), '' when it was saved in this very request (sandbox).
+              A consent id already applied is not applied again: the return page and the webhook
+              both complete the same setup. A started session is applied only if it is the one
+              the owner started last (`consent_started`), and only once: a session the owner
+              started before another one, or before forgetting the card, is STALE — replaying
+              its return page or a late webhook must not bring an old card back.
+              The limits are written only where the mandate has none yet (the defaults the page
+              showed): a consent saves a card, it never changes limits — those are the
+              operator's (update), and a setup completing late must not undo an update made
+              meanwhile.
     update:   ARGV[4] threshold, [5] refill, [6] ceiling, [7] enabled '1'|'0'; '' = unchanged
-    forget:   ARGV[4] reason written to the snapshot
-    customer: ARGV[4] gateway customer id (one customer per account across consents)
+    forget:   ARGV[4] reason written to the snapshot; every session started or applied before
+              it is stale from now on
+    start:    ARGV[4] gateway customer id (one customer per account across consents),
+              ARGV[5] the processor session just started: the only one a consent may now complete
 
   Returns {OK, customer, payment_method} (forget: the card just forgotten)
-        | {ALREADY_APPLIED} | {CONSENT_REQUIRED} (enable without a saved card) | {NOT_FOUND}
+        | {ALREADY_APPLIED} | {CONSENT_STALE} (not the session started last, or started before a
+          forget) | {CONSENT_REQUIRED} (enable without a saved card) | {NOT_FOUND}
 ]]
 
 --@include status
@@ -52,7 +61,11 @@ local function mirror()
 end
 
 if op == 'consent' then
-  if redis.call('HGET', KEYS[1], 'consent_id') == ARGV[11] then return {S_ALREADY_APPLIED} end
+  -- consent_id: the consent applied last; consent_started: the session the owner started last.
+  local c = redis.call('HMGET', KEYS[1], 'consent_id', 'consent_started')
+  if c[1] == ARGV[11] then return {S_ALREADY_APPLIED} end
+  if ARGV[13] == '1' and c[2] ~= ARGV[11] then return {S_CONSENT_STALE} end
+  redis.call('HDEL', KEYS[1], 'consent_started')
   redis.call('HSET', KEYS[1], 'brand', ARGV[4], 'last4', ARGV[5], 'customer', ARGV[6], 'pm', ARGV[7],
     'consent_id', ARGV[11], 'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
   redis.call('HSETNX', KEYS[1], 'threshold', ARGV[8])
@@ -78,15 +91,16 @@ end
 
 if op == 'forget' then
   local card = redis.call('HMGET', KEYS[1], 'customer', 'pm')
-  redis.call('HDEL', KEYS[1], 'brand', 'last4', 'pm', 'retry_after')
+  -- The consent ids go too: no session started or applied before the forget counts any more.
+  redis.call('HDEL', KEYS[1], 'brand', 'last4', 'pm', 'retry_after', 'consent_id', 'consent_started')
   redis.call('HSET', KEYS[1], 'enabled', '0')
   mirror()
   snapshot(ARGV[4])
   return {S_OK, card[1] or '', card[2] or ''}
 end
 
-if op == 'customer' then
-  redis.call('HSET', KEYS[1], 'customer', ARGV[4])
+if op == 'start' then
+  redis.call('HSET', KEYS[1], 'customer', ARGV[4], 'consent_started', ARGV[5])
   return {S_OK}
 end
 

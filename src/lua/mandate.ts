@@ -5,15 +5,19 @@ import type { RedisContext } from '../redis/context'
 import { statusOf, str, unexpected } from './reply'
 
 export type MandateOp =
-  | { op: 'consent'; card: SavedCard; limits: Limits; consentId: string; gateway: string }
+  /** started: the consent completes a session recorded by 'start' (else it was saved in this request). */
+  | { op: 'consent'; card: SavedCard; limits: Limits; consentId: string; gateway: string; started: boolean }
   | { op: 'update'; threshold?: number; refill?: number; ceiling?: number; enabled?: boolean }
   | { op: 'forget'; reason: string }
-  | { op: 'customer'; customerId: string }
+  /** The owner started a processor session: the only one a consent may now complete. */
+  | { op: 'start'; customerId: string; sessionId: string }
 
 export type SetMandateReply =
   /** consent: the card saved; forget: the card just forgotten (both '' otherwise). */
   | { status: 'ok'; customerId: string; paymentMethodId: string }
   | { status: 'already_applied' }
+  /** consent: not the session the owner started last, or started before the card was forgotten. */
+  | { status: 'consent_stale' }
   | { status: 'consent_required' }
   | { status: 'not_found' }
 
@@ -21,13 +25,13 @@ function argsOf(o: MandateOp): (string | number)[] {
   const opt = (v: number | undefined) => (v === undefined ? '' : v)
   switch (o.op) {
     case 'consent':
-      return [o.card.brand, o.card.last4, o.card.customerId, o.card.paymentMethodId, o.limits.threshold, o.limits.refill, o.limits.ceiling, o.consentId, o.gateway]
+      return [o.card.brand, o.card.last4, o.card.customerId, o.card.paymentMethodId, o.limits.threshold, o.limits.refill, o.limits.ceiling, o.consentId, o.gateway, o.started ? '1' : '']
     case 'update':
       return [opt(o.threshold), opt(o.refill), opt(o.ceiling), o.enabled === undefined ? '' : o.enabled ? '1' : '0']
     case 'forget':
       return [o.reason]
-    case 'customer':
-      return [o.customerId]
+    case 'start':
+      return [o.customerId, o.sessionId]
   }
 }
 
@@ -39,6 +43,8 @@ export async function runSetMandate(ctx: RedisContext, accountId: string, now: n
       return { status: 'ok', customerId: str(reply, 1), paymentMethodId: str(reply, 2) }
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
+    case S.CONSENT_STALE:
+      return { status: 'consent_stale' }
     case S.CONSENT_REQUIRED:
       return { status: 'consent_required' }
     case S.NOT_FOUND:

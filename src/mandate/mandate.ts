@@ -90,11 +90,36 @@ export async function forgetMandate(s: Services, accountId: string) {
   return getMandate(s, accountId)
 }
 
-/** A completed consent: the card is saved and the mandate enabled with the owner's limits. */
-export async function applyConsent(s: Services, accountId: string, c: { card: SavedCard; limits: Limits; consentId: string }): Promise<'applied' | 'already'> {
-  const reply = await setMandate(s.ctx, accountId, { op: 'consent', card: c.card, limits: c.limits, consentId: c.consentId, gateway: s.payments.mode })
+/**
+ * A completed consent: the card is saved and the mandate enabled with the owner's limits.
+ * `started`: the consent completes a processor session (Stripe Checkout: the return page or the
+ * webhook), which set-mandate-3 applies only if it is the session the owner started last and
+ * nothing was forgotten since ('stale' otherwise: nothing changes); false for a card saved in
+ * this very request (sandbox).
+ */
+export async function applyConsent(
+  s: Services,
+  accountId: string,
+  c: { card: SavedCard; limits: Limits; consentId: string },
+  started: boolean,
+): Promise<'applied' | 'already' | 'stale'> {
+  const reply = await setMandate(s.ctx, accountId, { op: 'consent', card: c.card, limits: c.limits, consentId: c.consentId, gateway: s.payments.mode, started })
+  switch (reply.status) {
+    case 'not_found':
+      throw new ApiError('NOT_FOUND', { resource: 'account' })
+    case 'already_applied':
+      return 'already'
+    case 'consent_stale':
+      return 'stale'
+    default:
+      return 'applied'
+  }
+}
+
+/** The owner was sent to the processor: only this session may complete a consent from now on. */
+export async function startConsent(s: Services, accountId: string, customerId: string, sessionId: string): Promise<void> {
+  const reply = await setMandate(s.ctx, accountId, { op: 'start', customerId, sessionId })
   if (reply.status === 'not_found') throw new ApiError('NOT_FOUND', { resource: 'account' })
-  return reply.status === 'already_applied' ? 'already' : 'applied'
 }
 
 /**

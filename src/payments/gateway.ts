@@ -38,8 +38,11 @@ export interface ConsentRequest {
 export type ConsentResult =
   /** Saved at once (sandbox). `consentId` identifies this consent for idempotent completion. */
   | { kind: 'saved'; card: SavedCard; consentId: string }
-  /** The owner continues at the processor (Stripe Checkout in setup mode). */
-  | { kind: 'redirect'; url: string; customerId: string }
+  /**
+   * The owner continues at the processor (Stripe Checkout in setup mode). `sessionId` is what the
+   * completion's `consentId` will be: recorded as the one session a consent may complete.
+   */
+  | { kind: 'redirect'; url: string; customerId: string; sessionId: string }
   | { kind: 'declined'; message: string }
 
 export interface ConsentCompletion {

@@ -85,7 +85,7 @@ export class StripeGateway implements PaymentGateway {
       setup_intent_data: { metadata: { acct: req.accountId } },
     })
     if (!session.url) throw new Error('stripe: setup session without url')
-    return { kind: 'redirect', url: session.url, customerId }
+    return { kind: 'redirect', url: session.url, customerId, sessionId: session.id }
   }
 
   async completeConsent(sessionId: string): Promise<ConsentCompletion | null> {

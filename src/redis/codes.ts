@@ -50,6 +50,8 @@ export enum ScriptStatus {
   PARKED = 47,
   /** A parked payment (or a proposal) is not in the state the decision needs. */
   WRONG_STATE = 48,
+  /** A consent from a session that is not the one the owner started last, or started before a forget. */
+  CONSENT_STALE = 49,
 
   // Proposals (an agent asks its operator): from 60.
   /** An approval of this proposal is being applied (its top-up is at the card processor). */

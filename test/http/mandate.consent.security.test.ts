@@ -3,6 +3,9 @@
  * only). Holding the link must not let anyone pre-set the auto-refill limits: the limits are the
  * operator's (PUT /v1/mandate) or the defaults, the page shows them, and a form carrying other
  * limits is refused — in sandbox mode and on the way to Stripe Checkout alike.
+ * Only the setup session the owner started last completes a consent, once: an older session's
+ * return page (browser history, a reload, an agent that saw the cs_ id) or its late webhook never
+ * brings back a card that was replaced or forgotten.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -69,5 +72,78 @@ describe('consent page limits (Stripe)', () => {
     const w = await deliver(st.t, await st.stripe.completeSetup(sessionIdOf(r.headers.get('location')!), GOOD_CARD))
     expect(w.status, w.text).toBe(200)
     expect(await mandate(st.t, a.token)).toMatchObject({ enabled: true, threshold: 1000, refill: 5000, ceiling: 6000 })
+  })
+})
+
+describe('only the setup session started last completes a consent (Stripe)', () => {
+  const chargesOf = (acct: string) => [...st.stripe.paymentIntents.values()].filter((p) => p.metadata.acct === acct).length
+  /** Starts a setup session from the consent page; returns its id. */
+  const startSetup = async (token: string) => {
+    const r = await postForm(st.t, await consentPath(st.t, token), {})
+    expect(r.status).toBe(303)
+    return sessionIdOf(r.headers.get('location')!)
+  }
+  const donePath = async (token: string, sid: string) => (await consentPath(st.t, token)).replace('/mandate?', '/mandate/done?') + `&session_id=${sid}`
+
+  test("after the card was replaced and DELETE /v1/mandate, the older session's return page is refused: auto-refill stays off, no charge", async () => {
+    const { t, stripe } = st
+    const acct = await t.signup()
+    await t.req('PUT', '/v1/mandate', { token: acct.token, body: { threshold: 1000, refill: 2000, ceiling: 10000 } })
+    const sidA = await startSetup(acct.token)
+    await deliver(t, await stripe.completeSetup(sidA, GOOD_CARD))
+    const sidB = await startSetup(acct.token)
+    await deliver(t, await stripe.completeSetup(sidB, '5555555555554444'))
+    expect((await mandate(t, acct.token)).card).toEqual({ brand: 'mastercard', last4: '4444' })
+    const del = await t.req('DELETE', '/v1/mandate', { token: acct.token })
+    expect(del.body).toMatchObject({ enabled: false, card: null })
+
+    for (const sid of [sidA, sidB]) {
+      const page = await get(t, await donePath(acct.token, sid))
+      expect(page.status, sid).toBe(409)
+      expect(page.text).toContain('no longer valid')
+    }
+    expect(await mandate(t, acct.token)).toMatchObject({ enabled: false, card: null })
+    await t.req('POST', '/v1/call/test.echo', { token: acct.token, body: { q: 'x' } })
+    await t.s.refiller.idle()
+    expect(chargesOf(acct.account_id)).toBe(0)
+  })
+
+  test("a late webhook of a replaced session is acknowledged and not applied: the newer card stays", async () => {
+    const { t, stripe } = st
+    const acct = await t.signup()
+    const sidA = await startSetup(acct.token)
+    const lateA = await stripe.completeSetup(sidA, GOOD_CARD)
+    expect((await deliver(t, lateA)).body).toMatchObject({ result: 'consent_applied' })
+    const sidB = await startSetup(acct.token)
+    await deliver(t, await stripe.completeSetup(sidB, '5555555555554444'))
+    // Stripe delivers A's event again under a new event id (a resent or duplicated delivery).
+    const resent = await stripe.signedEvent('checkout.session.completed', stripe.sessions.get(sidA)!)
+    const w = await deliver(t, resent)
+    expect(w.status).toBe(200)
+    expect(w.body).toMatchObject({ received: true, result: 'consent_stale' })
+    expect(await mandate(t, acct.token)).toMatchObject({ enabled: true, card: { brand: 'mastercard', last4: '4444' } })
+  })
+
+  test('a session started before the card was forgotten, or before a newer session, is refused when it completes', async () => {
+    const { t, stripe } = st
+    const acct = await t.signup()
+    // Started, then the owner turns auto-refill off and forgets the card before finishing at Stripe.
+    const before = await startSetup(acct.token)
+    await t.req('DELETE', '/v1/mandate', { token: acct.token })
+    expect((await deliver(t, await stripe.completeSetup(before, GOOD_CARD))).body).toMatchObject({ result: 'consent_stale' })
+    expect((await get(t, await donePath(acct.token, before))).status).toBe(409)
+    expect(await mandate(t, acct.token)).toMatchObject({ enabled: false, card: null })
+
+    // Two sessions open (two tabs): the older one completing is refused, the newer one applies, once.
+    const older = await startSetup(acct.token)
+    const newer = await startSetup(acct.token)
+    await stripe.completeSetup(older, GOOD_CARD)
+    expect((await get(t, await donePath(acct.token, older))).status).toBe(409)
+    expect((await mandate(t, acct.token)).enabled).toBe(false)
+    await stripe.completeSetup(newer, '5555555555554444')
+    const done = await get(t, await donePath(acct.token, newer))
+    expect(done.status).toBe(200)
+    expect(done.text).toContain('Auto-refill is on')
+    expect(await mandate(t, acct.token)).toMatchObject({ enabled: true, card: { brand: 'mastercard', last4: '4444' } })
   })
 })

@@ -1,7 +1,8 @@
 /**
  * The saved-card consent page, the mandate's enable_url: GET /mandate?ref=... shows the limits
  * and (sandbox) a card field; POST saves the card and turns auto-refill on (sandbox) or sends the
- * owner to Stripe Checkout in setup mode (stripe), whose return page /mandate/done completes it.
+ * owner to Stripe Checkout in setup mode (stripe), whose return page /mandate/done completes it —
+ * only for the session started last (an older one, or one from before a DELETE, gets a 409 page).
  * The page shows the mandate's limits and never sets them (the operator does, with PUT /v1/mandate):
  * the link is handed to agents. A form carrying other limits → 409 page, nothing saved.
  * errors (as pages, or JSON for Accept: application/json): NOT_FOUND (unknown ref), RATE_LIMITED.
@@ -11,9 +12,9 @@ import { http, type Http, type MaybeServer } from '../../http'
 import { pageAnswer, readForm, redirect, withHeaders } from '../../pages/html'
 import type { Limits } from '../../payments/gateway'
 import type { Services } from '../../services'
-import { consentDonePage, consentPage, consentPendingPage } from './pages'
-import { applyConsent, resolveRef } from '../../mandate/mandate'
-import { readMandate, setMandate } from '../../mandate/store'
+import { consentDonePage, consentPage, consentPendingPage, consentStalePage } from './pages'
+import { applyConsent, resolveRef, startConsent } from '../../mandate/mandate'
+import { readMandate } from '../../mandate/store'
 
 const RefQuery = t.Object({ ref: t.Optional(t.String({ maxLength: 100 })), session_id: t.Optional(t.String({ maxLength: 200 })) })
 
@@ -66,10 +67,11 @@ export const consentRoutes = (s: Services, h: Http = http(s)) => {
           })
           if (started.kind === 'declined') return withHeaders(consentPage({ ...view, error: started.message }, 402), rate)
           if (started.kind === 'redirect') {
-            if (started.customerId !== m.customerId) await setMandate(s.ctx, ref.accountId, { op: 'customer', customerId: started.customerId })
+            // Recorded before the owner leaves: any session started earlier can no longer complete.
+            await startConsent(s, ref.accountId, started.customerId, started.sessionId)
             return redirect(started.url)
           }
-          await applyConsent(s, ref.accountId, { card: started.card, limits, consentId: started.consentId })
+          await applyConsent(s, ref.accountId, { card: started.card, limits, consentId: started.consentId }, false)
           s.log.info('mandate_consent', { account_id: ref.accountId, gateway: s.payments.mode })
           return withHeaders(consentDonePage(ref.email, await readMandate(s.ctx, ref.accountId), s.cfg.CREDITS_PER_USD), rate)
         }),
@@ -84,7 +86,8 @@ export const consentRoutes = (s: Services, h: Http = http(s)) => {
           const completion = query.session_id && s.payments.mode === 'stripe' ? await s.payments.completeConsent(query.session_id) : null
           // The session must be this account's: a session id from another account's checkout is ignored.
           if (!completion || completion.accountId !== ref.accountId) return withHeaders(consentPendingPage(ref.mref), rate)
-          await applyConsent(s, ref.accountId, completion)
+          // Only the session the owner started last, before any forget, is applied (set-mandate-3).
+          if ((await applyConsent(s, ref.accountId, completion, true)) === 'stale') return withHeaders(consentStalePage(ref.mref), rate)
           return withHeaders(consentDonePage(ref.email, await readMandate(s.ctx, ref.accountId), s.cfg.CREDITS_PER_USD), rate)
         }),
       { query: RefQuery, detail: { summary: "HTML: Stripe Checkout's return page; completes the consent (the webhook does too, once)" } },

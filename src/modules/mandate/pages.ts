@@ -75,6 +75,17 @@ PUT or DELETE /v1/mandate with your owner token; to replace the card, come back 
   )
 }
 
+/** A setup session replaced by a newer one, or started before the card was forgotten: nothing changed. */
+export function consentStalePage(ref: string): Response {
+  return htmlPage(
+    409,
+    'This card setup is no longer valid',
+    `<h1 class="error">This card setup is no longer valid</h1>
+<p>A newer card setup was started, or the saved card was removed, after this one began, so it was not applied and nothing
+changed. <a href="/mandate?ref=${esc(encodeURIComponent(ref))}">Open the auto-refill page</a> to save a card again.</p>`,
+  )
+}
+
 export function consentPendingPage(ref: string): Response {
   return htmlPage(
     202,

@@ -26,7 +26,8 @@ export async function creditPack(s: Services, accountId: string, credits: number
 async function apply(s: Services, ev: GatewayEvent): Promise<string> {
   switch (ev.type) {
     case 'consent_completed':
-      return `consent_${await applyConsent(s, ev.completion.accountId, ev.completion)}`
+      // A late or redelivered event of an older session answers consent_stale: acknowledged, not applied.
+      return `consent_${await applyConsent(s, ev.completion.accountId, ev.completion, true)}`
     case 'checkout_paid':
       return (await creditPack(s, ev.accountId, ev.credits, ev.chargeId)).kind
     case 'charge_succeeded': {
