@@ -52,6 +52,14 @@ export interface ConsentCompletion {
   limits: Limits
 }
 
+/** What the return page learns of a setup session from the processor. */
+export type ConsentLookup =
+  | { kind: 'complete'; completion: ConsentCompletion }
+  /** Not complete (yet): the webhook may still complete it. */
+  | { kind: 'pending' }
+  /** No such session at the processor, or not a card setup of ours (a typo, garbage, another kind of session). */
+  | { kind: 'invalid' }
+
 export interface ChargeRequest {
   accountId: string
   card: SavedCard
@@ -101,8 +109,8 @@ export class WebhookSignatureError extends Error {}
 export interface PaymentGateway {
   readonly mode: 'sandbox' | 'stripe'
   startConsent(req: ConsentRequest): Promise<ConsentResult>
-  /** Stripe's return page: the completed setup session, or null when it is not (yet) complete. */
-  completeConsent(sessionId: string): Promise<ConsentCompletion | null>
+  /** Stripe's return page: the setup session, complete (with its card), pending, or invalid. */
+  completeConsent(sessionId: string): Promise<ConsentLookup>
   charge(req: ChargeRequest): Promise<ChargeOutcome>
   /** Detach the card at the processor (DELETE /v1/mandate forgets it there too). */
   forgetCard(card: SavedCard): Promise<void>

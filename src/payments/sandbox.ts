@@ -7,7 +7,7 @@ import { randomId } from '../auth/tokens'
 import type {
   ChargeOutcome,
   CheckoutResult,
-  ConsentCompletion,
+  ConsentLookup,
   ConsentResult,
   GatewayEvent,
   PaymentGateway,
@@ -36,8 +36,8 @@ export class SandboxGateway implements PaymentGateway {
     }
   }
 
-  async completeConsent(): Promise<ConsentCompletion | null> {
-    return null
+  async completeConsent(): Promise<ConsentLookup> {
+    return { kind: 'pending' }
   }
 
   async charge(): Promise<ChargeOutcome> {

@@ -4,8 +4,9 @@
  * PaymentIntents with the attempt id as the idempotency key; credit packs are Checkout Sessions in
  * payment mode; webhooks are verified with the endpoint's signing secret.
  * `STRIPE_API_BASE` points the SDK at another host (the tests' loopback fake).
- * errors: none thrown for declines — they are outcomes; SDK failures other than card, connection and
- *         API errors propagate.
+ * errors: none thrown for declines — they are outcomes; a setup session Stripe does not know is an
+ *         outcome of completeConsent (invalid); SDK failures other than card, connection and API
+ *         errors propagate.
  */
 import Stripe from 'stripe'
 import { CURRENCY } from './amounts'
@@ -17,6 +18,7 @@ import {
   type CheckoutRequest,
   type CheckoutResult,
   type ConsentCompletion,
+  type ConsentLookup,
   type ConsentRequest,
   type ConsentResult,
   type GatewayEvent,
@@ -34,6 +36,8 @@ export interface StripeOptions {
 }
 
 const MONTH_RE = /^\d{4}-\d{2}$/
+/** A Checkout Session id as Stripe writes them; anything else is never sent to Stripe. */
+const SESSION_ID_RE = /^cs_[A-Za-z0-9_]{1,196}$/
 
 function sdkConfig(apiBase: string | undefined): Stripe.StripeConfig {
   // The SDK retries with the same idempotency key, so a retry never charges twice; the timeout
@@ -88,9 +92,19 @@ export class StripeGateway implements PaymentGateway {
     return { kind: 'redirect', url: session.url, customerId, sessionId: session.id }
   }
 
-  async completeConsent(sessionId: string): Promise<ConsentCompletion | null> {
-    const session = await this.stripe.checkout.sessions.retrieve(sessionId)
-    return this.completion(session)
+  async completeConsent(sessionId: string): Promise<ConsentLookup> {
+    if (!SESSION_ID_RE.test(sessionId)) return { kind: 'invalid' }
+    let session: Stripe.Checkout.Session
+    try {
+      session = await this.stripe.checkout.sessions.retrieve(sessionId)
+    } catch (e) {
+      // "No such checkout.session" (a typo, a session of another Stripe account): the caller's mistake.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && (e.code === 'resource_missing' || e.statusCode === 404)) return { kind: 'invalid' }
+      throw e
+    }
+    if (session.mode !== 'setup' || session.metadata?.purpose !== 'mandate' || session.status === 'expired') return { kind: 'invalid' }
+    const completion = await this.completion(session)
+    return completion ? { kind: 'complete', completion } : { kind: 'pending' }
   }
 
   private async completion(session: Stripe.Checkout.Session): Promise<ConsentCompletion | null> {

@@ -1,17 +1,22 @@
 /**
  * Refusals around the mandate: enabling before consent, malformed limits, agent tokens on the
- * operator surfaces, unknown consent refs, and consent form errors.
+ * operator surfaces, unknown consent refs, consent form errors, and Stripe return pages naming a
+ * session Stripe does not know.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { consentPath, get, postForm } from '../helpers/money'
+import { startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
 
 let t: TestApp
+let st: StripeTestApp
 beforeAll(async () => {
   t = await startTestApp()
+  st = await startStripeApp()
 })
 afterAll(async () => {
   await t.close()
+  await st.close()
 })
 
 describe('mandate refusals', () => {
@@ -88,5 +93,38 @@ describe('mandate refusals', () => {
     const small = await postForm(t, path, { threshold: 1000, refill: 10, ceiling: 20000, card: '4242424242424242' })
     expect(small.status).toBe(409)
     expect((await t.req('GET', '/v1/mandate', { token: a.token })).body).toMatchObject({ enabled: false, card: null })
+  })
+})
+
+describe('the Stripe return page (/mandate/done)', () => {
+  test('a session id Stripe does not know (a typo, garbage, too long) → NOT_FOUND, never a 5xx nor an unhandled error; nothing enabled', async () => {
+    const a = await st.t.signup()
+    const done = (await consentPath(st.t, a.token)).replace('/mandate?', '/mandate/done?')
+    const errors: string[] = []
+    const log = st.t.s.log
+    const error = log.error.bind(log)
+    log.error = (msg, fields = {}) => {
+      errors.push(msg)
+      error(msg, fields)
+    }
+    const asked = st.stripe.requests.length
+    try {
+      for (const sid of ['cs_test_doesnotexist', 'a'.repeat(200), '..%2F..%2Fcustomers']) {
+        const page = await get(st.t, `${done}&session_id=${sid}`)
+        expect(page.status, sid).toBe(404)
+        expect(page.headers.get('content-type')).toContain('text/html')
+        expect(page.text).toContain('NOT_FOUND')
+        const json = await get(st.t, `${done}&session_id=${sid}`, { accept: 'application/json' })
+        expect(json.body.error, sid).toBe('NOT_FOUND')
+      }
+      // A control character is refused at the edge, as in every other field.
+      expect((await get(st.t, `${done}&session_id=x%00y`)).status).toBe(400)
+    } finally {
+      log.error = error
+    }
+    expect(errors).toEqual([])
+    // Only the well-formed id reached Stripe (twice: page and JSON); the others never left.
+    expect(st.stripe.requests.slice(asked).map((r) => r.path)).toEqual(['/v1/checkout/sessions/cs_test_doesnotexist', '/v1/checkout/sessions/cs_test_doesnotexist'])
+    expect((await st.t.req('GET', '/v1/mandate', { token: a.token })).body.enabled).toBe(false)
   })
 })

@@ -5,9 +5,11 @@
  * only for the session started last (an older one, or one from before a DELETE, gets a 409 page).
  * The page shows the mandate's limits and never sets them (the operator does, with PUT /v1/mandate):
  * the link is handed to agents. A form carrying other limits → 409 page, nothing saved.
- * errors (as pages, or JSON for Accept: application/json): NOT_FOUND (unknown ref), RATE_LIMITED.
+ * errors (as pages, or JSON for Accept: application/json): NOT_FOUND (unknown ref, or a session id
+ *         Stripe does not know), RATE_LIMITED.
  */
 import { Elysia, t } from 'elysia'
+import { ApiError } from '../../errors'
 import { http, type Http, type MaybeServer } from '../../http'
 import { pageAnswer, readForm, redirect, withHeaders } from '../../pages/html'
 import type { Limits } from '../../payments/gateway'
@@ -83,7 +85,9 @@ export const consentRoutes = (s: Services, h: Http = http(s)) => {
         pageAnswer(s.log, request, async () => {
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
-          const completion = query.session_id && s.payments.mode === 'stripe' ? await s.payments.completeConsent(query.session_id) : null
+          const lookup = query.session_id && s.payments.mode === 'stripe' ? await s.payments.completeConsent(query.session_id) : null
+          if (lookup?.kind === 'invalid') throw new ApiError('NOT_FOUND', { resource: 'card setup session' })
+          const completion = lookup?.kind === 'complete' ? lookup.completion : null
           // The session must be this account's: a session id from another account's checkout is ignored.
           if (!completion || completion.accountId !== ref.accountId) return withHeaders(consentPendingPage(ref.mref), rate)
           // Only the session the owner started last, before any forget, is applied (set-mandate-3).
