@@ -133,6 +133,22 @@ describe('the owner console in a browser', () => {
     await page.close()
   }, 60_000)
 
+  test("change the daily cap of an agent that may call nothing: it still may call nothing", async () => {
+    const created = (await (await api('/v1/agents', owner.token, { name: 'boxed', allowlist: [] })).json()) as { id: string; token: string }
+    const page = await openPage()
+    await page.goto(`${base}/console/policies`)
+    const form = page.locator('form', { has: page.locator(`input[name="agent"][value="${created.id}"]`) })
+    expect(await form.locator('.allow-state').textContent()).toContain('Allows nothing')
+    expect(await form.getByLabel('No allowlist (allow everything)').isChecked()).toBe(false)
+    await form.getByLabel('Daily cap').fill('9')
+    await Promise.all([page.waitForNavigation(), form.getByRole('button', { name: 'Save agent policy' }).click()])
+    expect(await page.textContent('[role=status]')).toContain('Agent policy saved')
+    const denied = await api('/v1/call/test.echo', created.token, { q: 'x' })
+    expect(denied.status).toBe(403)
+    expect(await denied.json()).toMatchObject({ error: 'POLICY_DENIED', rule: 'agent_allowlist' })
+    await page.close()
+  }, 60_000)
+
   test('a form posted without its CSRF token is refused', async () => {
     const created = (await (await api('/v1/agents', owner.token, { name: 'guarded' })).json()) as { id: string; token: string }
     const page = await openPage()

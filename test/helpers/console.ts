@@ -60,3 +60,28 @@ export function csrfOf(html: string): string {
   if (!m) throw new Error('no CSRF field on the page')
   return m[1]!
 }
+
+/**
+ * The fields a browser submits for the form of a page that holds `marker`, as rendered: inputs with
+ * their values, checkboxes only when checked, textareas with their text.
+ */
+export function formOf(html: string, marker: string): Record<string, string> {
+  const at = html.indexOf(marker)
+  if (at < 0) throw new Error(`no ${marker} on the page`)
+  const start = html.lastIndexOf('<form', at)
+  const form = html.slice(start, html.indexOf('</form>', at))
+  const unesc = (s: string) => s.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)))
+  const attr = (tag: string, name: string) => new RegExp(`\\s${name}(?:="([^"]*)")?[\\s>]`).exec(tag)
+  const out: Record<string, string> = {}
+  for (const [tag] of form.matchAll(/<input\b[^>]*>/g)) {
+    const name = attr(tag, 'name')?.[1]
+    if (!name) continue
+    if (attr(tag, 'type')?.[1] === 'checkbox' && !attr(tag, 'checked')) continue
+    out[unesc(name)] = unesc(attr(tag, 'value')?.[1] ?? (attr(tag, 'type')?.[1] === 'checkbox' ? 'on' : ''))
+  }
+  for (const m of form.matchAll(/<textarea\b([^>]*)>([^<]*)<\/textarea>/g)) {
+    const name = attr(m[1]! + '>', 'name')?.[1]
+    if (name) out[unesc(name)] = unesc(m[2]!)
+  }
+  return out
+}

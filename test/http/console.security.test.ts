@@ -2,11 +2,12 @@
  * The owner console's guards: the session cookie's flags, the CSP and framing headers on every
  * page, CSRF tokens (a form without its token does nothing), agent tokens kept out, a rotated owner
  * token ending the session, sessions bound to their account, every reflected form field escaped,
- * and the sign-in rate limit.
+ * the sign-in rate limit, and a Policies form that never widens an allowlist it was not asked to
+ * change (an allow-nothing `[]` and no allowlist `null` look alike in a text box).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { ConsoleClient, csrfOf } from '../helpers/console'
+import { ConsoleClient, csrfOf, formOf } from '../helpers/console'
 import { vaultEnv } from '../helpers/vault'
 
 let t: TestApp
@@ -186,6 +187,86 @@ describe('console security', () => {
     expect(filtered.status).toBe(200)
     expect(filtered.text).not.toContain('<img src=x')
     expect(filtered.text).toContain(`value="${escaped}"`)
+  })
+
+  test("saving an agent's cap on the Policies page keeps its allow-nothing allowlist ([])", async () => {
+    const { a, c } = await signedIn()
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'boxed', allowlist: [] } })
+    expect(agent.status).toBe(201)
+    const call = () => t.req('POST', '/v1/call/test.echo', { token: agent.body.token, body: { q: 'x' } })
+    expect((await call()).body.rule).toBe('agent_allowlist')
+    const page = await c.get('/console/policies')
+    // The agent's form with only its textarea sent back (the box that says which state holds left out).
+    const form = page.text.slice(page.text.indexOf(`name="agent" value="${agent.body.id}"`))
+    const textarea = /<textarea[^>]*>([^<]*)<\/textarea>/.exec(form)![1]!
+    const r = await c.post('/console/policies', { csrf: csrfOf(page.text), agent: agent.body.id, daily_cap: '5', per_call_max: '', allowlist: textarea })
+    expect(r.status).toBe(200)
+    const pol = await t.req('GET', '/v1/policies', { token: a.token })
+    expect(pol.body.agents[agent.body.id].daily_cap).toBe(5)
+    expect(pol.body.agents[agent.body.id].allowlist).toEqual([])
+    expect((await call()).body.rule).toBe('agent_allowlist')
+    // And the whole form, as a browser sends it: still allow-nothing.
+    const shown = await c.get('/console/policies')
+    expect(formOf(shown.text, `name="agent" value="${agent.body.id}"`).allow_all).toBeUndefined()
+    const again = await c.post('/console/policies', { ...formOf(shown.text, `name="agent" value="${agent.body.id}"`), daily_cap: '6' })
+    expect(again.status).toBe(200)
+    expect((await t.req('GET', '/v1/policies', { token: a.token })).body.agents[agent.body.id]).toMatchObject({ daily_cap: 6, allowlist: [] })
+    expect((await call()).body.rule).toBe('agent_allowlist')
+  })
+
+  test("saving the account cap on the Policies page keeps the account's allow-nothing allowlist ([])", async () => {
+    const { a, c } = await signedIn()
+    expect((await t.req('PUT', '/v1/policies', { token: a.token, body: { account: { allowlist: [] } } })).status).toBe(200)
+    const page = await c.get('/console/policies')
+    const textarea = /<textarea id="acct-allow"[^>]*>([^<]*)<\/textarea>/.exec(page.text)![1]!
+    const r = await c.post('/console/policies', { csrf: csrfOf(page.text), daily_cap: '100', allowlist: textarea })
+    expect(r.status).toBe(200)
+    expect((await t.req('GET', '/v1/policies', { token: a.token })).body.account.allowlist).toEqual([])
+    const shown = await c.get('/console/policies')
+    const again = await c.post('/console/policies', { ...formOf(shown.text, 'id="acct-cap"'), daily_cap: '200' })
+    expect(again.status).toBe(200)
+    expect((await t.req('GET', '/v1/policies', { token: a.token })).body.account).toMatchObject({ daily_cap: 200, allowlist: [] })
+  })
+
+  test('the Policies page says whether an allowlist is absent or allows nothing; only its box widens one, and a form changes only what its owner changed', async () => {
+    const { a, c } = await signedIn()
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'open' } })
+    const call = () => t.req('POST', '/v1/call/test.echo', { token: agent.body.token, body: { q: 'x' } })
+    const at = `name="agent" value="${agent.body.id}"`
+    const allowlist = async () => (await t.req('GET', '/v1/policies', { token: a.token })).body.agents[agent.body.id].allowlist
+    const section = (html: string) => html.slice(html.indexOf(at), html.indexOf('</form>', html.indexOf(at)))
+
+    let page = await c.get('/console/policies')
+    expect(section(page.text)).toContain('data-allowlist="none"')
+    expect(section(page.text)).toContain('No allowlist (allow everything)')
+    expect(formOf(page.text, at).allow_all).toBe('1')
+    // Saved as shown (box ticked): still no allowlist.
+    expect((await c.post('/console/policies', { ...formOf(page.text, at), daily_cap: '50' })).status).toBe(200)
+    expect(await allowlist()).toBeNull()
+    // Unticked with no pattern: allow nothing.
+    page = await c.get('/console/policies')
+    const { allow_all: _, ...unticked } = formOf(page.text, at)
+    expect((await c.post('/console/policies', unticked)).status).toBe(200)
+    expect(await allowlist()).toEqual([])
+    expect((await call()).body.rule).toBe('agent_allowlist')
+    page = await c.get('/console/policies')
+    expect(section(page.text)).toContain('data-allowlist="nothing"')
+    expect(section(page.text)).toContain('Allows nothing')
+    // Ticked with patterns says two things at once: refused, nothing changes.
+    const both = await c.post('/console/policies', { ...formOf(page.text, at), allow_all: '1', allowlist: 'test.*' })
+    expect(both.status).toBe(400)
+    expect(both.text).toContain('BAD_REQUEST')
+    expect(await allowlist()).toEqual([])
+    // Ticked: no allowlist again, the agent calls.
+    expect((await c.post('/console/policies', { ...formOf(page.text, at), allow_all: '1' })).status).toBe(200)
+    expect(await allowlist()).toBeNull()
+    expect((await call()).status).toBe(200)
+    // A page loaded before an API change, saved for its cap, leaves the API's allowlist.
+    page = await c.get('/console/policies')
+    expect((await t.req('PUT', '/v1/policies', { token: a.token, body: { agents: { [agent.body.id]: { allowlist: [] } } } })).status).toBe(200)
+    expect((await c.post('/console/policies', { ...formOf(page.text, at), daily_cap: '60' })).status).toBe(200)
+    expect((await t.req('GET', '/v1/policies', { token: a.token })).body.agents[agent.body.id]).toMatchObject({ daily_cap: 60, allowlist: [] })
+    expect((await call()).body.rule).toBe('agent_allowlist')
   })
 
   test('a signed-in page counts against the owner token rate limit, shared with the API', async () => {

@@ -48,7 +48,7 @@ import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } fro
 import { signinPage } from './pages/signin'
 import { overviewMain } from './pages/overview'
 import { agentsMain } from './pages/agents'
-import { policiesMain } from './pages/policies'
+import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist } from './pages/policies'
 import { activityMain } from './pages/activity'
 import { moneyMain } from './pages/money'
 import { keysMain } from './pages/keys'
@@ -68,9 +68,25 @@ const optInt = (form: Form, field: string): number | null => {
   if (!/^\d{1,15}$/.test(raw)) throw new ApiError('BAD_REQUEST', { field, expected: 'a whole number of credits, or empty' })
   return Number(raw)
 }
+const patterns = (raw: string | undefined): string[] => (raw ?? '').split('\n').map((l) => l.trim()).filter(Boolean)
+/** The create-agent form: an empty box is no allowlist of its own (everything the account allows). */
 const lines = (raw: string | undefined): string[] | null => {
-  const list = (raw ?? '').split('\n').map((l) => l.trim()).filter(Boolean)
+  const list = patterns(raw)
   return list.length ? list : null
+}
+/**
+ * The allowlist a Policies form asks for, as a patch: `{}` leaves it as it is. The "No allowlist" box
+ * is null (allow everything); unticked, the patterns are the list and none is `[]` (allow nothing),
+ * so an empty box never widens to null. A form that sends back the state its page showed changes
+ * nothing: saving a cap keeps the allowlist, even one changed through the API since the page loaded.
+ */
+function allowlistEdit(form: Form): { allowlist?: string[] | null } {
+  if (form.allowlist === undefined && form[ALLOW_ALL_FIELD] === undefined) return {}
+  const list = patterns(form.allowlist)
+  const allowAll = form[ALLOW_ALL_FIELD] !== undefined
+  if (allowAll && list.length) throw new ApiError('BAD_REQUEST', { field: 'allowlist', expected: `empty when "${ALLOW_ALL_LABEL}" is ticked (untick it to allow only the patterns)` })
+  const wanted = allowAll ? null : list
+  return form[SHOWN_FIELD] === shownAllowlist(wanted) ? {} : { allowlist: wanted }
 }
 
 export const consoleRoutes = (s: Services, h: Http = http(s)) => {
@@ -306,11 +322,12 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       '/console/policies',
       act('Policies', async (sess, f) => {
         if (f.agent) {
-          await putPolicies(s.ctx, sess.accountId, { agents: { [f.agent]: { daily_cap: optInt(f, 'daily_cap'), per_call_max: optInt(f, 'per_call_max'), allowlist: lines(f.allowlist) } } })
+          const caps = { daily_cap: optInt(f, 'daily_cap'), per_call_max: optInt(f, 'per_call_max') }
+          await putPolicies(s.ctx, sess.accountId, { agents: { [f.agent]: { ...caps, ...allowlistEdit(f) } } })
           return { ok: 'Agent policy saved.' }
         }
         const cap = optInt(f, 'daily_cap')
-        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), allowlist: lines(f.allowlist) } })
+        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), ...allowlistEdit(f) } })
         return { ok: 'Account policy saved.' }
       }),
       { ...formRoute, detail: { summary: 'HTML form post: change caps and allowlists (as PUT /v1/policies)' } },

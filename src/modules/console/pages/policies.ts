@@ -15,8 +15,29 @@ interface AgentPolicy {
 
 const numInput = (id: string, name: string, value: number | null, label: string, required = false) =>
   `<label for="${id}">${label}</label><input id="${id}" name="${name}" type="number" min="0" step="1" value="${value ?? ''}"${required ? ' required' : ''}>`
-const listInput = (id: string, name: string, list: string[] | null, label: string) =>
-  `<label for="${id}">${label} <small>(one pattern per line; empty = no allowlist)</small></label><textarea id="${id}" name="${name}" rows="3">${esc((list ?? []).join('\n'))}</textarea>`
+/**
+ * The allowlist as the form shows and carries it. In a text box `null` (no allowlist: everything
+ * allowed) and `[]` (allow nothing) look the same, so the page says which holds, the "No allowlist"
+ * box chooses between them, and the form carries the state it showed (SHOWN_FIELD): the handler
+ * changes the allowlist only when what comes back differs from what was shown.
+ */
+export const SHOWN_FIELD = 'allowlist_shown'
+export const ALLOW_ALL_FIELD = 'allow_all'
+export const ALLOW_ALL_LABEL = 'No allowlist (allow everything)'
+/** The one encoding of a shown allowlist, written by the page and compared by the handler. */
+export const shownAllowlist = (list: string[] | null): string => JSON.stringify(list)
+
+function allowlistState(list: string[] | null): string {
+  if (list === null) return '<strong>No allowlist</strong>: every route is allowed.'
+  if (list.length === 0) return '<strong>Allows nothing</strong> (an empty allowlist): every call is refused.'
+  return `<strong>${list.length} pattern${list.length === 1 ? '' : 's'}</strong>: only what they match is allowed.`
+}
+
+const listInput = (id: string, list: string[] | null, label: string) => `<fieldset class="allowlist"><legend>${label}</legend>
+<p class="allow-state" data-allowlist="${list === null ? 'none' : list.length ? 'patterns' : 'nothing'}">${allowlistState(list)}</p>
+<input type="hidden" name="${SHOWN_FIELD}" value="${esc(shownAllowlist(list))}">
+<label class="check" for="${id}-all"><input id="${id}-all" name="${ALLOW_ALL_FIELD}" type="checkbox" value="1"${list === null ? ' checked' : ''}> ${ALLOW_ALL_LABEL}</label>
+<label for="${id}">Allowlist patterns <small>(one per line; with the box unticked, none listed = allow nothing)</small></label><textarea id="${id}" name="allowlist" rows="3">${esc((list ?? []).join('\n'))}</textarea></fieldset>`
 
 export function policiesMain(p: { account: AccountPolicy; agents: Record<string, AgentPolicy> }, agents: AgentView[], csrf: string): string {
   const names = new Map(agents.map((a) => [a.id, a.name]))
@@ -25,14 +46,14 @@ export function policiesMain(p: { account: AccountPolicy; agents: Record<string,
 <form method="post" action="/console/policies">${csrfField(csrf)}<input type="hidden" name="agent" value="${esc(id)}">
 ${numInput(`a${i}-cap`, 'daily_cap', a.daily_cap, 'Daily cap <small>(credits; empty = none)</small>')}
 ${numInput(`a${i}-pcm`, 'per_call_max', a.per_call_max, 'Per-call maximum <small>(credits; empty = none)</small>')}
-${listInput(`a${i}-allow`, 'allowlist', a.allowlist, 'Allowlist')}
+${listInput(`a${i}-allow`, a.allowlist, 'Allowlist')}
 <button type="submit">Save agent policy</button></form></section>`)
     .join('\n')
   return `<h2>Account</h2>
 <section class="card"><form method="post" action="/console/policies">${csrfField(csrf)}
 ${numInput('acct-cap', 'daily_cap', p.account.daily_cap, 'Daily cap <small>(credits per HKT day, every agent together)</small>', true)}
 <p class="muted">Balance cap: ${p.account.balance_cap.toLocaleString('en')} credits (set by the service owner).</p>
-${listInput('acct-allow', 'allowlist', p.account.allowlist, 'Account allowlist')}
+${listInput('acct-allow', p.account.allowlist, 'Account allowlist')}
 <button type="submit">Save account policy</button></form></section>
 <h2>Agents</h2>
 ${agentForms || '<p class="muted">No active agents.</p>'}`
