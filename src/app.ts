@@ -4,6 +4,7 @@
  */
 import { Elysia, ValidationError } from 'elysia'
 import { ApiError } from './errors'
+import { dottedPath, schemaRefusal } from './schema-check'
 import type { Services } from './services'
 import { accountRoutes } from './modules/account'
 import { callRoutes } from './modules/call'
@@ -103,23 +104,6 @@ export type App = ReturnType<typeof createApp>
 /** TypeBox validation failure → BAD_REQUEST naming the field and the expected shape. */
 function validationError(e: ValidationError): ApiError {
   const first = e.all?.[0] as { path?: string; message?: string; schema?: Record<string, unknown> } | undefined
-  const field = first?.path ? first.path.replace(/^\//, '').replace(/\//g, '.') : e.type
-  return new ApiError('BAD_REQUEST', { field: field || e.type || 'body', expected: expectedShape(first?.schema) ?? first?.message ?? 'a valid value' })
-}
-
-/** "integer, minimum 1, maximum 200": the schema of the failing field, said plainly. */
-function expectedShape(schema: Record<string, unknown> | undefined): string | null {
-  if (!schema) return null
-  if (Array.isArray(schema.anyOf)) {
-    // A union (literals, or t.Numeric's number|string): list what each branch accepts.
-    const branches = (schema.anyOf as Record<string, unknown>[]).map((b) => (b.const !== undefined ? JSON.stringify(b.const) : expectedShape(b)))
-    return branches.filter(Boolean).length ? `one of: ${branches.filter(Boolean).join(' | ')}` : null
-  }
-  const type = schema.type as string | undefined
-  if (!type) return null
-  const bounds = ['minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format']
-    .filter((k) => schema[k] !== undefined)
-    .map((k) => `${k} ${String(schema[k])}`)
-  if (Array.isArray(schema.enum)) bounds.push(`one of ${(schema.enum as unknown[]).join(', ')}`)
-  return [type, ...bounds].join(', ')
+  const field = first?.path ? dottedPath(first.path) : e.type
+  return schemaRefusal(field || e.type || 'body', first?.schema, first?.message)
 }

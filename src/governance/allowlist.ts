@@ -4,10 +4,12 @@
  * (`proxy:openai/gpt-4o*`, CONTRACT §7). `null` allows everything, `[]`
  * nothing. Stored as one hash field of patterns joined by "\n" (field absent = null), which is the
  * form debit-15 matches against.
- * errors: BAD_REQUEST (a pattern that could never match a target).
+ * errors: BAD_REQUEST (more than MAX_PATTERNS patterns, one over 150 characters, a pattern that
+ *         could never match a target).
  */
 import { Type as T } from '@sinclair/typebox'
 import { ApiError } from '../errors'
+import { checkField } from '../schema-check'
 
 /** Slug-shaped or proxy-route-shaped, `*` allowed anywhere; no newline can get in. */
 const PATTERN = /^(?:[a-z0-9*][a-z0-9._*-]{0,79}|proxy:[a-z0-9*][a-z0-9_*-]{0,63}(?:\/[a-z0-9*][a-z0-9._:*-]{0,79})?)$/
@@ -18,8 +20,12 @@ export const AllowlistSchema = T.Union([T.Array(T.String({ maxLength: 150 }), { 
   description: 'Patterns: a slug (web.search), a glob (openai.*) or a proxy route (proxy:openai). null allows everything, [] nothing.',
 })
 
-/** Validates and normalises (deduplicated, order kept) a list for storage; null stays null. */
+/**
+ * Validates (AllowlistSchema, as the REST bodies do, then each pattern) and normalises (deduplicated,
+ * order kept) a list for storage; null stays null. Every allowlist written passes through here.
+ */
 export function encodeAllowlist(list: string[] | null, field: string): string | null {
+  checkField(AllowlistSchema, list, field)
   if (list === null) return null
   list.forEach((p, i) => {
     if (!PATTERN.test(p)) throw new ApiError('BAD_REQUEST', { field: `${field}.${i}`, expected: EXPECTED })

@@ -1,13 +1,18 @@
 /**
  * Agent tokens: the operator's (create, token shown once) and an agent's own sub-agents (CONTRACT
  * §8: a budget carved from its own, limits no wider than its own, at most MAX_DEPTH deep).
- * errors: BAD_REQUEST (allowlist pattern, a sub-agent without a budget), POLICY_DENIED
+ * errors: BAD_REQUEST (name, caps, budget, ttl_s or allowlist out of bounds — the bounds of POST
+ *         /v1/agents' body, checked here so the console and the chat meet them too; a sub-agent
+ *         without a budget), POLICY_DENIED
  *         (exceeds_parent, max_depth), AGENT_KILLED / AGENT_REVOKED (the creator's subtree is
  *         stopped), CONFLICT (agent limit).
  */
+import { Type as T } from '@sinclair/typebox'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
+import { checkField } from '../schema-check'
 import { encodeAllowlist } from './allowlist'
+import { AgentName, AgentTtl, NullableCredits } from './model'
 import { createAgent, type AgentView } from './agents'
 import type { RedisContext } from '../redis/context'
 
@@ -24,6 +29,7 @@ export interface CreateAgentInput {
 export async function createAgentFor(ctx: RedisContext, by: string | Pick<Principal, 'accountId' | 'agentId' | 'chain'>, body: CreateAgentInput) {
   // An account id alone is the operator (the console, the chat).
   const creator = typeof by === 'string' ? { accountId: by, agentId: null, chain: [] } : by
+  checkInput(body)
   const parent = creator.agentId === null ? undefined : { id: creator.agentId, chain: creator.chain ?? [] }
   // A sub-agent's spend must be bounded by something its creator owns: its budget.
   if (parent && (body.budget === undefined || body.budget === null))
@@ -38,6 +44,20 @@ export async function createAgentFor(ctx: RedisContext, by: string | Pick<Princi
     parent,
   })
   return created(agent, token)
+}
+
+const NullableTtl = T.Union([AgentTtl, T.Null()])
+
+/**
+ * The bounds of POST /v1/agents' body (built from the same schemas), for every caller; the
+ * allowlist's are checked where every allowlist is encoded.
+ */
+function checkInput(body: CreateAgentInput): void {
+  checkField(AgentName, body.name, 'name')
+  if (body.daily_cap !== undefined) checkField(NullableCredits, body.daily_cap, 'daily_cap')
+  if (body.per_call_max !== undefined) checkField(NullableCredits, body.per_call_max, 'per_call_max')
+  if (body.budget !== undefined) checkField(NullableCredits, body.budget, 'budget')
+  if (body.ttl_s !== undefined) checkField(NullableTtl, body.ttl_s, 'ttl_s')
 }
 
 function created({ spent_today: _s, spent_total: _t, kill_reason: _k, ...agent }: AgentView, token: string) {

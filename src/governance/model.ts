@@ -1,4 +1,16 @@
 import { Type as T } from '@sinclair/typebox'
 
+// The bounds of what governance stores. The REST models (modules/agents, modules/policies) are built
+// from these, and the services check their input against the same ones (schema-check.ts), so the
+// console, the chat and the MCP tools are held to what REST's validation holds a body to.
+
 /** Credits in a cap; the bound keeps every cap exact in Lua's doubles. */
 export const Credits = T.Integer({ minimum: 0, maximum: 1_000_000_000_000 })
+/** A cap or budget that may be removed (null). */
+export const NullableCredits = T.Union([Credits, T.Null()])
+/** An agent's name: shown in listings and activity. */
+export const AgentName = T.String({ minLength: 1, maxLength: 64, pattern: '\\S', description: 'Shown in listings and activity' })
+/** Seconds until an agent token expires. */
+export const AgentTtl = T.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })
+/** The breaker's identical requests per sliding minute (0 = off). */
+export const IdenticalPerMinute = T.Integer({ minimum: 0, maximum: 1_000_000 })

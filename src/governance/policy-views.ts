@@ -2,11 +2,16 @@
  * Policies (CONTRACT §5): the account's daily cap, balance cap and allowlist, and each agent's
  * daily cap, allowlist and per-call maximum — exactly the fields debit-15 enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
- * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (pattern), NOT_FOUND (agent id).
+ * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (a cap, budget, breaker rate or
+ *         allowlist out of PUT /v1/policies' bounds, checked here for every caller; a pattern),
+ *         NOT_FOUND (agent id).
  */
+import { Type as T, type TSchema } from '@sinclair/typebox'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
+import { checkField } from '../schema-check'
 import { encodeAllowlist } from './allowlist'
+import { IdenticalPerMinute, NullableCredits } from './model'
 import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from './policies'
 import type { RedisContext } from '../redis/context'
 
@@ -40,8 +45,26 @@ export async function putPolicies(ctx: RedisContext, acct: string, body: Policie
   return policiesOf(ctx, { accountId: acct, agentId: null })
 }
 
+const NullableIdentical = T.Union([IdenticalPerMinute, T.Null()])
+
+/**
+ * The bounds PUT /v1/policies' body model is built from, for every caller (the allowlist's are
+ * checked where every allowlist is encoded).
+ */
+function checkPatch(p: Patch, at: string): void {
+  const check = (schema: TSchema, v: unknown, name: string) => {
+    if (v !== undefined) checkField(schema, v, `${at}.${name}`)
+  }
+  check(NullableCredits, p.daily_cap, 'daily_cap')
+  check(NullableCredits, p.per_call_max, 'per_call_max')
+  check(NullableCredits, p.budget, 'budget')
+  check(NullableCredits, p.breaker?.credits_per_minute, 'breaker.credits_per_minute')
+  check(NullableIdentical, p.breaker?.identical_per_minute, 'breaker.identical_per_minute')
+}
+
 /** Request fields → hash fields; null removes a field (no limit, or the default). */
 function fields(p: Patch, at: string): FieldChanges {
+  checkPatch(p, at)
   const out: FieldChanges = {}
   if (p.daily_cap !== undefined) out.daily_cap = p.daily_cap
   if (p.per_call_max !== undefined) out.per_call_max = p.per_call_max

@@ -7,7 +7,8 @@
  * the script that moves the proposal. A top-up goes through POST /v1/topup's own service (the
  * mandate, every rule of the direct endpoint) under a claim on the proposal, and so does a budget
  * (PUT /v1/policies' path, which moves the parent's carve for a sub-agent).
- * errors: BAD_REQUEST (kind, value, agent_id), NOT_FOUND (proposal, agent outside the caller's
+ * errors: BAD_REQUEST (kind, value, agent_id; a decision's note over 280 characters, checked here
+ *         for every caller as the REST body is), NOT_FOUND (proposal, agent outside the caller's
  *         subtree), RATE_LIMITED (10 pending per agent), CONFLICT (not pending → `status`; being
  *         applied; revoked agent), POLICY_DENIED (a pattern the account allowlist refuses), and
  *         whatever POST /v1/topup or PUT /v1/policies answers for a topup or a budget.
@@ -18,9 +19,11 @@ import { ApiError } from '../errors'
 import { readAgent, readAgentRows } from '../governance/agents'
 import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
 import { chargeableProblem } from '../payments/amounts'
+import { checkField } from '../schema-check'
 import { runDecideProposal, runPropose, type DecideAction, type DecideReply } from '../lua/proposals'
 import type { RedisContext } from '../redis/context'
 import {
+  DecisionNote,
   MAX_PENDING_PER_AGENT,
   PROPOSAL_ID,
   PROPOSAL_TTL_MS,
@@ -117,6 +120,7 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
  */
 export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
   const { ctx } = d
+  checkField(DecisionNote, note, 'note')
   const rec = await readRecord(ctx, accountId, id)
   // A budget moves a parent's carve (CONTRACT §8), so it goes through PUT /v1/policies' own path,
   // held like a top-up: claimed, applied by that service, then approved or released.
@@ -140,6 +144,7 @@ export async function approveProposal(d: ProposalDeps, accountId: string, id: st
 
 /** Declines (operator only): nothing changes but the proposal's state. */
 export async function declineProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
+  checkField(DecisionNote, note, 'note')
   const rec = await readRecord(d.ctx, accountId, id)
   decided(await decide(d.ctx, accountId, rec, 'decline', via, note))
   return (await readView(d, accountId, id))!

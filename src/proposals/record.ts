@@ -3,6 +3,8 @@
  * propose-3 and decide-proposal-5) and as the API shows it. The one parser of that JSON: the
  * service, the sink and the rebuild all read records through it.
  */
+import { Type as T } from '@sinclair/typebox'
+
 export const PROPOSAL_KINDS = ['raise_daily_cap', 'raise_budget', 'allow', 'topup'] as const
 export type ProposalKind = (typeof PROPOSAL_KINDS)[number]
 
@@ -13,6 +15,9 @@ export type ProposalStatus = (typeof PROPOSAL_STATUSES)[number]
 export type DecidedVia = 'api' | 'chat' | 'expiry'
 
 export const PROPOSAL_ID = /^prop_[A-Za-z0-9_-]{22}$/
+
+/** The operator's note on a decision (the REST body's field; the service checks it for every caller). */
+export const DecisionNote = T.String({ maxLength: 280, description: 'A word for the agent, shown with the decision' })
 
 /** Unanswered proposals expire after this long (CONTRACT §11). */
 export const PROPOSAL_TTL_MS = 24 * 3600 * 1000

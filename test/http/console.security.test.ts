@@ -2,8 +2,9 @@
  * The owner console's guards: the session cookie's flags, the CSP and framing headers on every
  * page, CSRF tokens (a form without its token does nothing), agent tokens kept out, a rotated owner
  * token ending the session, sessions bound to their account, every reflected form field escaped,
- * the sign-in rate limit, and a Policies form that never widens an allowlist it was not asked to
- * change (an allow-nothing `[]` and no allowlist `null` look alike in a text box).
+ * the sign-in rate limit, a Policies form that never widens an allowlist it was not asked to change
+ * (an allow-nothing `[]` and no allowlist `null` look alike in a text box), and forms held to the
+ * API's bounds (the services check them, so the console is refused as REST is, in the same words).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -267,6 +268,49 @@ describe('console security', () => {
     expect((await c.post('/console/policies', { ...formOf(page.text, at), daily_cap: '60' })).status).toBe(200)
     expect((await t.req('GET', '/v1/policies', { token: a.token })).body.agents[agent.body.id]).toMatchObject({ daily_cap: 60, allowlist: [] })
     expect((await call()).body.rule).toBe('agent_allowlist')
+  })
+
+  test('the console refuses an agent name the API refuses (empty, or over 64 characters)', async () => {
+    const { a, c } = await signedIn()
+    expect((await t.req('POST', '/v1/agents', { token: a.token, body: { name: '' } })).status).toBe(400)
+    expect((await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'n'.repeat(65) } })).status).toBe(400)
+    const empty = await c.submit('/console/agents', '/console/agents', { name: '   ', daily_cap: '', per_call_max: '', allowlist: '' })
+    const long = await c.submit('/console/agents', '/console/agents', { name: 'n'.repeat(5000), daily_cap: '', per_call_max: '', allowlist: '' })
+    const list = (await t.req('GET', '/v1/agents', { token: a.token })).body.agents
+    expect({ empty: empty.status, long: long.status, agents: list.length }).toEqual({ empty: 400, long: 400, agents: 0 })
+    // Shown as the page shows any refusal, in the API's words.
+    const api = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'n'.repeat(65) } })
+    expect(long.text).toContain(`${api.body.error}: ${api.body.message}`)
+    expect((await c.get('/console/agents')).text).toContain('maxlength="64"')
+  })
+
+  test("caps over 10^12 and allowlists past the API's bounds are refused on the console as on the API, naming the same field", async () => {
+    const { a, c } = await signedIn()
+    const agent = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'bounded' } })
+    const id = agent.body.id
+    const tooMany = Array.from({ length: 101 }, (_, i) => `s${i}.*`)
+    const tooLong = `proxy:${'p'.repeat(64)}/${'m'.repeat(80)}`
+    const cases: [Record<string, unknown>, string, Record<string, string>][] = [
+      [{ agents: { [id]: { daily_cap: 1e12 + 1 } } }, '/console/policies', { agent: id, daily_cap: String(1e12 + 1), per_call_max: '' }],
+      [{ agents: { [id]: { per_call_max: 1e12 + 1 } } }, '/console/policies', { agent: id, daily_cap: '', per_call_max: String(1e12 + 1) }],
+      [{ account: { daily_cap: 1e12 + 1 } }, '/console/policies', { daily_cap: String(1e12 + 1) }],
+      [{ agents: { [id]: { allowlist: tooMany } } }, '/console/policies', { agent: id, daily_cap: '', per_call_max: '', allowlist: tooMany.join('\n') }],
+      [{ account: { allowlist: [tooLong] } }, '/console/policies', { daily_cap: '100', allowlist: tooLong }],
+    ]
+    for (const [body, action, fields] of cases) {
+      const api = await t.req('PUT', '/v1/policies', { token: a.token, body })
+      expect(api.status).toBe(400)
+      const r = await c.submit('/console/policies', action, fields)
+      expect(r.status).toBe(400)
+      expect(r.text).toContain(`BAD_REQUEST: Malformed request: ${api.body.field} must be`)
+    }
+    const created = await c.submit('/console/agents', '/console/agents', { name: 'big', daily_cap: String(1e12 + 1), per_call_max: '', allowlist: '' })
+    expect(created.status).toBe(400)
+    expect(created.text).toContain('BAD_REQUEST: Malformed request: daily_cap must be one of: integer, minimum 0, maximum 1000000000000 | null.')
+    const pol = await t.req('GET', '/v1/policies', { token: a.token })
+    expect(pol.body.agents[id]).toMatchObject({ daily_cap: null, per_call_max: null, allowlist: null })
+    expect(pol.body.account.allowlist).toBeNull()
+    expect((await t.req('GET', '/v1/agents', { token: a.token })).body.agents.map((x: { name: string }) => x.name)).toEqual(['bounded'])
   })
 
   test('a signed-in page counts against the owner token rate limit, shared with the API', async () => {

@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { Credits } from '../../governance/model'
+import { AgentName, AgentTtl, Credits } from '../../governance/model'
 
 const OptionalCredits = (description: string) => T.Union([Credits, T.Null()], { description })
 
@@ -8,14 +8,14 @@ export const AgentState = T.Union([T.Literal('active'), T.Literal('killed'), T.L
 
 export const CreateAgentBody = T.Object(
   {
-    name: T.String({ minLength: 1, maxLength: 64, pattern: '\\S', description: 'Shown in listings and activity' }),
+    name: AgentName,
     daily_cap: T.Optional(OptionalCredits('Credits this agent may spend per HKT day; null = no agent-level cap')),
     allowlist: T.Optional(AllowlistSchema),
     per_call_max: T.Optional(OptionalCredits('Most credits one call of this agent may cost; null = no limit')),
     budget: T.Optional(
       OptionalCredits('Lifetime credits of this agent and its subtree; null = none. Required with an agent token (a sub-agent): at most what the caller has left'),
     ),
-    ttl_s: T.Optional(T.Union([T.Integer({ minimum: 1, maximum: 10 * 365 * 86400 }), T.Null()], { description: 'Seconds until the token expires (AGENT_REVOKED, reason expired); never past the parent\'s expiry' })),
+    ttl_s: T.Optional(T.Union([AgentTtl, T.Null()], { description: 'Seconds until the token expires (AGENT_REVOKED, reason expired); never past the parent\'s expiry' })),
   },
   { additionalProperties: false },
 )

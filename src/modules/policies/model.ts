@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { Credits } from '../../governance/model'
+import { Credits, IdenticalPerMinute } from '../../governance/model'
 
 const nullableCredits = (description: string) => T.Optional(T.Union([Credits, T.Null()], { description }))
 
@@ -64,7 +64,7 @@ export const PoliciesPatch = T.Object(
               T.Object(
                 {
                   credits_per_minute: nullableCredits('null = the deployment default; 0 = off'),
-                  identical_per_minute: T.Optional(T.Union([T.Integer({ minimum: 0, maximum: 1_000_000 }), T.Null()], { description: 'null = the deployment default; 0 = off' })),
+                  identical_per_minute: T.Optional(T.Union([IdenticalPerMinute, T.Null()], { description: 'null = the deployment default; 0 = off' })),
                 },
                 { additionalProperties: false, description: BREAKER_DOC },
               ),

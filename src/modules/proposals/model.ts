@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { PROPOSAL_KINDS, PROPOSAL_STATUSES } from '../../proposals/record'
+import { DecisionNote, PROPOSAL_KINDS, PROPOSAL_STATUSES } from '../../proposals/record'
 
 // Patterns rather than unions of literals: a validation error then names the allowed values.
 const oneOf = (values: readonly string[], description: string) => T.String({ pattern: `^(${values.join('|')})$`, description })
@@ -19,7 +19,7 @@ export const NewProposalBody = T.Object(
 )
 
 export const DecisionObject = T.Object(
-  { note: T.Optional(T.String({ maxLength: 280, description: 'A word for the agent, shown with the decision' })) },
+  { note: T.Optional(DecisionNote) },
   { additionalProperties: false },
 )
 /** The body may be left out. */

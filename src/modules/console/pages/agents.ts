@@ -50,7 +50,7 @@ ${agentTree(agents, csrf)}
 <h2>Create an agent</h2>
 <form method="post" action="/console/agents">
 ${csrfField(csrf)}
-<label for="name">Name</label><input id="name" name="name" type="text" required maxlength="100">
+<label for="name">Name</label><input id="name" name="name" type="text" required maxlength="64">
 <label for="daily_cap">Daily cap <small>(credits per HKT day; empty = none)</small></label><input id="daily_cap" name="daily_cap" type="number" min="0" step="1">
 <label for="per_call_max">Per-call maximum <small>(credits; empty = none)</small></label><input id="per_call_max" name="per_call_max" type="number" min="0" step="1">
 <label for="allowlist">Allowlist <small>(one pattern per line, e.g. <code>search.*</code>; empty = everything the account allows)</small></label><textarea id="allowlist" name="allowlist" rows="3"></textarea>
