@@ -1,13 +1,16 @@
 --[[
-  release-refill-5: the processor refused a refill's charge. The reserved amount stops counting
-  against the month's ceiling (`pending`, KEYS[5]) — also when the refusal arrives late, by
-  webhook, after the lock lapsed. If the attempt still holds the refill lock, it also frees the
-  lock and the day's top-up (a declined top-up did not happen), remembers the failure, and:
+  release-refill-5: the processor refused a refill's charge, or never received it. The reserved
+  amount stops counting against the month's ceiling (`pending`, KEYS[5]) — also when the answer
+  arrives late (by webhook, or from the look-up of an attempt whose answer was lost), after the
+  lock lapsed. If the attempt still holds the refill lock, it also frees the lock and the day's
+  top-up (a declined top-up did not happen), remembers the failure, and:
   - 'declined' in auto mode: no new auto attempt before `retry_after` — a card is not hammered on
     every paid call;
   - 'authentication_required': the bank wants the card holder present, which an off-session refill
     never is, so the mandate is disabled and its card forgotten here until a new consent
-    (the owner is told through the consent page, enable_url).
+    (the owner is told through the consent page, enable_url);
+  - 'void': the processor holds no charge of the attempt (it never got there): nothing failed at
+    the card, so no failure is remembered and there is no back-off.
   Only the attempt that holds the lock releases it.
 
   KEYS[1] mandate hash                      {s}:mandate:<acct>
@@ -19,8 +22,8 @@
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] account id
   ARGV[3] attempt id
-  ARGV[4] outcome: 'declined' | 'authentication_required'
-  ARGV[5] failure code from the processor
+  ARGV[4] outcome: 'declined' | 'authentication_required' | 'void'
+  ARGV[5] failure code from the processor ('' for 'void')
   ARGV[6] auto-refill back-off after a decline, ms
 
   Returns {OK, mode} (mode '' when only the pending amount was released)
@@ -43,6 +46,7 @@ local mode = m[2]
 
 redis.call('HDEL', KEYS[1], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
 if mode == 'topup' and redis.call('GET', KEYS[3]) == attempt then redis.call('DEL', KEYS[3]) end
+if outcome == 'void' then return {S_OK, mode} end
 redis.call('HSET', KEYS[1], 'last_failure', ARGV[5], 'last_failure_at', now)
 
 if outcome == 'authentication_required' then

@@ -39,3 +39,14 @@ export function nextHktMidnight(ms: number): number {
 export function hktMonth(ms: number): string {
   return new Date(ms + HKT_OFFSET_MS).toISOString().slice(0, 7)
 }
+
+/** Epoch ms of 00:00 HKT on the first day of HKT month `YYYY-MM`. */
+export function hktMonthStart(month: string): number {
+  const [y, m] = month.split('-').map(Number) as [number, number]
+  return Date.UTC(y, m - 1, 1) - HKT_OFFSET_MS
+}
+
+/** The HKT month before `YYYY-MM`. */
+export function previousHktMonth(month: string): string {
+  return hktMonth(hktMonthStart(month) - 1)
+}

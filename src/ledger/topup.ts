@@ -140,15 +140,16 @@ export async function creditCharge(ctx: RedisContext, c: CreditRequest): Promise
 }
 
 /**
- * The processor refused the charge: its pending amount no longer counts against the ceiling; if it
- * still holds the lock, free it (and the day's top-up) and maybe disable the mandate. A refusal
- * that arrives late (webhook) names the attempt and month only: `day` is then today's.
+ * The processor refused the charge (or, 'void', never received it): its pending amount no longer
+ * counts against the ceiling; if it still holds the lock, free it (and the day's top-up) and maybe
+ * disable the mandate. A refusal that arrives late (webhook) names the attempt and month only:
+ * `day` is then today's.
  */
 export async function releaseRefill(
   ctx: RedisContext,
   acct: string,
   r: Pick<Reservation, 'attemptId' | 'month' | 'day'>,
-  outcome: 'declined' | 'authentication_required',
+  outcome: 'declined' | 'authentication_required' | 'void',
   code: string,
 ): Promise<boolean> {
   const reply = await runReleaseRefill(ctx, {

@@ -1,6 +1,7 @@
 /**
  * Money in: reserve-refill-4 (before a charge), credit-topup-7 (after it), release-refill-5 (the
- * processor refused it), decide-parked-4 (the founder's decision). See their Lua headers.
+ * processor refused it, or never received it), decide-parked-4 (the founder's decision). See their
+ * Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -114,7 +115,8 @@ export interface ReleaseRefillArgs {
   attemptId: string
   month: string
   day: number
-  outcome: 'declined' | 'authentication_required'
+  /** 'void': the processor never received the charge — released without a failure or back-off. */
+  outcome: 'declined' | 'authentication_required' | 'void'
   code: string
   backoffMs: number
 }

@@ -5,8 +5,10 @@
  * charge at the processor (idempotency key = attempt id) → credit-topup-7 (credited once per
  * charge id, or parked over the cap) or release-refill-5 (refused). When the charge's outcome is
  * unknown (network, `processing`), the lock is left to lapse but the amount stays pending against
- * the month's ceiling until Stripe's `payment_intent.succeeded` (credited) or
- * `payment_intent.payment_failed` (released) webhook says what happened.
+ * the month's ceiling until its outcome is known: Stripe's `payment_intent.succeeded` (credited) or
+ * `payment_intent.payment_failed` (released) webhook, or — since a charge that never reached Stripe
+ * has no webhook — the look-up every refill first makes of the account's lapsed attempts
+ * (late-outcome.ts: credited, released, or released as never charged).
  *
  * Auto-refill: debit-15 flags a debit that leaves the balance under the threshold and debit()
  * calls `trigger()`. Triggers are coalesced per account: while a refill runs, further triggers
@@ -26,6 +28,7 @@ import { ScriptStatus as S } from '../redis/codes'
 import { emitEvent } from '../events/emit'
 import { accountLinks } from '../payments/payment-required'
 import { notifyRefillFailure } from './notify'
+import { LapsedAttempts } from './late-outcome'
 import { readMandate } from './store'
 import { readAccount } from '../redis/account-hash'
 
@@ -54,8 +57,11 @@ export class Refiller {
   private loops = new Map<string, { again: boolean }>()
   private tasks = new Set<Promise<void>>()
   private stopped = false
+  private lapsed: LapsedAttempts
 
-  constructor(private d: RefillDeps) {}
+  constructor(private d: RefillDeps) {
+    this.lapsed = new LapsedAttempts(d)
+  }
 
   /** Starts (or asks for one more round of) the background auto-refill of an account. */
   trigger(accountId: string): void {
@@ -105,6 +111,9 @@ export class Refiller {
   /** One refill: 'auto' (background, threshold rule) or 'topup' (the agent's explicit request). */
   async refill(accountId: string, mode: RefillMode, credits: number | null = null): Promise<RefillResult> {
     const { ctx, payments, log } = this.d
+    // Earlier attempts whose answer was lost are settled first: their pending amounts may be what
+    // stands between this refill and the month's ceiling.
+    await this.lapsed.settle(accountId)
     const res = await reserveRefill(ctx, accountId, mode, credits, payments.mode)
     if (res.kind === 'refused') return { kind: 'refused', status: res.status, a: res.a, b: res.b, c: res.c, d: res.d }
     const r = res.r

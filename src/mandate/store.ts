@@ -56,3 +56,39 @@ export type { MandateOp }
 export function setMandate(ctx: RedisContext, acct: string, o: MandateOp): Promise<SetMandateReply> {
   return runSetMandate(ctx, acct, ctx.clock.now(), o)
 }
+
+/** A reservation whose charge's outcome is not known yet (`a:<attempt>` of a month's refills). */
+export interface UnsettledAttempt {
+  attemptId: string
+  credits: number
+  month: string
+}
+
+export interface Unsettled {
+  attempts: UnsettledAttempt[]
+  /** The refill lock, if any attempt holds it (it may have lapsed: `until` ≤ now). */
+  lock: { attemptId: string; until: number; day: number } | null
+  customerId: string | null
+  gateway: string | null
+}
+
+/** The unsettled reservations of the given HKT months, and what a look-up of them needs. */
+export async function readUnsettled(ctx: RedisContext, acct: string, months: string[]): Promise<Unsettled> {
+  const { redis, keys } = ctx
+  const [m, ...perMonth] = await Promise.all([
+    redis.hmget(keys.mandate(acct), 'pending', 'pending_until', 'pending_day', 'customer', 'gateway'),
+    ...months.map((month) => redis.hgetall(keys.refills(acct, month))),
+  ])
+  const [pending, until, day, customer, gateway] = m as (string | null)[]
+  const attempts: UnsettledAttempt[] = []
+  months.forEach((month, i) => {
+    for (const [field, v] of Object.entries(perMonth[i] as Record<string, string>))
+      if (field.startsWith('a:')) attempts.push({ attemptId: field.slice(2), credits: Number(v), month })
+  })
+  return {
+    attempts,
+    lock: pending ? { attemptId: pending, until: Number(until ?? 0), day: Number(day ?? 0) } : null,
+    customerId: customer ?? null,
+    gateway: gateway ?? null,
+  }
+}

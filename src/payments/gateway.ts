@@ -80,6 +80,25 @@ export type ChargeOutcome =
   /** Network failure or still processing: the outcome arrives later by webhook, if at all. */
   | { kind: 'unknown'; message: string }
 
+/** An attempt whose charge's answer never arrived, to look up at the processor. */
+export interface ChargeQuery {
+  accountId: string
+  attemptId: string
+  /** The saved card's customer: its charges are listed, consistently (not a search index). */
+  customerId: string
+  /** HKT month of the reservation: bounds how far back the processor's list is read. */
+  month: string
+}
+
+export type ChargeLookup =
+  /** The processor holds no charge of this attempt: it never got there, and never will. */
+  | { kind: 'none' }
+  | { kind: 'paid'; chargeId: string; purpose: 'refill' | 'topup' }
+  | { kind: 'declined'; code: string; message: string }
+  | { kind: 'authentication_required'; message: string }
+  /** Still processing, or the processor could not be asked: look again later. */
+  | { kind: 'unknown'; message: string }
+
 export interface CheckoutRequest {
   accountId: string
   ref: string
@@ -112,6 +131,8 @@ export interface PaymentGateway {
   /** Stripe's return page: the setup session, complete (with its card), pending, or invalid. */
   completeConsent(sessionId: string): Promise<ConsentLookup>
   charge(req: ChargeRequest): Promise<ChargeOutcome>
+  /** What became of a charge whose outcome was unknown (its attempt id is in its metadata). */
+  findCharge(q: ChargeQuery): Promise<ChargeLookup>
   /** Detach the card at the processor (DELETE /v1/mandate forgets it there too). */
   forgetCard(card: SavedCard): Promise<void>
   startCheckout(req: CheckoutRequest): Promise<CheckoutResult>

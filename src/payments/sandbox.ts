@@ -5,6 +5,7 @@
  */
 import { randomId } from '../auth/tokens'
 import type {
+  ChargeLookup,
   ChargeOutcome,
   CheckoutResult,
   ConsentLookup,
@@ -42,6 +43,11 @@ export class SandboxGateway implements PaymentGateway {
 
   async charge(): Promise<ChargeOutcome> {
     return { kind: 'paid', chargeId: 'sbx_ch_' + randomId() }
+  }
+
+  /** A sandbox charge is never left unknown, and no money moves: an unsettled attempt charged nothing. */
+  async findCharge(): Promise<ChargeLookup> {
+    return { kind: 'none' }
   }
 
   async forgetCard(): Promise<void> {}

@@ -10,10 +10,13 @@
  */
 import Stripe from 'stripe'
 import { CURRENCY } from './amounts'
+import { hktMonthStart } from '../clock'
 import { isAccountId } from '../redis/keys'
 import {
   WebhookSignatureError,
+  type ChargeLookup,
   type ChargeOutcome,
+  type ChargeQuery,
   type ChargeRequest,
   type CheckoutRequest,
   type CheckoutResult,
@@ -50,6 +53,14 @@ function sdkConfig(apiBase: string | undefined): Stripe.StripeConfig {
     cfg.port = u.port || (u.protocol === 'http:' ? 80 : 443)
   }
   return cfg
+}
+
+/** A PaymentIntent's state as a charge outcome: the synchronous answer and a later look-up read it alike. */
+function outcomeOf(pi: Stripe.PaymentIntent): ChargeOutcome {
+  if (pi.status === 'succeeded') return { kind: 'paid', chargeId: pi.id }
+  if (pi.status === 'requires_action') return { kind: 'authentication_required', message: 'the bank asks the card holder to authenticate' }
+  if (pi.status === 'processing') return { kind: 'unknown', message: 'payment processing' }
+  return { kind: 'declined', code: pi.last_payment_error?.decline_code ?? pi.last_payment_error?.code ?? pi.status, message: pi.last_payment_error?.message ?? 'declined' }
 }
 
 const idOf = (v: string | { id: string } | null | undefined): string | null => (v == null ? null : typeof v === 'string' ? v : v.id)
@@ -141,10 +152,7 @@ export class StripeGateway implements PaymentGateway {
         },
         { idempotencyKey: req.attemptId },
       )
-      if (pi.status === 'succeeded') return { kind: 'paid', chargeId: pi.id }
-      if (pi.status === 'requires_action') return { kind: 'authentication_required', message: 'the bank asks the card holder to authenticate' }
-      if (pi.status === 'processing') return { kind: 'unknown', message: 'payment processing' }
-      return { kind: 'declined', code: pi.last_payment_error?.decline_code ?? pi.last_payment_error?.code ?? pi.status, message: pi.last_payment_error?.message ?? 'declined' }
+      return outcomeOf(pi)
     } catch (e) {
       if (e instanceof Stripe.errors.StripeCardError) {
         if (e.code === 'authentication_required' || e.decline_code === 'authentication_required')
@@ -155,6 +163,29 @@ export class StripeGateway implements PaymentGateway {
         return { kind: 'unknown', message: e.message }
       // A detached or otherwise unusable payment method: the card cannot be charged.
       if (e instanceof Stripe.errors.StripeInvalidRequestError) return { kind: 'declined', code: e.code ?? 'invalid_request', message: e.message }
+      throw e
+    }
+  }
+
+  /**
+   * The customer's PaymentIntents since the month before the attempt's, newest first, until one
+   * names the attempt. A list, not the search API: search is eventually consistent, and "no such
+   * charge" must not be an answer the index has not caught up with. One customer makes a few dozen
+   * charges a month at most (the ceiling, one top-up a day), so this is a page or two.
+   */
+  async findCharge(q: ChargeQuery): Promise<ChargeLookup> {
+    const since = Math.floor(hktMonthStart(q.month) / 1000) - 31 * 86400
+    try {
+      for await (const pi of this.stripe.paymentIntents.list({ customer: q.customerId, created: { gte: since }, limit: 100 })) {
+        const m = pi.metadata ?? {}
+        if (m.attempt !== q.attemptId || m.acct !== q.accountId) continue
+        const o = outcomeOf(pi)
+        return o.kind === 'paid' ? { ...o, purpose: m.purpose === 'refill' ? 'refill' : 'topup' } : o
+      }
+      return { kind: 'none' }
+    } catch (e) {
+      if (e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError)
+        return { kind: 'unknown', message: e.message }
       throw e
     }
   }

@@ -5,7 +5,7 @@
  *
  *   POST /v1/customers                       POST /v1/checkout/sessions    GET /v1/checkout/sessions/:id
  *   GET  /v1/setup_intents/:id (expand)      POST /v1/payment_intents      POST /v1/payment_methods/:id/detach
- *   POST /v1/refunds
+ *   POST /v1/refunds                         GET  /v1/payment_intents (customer, created[gte], newest first)
  *
  * Cards behave like Stripe's test cards (by the number given to `completeSetup`):
  *   4242424242424242 succeeds · 4000000000000341 attaches, then every charge is declined
@@ -66,6 +66,7 @@ export function parseForm(text: string): Obj {
 }
 
 let seq = 0
+const nowS = () => Math.floor(Date.now() / 1000)
 const id = (prefix: string) => `${prefix}_test_${Date.now().toString(36)}${(++seq).toString(36)}`
 
 function stripeError(status: number, error: Obj): Response {
@@ -102,7 +103,7 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
     payCheckout: async (sessionId) => {
       const s = fake.sessions.get(sessionId)
       if (!s || s.mode !== 'payment') throw new Error(`no payment session ${sessionId}`)
-      const pi = { id: id('pi'), object: 'payment_intent', status: 'succeeded', amount: s.amount_total, currency: 'usd', metadata: s.payment_intent_data?.metadata ?? {} }
+      const pi = { id: id('pi'), object: 'payment_intent', created: nowS(), status: 'succeeded', amount: s.amount_total, currency: 'usd', metadata: s.payment_intent_data?.metadata ?? {} }
       fake.paymentIntents.set(pi.id, pi)
       Object.assign(s, { status: 'complete', payment_status: 'paid', payment_intent: pi.id })
       return fake.signedEvent('checkout.session.completed', s)
@@ -187,6 +188,7 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
       return Response.json(publicView(pm))
     }
     if (method === 'POST' && resource === 'payment_intents' && !rid) return paymentIntent(body)
+    if (method === 'GET' && resource === 'payment_intents' && !rid) return listPaymentIntents(query)
     if (method === 'POST' && resource === 'refunds' && !rid) {
       const pi = fake.paymentIntents.get(body.payment_intent)
       if (!pi) return missing('payment_intent', body.payment_intent)
@@ -206,6 +208,18 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
     return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', message: `No such ${kind}: '${rid}'` })
   }
 
+  /** Stripe's list: newest first, `limit` a page, `starting_after` the last id of the previous page. */
+  function listPaymentIntents(q: Obj): Response {
+    const gte = q.created?.gte !== undefined ? Number(q.created.gte) : -Infinity
+    const all = [...fake.paymentIntents.values()]
+      .filter((pi) => (q.customer === undefined || pi.customer === q.customer) && pi.created >= gte)
+      .reverse()
+    const from = q.starting_after ? all.findIndex((pi) => pi.id === q.starting_after) + 1 : 0
+    const limit = Math.min(Number(q.limit ?? 10), 100)
+    const data = all.slice(from, from + limit)
+    return Response.json({ object: 'list', url: '/v1/payment_intents', has_more: from + limit < all.length, data })
+  }
+
   async function paymentIntent(body: Obj): Promise<Response> {
     const customer = String(body.customer ?? '')
     const n = (inFlight.get(customer) ?? 0) + 1
@@ -218,6 +232,7 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
       const pi: Obj = {
         id: id('pi'),
         object: 'payment_intent',
+        created: nowS(),
         amount: Number(body.amount),
         currency: body.currency,
         customer,

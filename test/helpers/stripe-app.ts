@@ -1,24 +1,31 @@
 /** A test app in Stripe mode, its SDK pointed at the loopback fake, plus webhook delivery. */
 import { startFakeStripe, type FakeStripe, type SignedEvent } from '../fakes/stripe'
+import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'
 import { startTestApp, type TestApp, type TestResponse } from './harness'
 import { consentPath, postForm, setLimits } from './money'
 
 export interface StripeTestApp {
   t: TestApp
   stripe: FakeStripe
+  /** Between the app and the fake when asked for (`faultProxy`): `down()` cuts Stripe off. */
+  proxy: TcpProxy | null
   close(): Promise<void>
 }
 
-export async function startStripeApp(env: Record<string, string> = {}): Promise<StripeTestApp> {
+export async function startStripeApp(env: Record<string, string> = {}, opts: { faultProxy?: boolean } = {}): Promise<StripeTestApp> {
   const stripe = startFakeStripe()
+  const proxy = opts.faultProxy ? await startTcpProxy('127.0.0.1', Number(new URL(stripe.url).port)) : null
+  const apiBase = proxy ? `http://127.0.0.1:${proxy.port}` : stripe.url
   const t = await startTestApp({
-    env: { PAYMENTS: 'stripe', STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret, STRIPE_API_BASE: stripe.url, ...env },
+    env: { PAYMENTS: 'stripe', STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret, STRIPE_API_BASE: apiBase, ...env },
   })
   return {
     t,
     stripe,
+    proxy,
     async close() {
       await t.close()
+      await proxy?.close()
       stripe.stop()
     },
   }

@@ -3,7 +3,11 @@
  * keeps counting against the monthly ceiling after its refill lock lapses, until the outcome is
  * known: credited (then it counts as refilled) or failed (then it is released). Before, a second
  * charge after the lapse plus the first one's late webhook passed the ceiling.
- * Stripe mode against the loopback fake; paid calls under the threshold trigger the auto-refill.
+ * The outcome comes from Stripe's webhook or, once the lock has lapsed, from the next refill's
+ * look-up of the attempt at Stripe — the only way to learn of a charge that never reached Stripe
+ * (no PaymentIntent, no webhook), which before held the ceiling for the rest of the month.
+ * Stripe mode against the loopback fake, behind a TCP relay the test can cut; paid calls under the
+ * threshold trigger the auto-refill.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { assertLedger } from '../helpers/invariants'
@@ -12,7 +16,7 @@ import { consentStripe, deliver, startStripeApp, type StripeTestApp } from '../h
 
 let a: StripeTestApp
 beforeAll(async () => {
-  a = await startStripeApp()
+  a = await startStripeApp({}, { faultProxy: true })
 })
 afterAll(async () => {
   await a.close()
@@ -80,6 +84,82 @@ describe('a refill charge whose outcome is unknown', () => {
     const topup = await a.t.req('POST', '/v1/topup', { token: acct.token })
     expect(topup.status, topup.text).toBe(200)
     expect(piOf(acct.account_id)).toHaveLength(2)
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 1000, pending_this_period: 0 })
+    await assertLedger(a.t.s, [{ account: acct.account_id, balance: await redisBalance(a.t, acct.account_id) }])
+  })
+
+  test('a charge that never reached Stripe is released once its lock lapses: the next refill charges', async () => {
+    const acct = await a.t.signup()
+    await consentStripe(a, acct.token, LIMITS)
+
+    a.proxy!.down()
+    await callAndRefill(acct.token)
+    a.proxy!.up()
+    expect(piOf(acct.account_id)).toHaveLength(0)
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 0, pending_this_period: 1000 })
+
+    // While the lock holds, the attempt may still be in flight somewhere: it is left alone.
+    a.t.clock.advance(60_000)
+    const busy = await a.t.req('POST', '/v1/topup', { token: acct.token })
+    expect(busy.status).toBe(409)
+    expect(busy.body.reason).toContain('in flight')
+    expect(piOf(acct.account_id)).toHaveLength(0)
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ pending_this_period: 1000 })
+
+    // Lapsed: Stripe holds no PaymentIntent of the attempt, so it is released (no failure, no
+    // back-off: no card was declined) and the refill the ceiling allows is charged.
+    a.t.clock.advance(LOCK_LAPSE_MS)
+    await callAndRefill(acct.token)
+    expect(piOf(acct.account_id)).toHaveLength(1)
+    const m = await a.t.req('GET', '/v1/mandate', { token: acct.token })
+    expect(m.body).toMatchObject({ refilled_this_period: 1000, pending_this_period: 0, last_failure: null })
+    expect(await redisBalance(a.t, acct.account_id)).toBe(500 - 5 - 5 + 1000)
+    await assertLedger(a.t.s, [{ account: acct.account_id, balance: await redisBalance(a.t, acct.account_id) }])
+  })
+
+  test('a lost answer of a charge Stripe made is credited by the look-up, once; the webhook after it is a duplicate', async () => {
+    const acct = await a.t.signup()
+    await consentStripe(a, acct.token, LIMITS)
+
+    a.stripe.chargeProcessing = true
+    await callAndRefill(acct.token)
+    a.stripe.chargeProcessing = false
+    const [pi] = piOf(acct.account_id)
+    pi!.status = 'succeeded' // Stripe finished it; its webhook has not arrived
+
+    a.t.clock.advance(LOCK_LAPSE_MS)
+    await callAndRefill(acct.token)
+    expect(piOf(acct.account_id)).toHaveLength(1) // credited, not charged again
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 1000, pending_this_period: 0 })
+    expect(await redisBalance(a.t, acct.account_id)).toBe(500 - 5 - 5 + 1000)
+
+    const w = await deliver(a.t, await a.stripe.signedEvent('payment_intent.succeeded', pi!))
+    expect(w.body).toMatchObject({ result: 'duplicate' })
+    expect(await redisBalance(a.t, acct.account_id)).toBe(500 - 5 - 5 + 1000)
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 1000, pending_this_period: 0 })
+    await assertLedger(a.t.s, [{ account: acct.account_id, balance: await redisBalance(a.t, acct.account_id) }])
+  })
+
+  test('a lost answer of a charge Stripe declined is released by the look-up; the webhook after it settles nothing', async () => {
+    const acct = await a.t.signup()
+    await consentStripe(a, acct.token, LIMITS)
+
+    a.stripe.chargeProcessing = true
+    await callAndRefill(acct.token)
+    a.stripe.chargeProcessing = false
+    const [pi] = piOf(acct.account_id)
+    Object.assign(pi!, { status: 'requires_payment_method', last_payment_error: { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' } })
+
+    a.t.clock.advance(LOCK_LAPSE_MS)
+    await callAndRefill(acct.token)
+    const m = await a.t.req('GET', '/v1/mandate', { token: acct.token })
+    expect(m.body).toMatchObject({ refilled_this_period: 0, pending_this_period: 0, last_failure: { code: 'insufficient_funds' } })
+    expect(piOf(acct.account_id)).toHaveLength(1) // an auto decline backs off
+
+    const w = await deliver(a.t, await a.stripe.signedEvent('payment_intent.payment_failed', pi!))
+    expect(w.body).toMatchObject({ result: 'already_settled' })
+    const topup = await a.t.req('POST', '/v1/topup', { token: acct.token })
+    expect(topup.status, topup.text).toBe(200)
     expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 1000, pending_this_period: 0 })
     await assertLedger(a.t.s, [{ account: acct.account_id, balance: await redisBalance(a.t, acct.account_id) }])
   })

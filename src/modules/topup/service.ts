@@ -1,17 +1,18 @@
 /**
  * Money a human pays in: credit packs (Stripe Checkout, or the sandbox form) and Stripe's webhook,
  * which also completes saved-card consents and settles refills whose answer was lost (credited, or
- * released from the month's pending amount).
+ * released from the month's pending amount) through settleLate, as the refiller's look-up does.
  * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */
 import { notConfigured } from '../../alarms/not-configured'
 import { ApiError } from '../../errors'
 import { hktDay } from '../../clock'
-import { creditCharge, releaseRefill, type CreditOutcome } from '../../ledger/topup'
+import { creditCharge, type CreditOutcome } from '../../ledger/topup'
 import { WebhookSignatureError, type GatewayEvent } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { applyConsent } from '../../mandate/mandate'
+import { settleLate } from '../../mandate/late-outcome'
 
 /** Processed event ids are kept past Stripe's 3-day retry window. */
 const EVENT_TTL_S = 30 * 86400
@@ -31,22 +32,12 @@ async function apply(s: Services, ev: GatewayEvent): Promise<string> {
     case 'checkout_paid':
       return (await creditPack(s, ev.accountId, ev.credits, ev.chargeId)).kind
     case 'charge_succeeded': {
-      const kind = ev.purpose === 'refill' ? 'refill' : 'topup'
-      const out = await creditCharge(s.ctx, {
-        accountId: ev.accountId,
-        chargeId: ev.chargeId,
-        credits: ev.credits,
-        kind,
-        attemptId: ev.attemptId,
-        month: ev.month,
-        gateway: s.payments.mode,
-      })
-      return out.kind
+      const attempt = { attemptId: ev.attemptId, month: ev.month, day: hktDay(s.ctx.clock.now()) }
+      return settleLate(s.ctx, s.payments.mode, ev.accountId, attempt, { kind: 'paid', chargeId: ev.chargeId, credits: ev.credits, purpose: ev.purpose })
     }
     case 'charge_failed': {
-      const day = hktDay(s.ctx.clock.now())
-      const released = await releaseRefill(s.ctx, ev.accountId, { attemptId: ev.attemptId, month: ev.month, day }, 'declined', ev.code)
-      return released ? 'released' : 'already_settled'
+      const attempt = { attemptId: ev.attemptId, month: ev.month, day: hktDay(s.ctx.clock.now()) }
+      return settleLate(s.ctx, s.payments.mode, ev.accountId, attempt, { kind: 'declined', code: ev.code })
     }
     case 'ignored':
       return 'ignored'
