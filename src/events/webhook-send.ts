@@ -21,6 +21,7 @@ import { endpointHost } from './endpoint-url'
 import { isSpecialAddress } from './special-address'
 import type { OwnerEvent } from './types'
 
+/** One attempt, the DNS look-up included: a name that never resolves holds a send no longer than a host that never answers. */
 export const WEBHOOK_TIMEOUT_MS = 10_000
 
 export interface AttemptResult {
@@ -36,7 +37,8 @@ export function webhookPayload(ev: OwnerEvent): string {
 }
 
 export async function sendWebhook(url: string, secret: string, ev: OwnerEvent, allowInsecureLoopback: boolean): Promise<AttemptResult> {
-  const target = await resolveTarget(url, allowInsecureLoopback)
+  const deadline = AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)
+  const target = await resolveTarget(url, allowInsecureLoopback, deadline)
   if (typeof target === 'string') return { ok: false, code: null, error: target }
   const body = webhookPayload(ev)
   const sentAt = new Date()
@@ -54,7 +56,7 @@ export async function sendWebhook(url: string, secret: string, ev: OwnerEvent, a
       },
       body,
       redirect: 'manual',
-      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+      signal: deadline,
       tls: target.tls,
     } as RequestInit)
     await res.body?.cancel().catch(() => {})
@@ -72,7 +74,7 @@ interface Target {
 }
 
 /** Where to send, pinned to a checked address; or the failure category when there is nowhere. */
-async function resolveTarget(raw: string, allowInsecureLoopback: boolean): Promise<Target | string> {
+async function resolveTarget(raw: string, allowInsecureLoopback: boolean, deadline: AbortSignal): Promise<Target | string> {
   let u: URL
   try {
     u = new URL(raw)
@@ -84,9 +86,9 @@ async function resolveTarget(raw: string, allowInsecureLoopback: boolean): Promi
   if (host.kind === 'address') return { url: u }
   let answers: { address: string; family: number }[]
   try {
-    answers = await lookup(host.name, { all: true, verbatim: true })
+    answers = await beforeDeadline(lookup(host.name, { all: true, verbatim: true }), deadline)
   } catch {
-    return 'connection failed'
+    return deadline.aborted ? 'timeout' : 'connection failed'
   }
   if (answers.length === 0) return 'connection failed'
   if (answers.some((a) => isSpecialAddress(a.address))) return REFUSED
@@ -97,3 +99,13 @@ async function resolveTarget(raw: string, allowInsecureLoopback: boolean): Promi
 }
 
 const REFUSED = 'refused address'
+
+/** `p`, or a rejection once `deadline` fires: getaddrinfo cannot be cancelled, so a late answer is dropped. */
+export function beforeDeadline<T>(p: Promise<T>, deadline: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (deadline.aborted) return reject(deadline.reason)
+    const onAbort = () => reject(deadline.reason)
+    deadline.addEventListener('abort', onAbort, { once: true })
+    p.then(resolve, reject).finally(() => deadline.removeEventListener('abort', onAbort))
+  })
+}

@@ -10,10 +10,17 @@ export function telegramEnv(tg: FakeTelegram): Record<string, string> {
   return { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_WEBHOOK_SECRET: TG_SECRET, TELEGRAM_API_BASE: tg.url }
 }
 
-/** Flushes the outbox, then runs the delivery worker until nothing is due at the clock's now. */
+/**
+ * Flushes the outbox, then runs the delivery worker until nothing is due at the clock's now; every
+ * send it started has ended (the worker does not wait for its sends itself).
+ */
 export async function deliverAll(t: TestApp): Promise<void> {
   await flushAll(t)
-  for (let i = 0; i < 100; i++) if ((await t.s.deliveries.runOnce()) === 0) return
+  for (let i = 0; i < 100; i++) {
+    const started = await t.s.deliveries.runOnce()
+    await t.s.deliveries.idle()
+    if (started === 0) return
+  }
   throw new Error('deliveries did not settle')
 }
 

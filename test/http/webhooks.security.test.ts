@@ -3,7 +3,9 @@
  * (IANA's IPv4 and IPv6 registries), however the host is written, is refused when the URL is set;
  * a name is resolved again when a delivery is sent, and a name that resolves to such an address
  * gets no request. What the owner sees of a failed delivery is a category, never the raw
- * connection error (which would make the deliveries list a port scanner).
+ * connection error (which would make the deliveries list a port scanner). One owner's endpoint
+ * that never answers cannot hold another owner's deliveries: sends run on their own, a few at a
+ * time per endpoint, and the look-up of a name has the attempt's deadline too.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
@@ -11,18 +13,32 @@ import { lookup } from 'node:dns/promises'
 import { createServer } from 'node:net'
 import { hostname } from 'node:os'
 import { webhookEndpoints } from '../../src/db/schema'
+import { beforeDeadline } from '../../src/events/webhook-send'
 import { startReceiver, type Receiver } from '../fakes/webhook-receiver'
 import { deliverAll, subscribe } from '../helpers/events'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { flushAll } from '../helpers/ledger'
 
 let t: TestApp
 let hooks: Receiver
+/** An endpoint that accepts the connection and never answers. */
+let hang: ReturnType<typeof Bun.serve>
+let hangHits = 0
 beforeAll(async () => {
   hooks = startReceiver()
+  hang = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: () => {
+      hangHits++
+      return new Promise<Response>(() => {})
+    },
+  })
   // The loopback opt-in stays on, as in the other webhook tests: it must not open anything else.
   t = await startTestApp({ env: { WEBHOOKS_ALLOW_INSECURE_LOOPBACK: '1' } })
 })
 afterAll(async () => {
+  hang.stop(true)
   await t.close()
   hooks.stop()
 })
@@ -155,6 +171,61 @@ describe('webhook deliveries', () => {
     t.clock.advance(60_000)
     await deliverAll(t)
     expect((await deliveries(owner.token))[0]).toMatchObject({ status: 'delivered', last_response_code: 204, last_error: null })
+  })
+
+  test("an endpoint that never answers does not hold another owner's delivery", async () => {
+    // 51 events due for the hanging endpoint — more than a claim takes — then one for another owner.
+    const slow = await t.signup()
+    await subscribe(t, slow.token, { url: `http://127.0.0.1:${hang.port}/hooks`, secret: null })
+    const agent = (await t.req('POST', '/v1/agents', { token: slow.token, body: { name: 'noisy' } })).body
+    for (let i = 0; i < 25; i++) {
+      await t.req('POST', `/v1/agents/${agent.id}/kill`, { token: slow.token })
+      await t.req('POST', `/v1/agents/${agent.id}/revive`, { token: slow.token })
+    }
+    t.clock.advance(1000)
+    const other = await t.signup()
+    await subscribe(t, other.token, hooks)
+    const before = hooks.unique().length
+    await t.req('POST', '/v1/agents', { token: other.token, body: { name: 'quiet' } })
+    await flushAll(t)
+
+    const start = Date.now()
+    let waited = -1
+    const worker = (async () => {
+      for (let i = 0; i < 5 && waited < 0; i++) await t.s.deliveries.runOnce()
+    })()
+    while (Date.now() - start < 30_000) {
+      if (hooks.unique().length > before) {
+        waited = Date.now() - start
+        break
+      }
+      await Bun.sleep(20)
+    }
+    await worker
+    expect(waited).toBeGreaterThanOrEqual(0)
+    expect(waited).toBeLessThan(3000) // it waited for the hanging sends' 10 s timeout before
+    // A few sends at a time to one endpoint, not the whole claim.
+    expect(hangHits).toBeGreaterThan(0)
+    expect(hangHits).toBeLessThanOrEqual(4)
+
+    // The hanging sends end (the endpoint goes away): failed attempts, retried later as before.
+    hang.stop(true)
+    await t.s.deliveries.idle()
+    const slowOnes = (await t.req('GET', '/v1/webhooks/deliveries?limit=100', { token: slow.token })).body.deliveries as Record<string, any>[]
+    expect(slowOnes).toHaveLength(51)
+    expect(slowOnes.filter((d) => d.attempts === 1).length).toBe(hangHits)
+    expect(slowOnes.every((d) => d.status === 'pending')).toBe(true)
+    // The rows claimed past the endpoint's bound were given back due, not left leased for a minute:
+    // the next round sends as many as the first one did.
+    expect(await t.s.deliveries.runOnce()).toBe(hangHits)
+    await t.s.deliveries.idle()
+  })
+
+  test('a name that never resolves ends at the attempt deadline', async () => {
+    const started = Date.now()
+    const never = new Promise<never>(() => {})
+    await expect(beforeDeadline(never, AbortSignal.timeout(100))).rejects.toBeDefined()
+    expect(Date.now() - started).toBeLessThan(2000)
   })
 })
 
