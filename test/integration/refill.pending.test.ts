@@ -34,14 +34,19 @@ async function callAndRefill(token: string) {
 
 const piOf = (acct: string) => [...a.stripe.paymentIntents.values()].filter((pi) => pi.metadata?.acct === acct)
 
+/** A consented account whose first refill charge Stripe leaves `processing`: its outcome unknown. */
+async function pendingRefill() {
+  const acct = await a.t.signup()
+  await consentStripe(a, acct.token, LIMITS)
+  a.stripe.chargeProcessing = true
+  await callAndRefill(acct.token)
+  a.stripe.chargeProcessing = false
+  return acct
+}
+
 describe('a refill charge whose outcome is unknown', () => {
   test('stays counted against the ceiling after its lock lapses; the late webhook cannot pass the ceiling', async () => {
-    const acct = await a.t.signup()
-    await consentStripe(a, acct.token, LIMITS)
-
-    a.stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    a.stripe.chargeProcessing = false
+    const acct = await pendingRefill()
     expect(piOf(acct.account_id)).toHaveLength(1)
 
     // The lock lapses; another refill would now fit the ceiling only if the pending one were forgotten.
@@ -64,12 +69,7 @@ describe('a refill charge whose outcome is unknown', () => {
   })
 
   test('a late failure releases the pending amount: the next refill may charge', async () => {
-    const acct = await a.t.signup()
-    await consentStripe(a, acct.token, LIMITS)
-
-    a.stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    a.stripe.chargeProcessing = false
+    const acct = await pendingRefill()
     const [pi] = piOf(acct.account_id)
     expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 0, pending_this_period: 1000 })
 
@@ -118,12 +118,7 @@ describe('a refill charge whose outcome is unknown', () => {
   })
 
   test('a lost answer of a charge Stripe made is credited by the look-up, once; the webhook after it is a duplicate', async () => {
-    const acct = await a.t.signup()
-    await consentStripe(a, acct.token, LIMITS)
-
-    a.stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    a.stripe.chargeProcessing = false
+    const acct = await pendingRefill()
     const [pi] = piOf(acct.account_id)
     pi!.status = 'succeeded' // Stripe finished it; its webhook has not arrived
 
@@ -141,12 +136,7 @@ describe('a refill charge whose outcome is unknown', () => {
   })
 
   test('a lost answer of a charge Stripe declined is released by the look-up; the webhook after it settles nothing', async () => {
-    const acct = await a.t.signup()
-    await consentStripe(a, acct.token, LIMITS)
-
-    a.stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    a.stripe.chargeProcessing = false
+    const acct = await pendingRefill()
     const [pi] = piOf(acct.account_id)
     Object.assign(pi!, { status: 'requires_payment_method', last_payment_error: { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' } })
 
