@@ -5,8 +5,10 @@
  * a protected route's shape, and skip its rate limit. Such a refusal is answered only after the
  * admission the route's handler would have run: a missing or unknown bearer → UNAUTHORIZED (counted
  * per IP), a killed or revoked agent → its 403, past the limit → RATE_LIMITED.
- * Public routes (CONTRACT §2, the same list the OpenAPI document marks), the proxy (it parses
- * nothing) and /metrics (its own token, no body) keep their refusal.
+ * Public routes (CONTRACT §2, the same list the OpenAPI document marks), the proxy and /metrics
+ * (its own token, no body) keep their refusal. A paid request (a call, a proxied request) is
+ * admitted inside its debit; what its handler refuses before the debit (an unknown slug, params,
+ * a metered body) goes through `refusalAfterAdmission` instead.
  * errors: UNAUTHORIZED, FORBIDDEN, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
  */
 import { ApiError } from '../errors'
@@ -14,6 +16,7 @@ import { bearerOf, type Http } from '../http'
 import { PUBLIC } from '../openapi'
 import type { Services } from '../services'
 import { admitFounder } from './founder'
+import type { Principal } from './principal'
 
 type MaybeServer = Parameters<Http['ip']>[1]
 
@@ -29,6 +32,21 @@ export async function refusalBeforeRequest(s: Services, h: Http, route: string |
     return null
   } catch (e) {
     if (e instanceof ApiError) return e
+    throw e
+  }
+}
+
+/**
+ * The checks a paid request's handler makes before its debit (the debit script is where such a
+ * request is counted and its agent's state checked): a refusal there is answered after the
+ * admission the debit would have made, so that it counts against the token's rate limit, and a
+ * killed agent or a spent limit is what the caller hears (CONTRACT §6: every request counts).
+ */
+export async function refusalAfterAdmission<T>(s: Services, principal: Principal, checks: () => T | Promise<T>): Promise<T> {
+  try {
+    return await checks()
+  } catch (e) {
+    if (e instanceof ApiError) await s.guard.admitPrincipal(principal)
     throw e
   }
 }

@@ -33,6 +33,11 @@ export class Guard {
       await this.admitAnonymous(ip)
       throw new ApiError('UNAUTHORIZED')
     }
+    return this.admitPrincipal(principal)
+  }
+
+  /** The admission of a caller already resolved from its token: an active agent, within its rate limit. */
+  async admitPrincipal(principal: Principal): Promise<Admitted> {
     const { cfg } = this.ctx
     const now = this.ctx.clock.now()
     const w = windowsAt(now)

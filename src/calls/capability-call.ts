@@ -7,6 +7,7 @@
  *         KEY_UNREADABLE (these three refunded), PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { createHash } from 'node:crypto'
+import { refusalAfterAdmission } from '../auth/first'
 import type { Principal } from '../auth/principal'
 import { checkText } from '../edge/text'
 import { ApiError } from '../errors'
@@ -40,7 +41,8 @@ export interface CallAnswer {
   body: string
 }
 
-export async function callCapability(s: Services, keys: ProviderKeys, input: CallInput): Promise<CallAnswer> {
+/** What a call is checked for before its debit: the capability, its params, a metered call's model and ceiling. */
+function checkedCall(s: Services, input: CallInput) {
   const cap = s.catalog.require(input.slug)
   const params = parseParams(input.rawBody)
   // Params are the provider's free text: several lines pass, NUL and other controls do not.
@@ -50,6 +52,11 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const metering = s.catalog.meteredCapability(cap)
   const metered = metering ? readMeteredRequest(input.rawBody, metering.spec, metering.kind) : null
   if (metered?.stream) throw new ApiError('BAD_REQUEST', { field: 'stream', expected: 'absent or false (stream through the proxy instead)' })
+  return { cap, params, metered }
+}
+
+export async function callCapability(s: Services, keys: ProviderKeys, input: CallInput): Promise<CallAnswer> {
+  const { cap, params, metered } = await refusalAfterAdmission(s, input.principal, () => checkedCall(s, input))
 
   const { principal } = input
   // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.

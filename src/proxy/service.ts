@@ -8,6 +8,7 @@
  *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded), PROVIDER_ERROR
  *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
+import { refusalAfterAdmission } from '../auth/first'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall } from '../ledger/paid-call'
@@ -39,7 +40,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
 
   // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
-  const metered = metering ? await readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES) : null
+  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES)) : null
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
   const opened = await openPaidCall(

@@ -400,6 +400,14 @@ describe('spellings of a metered route', () => {
 })
 
 describe('models', () => {
+  test('a killed agent sending a body the metered route refuses hears AGENT_KILLED: the admission its debit would make comes first', async () => {
+    const a = await t.signup()
+    const ag = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'gone' } })
+    await t.req('POST', `/v1/agents/${ag.body.id}/kill`, { token: a.token })
+    const r = await (await chat(ag.body.token, { model: 'no-such-model' }).res).json()
+    expect(r).toMatchObject({ error: 'AGENT_KILLED' })
+  })
+
   test('an unpriced model: BAD_REQUEST on model, no upstream request, nothing debited', async () => {
     const a = await t.signup()
     const before = t.fake.seen.length

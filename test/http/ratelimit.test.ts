@@ -65,4 +65,29 @@ describe('rate limits', () => {
     expect(g.clientIp(req, '198.51.100.1')).toBe('198.51.100.1')
     expect(t.s.guard.clientIp(req, '127.0.0.1')).toBe('1.2.3.4')
   })
+
+  test('a paid call refused before its debit (an unknown slug, bad params, a bad Idempotency-Key) still counts against the token', async () => {
+    t.clock.advance(120_000) // a fresh minute for this client's signups
+    const a = await t.signup(undefined)
+    const refused = [
+      await t.req('POST', '/v1/call/no.such.slug', { token: a.token, body: {} }),
+      await t.req('POST', '/v1/call/test.echo', { token: a.token, body: { q: 7 } }),
+      await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {}, headers: { 'idempotency-key': 'é' } }),
+    ]
+    expect(refused.map((r) => r.status)).toEqual([404, 400, 400])
+    for (let i = 0; i < 2; i++) expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(200)
+    // 3 refused + 2 reads: the limit of 5 is spent.
+    const last = await t.req('POST', '/v1/call/no.such.slug', { token: a.token, body: {} })
+    expect(last.status).toBe(429)
+    expect(last.body.error).toBe('RATE_LIMITED')
+  })
+
+  test('a killed agent hears AGENT_KILLED for a call the handler would refuse before its debit', async () => {
+    t.clock.advance(120_000)
+    const a = await t.signup(undefined)
+    const ag = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'gone' } })
+    await t.req('POST', `/v1/agents/${ag.body.id}/kill`, { token: a.token })
+    const r = await t.req('POST', '/v1/call/no.such.slug', { token: ag.body.token, body: {} })
+    expect(r.body.error).toBe('AGENT_KILLED')
+  })
 })

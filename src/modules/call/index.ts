@@ -6,6 +6,7 @@ import { CallResponse } from './model'
 import { callCapability, IDEMPOTENCY_KEY } from '../../calls/capability-call'
 import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
+import { refusalAfterAdmission } from '../../auth/first'
 
 
 export const callRoutes = (s: Services, h: Http = http(s)) => {
@@ -21,11 +22,12 @@ export const callRoutes = (s: Services, h: Http = http(s)) => {
         await h.anonymous(request, server)
         throw new ApiError('UNAUTHORIZED')
       }
-      const idempotencyKey = request.headers.get('idempotency-key')
-      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey))
-        throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
-      // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
-      const rawBody = await readText(request, s.cfg.MAX_BODY_BYTES)
+      const { idempotencyKey, rawBody } = await refusalAfterAdmission(s, principal, async () => {
+        const key = request.headers.get('idempotency-key')
+        if (key !== null && !IDEMPOTENCY_KEY.test(key)) throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
+        // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
+        return { idempotencyKey: key, rawBody: await readText(request, s.cfg.MAX_BODY_BYTES) }
+      })
       const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey, signal: request.signal })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },
