@@ -16,6 +16,15 @@ export interface OutboxEntry {
 }
 
 /**
+ * The stream id the entry's script first wrote it under: its place in the shard's order. A dead
+ * letter the founder replays goes back to the outbox under a new id, carrying the first one as
+ * `orig_id` (lua/replay-dead-letter-2.lua); whatever orders an account's entries (the remainder a
+ * rebuild restores, a mandate's version) and the `stream_id` Postgres keeps take this one. The
+ * flusher acks by `streamId`.
+ */
+export const writtenId = (e: OutboxEntry): string => e.fields.orig_id || e.streamId
+
+/**
  * `fresh`: every entry was delivered for the first time (none read back from a pending list), so
  * no row of it can be in Postgres yet: an append-only sink may skip its conflict check. A duplicate
  * then fails the write, and the flusher's slow path writes the batch again without `fresh`.
@@ -66,6 +75,7 @@ function settleRefund(streamId: string, call: Record<string, string>): OutboxEnt
   if (!id.endsWith(':call') || call.charged === undefined) return null
   const callId = id.slice(0, -':call'.length)
   const f: Record<string, string> = { kind: 'refund', id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
+  if (call.orig_id) f.orig_id = call.orig_id
   let at = 0
   for (const name of PACKED) {
     const bar = packed.indexOf('|', at)

@@ -8,12 +8,12 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { RedisContext } from '../redis/context'
-import { isMoneyKind, moneyFields, scanOutbox, type MoneyFields } from './outbox'
+import { isMoneyKind, moneyFields, scanOutbox, writtenId, type MoneyFields } from './outbox'
 
 /** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
 export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'at' | 'remainder'> & {
   in: 'outbox' | 'postgres' | 'both'
-  /** The outbox entry's stream id (`<ms>-<seq>`): the order the shard's scripts wrote them in. */
+  /** The stream id (`<ms>-<seq>`) its script wrote it under (outbox.ts, writtenId): the order the shard's scripts wrote them in. */
   streamId: string
 }
 
@@ -32,7 +32,7 @@ export async function outboxLines(ctx: RedisContext, shard: number, accounts: Se
     if (!isMoneyKind(e.kind)) continue
     const m = moneyFields(e)
     if (!accounts.has(m.account)) continue
-    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, at: m.at, remainder: m.remainder, in: 'outbox', streamId: e.streamId })
+    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, at: m.at, remainder: m.remainder, in: 'outbox', streamId: writtenId(e) })
   }
   return out
 }

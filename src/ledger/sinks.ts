@@ -10,7 +10,7 @@ import { proposalSink } from '../proposals/sink'
 import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-import { accountFields, moneyFields, MONEY_KINDS, ownerFields, type Sink } from './outbox'
+import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type Sink } from './outbox'
 
 /**
  * One INSERT … SELECT FROM json_to_recordset per batch: the rows travel as a single JSON parameter.
@@ -62,7 +62,7 @@ const ledgerSink: Sink = (tx, entries, o) =>
           // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
           uncredited_reason: m.uncredited !== null ? m.reason : null,
           at: m.at,
-          stream_id: e.streamId,
+          stream_id: writtenId(e),
           model: m.model,
           tokens_in: m.tokens?.input ?? null,
           tokens_cached: m.tokens?.cached ?? null,

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { mandates, parkedPayments } from '../db/schema'
-import type { Sink } from '../ledger/outbox'
+import { writtenId, type Sink } from '../ledger/outbox'
 
 /** Stream ids ("ms-seq") of one shard's stream, as one increasing number. */
 function version(streamId: string): bigint {
@@ -17,7 +17,8 @@ const num = (v: string | undefined) => (v === undefined || v === '' ? null : Num
 const str = (v: string | undefined) => (v === undefined || v === '' ? null : v)
 
 export const mandateSink: Sink = async (tx, entries) => {
-  for (const { streamId, fields: f } of entries) {
+  for (const e of entries) {
+    const f = e.fields
     const row = {
       accountId: f.acct!,
       enabled: f.enabled === '1',
@@ -30,7 +31,8 @@ export const mandateSink: Sink = async (tx, entries) => {
       gatewayCustomer: str(f.customer),
       reason: f.reason ?? 'update',
       updatedAt: new Date(Number(f.at)),
-      version: version(streamId),
+      // Where its script wrote it, not where a dead-letter replay put it: a replayed old snapshot stays old.
+      version: version(writtenId(e)),
     }
     const { accountId: _key, ...set } = row
     await tx

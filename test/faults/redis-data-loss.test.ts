@@ -13,6 +13,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { buryEntry, listDeadLetters, replayDeadLetter } from '../../src/ledger/dead-letters'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
 import { openMeteredCall } from '../helpers/metering'
@@ -193,6 +194,31 @@ describe('the metered micro-credit remainder (CONTRACT §7)', () => {
       expect(await r.hget(keys.account(a.account_id), 'mc_rem')).toBe('117157')
       await assertLedger(t.s, [{ account: a.account_id, balance: 499 }])
     }
+  })
+
+  test('a settle replayed from the dead letters after a later one: the later settle’s remainder comes back, not the replayed one’s', async () => {
+    const { keys, redis: r } = t.s.ctx
+    const a = await t.signup()
+    await drain(t.s.flusher)
+    const shard = keys.shardOf(a.account_id)
+    // The first settle's entry is dead-lettered (as by a flusher that did not know its kind).
+    expect(await settled(a.token, { input: 123, cached: 0, output: 45 })).toBe(0)
+    const [first] = (await r.xrange(keys.outbox(shard), '-', '+')).filter(([, f]) => f.includes('settled_call'))
+    expect(await buryEntry(t.s.ctx, shard, 'flusher', first![0], 'outbox: no sink for entry kind "settled_call"')).toBe(true)
+    // A later settle is flushed; then the founder replays the first one, under a newer stream id.
+    expect(await settled(a.token, { input: 77, cached: 3, output: 11 })).toBe(0)
+    await drain(t.s.flusher)
+    expect(await r.hget(keys.account(a.account_id), 'mc_rem')).toBe('746957')
+    const dl = (await listDeadLetters(t.s.ctx, 1000)).find((d) => d.source_id === first![0])!
+    expect(await replayDeadLetter(t.s.ctx, dl.id)).not.toBeNull()
+    for (const flushed of [false, true]) {
+      if (flushed) await drain(t.s.flusher)
+      await r.del(keys.account(a.account_id))
+      const out = await rebuild('--account', a.account_id)
+      expect(out.code).toBe(0)
+      expect(await r.hget(keys.account(a.account_id), 'mc_rem'), flushed ? 'from Postgres' : 'from the outbox').toBe('746957')
+    }
+    await assertLedger(t.s, [{ account: a.account_id, balance: 500 }])
   })
 })
 
