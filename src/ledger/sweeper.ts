@@ -7,7 +7,8 @@
  * refund-10 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
  * moving its deadline while it runs (leases.ts); refund-10 re-checks the deadline, so a renewal
  * that lands between this sweep's read and its refund keeps the call alive. Any number of instances may
- * sweep at once: the refund applies at most once per call and the record is filed once.
+ * sweep at once: the refund applies at most once per call, and only the sweep whose refund applied
+ * files the call and frees its key (a call settled meanwhile is its settle's to file).
  * errors / metrics: `stats()` counts refunded calls; failures are logged and retried next round.
  */
 import { SHARDS } from '../redis/keys'
@@ -60,6 +61,10 @@ export class AbandonedCallSweeper {
       const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now })
       // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
       if (r.notDue) continue
+      // Settled since this sweep read the set (by its own request, or by another sweeper): its record
+      // and its Idempotency-Key are that settle's to file, with the outcome that stands. Filed here,
+      // `abandoned` would take the record's place and free a key whose charge was kept.
+      if (!r.applied) continue
       await recordCall(
         this.ctx,
         accountId,
@@ -76,7 +81,7 @@ export class AbandonedCallSweeper {
         },
         { idempotencyKey: idem || undefined },
       )
-      if (r.applied) n++
+      n++
     }
     return n
   }

@@ -4,8 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { debit } from '../../src/ledger/debit'
+import { AbandonedCallSweeper } from '../../src/ledger/sweeper'
+import type { RedisContext } from '../../src/redis/context'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
+import { openMeteredCall } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -86,5 +89,46 @@ describe('the abandoned-call sweeper', () => {
     await checkRedisInvariant(t, a.account_id)
     const act = await t.req('GET', '/v1/activity', { token: a.token })
     expect(act.body.calls).toHaveLength(5)
+  })
+
+  test('a call that settles itself between the sweep’s read and its refund: the sweeper files nothing and leaves its key alone', async () => {
+    const a = await t.signup()
+    const principal = await principalOf(a.token)
+    const { keys, redis } = t.s.ctx
+    // The request's own filing (record-calls-n, after its settle-n) waits until the sweep is done.
+    let openGate = () => {}
+    const gate = new Promise<void>((r) => (openGate = r))
+    const scripts = { ...t.s.ctx.scripts, recordCalls: async (...args: Parameters<typeof t.s.ctx.scripts.recordCalls>) => (await gate, t.s.ctx.scripts.recordCalls(...args)) }
+    const call = await openMeteredCall({ ...t.s, ctx: { ...t.s.ctx, scripts } }, principal, { input: 1000, cachedInput: 1000, output: 1000 }, { idempotencyKey: 'late' })
+    expect(await redisBalance(t, a.account_id)).toBe(497) // 3 reserved
+    t.clock.advance(t.s.leases.leaseMs + 1) // its lease lapsed (a renewal that did not come), the request still runs
+    // The request's settle-n lands right after this sweep read the lapsed leases.
+    let settling: ReturnType<typeof call.settle> | undefined
+    const racing: RedisContext = {
+      ...t.s.ctx,
+      redis: new Proxy(redis, {
+        get(target, prop) {
+          if (prop !== 'zrangebyscore') return Reflect.get(target, prop, target)
+          return async (...args: Parameters<typeof redis.zrangebyscore>) => {
+            const due = await target.zrangebyscore(...args)
+            if (!settling && due.includes(`${a.account_id}|${call.callId}`)) {
+              settling = call.settle('ok', { usage: { tokens: { input: 500, cached: 0, output: 500 }, source: 'provider' }, replay: (bal, charged) => JSON.stringify({ bal, charged }) })
+              while ((await target.hget(keys.call(a.account_id, call.callId), 'state')) === 'debited') await Bun.sleep(1)
+            }
+            return due
+          }
+        },
+      }) as typeof redis,
+    }
+    expect(await new AbandonedCallSweeper(racing).sweepOnce()).toBe(0)
+    openGate()
+    expect(await settling!).toMatchObject({ outcome: 'ok', refunded: false, charged: 1 })
+    expect(await redisBalance(t, a.account_id)).toBe(499)
+    // The request's record is the one filed, and its key keeps its answer: a retry replays it.
+    const act = await t.req('GET', '/v1/activity', { token: a.token })
+    expect(act.body.calls).toHaveLength(1)
+    expect(act.body.calls[0]).toMatchObject({ call_id: call.callId, outcome: 'ok', refunded: false, charged: 1 })
+    expect(await redis.hgetall(keys.idempotency(a.account_id, null, 'late'))).toMatchObject({ state: 'done', response: JSON.stringify({ bal: 499, charged: 1 }) })
+    await checkRedisInvariant(t, a.account_id)
   })
 })
