@@ -6,7 +6,7 @@
  */
 import { authHeaders } from '../upstream/call'
 import type { Provider } from '../catalog/catalog'
-import { maskKey } from './scrub'
+import { keySpellings, maskSpellings } from './scrub'
 
 const HOP_BY_HOP = [
   'connection',
@@ -70,10 +70,11 @@ export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: s
 export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Record<string, string>, decoded = false): Headers {
   const out = new Headers()
   const named = connectionTokens(upstream.get('connection'))
+  const spellings = apiKey ? keySpellings(apiKey) : null
   upstream.forEach((value, name) => {
     if (RESPONSE_DROP.has(name) || named.has(name)) return
     if (decoded && (name === 'content-encoding' || name === 'content-length')) return
-    out.set(name, maskKey(value, apiKey))
+    out.set(name, spellings ? maskSpellings(value, spellings) : value)
   })
   for (const [name, value] of Object.entries(extra)) out.set(name, value)
   return out

@@ -154,3 +154,69 @@ describe('response headers and body', () => {
     expect(streamed).toBe(`data: key=${mask}!\n\ndata: house-\n\n`)
   })
 })
+
+describe('the key in a spelling the client decodes back into it', () => {
+  // A vaulted key may be any printable text; base64 keys carry the + / = that JSON and URL encoders rewrite.
+  const KEY = 'hk+Ab/Cd0123456789=='
+  const mask = (s: string) => '*'.repeat(s.length)
+  const slashEscaped = KEY.replace(/\//g, '\\/') // as PHP's json_encode writes it
+  const unicodeEscaped = [...KEY].map((c) => (/[A-Za-z0-9]/.test(c) ? c : '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))).join('')
+  const upperEscaped = unicodeEscaped.replace(/\\u00(..)/g, (_, h: string) => '\\u00' + h.toUpperCase())
+
+  test('proxy: JSON-escaped in the body and percent-encoded in a header, each shows only a mask of its own length', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, KEY, 'fake')
+    const body = `{"error":{"message":"Incorrect API key provided: ${slashEscaped}","k2":"${unicodeEscaped}","k3":"${upperEscaped}"}}`
+    t.fake.handler = () =>
+      new Response(body, {
+        status: 401,
+        headers: { 'content-type': 'application/json', 'x-debug-key': encodeURIComponent(KEY), 'x-debug-lower': encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()) },
+      })
+    const r = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    const text = await r.text()
+    t.fake.handler = null
+    expect(t.fake.seen.at(-1)!.headers.authorization).toBe(`Bearer ${KEY}`)
+    expect(r.status).toBe(401)
+    expect(text.length).toBe(body.length)
+    expect(JSON.parse(text)).toEqual({
+      error: { message: `Incorrect API key provided: ${mask(slashEscaped)}`, k2: mask(unicodeEscaped), k3: mask(upperEscaped) },
+    })
+    expect(r.headers.get('x-debug-key')).toBe(mask(encodeURIComponent(KEY)))
+    expect(r.headers.get('x-debug-lower')).toBe(mask(encodeURIComponent(KEY)))
+  })
+
+  test('proxy: a spelling split across streamed chunks shows only a mask', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, KEY, 'fake')
+    const parts = [`data: {"k":"${unicodeEscaped.slice(0, 5)}`, unicodeEscaped.slice(5, 9), `${unicodeEscaped.slice(9)}"}\n\n`, 'data: hk\\u002\n\n']
+    t.fake.handler = () => {
+      let i = 0
+      return new Response(
+        new ReadableStream({
+          async pull(c) {
+            if (i === parts.length) return c.close()
+            if (i > 0) await Bun.sleep(5)
+            c.enqueue(new TextEncoder().encode(parts[i++]!))
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      )
+    }
+    const s = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    const streamed = await s.text()
+    t.fake.handler = null
+    expect(streamed).toBe(`data: {"k":"${mask(unicodeEscaped)}"}\n\ndata: hk\\u002\n\n`)
+  })
+
+  test('/v1/call: a JSON result with the key JSON-escaped shows only a mask', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, KEY)
+    t.fake.handler = () => new Response(`{"error":"Incorrect API key provided: ${slashEscaped}"}`, { status: 401, headers: { 'content-type': 'application/json' } })
+    const r = await t.req('POST', '/v1/call/test.byok', { token: a.token, body: { q: 'x' } })
+    t.fake.handler = null
+    expect(t.fake.seen.at(-1)!.headers['x-api-key']).toBe(KEY)
+    expect(r.status).toBe(200)
+    expect(JSON.stringify(r.body)).not.toContain(KEY)
+    expect(r.body.result).toEqual({ error: `Incorrect API key provided: ${mask(slashEscaped)}` })
+  })
+})
