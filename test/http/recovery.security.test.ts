@@ -1,6 +1,7 @@
 /**
  * Token recovery must not enumerate accounts, leak a token twice, outlive its 10 minutes, or be
- * spent by a link checker's HEAD; and it must not flood an inbox.
+ * spent by a link checker's HEAD; and it must not flood an inbox. A recovery is the remedy for a
+ * stolen token, so a rotation made with that token and still in flight must not undo it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -108,5 +109,90 @@ describe('token recovery security', () => {
     expect(bad.body.field).toBe('email')
     expect((await t.req('POST', '/v1/token/rotate')).status).toBe(401)
     expect((await t.req('POST', '/v1/token/rotate', { body: {} })).status).toBe(401)
+  })
+
+  test('a rotation admitted with the old token before a recovery does not outlive it: it is refused, the recovered token stays the owner', async () => {
+    const email = `race-${t.prefix}@example.com`
+    const stolen = await t.signup(email)
+
+    // Hold the stolen token's rotation right after its admission (authorize-7), at its first write
+    // (the new token's lookup key): the window before the owner swap, widened for the test.
+    const redis = t.s.ctx.redis as any
+    const origSet = redis.set.bind(redis)
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let reached!: () => void
+    const atWrite = new Promise<void>((r) => (reached = r))
+    let armed = true
+    redis.set = async (...args: any[]) => {
+      if (armed && typeof args[0] === 'string' && args[0].includes(':tok:')) {
+        armed = false
+        reached()
+        await gate
+      }
+      return origSet(...args)
+    }
+    try {
+      const rotation = t.req('POST', '/v1/token/rotate', { token: stolen.token })
+      await atWrite
+
+      // Meanwhile the owner recovers by e-mail.
+      const code = /code=([A-Za-z0-9_-]{43})/.exec(await mailedLink(email))![1]!
+      const page = await postForm(t, '/rotate', { code })
+      expect(page.status).toBe(200)
+      const recovered = /id="token">(sk_[A-Za-z0-9_-]{43})</.exec(page.text)![1]!
+      expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(200)
+
+      release()
+      const r = await rotation
+      // The rotation was admitted with a token the recovery has since replaced: nothing minted from it.
+      expect(r.status).toBe(401)
+      expect(r.body?.token).toBeUndefined()
+      expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(200)
+      expect((await t.req('GET', '/v1/balance', { token: stolen.token })).status).toBe(401)
+    } finally {
+      release()
+      redis.set = origSet
+    }
+  })
+
+  test('a recovery that loses its swap to a rotation made meanwhile reads the owner again and replaces that token too', async () => {
+    const email = `race2-${t.prefix}@example.com`
+    const stolen = await t.signup(email)
+    const code = /code=([A-Za-z0-9_-]{43})/.exec(await mailedLink(email))![1]!
+
+    // Hold the recovery after it read the owner, at its new token's lookup key.
+    const redis = t.s.ctx.redis as any
+    const origSet = redis.set.bind(redis)
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let reached!: () => void
+    const atWrite = new Promise<void>((r) => (reached = r))
+    let armed = true
+    redis.set = async (...args: any[]) => {
+      if (armed && typeof args[0] === 'string' && args[0].includes(':tok:')) {
+        armed = false
+        reached()
+        await gate
+      }
+      return origSet(...args)
+    }
+    try {
+      const recovery = postForm(t, '/rotate', { code })
+      await atWrite
+      // Meanwhile the stolen token rotates, and completes first.
+      const rotated = await t.req('POST', '/v1/token/rotate', { token: stolen.token })
+      expect(rotated.status).toBe(200)
+      release()
+      const page = await recovery
+      expect(page.status).toBe(200)
+      const recovered = /id="token">(sk_[A-Za-z0-9_-]{43})</.exec(page.text)![1]!
+      expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(200)
+      expect((await t.req('GET', '/v1/balance', { token: rotated.body.token })).status).toBe(401)
+      expect((await t.req('GET', '/v1/balance', { token: stolen.token })).status).toBe(401)
+    } finally {
+      release()
+      redis.set = origSet
+    }
   })
 })

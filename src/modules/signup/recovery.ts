@@ -10,9 +10,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { randomId } from '../../auth/tokens'
 import { ApiError } from '../../errors'
-import { runClaimLink } from '../../lua/links'
+import { runClaimLink, runReleaseLink } from '../../lua/links'
 import type { Services } from '../../services'
-import { rotateOwnerToken } from './service'
+import { swapOwnerToken } from './service'
 import { readAccount } from '../../redis/account-hash'
 
 export const RECOVERY_LINK_TTL_MS = 600_000
@@ -71,16 +71,34 @@ export async function inspectRecovery(s: Services, code: string | undefined): Pr
   return { email: (await readAccount(s.ctx, acct, 'email')).email ?? '' }
 }
 
-/** Claims the link (once) and rotates the owner token. */
+/** Rotation attempts of one recovery: a lost compare-and-set is retried once with the owner read again. */
+const SWAP_ATTEMPTS = 2
+
+/**
+ * Claims the link (once) and rotates the owner token, whatever it is now: the swap compares with the
+ * owner it read, and a rotation that landed in between (made with a stolen token, perhaps) only
+ * makes it read again and replace that one too. Should it lose twice, the link is given back and
+ * nothing is rotated: the owner submits it again.
+ * errors: LINK_INVALID, LINK_USED, CONFLICT (lost the swap twice; the link still works).
+ */
 export async function redeemRecovery(s: Services, code: string | undefined): Promise<{ token: string; email: string }> {
   if (!code || !CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
-  const { redis, keys } = s.ctx
-  const reply = await runClaimLink(s.ctx, { linkKey: keys.recoveryLink(codeHash(code)), now: s.ctx.clock.now(), claimId: randomId(8), usedMarkerMs: USED_MARKER_MS })
+  const { keys } = s.ctx
+  const linkKey = keys.recoveryLink(codeHash(code))
+  const claimId = randomId(8)
+  const reply = await runClaimLink(s.ctx, { linkKey, now: s.ctx.clock.now(), claimId, usedMarkerMs: USED_MARKER_MS })
   if (reply.status === 'link_used') throw new ApiError('LINK_USED')
   if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
   const accountId = reply.accountId
-  const { owner: oldHash, email } = await readAccount(s.ctx, accountId, 'owner', 'email')
-  const { token } = await rotateOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
-  s.log.info('token_recovered', { account_id: accountId })
-  return { token, email: email ?? '' }
+  for (let attempt = 1; attempt <= SWAP_ATTEMPTS; attempt++) {
+    const { owner: oldHash, email } = await readAccount(s.ctx, accountId, 'owner', 'email')
+    const rotated = await swapOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
+    if (rotated) {
+      s.log.info('token_recovered', { account_id: accountId, attempt })
+      return { token: rotated.token, email: email ?? '' }
+    }
+  }
+  await runReleaseLink(s.ctx, { linkKey, claimId })
+  s.log.warn('token_recovery_raced', { account_id: accountId })
+  throw new ApiError('CONFLICT', { reason: 'the owner token changed twice while it was being replaced; nothing was changed and the link still works: submit it again' })
 }

@@ -9,6 +9,7 @@ import type { RedisContext } from '../../redis/context'
 import { SIGNUP_CREDITS } from '../../ledger/constants'
 import { createAccount, newAccountId } from '../../ledger/accounts'
 import { admitSignup, releaseSignup } from '../../alarms/signups'
+import { runRotateOwner } from '../../lua/rotate-owner'
 
 export async function signup(ctx: RedisContext, body: { email: string; origin?: string; referred_by?: string }) {
   const { redis, keys } = ctx
@@ -42,18 +43,36 @@ export async function signup(ctx: RedisContext, body: { email: string; origin?: 
   return { account_id: id, token, public_ref: created.publicRef, credits_granted: SIGNUP_CREDITS, balance: created.balance }
 }
 
-/** Replaces the owner token: the old one fails on its very next request, on every instance. */
-export async function rotateOwnerToken(ctx: RedisContext, tokens: TokenResolver, accountId: string, oldHash: string) {
+/**
+ * Replaces the owner token if `oldHash` is still the account's owner (rotate-owner-2, a
+ * compare-and-set): the old token fails on its very next request, on every instance. Answers null,
+ * having written nothing that authenticates, when the owner changed since `oldHash` was admitted or
+ * read (a recovery or another rotation came first).
+ */
+export async function swapOwnerToken(ctx: RedisContext, tokens: TokenResolver, accountId: string, oldHash: string): Promise<{ token: string } | null> {
   const { redis, keys } = ctx
   const token = newToken('owner')
   const hash = hashToken(token)
+  // The lookup key goes first, so the token works as soon as it is the owner; a refused swap takes
+  // it back. Written after the swap, it could land after a recovery had replaced the new owner and
+  // deleted its (not yet written) lookup key, and stay behind for a token that is no one's.
   await redis.set(keys.token(hash), `${accountId}|`)
-  await redis
-    .multi()
-    .hset(keys.account(accountId), 'owner', hash)
-    .xadd(keys.outbox(keys.shardOf(accountId)), '*', 'kind', 'owner', 'id', `${accountId}:owner:${hash.slice(0, 16)}`, 'acct', accountId, 'owner', hash, 'at', String(ctx.clock.now()))
-    .exec()
+  const swap = await runRotateOwner(ctx, { now: ctx.clock.now(), accountId, expectedHash: oldHash, newHash: hash })
+  if (swap.status !== 'ok') {
+    await redis.del(keys.token(hash))
+    return null
+  }
   await redis.del(keys.token(oldHash))
   tokens.forget(oldHash)
   return { token }
+}
+
+/**
+ * POST /v1/token/rotate with the owner bearer.
+ * errors: UNAUTHORIZED (the bearer stopped being the owner token after it was admitted).
+ */
+export async function rotateOwnerToken(ctx: RedisContext, tokens: TokenResolver, accountId: string, oldHash: string) {
+  const rotated = await swapOwnerToken(ctx, tokens, accountId, oldHash)
+  if (!rotated) throw new ApiError('UNAUTHORIZED')
+  return rotated
 }
