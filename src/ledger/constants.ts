@@ -11,6 +11,9 @@ export const DAY_KEY_TTL_S = 2 * 86400
  */
 export const SETTLED_CALL_TTL_S = 300
 
+/** Charge records dedupe webhook replays; Stripe retries a delivery for up to 3 days. */
+export const CHARGE_TTL_S = 90 * 86400
+
 export const SIGNUP_CREDITS = 500
 export const REFERRAL_CREDITS = 500
 /** How many recent calls Redis keeps per account for /v1/activity; older ones come from Postgres. */

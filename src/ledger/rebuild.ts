@@ -7,19 +7,20 @@
  * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
- * global lookups (token → account, e-mail, public_ref, consent ref). What cannot come back is
+ * global lookups (token → account, e-mail, public_ref, consent ref), and the charge records of the
+ * card charges credited or parked in the last 90 days (credit-topup-7's dedupe). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
 import { eq } from 'drizzle-orm'
 import { hktDay } from '../clock'
 import type { Database } from '../db/client'
-import { accountPolicies, accounts, agents } from '../db/schema'
+import { accountPolicies, accounts, agents, parkedPayments } from '../db/schema'
 import { randomId } from '../auth/tokens'
 import { runRestoreAccount } from '../lua/accounts'
 import { runRecountAgents } from '../lua/agents'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
-import { DAY_KEY_TTL_S } from './constants'
+import { CHARGE_TTL_S, DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, lastRemainder, type AccountLedger } from './reconcile'
 import { readAccount } from '../redis/account-hash'
@@ -38,6 +39,14 @@ type AgentRow = Omit<AgentFields, 'account' | 'agent' | 'created' | 'at'> & {
   carved: number
 }
 
+/** A charge record as credit-topup-7 keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
+interface ChargeRecord {
+  charge: string
+  /** The parked payment's id when the charge was parked; null when it was credited. */
+  parked: string | null
+  ttlS: number
+}
+
 export interface RebuildPlan {
   account: string
   balance: number
@@ -50,6 +59,8 @@ export interface RebuildPlan {
   agents: AgentRow[]
   /** Every proposal of the account (CONTRACT §11); the pending ones are indexed again. */
   proposals: ProposalRecord[]
+  /** The charge records still within their 90 days: a charge Stripe delivers again stays a duplicate. */
+  charges: ChargeRecord[]
   ledger: { entries: number; postgres: number; outbox: number }
 }
 
@@ -117,10 +128,28 @@ function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: numbe
   for (const a of byAgent.values()) if (a.parent && byAgent.has(a.parent)) byAgent.get(a.parent)!.carved += carveOf(a)
 }
 
+/**
+ * The charge records credit-topup-7 wrote that would still be alive. A parked charge's record says
+ * `parked` whatever the founder decided since (an approval's top-up entry names the same charge);
+ * every other top-up entry's ref (the processor's charge id) was `credited`.
+ */
+function chargeRecords(led: AccountLedger, parked: (typeof parkedPayments.$inferSelect)[], now: number): ChargeRecord[] {
+  const out: ChargeRecord[] = []
+  const add = (charge: string, at: number, parkedId: string | null) => {
+    const ttlS = CHARGE_TTL_S - Math.floor((now - at) / 1000)
+    if (ttlS > 0) out.push({ charge, parked: parkedId, ttlS })
+  }
+  const parkedCharges = new Set(parked.map((p) => p.chargeId))
+  for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null)
+  for (const p of parked) add(p.chargeId, p.createdAt.getTime(), p.id)
+  return out
+}
+
 export async function planRebuild(ctx: RedisContext, db: Database, account: string): Promise<RebuildPlan> {
   const [row] = await db.select().from(accounts).where(eq(accounts.id, account))
   const [policy] = await db.select().from(accountPolicies).where(eq(accountPolicies.accountId, account))
   const agentRows = await db.select().from(agents).where(eq(agents.accountId, account))
+  const parkedRows = await db.select().from(parkedPayments).where(eq(parkedPayments.accountId, account))
   const pending = await pendingState(ctx, account)
   const led = await accountLedger(ctx, db, account)
 
@@ -210,6 +239,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
     ownerTokenHash: owner,
     agents: [...byAgent.values()],
     proposals: await planProposals(ctx, db, account),
+    charges: chargeRecords(led, parkedRows, ctx.clock.now()),
     ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
   }
 }
@@ -267,6 +297,14 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   // and agent-state-4 keep (lua/lib/live-agents.lua): a set left from before is replaced.
   await runRecountAgents(ctx, acct, { now: ctx.clock.now(), replace: true })
   await restoreProposals(ctx, acct, plan.proposals)
+  if (plan.charges.length > 0) {
+    const m = redis.multi()
+    for (const c of plan.charges) {
+      const key = keys.charge(acct, c.charge)
+      m.del(key).hset(key, c.parked === null ? { state: 'credited' } : { state: 'parked', parked: c.parked }).expire(key, c.ttlS)
+    }
+    await m.exec()
+  }
   await Promise.all([
     redis.set(keys.token(plan.ownerTokenHash), `${acct}|`),
     redis.set(keys.email(plan.email), acct),

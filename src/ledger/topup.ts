@@ -10,14 +10,12 @@ import { ScriptStatus as S } from '../redis/codes'
 import { SHARDS, shardOfAccount } from '../redis/keys'
 import { runCreditTopup, runDecideParked, runReleaseRefill, runReserveRefill, type ParkedOp, type ReserveRefillReply } from '../lua/refills'
 import type { RedisContext } from '../redis/context'
-import { DAY_KEY_TTL_S } from './constants'
+import { CHARGE_TTL_S, DAY_KEY_TTL_S } from './constants'
 
 /** How long a refill holds the account's refill lock: above the gateway's longest call (3 × 20 s). */
 export const REFILL_HOLD_MS = 120_000
 /** After a declined auto-refill, no new auto attempt for this long (an explicit top-up may still try). */
 export const AUTO_REFILL_BACKOFF_MS = 3_600_000
-/** Charge records dedupe webhook replays; Stripe retries a delivery for up to 3 days. */
-const CHARGE_TTL_S = 90 * 86400
 /** A month's refill counter outlives its month. */
 const REFILLS_TTL_S = 62 * 86400
 

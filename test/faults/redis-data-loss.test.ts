@@ -7,7 +7,9 @@
  *     flusher recreates its groups and goes on;
  *   - partial loss (an account hash evicted while entries are still unflushed): the balance is
  *     Σ of Postgres ∪ outbox;
- *   - drift (a balance that disagrees with its ledger) is reported, and fixed with --force.
+ *   - drift (a balance that disagrees with its ledger) is reported, and fixed with --force;
+ *   - money paid in (Stripe mode): a charge credited or parked before the loss is a duplicate when
+ *     Stripe delivers it again.
  *
  *   bun test test/faults/redis-data-loss.test.ts
  */
@@ -15,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { buryEntry, listDeadLetters, replayDeadLetter } from '../../src/ledger/dead-letters'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { get, pathOf } from '../helpers/money'
+import { deliver, sessionIdOf, startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
 import { assertLedger, drain } from '../helpers/invariants'
 import { openMeteredCall } from '../helpers/metering'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
@@ -46,11 +50,14 @@ const ROOT = join(import.meta.dir, '..', '..')
 const RECHECK_WINDOW_MS = 250
 
 /** `bun run ledger:rebuild -- <args>` as an operator would run it, against this app's stores. */
-async function rebuild(...args: string[]): Promise<{ code: number; lines: Record<string, unknown>[]; summary: Record<string, number> }> {
+const rebuild = (...args: string[]) => rebuildOf(t, {}, ...args)
+
+/** `ledger:rebuild` against another app's stores, with the env it runs with (`env`: beyond the stores). */
+async function rebuildOf(app: TestApp, env: Record<string, string>, ...args: string[]): Promise<{ code: number; lines: Record<string, unknown>[]; summary: Record<string, number> }> {
   const started = Date.now()
   const p = Bun.spawn([process.execPath, 'run', 'ledger:rebuild', ...args], {
     cwd: ROOT,
-    env: { ...process.env, REDIS_URL: redis.url, REDIS_KEY_PREFIX: t.prefix, DATABASE_URL: t.db.url, LOG: 'silent' },
+    env: { ...process.env, REDIS_URL: redis.url, REDIS_KEY_PREFIX: app.prefix, DATABASE_URL: app.db.url, LOG: 'silent', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -222,3 +229,54 @@ describe('the metered micro-credit remainder (CONTRACT §7)', () => {
   })
 })
 
+
+describe('money paid in (Stripe): what only Redis held of a charge comes back', () => {
+  const ADMIN = 'founder-token-0123456789abcdef'
+  const ENV = { DEFAULT_BALANCE_CAP: '30000' }
+  let s: StripeTestApp
+  beforeAll(async () => {
+    s = await startStripeApp({ REDIS_URL: redis.url, ADMIN_TOKEN: ADMIN, ...ENV })
+  })
+  afterAll(() => s?.close())
+
+  /** Buys pack `pack` (0: 5000 credits, 1: 20000) at Checkout; returns the session and the webhook's answer. */
+  async function buy(token: string, pack: number) {
+    const b = await s.t.req('GET', '/v1/balance', { token })
+    const r = await get(s.t, pathOf(b.body.links.packs[pack].url))
+    const sid = sessionIdOf(r.headers.get('location')!)
+    return { sid, w: await deliver(s.t, await s.stripe.payCheckout(sid)) }
+  }
+  /** Everything flushed, then Redis restarts empty and `ledger:rebuild --all` restores it. */
+  async function loseRedisAndRebuild(): Promise<void> {
+    await drain(s.t.s.flusher)
+    await redis.kill()
+    await redis.start() // empty: no persistence
+    const r = await rebuildOf(s.t, ENV, '--all')
+    expect(r.code).toBe(0)
+  }
+  /** Stripe delivers the paid session again, under another event id. */
+  const redeliver = async (sid: string) => deliver(s.t, await s.stripe.signedEvent('checkout.session.async_payment_succeeded', s.stripe.sessions.get(sid)!))
+  const parkedOf = async (acct: string) =>
+    (await s.t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.filter((p: { account_id: string }) => p.account_id === acct)
+
+  test('a charge credited or parked before the loss is a duplicate when Stripe delivers it again: credited once', async () => {
+    const x = await s.t.signup()
+    const credited = await buy(x.token, 0)
+    expect(credited.w.body.result).toBe('credited') // 5500
+    const y = await s.t.signup()
+    expect((await buy(y.token, 1)).w.body.result).toBe('credited') // 20500 ≤ 30000
+    const parked = await buy(y.token, 1)
+    expect(parked.w.body.result).toBe('parked') // 40500 > 30000: money taken, the founder decides
+    await loseRedisAndRebuild()
+
+    for (const sid of [credited.sid, parked.sid]) {
+      const again = await redeliver(sid)
+      expect(again.status).toBe(200)
+      expect(again.body.result).toBe('duplicate')
+    }
+    await assertLedger(s.t.s, [
+      { account: x.account_id, balance: 5500 },
+      { account: y.account_id, balance: 20500 },
+    ])
+  })
+})
