@@ -7,8 +7,9 @@
  * What is written: the account hash (balance = Σ entries, owner token, policy fields, a referral
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
- * global lookups (token → account, e-mail, public_ref, consent ref), and the charge records of the
- * card charges credited or parked in the last 90 days (credit-topup-7's dedupe). What cannot come back is
+ * global lookups (token → account, e-mail, public_ref, consent ref), the charge records of the
+ * card charges credited or parked in the last 90 days (credit-topup-7's dedupe), and the parked
+ * payments still awaiting the founder (hash and queue entry). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
 import { eq } from 'drizzle-orm'
@@ -47,6 +48,8 @@ interface ChargeRecord {
   ttlS: number
 }
 
+type ParkedRow = typeof parkedPayments.$inferSelect
+
 export interface RebuildPlan {
   account: string
   balance: number
@@ -61,6 +64,8 @@ export interface RebuildPlan {
   proposals: ProposalRecord[]
   /** The charge records still within their 90 days: a charge Stripe delivers again stays a duplicate. */
   charges: ChargeRecord[]
+  /** The parked payments still awaiting the founder (state parked in Postgres). */
+  parked: ParkedRow[]
   ledger: { entries: number; postgres: number; outbox: number }
 }
 
@@ -133,7 +138,7 @@ function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: numbe
  * `parked` whatever the founder decided since (an approval's top-up entry names the same charge);
  * every other top-up entry's ref (the processor's charge id) was `credited`.
  */
-function chargeRecords(led: AccountLedger, parked: (typeof parkedPayments.$inferSelect)[], now: number): ChargeRecord[] {
+function chargeRecords(led: AccountLedger, parked: ParkedRow[], now: number): ChargeRecord[] {
   const out: ChargeRecord[] = []
   const add = (charge: string, at: number, parkedId: string | null) => {
     const ttlS = CHARGE_TTL_S - Math.floor((now - at) / 1000)
@@ -240,6 +245,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
     agents: [...byAgent.values()],
     proposals: await planProposals(ctx, db, account),
     charges: chargeRecords(led, parkedRows, ctx.clock.now()),
+    parked: parkedRows.filter((p) => p.state === 'parked'),
     ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
   }
 }
@@ -297,11 +303,22 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   // and agent-state-4 keep (lua/lib/live-agents.lua): a set left from before is replaced.
   await runRecountAgents(ctx, acct, { now: ctx.clock.now(), replace: true })
   await restoreProposals(ctx, acct, plan.proposals)
-  if (plan.charges.length > 0) {
+  // Money paid in that only Redis held: the charge records, and the parked payments awaiting the
+  // founder as credit-topup-7 parked them. A parked hash Redis still holds (--force) may carry a
+  // decision not yet flushed: it is left alone.
+  const shard = keys.shardOf(acct)
+  const parked = []
+  for (const p of plan.parked) if ((await redis.exists(keys.parked(shard, p.id))) === 0) parked.push(p)
+  if (plan.charges.length > 0 || parked.length > 0) {
     const m = redis.multi()
     for (const c of plan.charges) {
       const key = keys.charge(acct, c.charge)
       m.del(key).hset(key, c.parked === null ? { state: 'credited' } : { state: 'parked', parked: c.parked }).expire(key, c.ttlS)
+    }
+    for (const p of parked) {
+      const at = p.createdAt.getTime()
+      m.hset(keys.parked(shard, p.id), { acct, charge: p.chargeId, credits: String(p.credits), kind: p.kind, gateway: p.gateway, state: 'parked', at: String(at) })
+      m.zadd(keys.parkedQueue(shard), at, p.id)
     }
     await m.exec()
   }

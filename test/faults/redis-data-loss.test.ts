@@ -9,7 +9,7 @@
  *     Σ of Postgres ∪ outbox;
  *   - drift (a balance that disagrees with its ledger) is reported, and fixed with --force;
  *   - money paid in (Stripe mode): a charge credited or parked before the loss is a duplicate when
- *     Stripe delivers it again.
+ *     Stripe delivers it again; a parked payment still awaits the founder.
  *
  *   bun test test/faults/redis-data-loss.test.ts
  */
@@ -277,6 +277,32 @@ describe('money paid in (Stripe): what only Redis held of a charge comes back', 
     await assertLedger(s.t.s, [
       { account: x.account_id, balance: 5500 },
       { account: y.account_id, balance: 20500 },
+    ])
+  })
+
+  test('a payment parked before the loss still awaits the founder, who approves it once; a decided one stays decided', async () => {
+    const z = await s.t.signup()
+    expect((await buy(z.token, 1)).w.body.result).toBe('credited') // 20500
+    expect((await buy(z.token, 1)).w.body.result).toBe('parked') // 40500 > 30000
+    const decided = await s.t.signup()
+    expect((await buy(decided.token, 1)).w.body.result).toBe('credited')
+    expect((await buy(decided.token, 1)).w.body.result).toBe('parked')
+    const [before] = await parkedOf(decided.account_id)
+    expect((await s.t.req('POST', `/admin/parked/${before.id}/approve`, { token: ADMIN })).status).toBe(200) // 40500
+    const [waiting] = await parkedOf(z.account_id)
+    await loseRedisAndRebuild()
+
+    expect(await parkedOf(decided.account_id)).toEqual([])
+    expect(await parkedOf(z.account_id)).toEqual([waiting])
+    expect(waiting).toMatchObject({ credits: 20000, kind: 'pack', gateway: 'stripe', state: 'parked' })
+    const ok = await s.t.req('POST', `/admin/parked/${waiting.id}/approve`, { token: ADMIN })
+    expect(ok.status, ok.text).toBe(200)
+    expect(ok.body).toMatchObject({ state: 'approved', credits: 20000, balance: 40500, charge_id: waiting.charge_id })
+    expect((await s.t.req('POST', `/admin/parked/${waiting.id}/approve`, { token: ADMIN })).status).toBe(409)
+    expect(await parkedOf(z.account_id)).toEqual([])
+    await assertLedger(s.t.s, [
+      { account: z.account_id, balance: 40500 },
+      { account: decided.account_id, balance: 40500 },
     ])
   })
 })
