@@ -135,19 +135,7 @@ describe('response headers and body', () => {
 
     // The key cut in three pieces across chunks, with pauses so that they arrive as separate reads.
     const parts = ['data: key=house-sec', 'ret-k', 'ey!\n\n', 'data: house-\n\n']
-    t.fake.handler = () => {
-      let i = 0
-      return new Response(
-        new ReadableStream({
-          async pull(c) {
-            if (i === parts.length) return c.close()
-            if (i > 0) await Bun.sleep(5)
-            c.enqueue(new TextEncoder().encode(parts[i++]!))
-          },
-        }),
-        { headers: { 'content-type': 'text/event-stream' } },
-      )
-    }
+    t.fake.handler = () => separateReads(parts)
     const s = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
     const streamed = await s.text()
     t.fake.handler = null
@@ -189,19 +177,7 @@ describe('the key in a spelling the client decodes back into it', () => {
     const a = await t.signup()
     await vaultKey(t, a.token, KEY, 'fake')
     const parts = [`data: {"k":"${unicodeEscaped.slice(0, 5)}`, unicodeEscaped.slice(5, 9), `${unicodeEscaped.slice(9)}"}\n\n`, 'data: hk\\u002\n\n']
-    t.fake.handler = () => {
-      let i = 0
-      return new Response(
-        new ReadableStream({
-          async pull(c) {
-            if (i === parts.length) return c.close()
-            if (i > 0) await Bun.sleep(5)
-            c.enqueue(new TextEncoder().encode(parts[i++]!))
-          },
-        }),
-        { headers: { 'content-type': 'text/event-stream' } },
-      )
-    }
+    t.fake.handler = () => separateReads(parts)
     const s = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
     const streamed = await s.text()
     t.fake.handler = null
@@ -220,3 +196,18 @@ describe('the key in a spelling the client decodes back into it', () => {
     expect(r.body.result).toEqual({ error: `Incorrect API key provided: ${mask(slashEscaped)}` })
   })
 })
+
+/** An event stream of `parts`, with pauses between them so that each arrives as a read of its own. */
+function separateReads(parts: string[]): Response {
+  let i = 0
+  return new Response(
+    new ReadableStream({
+      async pull(c) {
+        if (i === parts.length) return c.close()
+        if (i > 0) await Bun.sleep(5)
+        c.enqueue(new TextEncoder().encode(parts[i++]!))
+      },
+    }),
+    { headers: { 'content-type': 'text/event-stream' } },
+  )
+}

@@ -117,21 +117,7 @@ describe('token recovery security', () => {
 
     // Hold the stolen token's rotation right after its admission (authorize-7), at its first write
     // (the new token's lookup key): the window before the owner swap, widened for the test.
-    const redis = t.s.ctx.redis as any
-    const origSet = redis.set.bind(redis)
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
-    let reached!: () => void
-    const atWrite = new Promise<void>((r) => (reached = r))
-    let armed = true
-    redis.set = async (...args: any[]) => {
-      if (armed && typeof args[0] === 'string' && args[0].includes(':tok:')) {
-        armed = false
-        reached()
-        await gate
-      }
-      return origSet(...args)
-    }
+    const { atWrite, release, restore } = holdFirstTokenWrite()
     try {
       const rotation = t.req('POST', '/v1/token/rotate', { token: stolen.token })
       await atWrite
@@ -151,8 +137,7 @@ describe('token recovery security', () => {
       expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(200)
       expect((await t.req('GET', '/v1/balance', { token: stolen.token })).status).toBe(401)
     } finally {
-      release()
-      redis.set = origSet
+      restore()
     }
   })
 
@@ -162,21 +147,7 @@ describe('token recovery security', () => {
     const code = /code=([A-Za-z0-9_-]{43})/.exec(await mailedLink(email))![1]!
 
     // Hold the recovery after it read the owner, at its new token's lookup key.
-    const redis = t.s.ctx.redis as any
-    const origSet = redis.set.bind(redis)
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
-    let reached!: () => void
-    const atWrite = new Promise<void>((r) => (reached = r))
-    let armed = true
-    redis.set = async (...args: any[]) => {
-      if (armed && typeof args[0] === 'string' && args[0].includes(':tok:')) {
-        armed = false
-        reached()
-        await gate
-      }
-      return origSet(...args)
-    }
+    const { atWrite, release, restore } = holdFirstTokenWrite()
     try {
       const recovery = postForm(t, '/rotate', { code })
       await atWrite
@@ -191,8 +162,37 @@ describe('token recovery security', () => {
       expect((await t.req('GET', '/v1/balance', { token: rotated.body.token })).status).toBe(401)
       expect((await t.req('GET', '/v1/balance', { token: stolen.token })).status).toBe(401)
     } finally {
-      release()
-      redis.set = origSet
+      restore()
     }
   })
 })
+
+/**
+ * Holds the first write of a new token's lookup key (`…:tok:…`) until released: the window between
+ * a rotation's or a recovery's admission and its owner swap, widened for a test.
+ */
+function holdFirstTokenWrite() {
+  const redis = t.s.ctx.redis as any
+  const origSet = redis.set.bind(redis)
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  let reached!: () => void
+  const atWrite = new Promise<void>((r) => (reached = r))
+  let armed = true
+  redis.set = async (...args: any[]) => {
+    if (armed && typeof args[0] === 'string' && args[0].includes(':tok:')) {
+      armed = false
+      reached()
+      await gate
+    }
+    return origSet(...args)
+  }
+  return {
+    atWrite,
+    release,
+    restore: () => {
+      release()
+      redis.set = origSet
+    },
+  }
+}
