@@ -157,7 +157,7 @@ export const ERRORS = {
   CONFLICT: {
     status: 409,
     message: 'The resource is already in the requested state: {reason}.',
-    context: ['reason', 'status'],
+    context: ['reason', 'status', 'charge_pending'],
   },
   FORBIDDEN: {
     status: 403,

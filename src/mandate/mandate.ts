@@ -144,7 +144,8 @@ export async function topup(s: Services, accountId: string, amount: number | und
     case 'authentication_required':
       throw new ApiError('CONSENT_REQUIRED', { enable_url: await enableUrl(s, accountId) })
     case 'unknown':
-      throw new ApiError('CONFLICT', { reason: 'the card payment is still being confirmed by the processor; check GET /v1/balance in a minute' })
+      // charge_pending: the card may yet be charged, so nothing that caused this top-up may ask again.
+      throw new ApiError('CONFLICT', { reason: 'the card payment is still being confirmed by the processor; check GET /v1/balance in a minute', charge_pending: true })
     case 'refused':
       throw await refusal(s, accountId, r, amount)
   }

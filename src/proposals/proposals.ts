@@ -135,11 +135,19 @@ export async function approveProposal(d: ProposalDeps, accountId: string, id: st
   try {
     await apply()
   } catch (e) {
-    await decide(ctx, accountId, rec, 'release', via, note, token)
+    // A top-up whose card may have been charged (parked, or its outcome not known yet) is this
+    // proposal's: approved, not put back to pending, or approving it again could charge twice.
+    await decide(ctx, accountId, rec, mayHaveCharged(e) ? 'finish' : 'release', via, note, token)
     throw e
   }
   await decide(ctx, accountId, rec, 'finish', via, note, token)
   return (await readView(d, accountId, id))!
+}
+
+/** POST /v1/topup's refusals after which the card may still be charged: a parked payment, an outcome the processor has not given yet. */
+function mayHaveCharged(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false
+  return (e.code === 'BALANCE_CAP' && e.context.parked === true) || (e.code === 'CONFLICT' && e.context.charge_pending === true)
 }
 
 /** Declines (operator only): nothing changes but the proposal's state. */

@@ -154,3 +154,37 @@ describe('a refill charge whose outcome is unknown', () => {
     await assertLedger(a.t.s, [{ account: acct.account_id, balance: await redisBalance(a.t, acct.account_id) }])
   })
 })
+
+describe('a top-up proposal whose charge outcome is unknown', () => {
+  test('is approved, not put back to pending: approving it again the next day cannot charge the card twice', async () => {
+    const t = a.t
+    const o = await t.signup()
+    await consentStripe(a, o.token, { threshold: 100, refill: 2000, ceiling: 20000 })
+    const ag = (await t.req('POST', '/v1/agents', { token: o.token, body: { name: 'spender' } })).body
+    const p = (await t.req('POST', '/v1/proposals', { token: ag.token, body: { kind: 'topup', value: 2000, reason: 'batch' } })).body
+    expect(p.status).toBe('pending')
+
+    a.stripe.chargeProcessing = true
+    const first = await t.req('POST', `/v1/proposals/${p.id}/approve`, { token: o.token })
+    a.stripe.chargeProcessing = false
+    expect(first.status).toBe(409)
+    expect(first.body).toMatchObject({ error: 'CONFLICT', charge_pending: true })
+    expect(piOf(o.account_id)).toHaveLength(1)
+    // The card may yet be charged for it: the proposal is decided.
+    expect((await t.req('GET', `/v1/proposals/${p.id}`, { token: o.token })).body.status).toBe('approved')
+
+    // Stripe finishes the charge: the 2000 credits land, once.
+    const [pi] = piOf(o.account_id)
+    expect((await deliver(t, await a.stripe.signedEvent('payment_intent.succeeded', { ...pi, status: 'succeeded' }))).body).toMatchObject({ result: 'credited' })
+
+    // The next HKT day, still within the proposal's 24 h (one top-up a day no longer stands in the way).
+    const HKT = 8 * 3600_000
+    const DAY = 86_400_000
+    const now = t.clock.now()
+    t.clock.advance(Math.floor((now + HKT) / DAY) * DAY + DAY - HKT + 60_000 - now)
+    expect(t.clock.now()).toBeLessThan(Date.parse(p.expires_at))
+    const second = await t.req('POST', `/v1/proposals/${p.id}/approve`, { token: o.token })
+    expect(second.status).toBe(409)
+    expect(piOf(o.account_id)).toHaveLength(1)
+  })
+})
