@@ -74,4 +74,19 @@ describe('the signup alarm', () => {
     expect(rs.filter((r) => r.status === 503 && r.body.error === 'SIGNUPS_PAUSED')).toHaveLength(17)
     expect(await signupsState()).toBe('paused')
   })
+  test('at the limit, a signup on a taken e-mail answers EMAIL_EXISTS and does not pause signups', async () => {
+    const taken = email()
+    for (const e of [taken, email(), email()]) expect((await signup(e)).status).toBe(201)
+    expect((await signup(taken)).body.error).toBe('EMAIL_EXISTS')
+    expect(await signupsState()).toBe('open')
+  })
+
+  test('signups on a taken e-mail sent at once hold no place in the count: real signups under the alarm pass', async () => {
+    const taken = email()
+    expect((await signup(taken)).status).toBe(201)
+    // 1 counted; 2 more fit under the alarm of 3, however many attempts on the taken e-mail run beside them.
+    const rs = await Promise.all([...Array.from({ length: 20 }, () => signup(taken)), signup(), signup()])
+    expect(rs.slice(20).map((r) => r.status)).toEqual([201, 201])
+    expect(await signupsState()).toBe('open')
+  })
 })

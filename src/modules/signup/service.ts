@@ -20,11 +20,15 @@ export async function signup(ctx: RedisContext, body: { email: string; origin?: 
     if (!referrerId) throw new ApiError('BAD_REQUEST', { field: 'referred_by', expected: "an existing account's public_ref" })
   }
   const id = newAccountId(referrerId)
-  await admitSignup(ctx, id)
-  // The e-mail claim is the uniqueness guard: one SET NX, whichever instance wins.
-  if ((await redis.set(keys.email(email), id, 'NX')) === null) {
-    await releaseSignup(ctx, id)
-    throw new ApiError('EMAIL_EXISTS')
+  // The e-mail claim is the uniqueness guard: one SET NX, whichever instance wins. It comes before
+  // the alarm's count, so that an attempt on a taken e-mail is never counted: counted first, such
+  // attempts sent at once held the hour's places and could pause signups for everyone.
+  if ((await redis.set(keys.email(email), id, 'NX')) === null) throw new ApiError('EMAIL_EXISTS')
+  try {
+    await admitSignup(ctx, id)
+  } catch (e) {
+    await redis.del(keys.email(email))
+    throw e
   }
   const token = newToken('owner')
   const tokenHash = hashToken(token)
