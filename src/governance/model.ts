@@ -4,8 +4,10 @@ import { Type as T } from '@sinclair/typebox'
 // from these, and the services check their input against the same ones (schema-check.ts), so the
 // console, the chat and the MCP tools are held to what REST's validation holds a body to.
 
-/** Credits in a cap; the bound keeps every cap exact in Lua's doubles. */
-export const Credits = T.Integer({ minimum: 0, maximum: 1_000_000_000_000 })
+/** The most credits a cap, a budget or a proposal may name: every such amount stays exact in Lua's doubles. */
+export const MAX_CREDITS = 1_000_000_000_000
+/** Credits in a cap. */
+export const Credits = T.Integer({ minimum: 0, maximum: MAX_CREDITS })
 /** A cap or budget that may be removed (null). */
 export const NullableCredits = T.Union([Credits, T.Null()])
 /** An agent's name: shown in listings and activity. */

@@ -18,6 +18,7 @@ import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { readAgent, readAgentRows } from '../governance/agents'
 import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
+import { MAX_CREDITS } from '../governance/model'
 import { chargeableProblem } from '../payments/amounts'
 import { checkField } from '../schema-check'
 import { runDecideProposal, runPropose, type DecideAction, type DecideReply } from '../lua/proposals'
@@ -54,8 +55,6 @@ export interface NewProposal {
 /** Who asks: the principal's account and agent (null = the owner). */
 type Caller = Pick<Principal, 'accountId' | 'agentId'>
 
-/** Credits a cap or a budget may be raised to (the bound of PUT /v1/policies' caps). */
-const MAX_CREDITS = 1_000_000_000_000
 /** How long an approval's top-up may hold the proposal before another approval may try. */
 const CLAIM_LEASE_MS = 120_000
 

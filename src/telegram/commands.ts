@@ -17,6 +17,7 @@
 import { ApiError, renderMessage } from '../errors'
 import { changeAgentState, readAgents, type AgentView } from '../governance/agents'
 import { applyPolicyChange, readAccountPolicy } from '../governance/policies'
+import { MAX_CREDITS } from '../governance/model'
 import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../ledger/windows'
 import type { Database } from '../db/client'
@@ -84,7 +85,7 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
       case 'cap': {
         if (args.length !== 2) return 'Usage: /cap <agent id or name> <credits | off>'
         const credits = args[1]!.toLowerCase() === 'off' ? null : Number(args[1])
-        if (credits !== null && (!Number.isSafeInteger(credits) || credits < 0 || credits > 1_000_000_000_000))
+        if (credits !== null && (!Number.isSafeInteger(credits) || credits < 0 || credits > MAX_CREDITS))
           return 'The cap must be a whole number of credits (or "off").'
         const agent = await findAgent(d.ctx, acct, args[0]!)
         if (typeof agent === 'string') return agent
