@@ -13,6 +13,11 @@ export const LINK_TTL_MS = 600_000
 /** Long enough that a human coming back to the tab later is told "used", not "invalid". */
 const USED_MARKER_MS = 86_400_000
 const CODE_RE = /^[A-Za-z0-9_-]{43}$/
+/**
+ * The registry's message names both kinds of one-time link; `renew_via` tells a JSON client which
+ * one this was, as recovery links do (their `renew_via` is POST /v1/token/rotate).
+ */
+const dead = (code: 'LINK_INVALID' | 'LINK_USED') => new ApiError(code, { renew_via: 'POST /v1/keys/link' })
 
 export interface LinkTarget {
   accountId: string
@@ -30,11 +35,11 @@ export async function createLink(ctx: RedisContext, accountId: string, provider:
 
 /** What the link is for, without using it (the GET page). */
 export async function inspectLink(ctx: RedisContext, code: string): Promise<LinkTarget> {
-  if (!CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
+  if (!CODE_RE.test(code)) throw dead('LINK_INVALID')
   const [acct, provider, exp, used] = await ctx.redis.hmget(ctx.keys.vaultLink(codeHash(code)), 'acct', 'provider', 'exp', 'used')
-  if (!acct || !provider || !exp) throw new ApiError('LINK_INVALID')
-  if (used) throw new ApiError('LINK_USED')
-  if (ctx.clock.now() >= Number(exp)) throw new ApiError('LINK_INVALID')
+  if (!acct || !provider || !exp) throw dead('LINK_INVALID')
+  if (used) throw dead('LINK_USED')
+  if (ctx.clock.now() >= Number(exp)) throw dead('LINK_INVALID')
   return { accountId: acct, provider, expiresAt: Number(exp) }
 }
 
@@ -46,11 +51,11 @@ export interface Claim {
 
 /** Uses the link up; exactly one concurrent caller gets the claim. */
 export async function claimLink(ctx: RedisContext, code: string): Promise<Claim> {
-  if (!CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
+  if (!CODE_RE.test(code)) throw dead('LINK_INVALID')
   const claimId = randomId(12)
   const reply = await runClaimLink(ctx, { linkKey: ctx.keys.vaultLink(codeHash(code)), now: ctx.clock.now(), claimId, usedMarkerMs: USED_MARKER_MS })
-  if (reply.status === 'link_used') throw new ApiError('LINK_USED')
-  if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
+  if (reply.status === 'link_used') throw dead('LINK_USED')
+  if (reply.status !== 'ok') throw dead('LINK_INVALID')
   return { accountId: reply.accountId, provider: reply.provider, claimId }
 }
 

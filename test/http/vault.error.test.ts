@@ -90,6 +90,22 @@ describe('invalid links', () => {
   })
 })
 
+describe('a dead link names its remedy', () => {
+  test('LINK_INVALID and LINK_USED carry renew_via: POST /v1/keys/link (the registry\'s context, as recovery links do)', async () => {
+    const a = await t.signup()
+    const used = await newLink(t, a.token)
+    expect((await submitForm(t, used, 'sk-renew-via-used-RNEW')).status).toBe(200)
+    const expired = await newLink(t, a.token)
+    t.clock.advance(600_001)
+    for (const [code, error] of [['not-a-code', 'LINK_INVALID'], [randomBytes(32).toString('base64url'), 'LINK_INVALID'], [expired, 'LINK_INVALID'], [used, 'LINK_USED']] as const) {
+      const view = await t.req('GET', `/vault/${code}`, { headers: json })
+      expect(view.body).toMatchObject({ error, renew_via: 'POST /v1/keys/link' })
+      const submit = await submitForm(t, code, 'sk-renew-via-late-LATE', json)
+      expect(submit.body).toMatchObject({ error, renew_via: 'POST /v1/keys/link' })
+    }
+  })
+})
+
 describe('the link is judged before the pasted key', () => {
   test('malformed, unknown or expired link with a bad key → LINK_INVALID, page and JSON', async () => {
     const a = await t.signup()
