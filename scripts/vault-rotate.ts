@@ -1,10 +1,15 @@
 /**
  * `bun run vault:rotate`: re-wraps every vaulted key's data key under a new master key.
- *   VAULT_MASTER_KEY      the current master key (32 bytes, base64)
- *   VAULT_NEW_MASTER_KEY  the new one
- *   DATABASE_URL          as for the service (unset → the embedded PGlite in PGLITE_DIR)
- * Run it, then restart the service with VAULT_MASTER_KEY set to the new key. Until the restart the
- * running service cannot read rotated rows (KEY_UNREADABLE), so rotate in a maintenance window.
+ * Without a window (the service reads rows under either key meanwhile), with the service's env:
+ *   1. restart the service with VAULT_MASTER_KEY = the new key, VAULT_PREVIOUS_MASTER_KEY = the old
+ *      one (new keys are stored under the new key; rows under the old one are still read);
+ *   2. run this command with that same env: it re-wraps from the previous key to the current one;
+ *   3. drop VAULT_PREVIOUS_MASTER_KEY at the next restart.
+ * Or, with the service still on the old key: VAULT_MASTER_KEY = the old key and
+ * VAULT_NEW_MASTER_KEY = the new one, then restart on the new key; until that restart the running
+ * service cannot read rotated rows (KEY_UNREADABLE), and keys stored before it stay under the old
+ * key until the next run, so this form needs a maintenance window.
+ * DATABASE_URL as for the service (unset → the embedded PGlite in PGLITE_DIR).
  */
 import { parseConfig, ConfigError } from '../src/config'
 import { openDatabase } from '../src/db/client'
@@ -25,14 +30,23 @@ try {
 }
 if (!cfg.VAULT_MASTER_KEY) fail('VAULT_MASTER_KEY (the current master key) is not set')
 const next = process.env.VAULT_NEW_MASTER_KEY
-if (!next) fail('VAULT_NEW_MASTER_KEY (the new master key, 32 bytes base64) is not set')
+if (next && cfg.VAULT_PREVIOUS_MASTER_KEY) fail('set VAULT_NEW_MASTER_KEY or VAULT_PREVIOUS_MASTER_KEY, not both')
+if (!next && !cfg.VAULT_PREVIOUS_MASTER_KEY)
+  fail('VAULT_NEW_MASTER_KEY (the new master key, 32 bytes base64) is not set, nor VAULT_PREVIOUS_MASTER_KEY (the key being rotated away from)')
+let from: ReturnType<typeof masterKeyFrom>
 let to: ReturnType<typeof masterKeyFrom>
-try {
-  to = masterKeyFrom(next)
-} catch {
-  fail('VAULT_NEW_MASTER_KEY: expected 32 bytes, base64-encoded')
+if (next) {
+  try {
+    to = masterKeyFrom(next)
+  } catch {
+    fail('VAULT_NEW_MASTER_KEY: expected 32 bytes, base64-encoded')
+  }
+  from = masterKeyFrom(cfg.VAULT_MASTER_KEY)
+} else {
+  // The service's own env during a rotation: from the previous key to the current one.
+  from = masterKeyFrom(cfg.VAULT_PREVIOUS_MASTER_KEY!)
+  to = masterKeyFrom(cfg.VAULT_MASTER_KEY)
 }
-const from = masterKeyFrom(cfg.VAULT_MASTER_KEY)
 
 const db = await openDatabase(cfg)
 try {

@@ -32,6 +32,12 @@ export const ConfigSchema = T.Object({
   ADMIN_TOKEN: T.Optional(T.String({ minLength: 16 })),
   /** 32 bytes, base64: the vault's key-encryption key. */
   VAULT_MASTER_KEY: T.Optional(T.String()),
+  /**
+   * 32 bytes, base64: the master key being rotated away from. Rows it wrapped stay readable (new
+   * keys are always wrapped by VAULT_MASTER_KEY), so a deployment restarts on the new key first
+   * and runs `vault:rotate` after, with no moment where vaulted keys cannot be read.
+   */
+  VAULT_PREVIOUS_MASTER_KEY: T.Optional(T.String()),
   /** `sandbox` (development only) or `stripe`. @default sandbox */
   PAYMENTS: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { default: 'sandbox' }),
   /**
@@ -128,6 +134,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const cfg = withDefaults as Static<typeof ConfigSchema>
   if (cfg.VAULT_MASTER_KEY !== undefined && Buffer.from(cfg.VAULT_MASTER_KEY, 'base64').length !== 32)
     throw new ConfigError('invalid configuration:\n  VAULT_MASTER_KEY: expected 32 bytes, base64-encoded')
+  if (cfg.VAULT_PREVIOUS_MASTER_KEY !== undefined && Buffer.from(cfg.VAULT_PREVIOUS_MASTER_KEY, 'base64').length !== 32)
+    throw new ConfigError('invalid configuration:\n  VAULT_PREVIOUS_MASTER_KEY: expected 32 bytes, base64-encoded')
+  if (cfg.VAULT_PREVIOUS_MASTER_KEY !== undefined && cfg.VAULT_MASTER_KEY === undefined)
+    throw new ConfigError('invalid configuration:\n  VAULT_PREVIOUS_MASTER_KEY needs VAULT_MASTER_KEY (the key rotated to)')
   if (cfg.PAYMENTS === 'stripe' && (!cfg.STRIPE_SECRET_KEY || !cfg.STRIPE_WEBHOOK_SECRET))
     throw new ConfigError('invalid configuration:\n  PAYMENTS=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET')
   const baseUrl = (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '')

@@ -113,7 +113,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const metrics = new Metrics()
   metrics.watchFlusher(flusher)
   const notConfigured = new NotConfiguredAlarm({ log, health, count: (feature) => metrics.notConfigured.inc({ feature }), now: () => ctx.clock.now() })
-  const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock)
+  const vault = new KeyVault(db.db, cfg.VAULT_MASTER_KEY, ctx.clock, cfg.VAULT_PREVIOUS_MASTER_KEY)
   const mailer = new Mailer({ smtpUrl: cfg.SMTP_URL, dir: cfg.MAIL_DIR, from: `no-reply@${new URL(cfg.BASE_URL).hostname}`, log })
   const payments = createGateway(cfg)
   const refiller = new Refiller({ ctx, cfg, payments, mailer, log })

@@ -15,7 +15,7 @@ import { readAccount } from '../redis/account-hash'
 const KEY_RE = /^[\x21-\x7e]{8,4096}$/
 
 export function openVault(s: Services): KeyVault {
-  return new KeyVault(s.db.db, s.cfg.VAULT_MASTER_KEY, s.ctx.clock)
+  return new KeyVault(s.db.db, s.cfg.VAULT_MASTER_KEY, s.ctx.clock, s.cfg.VAULT_PREVIOUS_MASTER_KEY)
 }
 
 export async function requestLink(s: Services, vault: KeyVault, accountId: string, provider: string) {

@@ -4,6 +4,8 @@
  * Nothing here logs or returns a key except `lookup`, whose caller injects it into one upstream
  * request. Deliberately uncached: a key deleted or replaced on one instance must stop being used
  * on every instance at once.
+ * During a master-key rotation the vault also holds the previous master key: rows it wrapped are
+ * still read, while every store wraps under the current one (see scripts/vault-rotate.ts).
  * errors: NOT_CONFIGURED (no VAULT_MASTER_KEY), KEY_UNREADABLE (row fails authentication).
  */
 import { and, asc, eq } from 'drizzle-orm'
@@ -21,13 +23,16 @@ export interface KeySummary {
 
 export class KeyVault {
   private master: MasterKey | null
+  private previous: MasterKey | null
 
   constructor(
     private db: Database,
     masterKeyBase64: string | undefined,
     private clock: Clock,
+    previousMasterKeyBase64?: string,
   ) {
     this.master = masterKeyBase64 ? masterKeyFrom(masterKeyBase64) : null
+    this.previous = previousMasterKeyBase64 ? masterKeyFrom(previousMasterKeyBase64) : null
   }
 
   get configured(): boolean {
@@ -82,6 +87,7 @@ export class KeyVault {
       .where(and(eq(vaultKeys.accountId, accountId), eq(vaultKeys.provider, provider)))
       .limit(1)
     if (!row) return null
-    return open(this.requireMaster(), row, { accountId, provider })
+    const master = this.requireMaster()
+    return open(this.previous?.id === row.masterKeyId ? this.previous : master, row, { accountId, provider })
   }
 }

@@ -102,3 +102,48 @@ describe('bun run vault:rotate', () => {
     expect(same.err).toContain('the old one')
   })
 })
+
+describe('rotation without a window: restart on the new key first (VAULT_PREVIOUS_MASTER_KEY), then rotate', () => {
+  test('every byok call is served before, during and after; keys stored meanwhile end up under the new key', async () => {
+    const OLD2 = newMasterKey()
+    const NEW2 = newMasterKey()
+    const before = await startTestApp({ env: vaultEnv(OLD2) })
+    apps.push(before)
+    const e = await before.signup()
+    await vaultKey(before, e.token, 'sk-vaulted-before-EEEE')
+
+    // The restarted deployment: writes under the new key, still reads rows the old one wrapped.
+    const env = { ...vaultEnv(NEW2), VAULT_PREVIOUS_MASTER_KEY: OLD2 }
+    const after = await startTestApp({ env, database: before.db, prefix: before.prefix })
+    apps.unshift(after) // closed before `before`, which drops the database
+    const byok = async (token: string, key: string) => {
+      const call = await after.req('POST', '/v1/call/test.byok', { token, body: {} })
+      expect([call.status, call.body.error]).toEqual([200, undefined])
+      expect(after.fake.seen.at(-1)!.headers['x-api-key']).toBe(key)
+    }
+    await byok(e.token, 'sk-vaulted-before-EEEE')
+    const f = await after.signup()
+    await vaultKey(after, f.token, 'sk-vaulted-between-FFFF')
+    const sql = vaultDb(after)
+    try {
+      expect((await sql.rows(f.account_id))[0]!.master_key_id).toBe(masterKeyFrom(NEW2).id)
+
+      // The operator runs the command with the service's own env.
+      const r = await rotate({ DATABASE_URL: after.db.url, ...env })
+      expect(r.err).not.toContain('vault:rotate:')
+      expect(r.code).toBe(0)
+      expect(r.out).toContain('1 key(s) re-wrapped')
+      for (const acct of [e, f]) expect((await sql.rows(acct.account_id))[0]!.master_key_id).toBe(masterKeyFrom(NEW2).id)
+    } finally {
+      await sql.close()
+    }
+    await byok(e.token, 'sk-vaulted-before-EEEE')
+    await byok(f.token, 'sk-vaulted-between-FFFF')
+  })
+
+  test('a previous key that is not 32 bytes is refused by the config check, in the service and the command alike', async () => {
+    const r = await rotate({ VAULT_MASTER_KEY: NEW, VAULT_PREVIOUS_MASTER_KEY: 'c2hvcnQ=' })
+    expect(r.code).toBe(1)
+    expect(r.err).toContain('VAULT_PREVIOUS_MASTER_KEY')
+  })
+})
