@@ -70,8 +70,10 @@ export const parsedBody = (request: Request): unknown => parsed.get(request)
 /**
  * Elysia parse hook of a route whose body is a JSON object (`parse: h.json`). An empty body is left
  * to the route's schema (optional bodies accept it); anything else must be a JSON object sent as JSON.
+ * `keep`, for a body that is another party's document (a Telegram update): the part the route
+ * reads, which is then all the schema, the edge's text check and the handler see.
  */
-export const jsonObjectParser = (limit: number) =>
+export const jsonObjectParser = (limit: number, keep: (value: Record<string, unknown>) => Record<string, unknown> = (v) => v) =>
   // Named: a test finds every route with a body schema parsed by it.
   async function jsonObject({ request }: { request: Request }, contentType: string): Promise<Record<string, unknown> | undefined> {
     // Left unread, an empty body reaches Elysia's own parser, which lets an optional body be absent.
@@ -86,6 +88,7 @@ export const jsonObjectParser = (limit: number) =>
       throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'valid JSON' })
     }
     if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON object' })
-    parsed.set(request, value)
-    return value as Record<string, unknown>
+    const body = keep(value as Record<string, unknown>)
+    parsed.set(request, body)
+    return body
   }

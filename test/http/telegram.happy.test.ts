@@ -120,6 +120,24 @@ describe('the Telegram operator channel', () => {
     expect(await say('/status')).toContain('not linked')
   })
 
+  test("an update's other fields are Telegram's: a reply to the bot's multi-line message runs, an edited one is acknowledged", async () => {
+    const owner = await t.signup()
+    const link = await t.req('POST', '/v1/operator/link', { token: owner.token })
+    const help = await say(link.body.command, 6101, 2)
+    expect(help).toContain('\n')
+    // Swiping to reply to the bot's own message: Telegram quotes it, newlines and all.
+    const reply = textUpdate(6101, 2, '/status') as ReturnType<typeof textUpdate> & { message: Record<string, unknown> }
+    reply.message.reply_to_message = { message_id: 1, date: 1, chat: { id: 6101, type: 'private' }, from: { id: 1, is_bot: true, first_name: 'Bot' }, text: help }
+    const before = tg.to(6101).length
+    const r = await telegramPost(t, reply)
+    expect([r.status, r.text]).toEqual([200, '{"ok":true}'])
+    expect(tg.to(6101).slice(before)).toEqual([expect.stringContaining('Balance: 500 credits')])
+    // An edit of a multi-line message: nothing to run, but a 2xx (Telegram redelivers anything else).
+    const edited = { update_id: reply.update_id + 100_000, edited_message: { message_id: 9, date: 1, edit_date: 2, chat: { id: 6101, type: 'private' }, from: { id: 2, is_bot: false, first_name: 'Op' }, text: 'line one\nline two' } }
+    expect((await telegramPost(t, edited)).status).toBe(200)
+    expect(tg.to(6101).length).toBe(before + 1)
+  })
+
   test('a revoked agent cannot be revived from the chat either', async () => {
     const owner = await t.signup()
     const a = (await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'gone' } })).body

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
-import { OperatorLink, TelegramAck, TelegramUpdate } from './model'
+import { OperatorLink, TelegramAck, TelegramUpdate, telegramFields } from './model'
+import { jsonObjectParser } from '../../edge/body'
 import { ApiError } from '../../errors'
 import { checkTelegramSecret, operatorLink, telegramUpdate } from '../../telegram/operator'
 
@@ -32,7 +33,7 @@ export const operatorRoutes = (s: Services, h: Http = http(s)) =>
         await h.anonymous(request, server)
         throw new ApiError('UNAUTHORIZED')
       },
-      parse: h.json,
+      parse: jsonObjectParser(s.cfg.MAX_BODY_BYTES, telegramFields),
       body: TelegramUpdate,
       response: { 200: TelegramAck },
       detail: { summary: 'Telegram Bot API webhook (checked with X-Telegram-Bot-Api-Secret-Token): the operator channel' },
