@@ -5,8 +5,10 @@
  * a protected route's shape, and skip its rate limit. Such a refusal is answered only after the
  * admission the route's handler would have run: a missing or unknown bearer → UNAUTHORIZED (counted
  * per IP), a killed or revoked agent → its 403, past the limit → RATE_LIMITED.
- * Public routes (CONTRACT §2, the same list the OpenAPI document marks), the proxy and /metrics
- * (its own token, no body) keep their refusal. A paid request (a call, a proxied request) is
+ * Public routes (CONTRACT §2, the same list the OpenAPI document marks) keep their refusal, but it
+ * is counted as their handler counts a request (per token with a valid bearer, else per IP): left
+ * uncounted, any client could have the service read and parse MAX_BODY_BYTES of a malformed signup
+ * without limit. The proxy and /metrics (its own token, no body) keep theirs. A paid request (a call, a proxied request) is
  * admitted inside its debit; what its handler refuses before the debit (an unknown slug, params,
  * a metered body) goes through `refusalAfterAdmission` instead.
  * errors: UNAUTHORIZED, FORBIDDEN, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
@@ -20,14 +22,21 @@ import type { Principal } from './principal'
 
 type MaybeServer = Parameters<Http['ip']>[1]
 
+/**
+ * Public routes whose handlers count nothing: health probes (/status), the signature-guarded
+ * webhooks (the Telegram one counts only callers without its secret, itself), and the demo
+ * provider's upstream, which the service calls itself.
+ */
+const UNCOUNTED = new Set(['/status', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
+
 /** The admission's refusal, or null when the caller is admitted (the original refusal stands). */
 export async function refusalBeforeRequest(s: Services, h: Http, route: string | undefined, request: Request, server: MaybeServer): Promise<ApiError | null> {
-  if (!route || PUBLIC.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
+  if (!route || UNCOUNTED.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
   const bearer = bearerOf(request.headers.get('authorization'))
-  // Without a bearer, {email} is the lost-token path: anonymous, its refusal stands.
-  if (route === '/v1/token/rotate' && bearer === undefined) return null
   try {
-    if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
+    // Without a bearer, {email} is the lost-token path: anonymous, like the public routes.
+    if (PUBLIC.has(route) || (route === '/v1/token/rotate' && bearer === undefined)) await h.anonymous(request, server, bearer)
+    else if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
     else await h.member(bearer, request, server)
     return null
   } catch (e) {

@@ -82,6 +82,20 @@ describe('rate limits', () => {
     expect(last.body.error).toBe('RATE_LIMITED')
   })
 
+  test('an unauthenticated request refused before its handler (schema, JSON, a control character) still counts against the IP', async () => {
+    const ip = '203.0.113.40'
+    const refused = [
+      await t.req('GET', '/v1/search?q=', { headers: fromIp(ip) }),
+      await t.req('POST', '/v1/signup', { body: '{"email":', headers: fromIp(ip) }),
+      await t.req('POST', '/v1/signup', { body: { email: 'not-an-email' }, headers: fromIp(ip) }),
+      await t.req('GET', `/rotate?code=${'x'.repeat(101)}`, { headers: fromIp(ip) }),
+    ]
+    expect(refused.map((r) => [r.status, r.body?.error])).toEqual([[400, 'BAD_REQUEST'], [400, 'BAD_REQUEST'], [400, 'BAD_REQUEST'], [429, 'RATE_LIMITED']])
+    // Spent on refusals: a well-formed request from that IP waits like any other.
+    expect((await t.req('GET', '/v1/search?q=echo', { headers: fromIp(ip) })).status).toBe(429)
+    expect((await t.req('POST', '/v1/token/rotate', { body: { email: 'x\u0000@example.com' }, headers: { ...fromIp(ip) } })).status).toBe(429)
+  })
+
   test('a killed agent hears AGENT_KILLED for a call the handler would refuse before its debit', async () => {
     t.clock.advance(120_000)
     const a = await t.signup(undefined)
