@@ -2,7 +2,8 @@
  * The operator messaging channel (a Telegram bot): link codes for the owner, and the Bot API
  * webhook that runs chat commands. Telegram proves itself with the secret token it echoes in
  * `X-Telegram-Bot-Api-Secret-Token` (compared in constant time). Updates are handled once each
- * (Telegram redelivers until it gets a 2xx), and the answer is always 2xx once the secret is right,
+ * (Telegram redelivers until it gets a 2xx; one whose run failed is unmarked, so its redelivery
+ * runs it), and the answer is always 2xx once the secret is right,
  * so a command the bot cannot act on is not redelivered forever.
  * errors: NOT_CONFIGURED (no bot token or webhook secret), UNAUTHORIZED (secret missing or wrong).
  */
@@ -12,6 +13,7 @@ import type { Services } from '../services'
 import { runCommand } from './commands'
 import { newLinkCode } from './links'
 import { proposalDeps } from '../proposals/deps'
+import type { BotApi } from './botapi'
 
 const UPDATE_DEDUPE_S = 86400
 
@@ -45,8 +47,20 @@ export function checkTelegramSecret(s: Services, secretHeader: string | null): b
 /** Runs one update (the secret already checked by the route). */
 export async function telegramUpdate(s: Services, update: Update): Promise<{ ok: boolean }> {
   const bot = requireBot(s)
-  const fresh = await s.ctx.redis.set(s.ctx.keys.telegramUpdate(update.update_id), '1', 'EX', UPDATE_DEDUPE_S, 'NX')
+  const seen = s.ctx.keys.telegramUpdate(update.update_id)
+  const fresh = await s.ctx.redis.set(seen, '1', 'EX', UPDATE_DEDUPE_S, 'NX')
   if (fresh !== 'OK') return { ok: true }
+  try {
+    return await runUpdate(s, bot, update)
+  } catch (e) {
+    // The failure is answered 500 and Telegram redelivers the update: it must find it unmarked and
+    // run it then, not be told it already ran (a /kill lost to a database hiccup, silently).
+    await s.ctx.redis.del(seen).catch(() => {})
+    throw e
+  }
+}
+
+async function runUpdate(s: Services, bot: BotApi, update: Update): Promise<{ ok: boolean }> {
   const deps = { ctx: s.ctx, db: s.db.db, proposals: proposalDeps(s) }
   const tap = update.callback_query
   if (tap) {

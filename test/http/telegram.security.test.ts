@@ -4,6 +4,7 @@
  * linked it; a redelivered update acts once; the link code comes only to the owner token.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
 import { startFakeTelegram, textUpdate, type FakeTelegram } from '../fakes/telegram'
 import { TG_SECRET, telegramEnv, telegramPost } from '../helpers/events'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -72,6 +73,23 @@ describe('operator channel security', () => {
     expect((await telegramPost(t, update)).status).toBe(200)
     expect((await telegramPost(t, update)).status).toBe(200)
     expect(tg.to(8301).length).toBe(replies + 1)
+    expect(await stateOf(owner, agent.id)).toBe('killed')
+  })
+
+  test('an update that failed (a 500) runs when Telegram redelivers it', async () => {
+    const { owner, agent } = await linkedOwner(8311, 15)
+    const update = textUpdate(8311, 15, '/kill target')
+    const replies = tg.to(8311).length
+    const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
+    await sql`ALTER TABLE operator_chats RENAME TO operator_chats_away`
+    try {
+      expect((await telegramPost(t, update)).status).toBe(500)
+    } finally {
+      await sql`ALTER TABLE operator_chats_away RENAME TO operator_chats`
+      await sql.end()
+    }
+    expect((await telegramPost(t, update)).status).toBe(200)
+    expect(tg.to(8311).slice(replies)).toEqual([expect.stringContaining('is killed')])
     expect(await stateOf(owner, agent.id)).toBe('killed')
   })
 
