@@ -32,7 +32,7 @@ export interface CallInput {
   /** The raw JSON body, as received (hashed for Idempotency-Key fingerprints). */
   rawBody: string
   idempotencyKey: string | null
-  /** Aborts when the client goes away. */
+  /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
 }
 
@@ -82,7 +82,11 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // A body goes to the provider as the caller wrote it (a 64-bit id parsed and serialised again
   // would arrive rounded), the clamp spliced in as the proxy splices it.
   const json = clampTo !== null && metered ? forwardedBody(input.rawBody, metered, { clampTo, injectUsage: false }) : input.rawBody.trim() === '' ? '{}' : input.rawBody
-  const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, input.signal)
+  // A client that sent an Idempotency-Key means to retry what it does not hear: the call runs to its
+  // end when the client goes away, and its answer is stored for that retry. Aborted instead, it was
+  // charged (client_closed) and its key freed, so the retry was charged a second time.
+  const signal = input.idempotencyKey ? undefined : input.signal
+  const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, signal)
   const outcome = outcomeOf(up)
   const httpStatus = 'status' in up ? up.status : null
   const usage = metered ? usageOf(metered, up) : undefined

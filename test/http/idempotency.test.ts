@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
+import { eventually } from '../helpers/proxy'
 
 let t: TestApp
 beforeAll(async () => {
@@ -81,5 +82,45 @@ describe('Idempotency-Key', () => {
     const ttl = await t.s.ctx.redis.ttl(t.s.ctx.keys.idempotency(a.account_id, null, 'ttl'))
     expect(ttl).toBeGreaterThan(86000)
     expect(ttl).toBeLessThanOrEqual(86400)
+  })
+  test('a client that goes away mid-call and retries with its key is charged once, and replayed the answer', async () => {
+    // A real listener, so that the client's disconnect is a real one.
+    const base = await t.listen()
+    const a = await t.signup()
+    const { promise: arrived, resolve: arrive } = Promise.withResolvers<void>()
+    const { promise: answer, resolve: release } = Promise.withResolvers<Response>()
+    t.fake.handler = () => {
+      arrive()
+      return answer
+    }
+    const send = (signal?: AbortSignal) =>
+      fetch(`${base}/v1/call/test.echo`, {
+        method: 'POST',
+        body: '{"q":"gone"}',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json', 'idempotency-key': 'k-gone' },
+        signal,
+      })
+    const ac = new AbortController()
+    const pending = send(ac.signal).catch(() => 'aborted')
+    await arrived
+    ac.abort()
+    expect(await pending).toBe('aborted')
+    await Bun.sleep(50) // the service sees the client gone
+    release(Response.json({ answered: 'late' }))
+    try {
+      await eventually(() => t.req('GET', '/v1/activity', { token: a.token }), (x) => x.body.calls?.length === 1)
+    } finally {
+      t.fake.handler = null
+    }
+    // The retry of the same request with the same key: the first call's answer, charged once.
+    const retry = await send()
+    expect(retry.status).toBe(200)
+    const body = (await retry.json()) as { call_id: string; charged: number; result: unknown }
+    expect(body).toMatchObject({ charged: 5, result: { answered: 'late' } })
+    const act = await t.req('GET', '/v1/activity', { token: a.token })
+    expect(act.body.calls).toHaveLength(1)
+    expect(act.body.calls[0]).toMatchObject({ call_id: body.call_id, outcome: 'ok' })
+    expect(await redisBalance(t, a.account_id)).toBe(495)
+    await checkRedisInvariant(t, a.account_id)
   })
 })
