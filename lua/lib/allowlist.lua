@@ -4,15 +4,40 @@
 -- only be consumed by a '*' of the list's pattern (no pattern holds a literal '*').
 -- A metered proxy request is named proxy:<provider>/<model> (CONTRACT §7): proxy:<provider> admits
 -- every model of the route, proxy:<provider>/<model-glob> only those.
+
+local STAR = 42   -- string.byte('*')
+
+-- Whether `name` matches `glob`, whose one wildcard is '*' (any run of characters, '*' included).
+-- A walk that only ever returns to the last '*' seen: at most #glob × #name steps. A Lua pattern
+-- with '.*' per star backtracks through every split of the name among the stars instead, and
+-- any owner may store 79 of them: one call held Redis' one thread for hours (2026-11-26 audit).
+local function glob_match(glob, name)
+  local g, n, glen, nlen = 1, 1, #glob, #name
+  local star, mark = 0, 0   -- the last '*' seen in the glob, and where in the name its run ends
+  while n <= nlen do
+    local c = g <= glen and string.byte(glob, g) or nil
+    if c == STAR then
+      star, mark, g = g, n, g + 1
+    elseif c ~= nil and c == string.byte(name, n) then
+      g, n = g + 1, n + 1
+    elseif star > 0 then
+      -- The last '*' takes one more character of the name; the glob resumes after it.
+      mark = mark + 1
+      g, n = star + 1, mark
+    else
+      return false
+    end
+  end
+  while g <= glen and string.byte(glob, g) == STAR do g = g + 1 end
+  return g > glen
+end
+
 local function allowed(list, name)
   if not list then return true end
   local route = string.match(name, '^(proxy:[^/]+)/')
   for pattern in string.gmatch(list, '[^\n]+') do
     if pattern == name or pattern == route then return true end
-    if string.find(pattern, '*', 1, true) then
-      local lua_pat = '^' .. string.gsub(pattern, '[%^%$%(%)%%%.%[%]%+%-%?]', '%%%0'):gsub('%*', '.*') .. '$'
-      if string.match(name, lua_pat) then return true end
-    end
+    if string.find(pattern, '*', 1, true) and glob_match(pattern, name) then return true end
   end
   return false
 end
