@@ -58,6 +58,10 @@ describe('policy errors', () => {
       [{ agents: { [agent.id]: { per_call_max: -3 } } }, `agents.${agent.id}.per_call_max`],
       [{ agents: { [agent.id]: { allowlist: ['a\nb'] } } }, `agents.${agent.id}.allowlist.0`],
       [{ agents: { [agent.id]: { balance_cap: 1 } } }, `agents.${agent.id}.balance_cap`],
+      // A null where an object belongs: Elysia's normaliser drops it, so it used to answer 200, changing nothing.
+      [{ account: null }, 'account'],
+      [{ agents: { [agent.id]: null } }, `agents.${agent.id}`],
+      [{ agents: { [agent.id]: { breaker: null } } }, `agents.${agent.id}.breaker`],
     ]
     for (const [body, field] of cases) {
       const r = await t.req('PUT', '/v1/policies', { token: owner.token, body })
