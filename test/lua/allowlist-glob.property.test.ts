@@ -15,8 +15,10 @@ const redis = new Redis(REDIS_URL)
 afterAll(() => redis.disconnect())
 
 const LIB = readFileSync(join(import.meta.dir, '..', '..', 'lua', 'lib', 'allowlist.lua'), 'utf8')
-/** The library's `allowed` on one pattern, as debit-15 calls it. */
+/** The library's `allowed` on a list (one pattern a line), as debit-15 calls it. */
 const PROBE = `${LIB}\nreturn allowed(ARGV[1], ARGV[2]) and 1 or 0`
+/** The same, with the walk steps it took from the budget a script run starts with. */
+const SPENT = `${LIB}\nlocal budget = glob_left\nlocal ok = allowed(ARGV[1], ARGV[2])\nreturn {ok and 1 or 0, budget - glob_left}`
 
 const reference = (glob: string, name: string): boolean =>
   new RegExp(`^${glob.replace(/[.*+?^${}()|[\]\\/:-]/g, (c) => (c === '*' ? '.*' : `\\${c}`))}$`, 's').test(name)
@@ -34,5 +36,27 @@ describe('allowlist globs (lua/lib/allowlist.lua)', () => {
       }),
       { numRuns: 2000 },
     )
+  })
+
+  test('the walks of one run have a budget: a hostile list is refused in bounded time, never let through', async () => {
+    // Each glob walks ~240 steps against an 80-character name (it fails only at the name's end); 500
+    // of them pass the budget before the '*' that would admit the name is reached.
+    const hostile = Array.from({ length: 500 }, (_, i) => `*${'a'.repeat(77)}${i % 10}b`)
+    const name = 'a'.repeat(80)
+    const [ok, spent] = (await redis.eval(SPENT, 0, [...hostile, '*'].join('\n'), name)) as [number, number]
+    expect(ok).toBe(0)
+    // The budget, and the one step each remaining glob takes to see it spent: nothing more.
+    expect(spent).toBeLessThanOrEqual(100_000 + hostile.length + 1)
+    // The same '*' alone, or after a few hostile globs, admits the name.
+    expect(((await redis.eval(SPENT, 0, '*', name)) as number[])[0]).toBe(1)
+    expect(((await redis.eval(SPENT, 0, [...hostile.slice(0, 5), '*'].join('\n'), name)) as number[])[0]).toBe(1)
+  })
+
+  test('a list a person writes spends a small part of the budget', async () => {
+    // 100 globs of the shapes the docs show, leading stars included, against a long slug.
+    const list = Array.from({ length: 100 }, (_, i) => (i % 2 ? `*.search${i}` : `svc${i}.*`))
+    const [ok, spent] = (await redis.eval(SPENT, 0, list.join('\n'), 'provider-with-a-long-name.search-and-more')) as [number, number]
+    expect(ok).toBe(0)
+    expect(spent).toBeLessThan(10_000)
   })
 })
