@@ -47,9 +47,12 @@ export const STATEMENT_PAGE = 500
 // server's zone, and a statement must not depend on where it is printed.
 const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
+/** Whether YYYY-MM-DD names a day of the calendar: Date.parse rolls 2025-02-31 over into March. */
+const realDay = (date: string) => new Date(`${date}T00:00:00Z`).toISOString().slice(0, 10) === date
+
 function instant(raw: string | undefined, field: string, fallback: Date): Date {
   if (raw === undefined || raw === '') return fallback
-  const ms = ISO.test(raw) ? Date.parse(raw) : NaN
+  const ms = ISO.test(raw) && realDay(raw.slice(0, 10)) ? Date.parse(raw) : NaN
   if (Number.isNaN(ms)) throw new ApiError('BAD_REQUEST', { field, expected: 'an ISO 8601 date (2025-01-31, read as 00:00 UTC) or date-time with a zone (2025-01-31T08:00:00Z)' })
   return new Date(ms)
 }

@@ -1,0 +1,46 @@
+/**
+ * GET /v1/ledger refuses a range it cannot honour with BAD_REQUEST naming the field, before a byte
+ * of the statement is sent: a calendar date that does not exist (it used to roll over into the
+ * next month, so `to=2025-02-31` silently covered 1–2 March).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { flushAll } from '../helpers/ledger'
+
+let t: TestApp
+let owner: { token: string; account_id: string }
+
+beforeAll(async () => {
+  t = await startTestApp()
+  t.clock.set(Date.parse('2025-03-01T10:00:00Z'))
+  owner = await t.signup()
+  await t.req('POST', '/v1/call/test.echo', { token: owner.token, body: { q: 'x' } })
+  await flushAll(t)
+})
+afterAll(async () => {
+  await t?.close()
+})
+
+describe('GET /v1/ledger: a range it cannot honour', () => {
+  for (const [q, field] of [
+    ['to=2025-02-31', 'to'],
+    ['from=2025-02-29', 'from'],
+    ['from=2025-04-31T00:00:00Z&to=2025-06-01', 'from'],
+  ] as const) {
+    test(`${q}: a date that does not exist → BAD_REQUEST naming ${field}, not another month's entries`, async () => {
+      const r = await t.req('GET', `/v1/ledger?${q}`, { token: owner.token })
+      expect(r.status).toBe(400)
+      expect(r.body).toMatchObject({ error: 'BAD_REQUEST', field })
+    })
+  }
+
+  test('the real dates around them still work: a leap day, month ends, 24:00', async () => {
+    for (const q of ['from=2024-02-29', 'to=2025-03-01T24:00Z', 'from=2025-02-28&to=2025-03-31']) {
+      const r = await t.req('GET', `/v1/ledger?${q}`, { token: owner.token })
+      expect(r.status).toBe(200)
+      const lines = r.text.trim().split('\n').map((l) => JSON.parse(l))
+      expect(lines[0].type).toBe('opening')
+      expect(lines.at(-1).type).toBe('closing')
+    }
+  })
+})
