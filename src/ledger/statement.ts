@@ -50,10 +50,16 @@ const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d
 /** Whether YYYY-MM-DD names a day of the calendar: Date.parse rolls 2025-02-31 over into March. */
 const realDay = (date: string) => new Date(`${date}T00:00:00Z`).toISOString().slice(0, 10) === date
 
+// The instants a statement can name: Postgres reads no year 0 and no "+010000-…" (a zone offset
+// can carry 9999-12-31 past it). Outside them the query failed after the 200 had been sent.
+const FIRST_MS = Date.parse('0001-01-01T00:00:00Z')
+const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z')
+
 function instant(raw: string | undefined, field: string, fallback: Date): Date {
   if (raw === undefined || raw === '') return fallback
   const ms = ISO.test(raw) && realDay(raw.slice(0, 10)) ? Date.parse(raw) : NaN
   if (Number.isNaN(ms)) throw new ApiError('BAD_REQUEST', { field, expected: 'an ISO 8601 date (2025-01-31, read as 00:00 UTC) or date-time with a zone (2025-01-31T08:00:00Z)' })
+  if (ms < FIRST_MS || ms > LAST_MS) throw new ApiError('BAD_REQUEST', { field, expected: 'a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z' })
   return new Date(ms)
 }
 

@@ -1,7 +1,8 @@
 /**
  * GET /v1/ledger refuses a range it cannot honour with BAD_REQUEST naming the field, before a byte
  * of the statement is sent: a calendar date that does not exist (it used to roll over into the
- * next month, so `to=2025-02-31` silently covered 1–2 March).
+ * next month, so `to=2025-02-31` silently covered 1–2 March), and an instant outside the years
+ * Postgres reads (it used to answer 200 and then break the body off when the query failed).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -34,8 +35,19 @@ describe('GET /v1/ledger: a range it cannot honour', () => {
     })
   }
 
-  test('the real dates around them still work: a leap day, month ends, 24:00', async () => {
-    for (const q of ['from=2024-02-29', 'to=2025-03-01T24:00Z', 'from=2025-02-28&to=2025-03-31']) {
+  for (const [q, field] of [
+    ['from=0000-01-01', 'from'],
+    ['to=9999-12-31T23:59:59.999-14:00', 'to'],
+  ] as const) {
+    test(`${q}: outside the years a statement covers → BAD_REQUEST naming ${field}, not a broken 200`, async () => {
+      const r = await t.req('GET', `/v1/ledger?${q}`, { token: owner.token })
+      expect(r.status).toBe(400)
+      expect(r.body).toMatchObject({ error: 'BAD_REQUEST', field })
+    })
+  }
+
+  test('the real dates around them still work: a leap day, the first and last instants, 24:00', async () => {
+    for (const q of ['from=2024-02-29', 'from=0001-01-01&to=9999-12-31T23:59:59.999Z', 'to=2025-03-01T24:00Z', 'from=2025-02-28&to=2025-03-31']) {
       const r = await t.req('GET', `/v1/ledger?${q}`, { token: owner.token })
       expect(r.status).toBe(200)
       const lines = r.text.trim().split('\n').map((l) => JSON.parse(l))
