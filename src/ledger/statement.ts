@@ -183,13 +183,20 @@ export async function* statementLines(db: Database, accountId: string, range: St
   else yield JSON.stringify({ type: 'closing', ...frame, balance: closing, entries: count, sum }) + '\n'
 }
 
-/** A streamed HTTP body of the statement; lines are batched so a page is one write, not 500. */
-export function statementStream(db: Database, accountId: string, range: StatementRange, format: StatementFormat): ReadableStream<Uint8Array> {
+/**
+ * A streamed HTTP body of the statement; lines are batched so a page is one write, not 500. Its
+ * first line (the opening balance's query) is read before the body is handed back: a Postgres that
+ * fails is then an error status, not a 200 whose body breaks off after its headers.
+ */
+export async function statementStream(db: Database, accountId: string, range: StatementRange, format: StatementFormat): Promise<ReadableStream<Uint8Array>> {
   const lines = statementLines(db, accountId, range, format)
+  const first = await lines.next()
   const enc = new TextEncoder()
+  let opened = first.done ? '' : first.value
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let chunk = ''
+      let chunk = opened
+      opened = ''
       for (let i = 0; i < 200; i++) {
         const next = await lines.next()
         if (next.done) {

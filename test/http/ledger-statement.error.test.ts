@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll } from '../helpers/ledger'
+import postgres from 'postgres'
 
 let t: TestApp
 let owner: { token: string; account_id: string }
@@ -54,5 +55,23 @@ describe('GET /v1/ledger: a range it cannot honour', () => {
       expect(lines[0].type).toBe('opening')
       expect(lines.at(-1).type).toBe('closing')
     }
+  })
+
+  test('a Postgres that fails before the statement opens → an error status, not a 200 that breaks off', async () => {
+    const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
+    await sql`ALTER TABLE ledger_entries RENAME TO ledger_entries_away`
+    let status: number
+    let body: unknown
+    try {
+      const r = await t.req('GET', '/v1/ledger', { token: owner.token })
+      status = r.status
+      body = r.body
+    } finally {
+      await sql`ALTER TABLE ledger_entries_away RENAME TO ledger_entries`
+      await sql.end()
+    }
+    expect(status).toBeGreaterThanOrEqual(500)
+    expect(body).toMatchObject({ error: expect.any(String) })
+    expect((await t.req('GET', '/v1/ledger', { token: owner.token })).status).toBe(200)
   })
 })

@@ -293,7 +293,7 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
           const range = statementRange({ from: q.get('from') ?? undefined, to: q.get('to') ?? undefined }, s.ctx.clock.now())
           const format = statementFormat(q.get('format') ?? undefined)
           const lag = await statementLag(s.ctx, sess.accountId)
-          return new Response(statementStream(s.db.db, sess.accountId, range, format), {
+          return new Response(await statementStream(s.db.db, sess.accountId, range, format), {
             headers: { ...statementHeaders(sess.accountId, range, format, lag), 'content-security-policy': CONSOLE_HEADERS['content-security-policy']! },
           })
         } catch (e) {

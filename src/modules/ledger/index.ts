@@ -17,7 +17,7 @@ export const ledgerRoutes = (s: Services, h: Http = http(s)) =>
       const range = statementRange(query, s.ctx.clock.now())
       const format = statementFormat(query.format)
       const lag = await statementLag(s.ctx, principal.accountId)
-      return new Response(statementStream(s.db.db, principal.accountId, range, format), {
+      return new Response(await statementStream(s.db.db, principal.accountId, range, format), {
         headers: { ...statementHeaders(principal.accountId, range, format, lag), ...(c.set.headers as Record<string, string>) },
       })
     },
