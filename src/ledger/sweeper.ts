@@ -51,7 +51,7 @@ export class AbandonedCallSweeper {
     let n = 0
     for (const member of due) {
       const [accountId, callId] = member.split('|') as [string, string]
-      const [agent, day, target, price, at, idem] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem')
+      const [agent, day, target, price, at, idem, model] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model')
       if (day === null) {
         // The call record expired (2 days): nothing left to reverse.
         await redis.zrem(keys.inflight(shard), member)
@@ -70,7 +70,10 @@ export class AbandonedCallSweeper {
         accountId,
         {
           call_id: callId,
-          slug: target ?? '',
+          // A metered request is debited as proxy:<provider>/<model>; it is filed as its settle files
+          // it (paid-call/debited-call.ts): the route as its slug, the model and the reservation apart.
+          slug: model ? (target ?? '').replace(/\/.*$/, '') : target ?? '',
+          ...(model ? { model, reserved: Number(price), tokens: null, usage_source: null, uncharged: 0 } : {}),
           agent_id: agentId,
           charged: Number(price),
           refunded: true,

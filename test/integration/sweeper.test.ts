@@ -45,6 +45,20 @@ describe('the abandoned-call sweeper', () => {
     expect(await t.s.ctx.redis.exists(t.s.ctx.keys.idempotency(a.account_id, null, 'cut'))).toBe(0)
   })
 
+  test('an abandoned metered call is filed as its settle would file it: the route as slug, its model and reservation', async () => {
+    const a = await t.signup()
+    const principal = await principalOf(a.token)
+    // The process dies after the reservation: the call is left to the sweeper, as after a crash.
+    const call = await openMeteredCall(t.s, principal, { input: 1000, cachedInput: 1000, output: 1000 })
+    call.leaveToSweeper()
+    t.clock.advance(t.s.leases.leaseMs + 1)
+    expect(await t.s.sweeper.sweepOnce()).toBe(1)
+    const one = await t.req('GET', `/v1/activity/${call.callId}`, { token: a.token })
+    expect(one.body).toMatchObject({ route: 'proxy:openai', model: 'm', reserved: call.price, outcome: 'abandoned' })
+    const list = await t.req('GET', '/v1/activity', { token: a.token })
+    expect(list.body.calls[0]).toMatchObject({ slug: 'proxy:openai', model: 'm', outcome: 'abandoned', refunded: true })
+  })
+
   test('answered calls leave the in-flight set: the sweeper never refunds a success or a refunded failure', async () => {
     const a = await t.signup()
     await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
