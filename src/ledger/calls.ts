@@ -29,6 +29,16 @@ export interface CallRecord {
   usage_source?: UsageSource | null
 }
 
+/**
+ * How a call is filed under its debit's target: a metered request is debited as
+ * proxy:<provider>/<model> (for the allowlists) and filed under its route, with its model and
+ * reservation apart and no usage yet (a settle fills that in). One rule for the settle and the sweeper.
+ */
+export function filedAs(target: string, metered: { model: string; reserved: number } | null): Pick<CallRecord, 'slug' | 'model' | 'reserved' | 'tokens' | 'usage_source' | 'uncharged'> {
+  if (!metered) return { slug: target }
+  return { slug: target.replace(/\/.*$/, ''), model: metered.model, reserved: metered.reserved, tokens: null, usage_source: null, uncharged: 0 }
+}
+
 export interface RecordOptions {
   idempotencyKey?: string
   /** The answer to store for replays (successful calls only). */

@@ -12,7 +12,7 @@
  * errors / metrics: `stats()` counts refunded calls; failures are logged and retried next round.
  */
 import { SHARDS } from '../redis/keys'
-import { recordCall } from './calls'
+import { filedAs, recordCall } from './calls'
 import type { RedisContext } from '../redis/context'
 import { refund } from './refund'
 
@@ -70,10 +70,8 @@ export class AbandonedCallSweeper {
         accountId,
         {
           call_id: callId,
-          // A metered request is debited as proxy:<provider>/<model>; it is filed as its settle files
-          // it (paid-call/debited-call.ts): the route as its slug, the model and the reservation apart.
-          slug: model ? (target ?? '').replace(/\/.*$/, '') : target ?? '',
-          ...(model ? { model, reserved: Number(price), tokens: null, usage_source: null, uncharged: 0 } : {}),
+          // Filed as its settle would file it (a metered call under its route, with its model).
+          ...filedAs(target ?? '', model ? { model, reserved: Number(price) } : null),
           agent_id: agentId,
           charged: Number(price),
           refunded: true,

@@ -14,7 +14,7 @@ import type { RedisContext } from '../../redis/context'
 import { runSettle } from '../../lua/settle'
 import type { MeteredUsage } from '../../metering/usage'
 import { applyReferralBonus } from '../accounts'
-import { recordCall, settleFiling, type CallRecord } from '../calls'
+import { filedAs, recordCall, settleFiling, type CallRecord } from '../calls'
 import { refund } from '../refund'
 import { isRefunded, type CallOutcome } from './outcome'
 
@@ -137,10 +137,11 @@ export class DebitedCall {
     let balance = d.balance
     let charged = refunded ? 0 : d.price
     let metered: Pick<CallRecord, 'model' | 'tokens' | 'reserved' | 'uncharged' | 'usage_source'> = {}
+    // A metered request is filed under its route, its model and reservation apart (calls.ts).
+    const filing = filedAs(d.target, d.metered ? { model: d.metered.model, reserved: d.price } : null)
     const base = {
       call_id: d.callId,
-      // A metered request is debited as proxy:<provider>/<model> (for the allowlists); its route is the part before the model.
-      slug: d.metered ? d.target.replace(/\/.*$/, '') : d.target,
+      slug: filing.slug,
       agent_id: agentId,
       refunded,
       outcome,
@@ -179,7 +180,8 @@ export class DebitedCall {
     const rec: CallRecord = {
       ...base,
       charged: refunded ? d.price : charged,
-      ...(d.metered ? { model: d.metered.model, reserved: d.price, tokens: null, usage_source: null, uncharged: 0, ...metered } : {}),
+      ...filing,
+      ...metered,
     }
     const recorded = recordCall(ctx, accountId, rec, { idempotencyKey: d.idempotencyKey, replay })
     // An Idempotency-Key's answer (stored, or the key released for a retry) must exist before the
