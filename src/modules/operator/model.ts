@@ -1,4 +1,4 @@
-import { Type as T } from '@sinclair/typebox'
+import { Type as T, type TSchema } from '@sinclair/typebox'
 import { FreeText } from '../../edge/text'
 
 export const OperatorLink = T.Object({
@@ -43,28 +43,21 @@ export const TelegramUpdate = T.Object(
 
 export const TelegramAck = T.Object({ ok: T.Boolean() })
 
-type Shape = { [field: string]: true | Shape }
-
-/** What the channel reads of an Update: the fields TelegramUpdate names. */
-const READ: Shape = {
-  update_id: true,
-  message: { chat: { id: true }, from: { id: true }, text: true },
-  callback_query: { id: true, from: { id: true }, message: { chat: { id: true }, text: true }, data: true },
-}
-
-function pick(v: unknown, shape: Shape): unknown {
-  // Not an object: left as sent, for the schema to refuse.
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return v
+/** `v` cut to the members `schema` names, object by object; what is not an object is left for the schema to refuse. */
+function pick(v: unknown, schema: TSchema): unknown {
+  const props = (schema as { properties?: Record<string, TSchema> }).properties
+  if (!props || !v || typeof v !== 'object' || Array.isArray(v)) return v
   const o = v as Record<string, unknown>
   const out: Record<string, unknown> = {}
-  for (const [k, sub] of Object.entries(shape)) if (Object.hasOwn(o, k)) out[k] = sub === true ? o[k] : pick(o[k], sub)
+  for (const [k, sub] of Object.entries(props)) if (Object.hasOwn(o, k)) out[k] = pick(o[k], sub)
   return out
 }
 
 /**
- * An Update cut down to what the channel reads, before the schema and the edge see it. The rest is
+ * An Update cut down to what the channel reads (the members TelegramUpdate names), before the
+ * schema and the edge see it. The rest is
  * Telegram's document, not the operator's words: a quoted reply or an edit carries the bot's own
  * multi-line text, a name may hold anything, and refusing them (a 4xx) only made Telegram redeliver
  * an update the channel would have ignored or acted on.
  */
-export const telegramFields = (update: Record<string, unknown>) => pick(update, READ) as Record<string, unknown>
+export const telegramFields = (update: Record<string, unknown>) => pick(update, TelegramUpdate) as Record<string, unknown>
