@@ -7,7 +7,7 @@
  * Writes its own section of bench/RESULTS.md (between its markers; other sections untouched).
  *
  *   bun bench/proxy.ts [--connections 32] [--duration 5] [--warmup 1] [--rounds 1] [--workloads json,sse] [--ttfb 300] [--no-write] [--profile]
- *       [--rows direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
+ *       [--rows direct,passthrough,floor,proxy,metered,pipeline,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
  *
  * Optional rows (skipped with their reason when the service cannot serve them):
  *   metered   a metered LLM route (CONTRACT §7: `proxy.metered`, dialect openai, a priced model) to the
@@ -15,6 +15,9 @@
  *             beside the flat-priced route: "our proxy (metered)"
  *   baseline-metered  (not in the default rows) with --baseline <dir>: the metered route on the service
  *             of that checkout too (a tree that knows CONTRACT §7), for an A/B of the metered path
+ *   pipeline  the paid-request pipeline alone, flat and metered, around one forwarder (bench/pipeline-floor.ts):
+ *             "pipeline floor (flat)", "(metered)" and "(metered, settle not awaited)"; their ratio is
+ *             what the ledger's shape alone leaves the metered route against the flat one
  *   baseline  with --baseline <dir>: the flat route on the service of that checkout (an earlier commit
  *             with node_modules), measured in the same loop, interleaved: "our proxy (baseline <commit>)"
  * --profile runs the service under `bun --cpu-prof --cpu-prof-md` (its profile lands in bench/.out/proxy/
@@ -55,7 +58,7 @@ const { values: opt } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     /** Profiles the service (bun --cpu-prof); implies --no-write. */
     profile: { type: 'boolean', default: false },
-    rows: { type: 'string', default: 'direct,passthrough,floor,proxy,metered,portkey-node,portkey-bun,baseline' },
+    rows: { type: 'string', default: 'direct,passthrough,floor,proxy,metered,pipeline,portkey-node,portkey-bun,baseline' },
     /** A checkout of an earlier commit (with node_modules): its proxy is measured as an extra row. */
     baseline: { type: 'string' },
   },
@@ -108,12 +111,19 @@ const METERED = {
   models: { 'bench-model': { input: 150, cached_input: 75, output: 600, max_output: 4096 } },
 }
 
+/** The pipeline floor's rows (bench/pipeline-floor.ts), by its path's mode. */
+const PIPELINE_ROWS = {
+  flat: 'pipeline floor (flat)',
+  metered: 'pipeline floor (metered)',
+  early: 'pipeline floor (metered, settle not awaited)',
+} as const
+
 const children: Child[] = []
 const running: { services: BenchService[] } = { services: [] }
 
 async function main() {
   const loadBefore = loadAverage()
-  const ports = { up: freePort(), pass: freePort(), floor: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort(), base: freePort() }
+  const ports = { up: freePort(), pass: freePort(), floor: freePort(), pkNode: freePort(), pkBun: freePort(), svc: freePort(), base: freePort(), pipe: freePort() }
   const up = `http://127.0.0.1:${ports.up}`
   const child = (name: string, cmd: string[], env: Record<string, string> = {}) => {
     const c = startChild(name, cmd, env, join(OUT, `${name}.log`))
@@ -159,6 +169,25 @@ async function main() {
     base = { service: b, token: a.token }
   }
 
+  // The pipeline floor (bench/pipeline-floor.ts): the paid-request pipeline alone, flat and metered.
+  let pipeline: { service: BenchService; token: string } | null = null
+  if (WANTED.has('pipeline')) {
+    const m = METERED.models['bench-model']
+    const p = await startService({
+      port: ports.pipe,
+      upstreamUrl: up,
+      outDir: join(OUT, 'pipeline'),
+      pglite: false,
+      entry: 'bench/pipeline-floor.ts',
+      catalog: { providers: { openai: flat, llm: { ...flat, proxy: { price: 0, paths: ['/v1/'], metered: METERED } } }, capabilities: [] },
+      env: { PIPELINE_FLOOR_UPSTREAM: up, PIPELINE_FLOOR_PRICE: String(PRICE), PIPELINE_FLOOR_MODEL: JSON.stringify({ name: 'bench-model', ...m, min_output: METERED.min_output }) },
+    })
+    running.services.push(p)
+    const a = await p.signup()
+    await p.fund(a.accountId)
+    pipeline = { service: p, token: a.token }
+  }
+
   const portkey = { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${up}/v1`, authorization: 'Bearer bench-house-key' }
   const pidOf = (c: Child) => () => [c.proc.pid]
   const ours = { authorization: `Bearer ${acct.token}` }
@@ -173,6 +202,17 @@ async function main() {
     { key: 'metered', name: 'our proxy (metered)', url: `${service.url}/proxy/llm/v1/chat/completions`, headers: ours, pids: pidOf(service.child), log: join(OUT, 'service.log'), svcUrl: service.url },
     ...(base
       ? [{ key: 'baseline-metered', name: baselineName('our proxy (metered)', BASELINE!), url: `${base.service.url}/proxy/llm/v1/chat/completions`, headers: { authorization: `Bearer ${base.token}` }, pids: pidOf(base.service.child), svcUrl: base.service.url }]
+      : []),
+    ...(pipeline
+      ? (['flat', 'metered', 'early'] as const).map((mode) => ({
+          key: 'pipeline',
+          name: PIPELINE_ROWS[mode],
+          url: `${pipeline!.service.url}/pipeline/${mode}/v1/chat/completions`,
+          headers: { authorization: `Bearer ${pipeline!.token}` },
+          pids: pidOf(pipeline!.service.child),
+          log: join(OUT, 'pipeline', 'service.log'),
+          svcUrl: pipeline!.service.url,
+        }))
       : []),
     { key: 'portkey-node', name: 'Portkey (Node)', url: `http://127.0.0.1:${ports.pkNode}/v1/chat/completions`, headers: portkey, pids: pidOf(pkNode), log: join(OUT, 'portkey-node.log') },
     { key: 'portkey-bun', name: 'Portkey (Bun)', url: `http://127.0.0.1:${ports.pkBun}/v1/chat/completions`, headers: portkey, pids: pidOf(pkBun), log: join(OUT, 'portkey-bun.log') },
@@ -309,6 +349,8 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
     'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',
     `Workloads: POST /v1/chat/completions with a small JSON answer, and with \`"stream": true\` a ${SSE_CHUNKS}-chunk SSE stream. "our proxy" is the full path: token, the debit script (governance and a ${PRICE}-credit debit), header policy, streamed relay with cap and key masking, refund/activity filing. "ledger floor" is the streaming passthrough plus the two Redis round trips a Redis-ledger proxy cannot do without (a no-op script awaited before the upstream, one after it), with no checks, no writes and no Postgres (bench/passthrough.ts).`,
     '',
+    '"pipeline floor (flat | metered)" is the paid-request pipeline alone (bench/pipeline-floor.ts): one forwarder that reads each answer whole, the same for both, around the service\'s own openPaidCall and settle — flat: debit-15 and the filing (not awaited, as the proxy files it); metered: debit-15 with the reservation and settle-n with a fixed usage, awaited before the answer, as the proxy settles it — with the in-process flusher writing to Postgres, and no auth per request, no metering of the answer, no header policy and no key masking. Their ratio is what the ledger\'s shape alone leaves the metered route. "(metered, settle not awaited)" sends the settle as the answer goes instead, the shape weighed in docs/decisions.md (issue 14).',
+    '',
     '"our proxy (metered)" is the same upstream through a metered route (CONTRACT §7: `proxy.metered`, dialect openai, `bench-model` priced per token): a reservation in the debit script, the usage read from the answer (JSON `usage`, or the final usage chunk the route asks for with `stream_options.include_usage` and hides from the client) and an exact settle. "(baseline …)" is the flat route on the service of the `--baseline` checkout, measured in the same loop.',
     '',
     'CPU columns are % of one core during the measured row (the machine has 2). Redis and Postgres are shared with other work, so theirs include it.',
@@ -338,12 +380,17 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
         lines.push(`| ${w} | ${name} | ${f0(median(xs.map((x) => x.reqPerSec)))} | ${median(xs.map((x) => x.p50))} | ${median(xs.map((x) => x.p99))} |`)
       }
     // Rows of one round ran seconds apart, so a round's own ratio pairs like with like.
-    const perRound = (w: string) =>
+    const perRound = (w: string, num: string, den: string) =>
       Array.from({ length: ROUNDS }, (_, i) => {
         const one = (t: string) => r.rows.find((x) => x.round === i + 1 && x.target === t && x.workload === w)?.load?.reqPerSec ?? NaN
-        return ratio(one('our proxy (metered)'), one('our proxy'))
+        return ratio(one(num), one(den))
       }).join(', ')
-    lines.push('', `Metered / flat in each round: JSON ${perRound('json')}; SSE ${perRound('sse')}.`)
+    lines.push('', `Metered / flat in each round: JSON ${perRound('json', 'our proxy (metered)', 'our proxy')}; SSE ${perRound('sse', 'our proxy (metered)', 'our proxy')}.`)
+    if (r.rows.some((x) => x.target === PIPELINE_ROWS.flat && x.load))
+      lines.push(
+        '',
+        `Pipeline floor, metered / flat in each round: JSON ${perRound('json', PIPELINE_ROWS.metered, PIPELINE_ROWS.flat)}; SSE ${perRound('sse', PIPELINE_ROWS.metered, PIPELINE_ROWS.flat)}. With the settle not awaited: JSON ${perRound('json', PIPELINE_ROWS.early, PIPELINE_ROWS.flat)}; SSE ${perRound('sse', PIPELINE_ROWS.early, PIPELINE_ROWS.flat)}.`,
+      )
   }
   lines.push('', `Ratios (${ROUNDS > 1 ? 'medians over the rounds; ' : ''}the ledger floor is the yardstick: the least any Redis-ledger design costs):`, '')
   const baseName = r.rows.find((x) => x.target.startsWith('our proxy (baseline'))?.target
@@ -356,6 +403,18 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
       { label: `our proxy / Portkey under Bun, ${label}`, num: rps('our proxy', w), den: rps('Portkey (Bun)', w) },
       { label: `metered / flat proxy, ${label}`, num: rps('our proxy (metered)', w), den: rps('our proxy', w), note: Number.isFinite(rps('our proxy (metered)', w)) ? '' : 'row skipped' },
       { label: `current / baseline proxy, ${label}`, num: rps('our proxy', w), den: baseName ? rps(baseName, w) : NaN, note: baseName ? baseName.slice('our proxy '.length) : 'no --baseline' },
+      {
+        label: `pipeline floor, metered / flat, ${label} (the most the metered route can keep of the flat one with this ledger shape)`,
+        num: rps(PIPELINE_ROWS.metered, w),
+        den: rps(PIPELINE_ROWS.flat, w),
+        note: Number.isFinite(rps(PIPELINE_ROWS.flat, w)) ? '' : 'no pipeline rows',
+      },
+      {
+        label: `pipeline floor, metered with its settle not awaited / flat, ${label}`,
+        num: rps(PIPELINE_ROWS.early, w),
+        den: rps(PIPELINE_ROWS.flat, w),
+        note: Number.isFinite(rps(PIPELINE_ROWS.flat, w)) ? '' : 'no pipeline rows',
+      },
       ...(baseMetered ? [{ label: `current / baseline metered proxy, ${label}`, num: rps('our proxy (metered)', w), den: rps(baseMetered, w), note: baseMetered.slice('our proxy (metered) '.length) }] : []),
     )
   lines.push(...ratioTable(pairs))

@@ -87,6 +87,8 @@ export async function startService(o: {
    * earlier commit for a baseline row. Default: this tree.
    */
   root?: string
+  /** More environment for the entry point (bench/pipeline-floor.ts's upstream and model). */
+  env?: Record<string, string>
 }): Promise<BenchService> {
   const root = o.root ?? ROOT
   const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
@@ -125,6 +127,7 @@ export async function startService(o: {
     // Only the bench's catalog: the built-in demo provider (on by default on loopback) is not what is
     // measured. A tree from before it ignores the variable (config reads only the names it knows).
     DEMO_PROVIDER: 'off',
+    ...o.env,
   }
   if (!dbUrl) delete env.DATABASE_URL
   if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes

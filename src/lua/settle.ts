@@ -26,6 +26,8 @@ export interface SettleArgs {
   chain?: readonly string[]
   /** File the call too: the record as JSON minus its closing brace, `charged` and `uncharged` (the script appends them). */
   file?: { recordHead: string; organic: boolean; recentCalls: number; settledTtlS: number }
+  /** Called once this settle's script is queued on the connection, before Redis answers (turn-batch.ts). */
+  onQueued?: () => void
 }
 
 export type SettleReply =
@@ -41,7 +43,7 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
   const group = `${ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
   // A settle the script refused alone (its chain is not the call's) is an Error in the batch's
   // answers: TurnBatch rejects that settle alone.
-  return b.add(group, { ...a, chain })
+  return b.add(group, { ...a, chain }, a.onQueued)
 }
 
 /** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */

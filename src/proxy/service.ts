@@ -11,7 +11,7 @@
 import { refusalAfterAdmission } from '../auth/first'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
-import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall } from '../ledger/paid-call'
+import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { decodeBody, decodersFor } from '../upstream/content-encoding'
 import type { ProviderKeys } from '../vault/provider-key'
@@ -79,8 +79,16 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   let httpStatus: number | null = null
   const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null) : null
   const meter: UsageMeter | null = forward?.meter ?? null
-  const settle = (outcome: CallOutcome, upstreamBytes = 0) =>
-    call.settle(outcome, { httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
+  const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
+  const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
+  /**
+   * How a metered answer that reached its end is settled: the answer ends once the settle is queued
+   * on Redis, not once applied (DebitedCall.settleQueued; docs/decisions.md, issue 14). Nothing in
+   * it depends on the settle (its headers show the reservation), and the reservation it releases
+   * only ever held more than the charge.
+   */
+  const settleAtEnd = (outcome: CallOutcome, upstreamBytes: number) =>
+    call.settleQueued(outcome, facts(outcome, upstreamBytes), (e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
   /** Settles a refunded failure and answers it as the paid call would. */
   const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
@@ -199,11 +207,13 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     const body = await wholeAnswer(reader, first.value, { apiKey, meter })
     s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, body.byteLength)
     const ended = { relayed: body.byteLength, clientLeft: request.signal.aborted }
-    await settle(meter ? meteredOutcome('complete', ended, answered, meter) : ended.clientLeft && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
-      // The answer is the client's all the same (a stream would have sent it before its settle);
-      // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
-      s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
-    )
+    if (meter) await settleAtEnd(meteredOutcome('complete', ended, answered, meter), declared)
+    else
+      await settle(ended.clientLeft && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
+        // The answer is the client's all the same (a stream would have sent it before its settle);
+        // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
+        s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
+      )
     return new Response(body, { status: res.status, headers })
   }
   const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
@@ -217,7 +227,10 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       drainMs: METERED_DRAIN_MS,
       onEnd: (how, o) => {
         s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, o.relayed)
-        return settle(meteredOutcome(how, o, answered, meter), o.upstream)
+        const outcome = meteredOutcome(how, o, answered, meter)
+        // A cut answer (a refund, the cap, a client gone) keeps waiting for its settle: rare, and a
+        // refund is applied before the client sees the cut (relay.ts).
+        return how === 'complete' && !o.clientLeft ? settleAtEnd(outcome, o.upstream) : settle(outcome, o.upstream)
       },
     })
     return new Response(body, { status: res.status, headers })

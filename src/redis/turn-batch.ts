@@ -11,6 +11,8 @@ interface Waiting<I, R> {
   item: I
   resolve: (r: R) => void
   reject: (e: unknown) => void
+  /** Called once the item's batch is handed to `sendBatch` (its command queued on the connection). */
+  sent?: () => void
 }
 
 export class TurnBatch<I, R> {
@@ -23,11 +25,17 @@ export class TurnBatch<I, R> {
     private readonly max = 32,
   ) {}
 
-  add(group: string, item: I): Promise<R> {
+  /**
+   * `sent`, when given, is called as soon as the item's batch has been handed to `sendBatch`, before
+   * its answer: a caller that only needs its item ordered before later commands on the same
+   * connection (ioredis keeps a connection's commands in the order they were issued) need not wait
+   * for the round trip.
+   */
+  add(group: string, item: I, sent?: () => void): Promise<R> {
     return new Promise((resolve, reject) => {
       let queue = this.queues.get(group)
       if (!queue) this.queues.set(group, (queue = []))
-      queue.push({ item, resolve, reject })
+      queue.push({ item, resolve, reject, sent })
       if (queue.length >= this.max) this.send(group)
       else if (!this.scheduled) {
         this.scheduled = true
@@ -44,10 +52,12 @@ export class TurnBatch<I, R> {
     const batch = this.queues.get(group)
     if (!batch?.length) return
     this.queues.delete(group)
-    this.sendBatch(
+    const answered = this.sendBatch(
       group,
       batch.map((w) => w.item),
-    ).then(
+    )
+    for (const w of batch) w.sent?.()
+    answered.then(
       (results) => {
         if (results.length !== batch.length) throw new Error(`batch of ${batch.length}: ${results.length} answers`)
         batch.forEach((w, i) => {

@@ -43,3 +43,20 @@ test('a sender answering the wrong number of results rejects its batch', async (
   const rs = await Promise.allSettled([batch.add('a', 1), batch.add('a', 2)])
   expect(rs.map((r) => r.status)).toEqual(['rejected', 'rejected'])
 })
+
+test('`sent` is called once the batch is handed to the sender, before its answer', async () => {
+  const log: string[] = []
+  let answer!: (r: string[]) => void
+  const batch = new TurnBatch<number, string>((_, items) => {
+    log.push(`send ${items.join(',')}`)
+    return new Promise((r) => (answer = r))
+  })
+  const a = batch.add('g', 1, () => log.push('sent 1'))
+  const b = batch.add('g', 2, () => log.push('sent 2'))
+  const answered = Promise.all([a, b]).then(() => log.push('answered'))
+  await new Promise((r) => setImmediate(r))
+  expect(log).toEqual(['send 1,2', 'sent 1', 'sent 2'])
+  answer(['x', 'y'])
+  await answered
+  expect(log.at(-1)).toBe('answered')
+})

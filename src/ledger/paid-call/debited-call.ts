@@ -107,6 +107,24 @@ export class DebitedCall {
   }
 
   /**
+   * Settles as settle() does, but answers as soon as the settle is ordered rather than applied: for
+   * a metered call that kept its charge, once settle-n is queued on the Redis connection; for
+   * every other ending (a refund, a flat call), once settled. Used by the proxy to end a metered
+   * answer without waiting for the settle's round trip (docs/decisions.md, issue 14, fourteenth
+   * round): any command this instance sends later (the client's next request, a balance read) runs
+   * after the settle, and a reader elsewhere that comes first sees the reservation still held,
+   * never more money than there is. A settle that then fails goes to `failed`; the call is left to
+   * the sweeper, as after a crash.
+   */
+  settleQueued(outcome: CallOutcome, facts: SettleFacts, failed: (e: unknown) => void): Promise<void> {
+    let queued!: () => void
+    const ordered = new Promise<void>((resolve) => (queued = resolve))
+    const settled = (this.settled ??= this.run(outcome, facts, queued))
+    settled.catch(failed)
+    return Promise.race([ordered, settled.then(() => undefined, () => undefined)])
+  }
+
+  /**
    * The provider key, read only now that the debit has answered agent state, the rate limit and the
    * balance (a refused token never reaches the vault). Without one the call settles as `no_key`
    * and the lookup's own error passes on.
@@ -128,7 +146,8 @@ export class DebitedCall {
     this.d.releaseLease()
   }
 
-  private async run(outcome: CallOutcome, facts: SettleFacts): Promise<Settlement> {
+  /** `queued`: called once a metered settle is queued on the connection (settleQueued). */
+  private async run(outcome: CallOutcome, facts: SettleFacts, queued?: () => void): Promise<Settlement> {
     const { ctx, log } = this.deps
     const d = this.d
     const { accountId, agentId } = d.principal
@@ -160,7 +179,7 @@ export class DebitedCall {
         d.idempotencyKey === undefined
           ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
           : undefined
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source, file })
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source, file, onQueued: queued })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance
