@@ -19,7 +19,7 @@
 
   The release (reservation − charge) goes back to the balance and comes off every window the debit
   counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
-  since is left alone, as refund-10 does: an agent's day spend is its hash's `day_spent`, lowered
+  since is left alone, as refund-11 does: an agent's day spend is its hash's `day_spent`, lowered
   only while the hash's `day` is still the call record's `day`). An agent's release also comes off
   its `spent_total` and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend,
   exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
@@ -28,18 +28,20 @@
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
   KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
-  and for the i-th call, 5 + (its chain's length) keys at KEYS[3 + o + j], o being the number
+  and for the i-th call, 6 + (its chain's length) keys at KEYS[3 + o + j], o being the number
   of keys of the calls before it:
     j = 1  account hash                   {s}:acct:<acct>
     j = 2  call record                    {s}:call:<call_id>
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
     j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
     j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
-    j = 6, 7, …  per ancestor, parent first: its hash
+    j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
+           (j = 11 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
+    j = 7, 8, …  per ancestor, parent first: its hash
 
   ARGV[1] how many recent calls the list keeps (record-calls-n's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls-n's ARGV[2])
-  then each call's 10 ARGV, from ARGV[2 + 10(i-1) + j]:
+  then each call's 11 ARGV, from ARGV[2 + 11(i-1) + j]:
     j = 1  now, epoch ms
     j = 2  call id
     j = 3  account id
@@ -51,6 +53,9 @@
            this script appends ('' = file nothing: the caller runs record-calls-n, e.g. to store an
            Idempotency-Key answer built from the balance after the settle)
     j = 10 '1' when the call counts as organic (record-calls-n's)
+    j = 11 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
+           comes off that window's `credits` only when it is the call record's minute
+           (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
 
   The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
   the model, the token counts, the charge and the uncharged excess. A call this script files
@@ -68,32 +73,35 @@
 
 --@include budget
 
+--@include breaker-window
+
 local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local n = (#ARGV - 2) / 10
+local PER = 11
+local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
-for i = 1, n do want = want + 5 + #chain_ids(ARGV[2 + 10 * (i - 1) + 8]) end
+for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
 local k = 3
 
 for i = 1, n do
-  local a = 2 + 10 * (i - 1)
+  local a = 2 + PER * (i - 1)
   local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chain_ids(chain)
-  local acct, call_key, acct_day, agent_hash, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]
+  local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
   local hashes = {agent_hash}
-  for m = 1, #ids do hashes[m + 1] = KEYS[k + 5 + m] end
-  k = k + 5 + #ids
+  for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
+  k = k + 6 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -129,7 +137,10 @@ for i = 1, n do
     local balance_s = string.format('%d', balance)
     if released > 0 then
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
-      if call[3] ~= '' then release_chain(hashes, call[11], released) end
+      if call[3] ~= '' then
+        release_chain(hashes, call[11], released)
+        release_breaker(breaker, ARGV[a + 11], call[12], released_s)
+      end
     end
     local uncharged_s = string.format('%d', uncharged)
     if head == '' then

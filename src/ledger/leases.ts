@@ -9,7 +9,7 @@
  *
  * A renewal only moves a deadline later (ZADD XX GT) and only for a call still in the set, so it
  * can never resurrect a call that was recorded or refunded meanwhile; and the sweeper's refund
- * re-checks the deadline inside refund-10, so a renewal racing a sweep wins. A renewal that fails
+ * re-checks the deadline inside refund-11, so a renewal racing a sweep wins. A renewal that fails
  * (Redis briefly down) is retried on the next round; a lease spans several rounds.
  */
 import type { RedisContext } from '../redis/context'

@@ -1,5 +1,5 @@
 /**
- * Refund the debit of a failed call (refund-10). Idempotent by call id: retried or raced refunds
+ * Refund the debit of a failed call (refund-11). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { runRefund } from '../lua/refund'
@@ -18,6 +18,8 @@ export interface RefundRequest {
    * deadline was not moved since (a lease renewal), else `notDue`.
    */
   dueBy?: number
+  /** The debit's instant (the call record's `at`): the refund comes off that minute's breaker count too. */
+  at?: number
 }
 
 export interface RefundResult {

@@ -4,8 +4,8 @@
  * the call's Idempotency-Key would stay "in flight" for a day.
  *
  * Every debit puts its call into the shard's in-flight set (debit-15) and record-calls-n or
- * refund-10 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
- * moving its deadline while it runs (leases.ts); refund-10 re-checks the deadline, so a renewal
+ * refund-11 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
+ * moving its deadline while it runs (leases.ts); refund-11 re-checks the deadline, so a renewal
  * that lands between this sweep's read and its refund keeps the call alive. Any number of instances may
  * sweep at once: the refund applies at most once per call, and only the sweep whose refund applied
  * files the call and frees its key (a call settled meanwhile is its settle's to file).
@@ -58,7 +58,7 @@ export class AbandonedCallSweeper {
         continue
       }
       const agentId = agent || null
-      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now })
+      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now, at: at === null ? undefined : Number(at) })
       // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
       if (r.notDue) continue
       // Settled since this sweep read the set (by its own request, or by another sweeper): its record

@@ -1,6 +1,7 @@
-/** refund-10: gives back one call's debit, at most once per call id (see its Lua header). */
+/** refund-11: gives back one call's debit, at most once per call id (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
+import { breakerWindowOfDebit } from './breaker-window'
 import { num, statusOf, unexpected } from './reply'
 
 export interface RefundArgs {
@@ -15,6 +16,8 @@ export interface RefundArgs {
   dueBy?: number
   /** The agent's ancestors, parent first (CONTRACT §8): the refund gives back along them too. */
   chain: readonly string[]
+  /** The debit's instant: the refund also comes off the breaker's count of that minute (lua/lib/breaker-window.lua). */
+  at?: number
 }
 
 export type RefundReply =
@@ -25,6 +28,8 @@ export type RefundReply =
 
 export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<RefundReply> {
   const { keys } = ctx
+  const agentKey = keys.agent(a.accountId, a.agentId)
+  const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
   const reply = await ctx.scripts.refund(
     [
       keys.account(a.accountId),
@@ -33,11 +38,12 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
       keys.unpricedRequestsToday(a.accountId, a.day),
       keys.outbox(keys.shardOf(a.accountId)),
       keys.inflight(keys.shardOf(a.accountId)),
-      keys.agent(a.accountId, a.agentId),
+      agentKey,
       // Slots past the chain repeat a key of the same hash slot; the script never touches them.
-      ...[0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : keys.agent(a.accountId, a.agentId))),
+      ...[0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : agentKey)),
+      breaker.key,
     ],
-    [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? '', a.chain.join(',')],
+    [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? '', a.chain.join(','), breaker.minute],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -49,6 +55,6 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
     case S.NOT_DUE:
       return { status: 'not_due' }
     default:
-      throw unexpected('refund-10', reply)
+      throw unexpected('refund-11', reply)
   }
 }

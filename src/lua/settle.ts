@@ -12,6 +12,7 @@ import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected, type Reply } from './reply'
 import { chainOf } from '../ledger/chain'
 import { TurnBatch } from '../redis/turn-batch'
+import { breakerWindowOfDebit } from './breaker-window'
 
 export interface SettleArgs {
   now: number
@@ -26,6 +27,8 @@ export interface SettleArgs {
   chain?: readonly string[]
   /** File the call too: the record as JSON minus its closing brace, `charged` and `uncharged` (the script appends them). */
   file?: { recordHead: string; organic: boolean; recentCalls: number; settledTtlS: number }
+  /** The debit's instant: the release also comes off that minute's breaker count (lua/lib/breaker-window.lua). */
+  at?: number
   /** Called once this settle's script is queued on the connection, before Redis answers (turn-batch.ts). */
   onQueued?: () => void
 }
@@ -62,17 +65,13 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
   const k: string[] = [keys.outbox(shard), keys.inflight(shard), keys.stats(shard)]
   const argv: (string | number)[] = [file?.recentCalls ?? 0, file?.settledTtlS ?? 0]
   for (const a of calls) {
-    k.push(
-      keys.account(a.accountId),
-      keys.call(a.accountId, a.callId),
-      keys.spentToday(a.accountId, a.day),
-      keys.agent(a.accountId, a.agentId),
-      keys.recentCalls(a.accountId),
-    )
+    const agentKey = keys.agent(a.accountId, a.agentId)
+    const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
+    k.push(keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), agentKey, keys.recentCalls(a.accountId), breaker.key)
     for (const id of a.chain) k.push(keys.agent(a.accountId, id))
     argv.push(
       a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
-      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0',
+      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute,
     )
   }
   const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]

@@ -29,7 +29,7 @@ const INPUT_BOUND = 1000
 const CEILING = 1000
 
 /** Counts the settle-n scripts sent and the calls they carried (2 shared args, then 10 a call). */
-const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / 10)
+const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / 11)
 
 const open = (principal: Principal) =>
   openMeteredCall(t.s, principal, { input: PRICE.input, cachedInput: PRICE.cached_input, output: PRICE.output }, { inputBound: INPUT_BOUND, ceiling: CEILING })

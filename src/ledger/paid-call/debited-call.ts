@@ -1,6 +1,6 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
- * the debit (debit-15) and ends in exactly one way, `settle(outcome)`: refunded (refund-10) or kept,
+ * the debit (debit-15) and ends in exactly one way, `settle(outcome)`: refunded (refund-11) or kept,
  * filed for activity (record-calls-n; settle-n files a metered call without an Idempotency-Key
  * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
  * changes nothing and answers what the first did. A request that dies without settling is refunded
@@ -170,7 +170,7 @@ export class DebitedCall {
     }
     let filed = false
     if (refunded) {
-      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, reason: outcome })).balance
+      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
       // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle-n
@@ -179,7 +179,7 @@ export class DebitedCall {
         d.idempotencyKey === undefined
           ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
           : undefined
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, tokens: usage.tokens, source: usage.source, file, onQueued: queued })
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance

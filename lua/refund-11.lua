@@ -1,5 +1,5 @@
 --[[
-  refund-10: give back the debit of one call whose provider failed. Keyed by the call record, so a
+  refund-11: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
   the day's caps. The refund is a new ledger entry naming the debit it corrects.
   An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
@@ -18,6 +18,8 @@
   KEYS[8]  ancestor 1's hash          \  the chain, parent first; a slot past its
   KEYS[9]  ancestor 2's hash           | length repeats KEYS[7]
   KEYS[10] ancestor 3's hash          /
+  KEYS[11] the agent's breaker window of the minute the call was debited in
+           {s}:brk:<acct>:<agent>:<minute> (ARGV[7]); for the owner, or with ARGV[7] '', KEYS[7]
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -27,6 +29,9 @@
           the "now" it swept at: the call is refunded only if its in-flight deadline is still at or
           before it, so a lease renewed since the sweep read the set (src/ledger/leases.ts) wins
   ARGV[6] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
+  ARGV[7] the minute (epoch ms / 60000) of KEYS[11], from the debit instant ('' = no window given);
+          the refund comes off that window's `credits` only when it is the call record's minute
+          (lua/lib/breaker-window.lua)
 
   Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
 ]]
@@ -35,10 +40,12 @@
 
 --@include budget
 
+--@include breaker-window
+
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at')
 if not call[1] then return {S_NOT_FOUND, 0} end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
@@ -62,6 +69,7 @@ if price > 0 then
     local hashes = {KEYS[7]}
     for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i] end
     release_chain(hashes, call[7], price)
+    release_breaker(KEYS[11], ARGV[7] or '', call[8], call[2])
   end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end

@@ -1,0 +1,13 @@
+-- The runaway-agent breaker's count of the credits an agent spent in a minute (debit-15 adds each
+-- debit's price to its minute's window, `credits`), lowered by what a call gave back: a refund's
+-- whole price, a settle's release. So the breaker weighs credits kept, not credits reserved and
+-- then released (a metered call reserves the most it could cost) nor credits refunded (a provider
+-- outage must not kill the agents whose calls it failed). Only a window that still lives moves (it
+-- lives two minutes: a late give-back creates no key without expiry), never below 0, and only when
+-- `minute` (the caller's, from the debit instant) is the call record's: the key is the caller's
+-- to lay out, the record says which window the debit counted in.
+local function release_breaker(window, minute, call_at, amount_s)
+  if minute == '' or not call_at or string.format('%d', math.floor(tonumber(call_at) / 60000)) ~= minute then return end
+  if redis.call('EXISTS', window) == 0 then return end
+  if redis.call('HINCRBY', window, 'credits', '-' .. amount_s) < 0 then redis.call('HSET', window, 'credits', '0') end
+end
