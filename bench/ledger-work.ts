@@ -13,12 +13,12 @@
  *
  *   bun bench/ledger-work.ts   (the service's environment: PORT, DATABASE_URL, REDIS_URL, CATALOG_FILE, …)
  */
-import type { Principal } from '../src/auth/principal'
 import { createApp } from '../src/app'
 import { callCapability } from '../src/calls/capability-call'
 import { loadConfigOrExit } from '../src/config'
 import { rememberRawPath } from '../src/proxy/raw-target'
 import { buildServices } from '../src/services'
+import { rememberedPrincipals } from './lib/principals'
 import { ProviderKeys } from '../src/vault/provider-key'
 
 const CALL = '/v1/call/'
@@ -26,16 +26,7 @@ const cfg = loadConfigOrExit()
 const s = await buildServices(cfg)
 const app = createApp(s)
 const keys = new ProviderKeys(() => s.vaultedKey, s.log)
-const principals = new Map<string, Principal>()
-
-async function principalOf(req: Request): Promise<Principal | null> {
-  const bearer = req.headers.get('authorization')?.slice('Bearer '.length) ?? ''
-  const known = principals.get(bearer)
-  if (known) return known
-  const p = await s.guard.tokens.resolve(bearer)
-  if (p) principals.set(bearer, p)
-  return p
-}
+const principalOf = rememberedPrincipals(s)
 
 const server = Bun.serve({
   port: cfg.PORT,

@@ -16,13 +16,13 @@
  *
  *   bun bench/pipeline-floor.ts   (the service's environment: PORT, DATABASE_URL, REDIS_URL, CATALOG_FILE, …)
  */
-import type { Principal } from '../src/auth/principal'
 import { createApp } from '../src/app'
 import { loadConfigOrExit } from '../src/config'
 import { openPaidCall } from '../src/ledger/paid-call'
 import type { DebitMetering } from '../src/lua/debit'
 import { rememberRawPath } from '../src/proxy/raw-target'
 import { buildServices } from '../src/services'
+import { rememberedPrincipals } from './lib/principals'
 
 const cfg = loadConfigOrExit()
 const s = await buildServices(cfg)
@@ -35,15 +35,7 @@ const model = JSON.parse(process.env.PIPELINE_FLOOR_MODEL ?? '{}') as { name: st
 /** What the bench's upstream reports (bench/proxy-upstream.ts): the settle charges it. */
 const USAGE = { tokens: { input: 12, cached: 0, output: 40 }, source: 'provider' as const }
 
-const principals = new Map<string, Principal>()
-async function principalOf(req: Request): Promise<Principal | null> {
-  const bearer = req.headers.get('authorization')?.slice('Bearer '.length) ?? ''
-  const known = principals.get(bearer)
-  if (known) return known
-  const p = await s.guard.tokens.resolve(bearer)
-  if (p) principals.set(bearer, p)
-  return p
-}
+const principalOf = rememberedPrincipals(s)
 
 const MODES = ['flat', 'metered', 'early'] as const
 type Mode = (typeof MODES)[number]

@@ -2,7 +2,10 @@
 import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import type { Services } from '../../src/services'
-import { llmCatalog } from './proxy'
+import { createLlmFake, type LlmFake } from '../fakes/llm'
+import { startTestApp, type TestApp } from './harness'
+import { llmCatalog, OPENAI_HOUSE_KEY } from './proxy'
+import { vaultEnv } from './vault'
 
 export const GPT = { input: 150, cached_input: 75, output: 600, max_output: 16384 }
 export const CLAUDE = { input: 3000, cached_input: 300, output: 15000, max_output: 8192 }
@@ -89,3 +92,14 @@ export async function openMeteredCall(
   return opened.call
 }
 
+
+/**
+ * A test app on the metered catalog (house keys set, the vault on), its fake upstream answering as
+ * the LLM fake, listening on loopback for the SDKs: `base` is its URL. `env` adds to the app's.
+ */
+export async function startMeteredApp(env: Record<string, string> = {}): Promise<{ t: TestApp; llm: LlmFake; base: string }> {
+  const t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY, ...env } })
+  const llm = createLlmFake()
+  t.fake.handler = llm.handler
+  return { t, llm, base: await t.listen() }
+}

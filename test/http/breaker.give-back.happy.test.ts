@@ -7,21 +7,17 @@
  * past the limit is still killed.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { createLlmFake, type LlmFake } from '../fakes/llm'
-import { startTestApp, type TestApp } from '../helpers/harness'
-import { GPT, meteredCatalog, openMeteredCall, reservation } from '../helpers/metering'
+import type { LlmFake } from '../fakes/llm'
+import type { TestApp } from '../helpers/harness'
+import { GPT, openMeteredCall, reservation, startMeteredApp } from '../helpers/metering'
 import { refund } from '../../src/ledger/refund'
-import { OPENAI_HOUSE_KEY } from '../helpers/proxy'
-import { vaultEnv } from '../helpers/vault'
 
 const LIMIT = 60
 let t: TestApp
 let llm: LlmFake
 
 beforeAll(async () => {
-  t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY, BREAKER_CREDITS_PER_MINUTE: String(LIMIT), BREAKER_IDENTICAL_PER_MINUTE: '0' } })
-  llm = createLlmFake()
-  t.fake.handler = llm.handler
+  ;({ t, llm } = await startMeteredApp({ BREAKER_CREDITS_PER_MINUTE: String(LIMIT), BREAKER_IDENTICAL_PER_MINUTE: '0' }))
   // All of a test's calls in one minute: the window they count in is the one they give back to.
   t.clock.set(Math.ceil(t.clock.now() / 60_000) * 60_000)
 })

@@ -6,24 +6,21 @@
  * any upstream byte), model allowlists.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLlmFake, openaiUsageFrames, type LlmFake } from '../fakes/llm'
-import { startTestApp, type TestApp } from '../helpers/harness'
-import { BIG, costMicro, GPT, meteredCatalog, PIXELS, reservation } from '../helpers/metering'
+import { openaiUsageFrames, type LlmFake } from '../fakes/llm'
+import type { TestApp } from '../helpers/harness'
+import { BIG, costMicro, GPT, PIXELS, reservation, startMeteredApp } from '../helpers/metering'
 import { readMeteredRequest } from '../../src/metering/request'
 import shipped from '../../catalog.json'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
-import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
-import { vaultEnv, vaultKey } from '../helpers/vault'
+import { eventually } from '../helpers/proxy'
+import { vaultKey } from '../helpers/vault'
 
 let t: TestApp
 let base: string
 let llm: LlmFake
 
 beforeAll(async () => {
-  t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
-  llm = createLlmFake()
-  t.fake.handler = llm.handler
-  base = await t.listen()
+  ;({ t, llm, base } = await startMeteredApp())
 })
 afterAll(async () => {
   await t.close()

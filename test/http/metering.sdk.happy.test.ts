@@ -7,11 +7,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { createLlmFake, type LlmFake } from '../fakes/llm'
-import { startTestApp, type TestApp } from '../helpers/harness'
-import { chargesOf, CLAUDE, costMicro, EMBED, GPT, meteredCatalog } from '../helpers/metering'
-import { eventually, OPENAI_HOUSE_KEY } from '../helpers/proxy'
-import { vaultEnv, vaultKey } from '../helpers/vault'
+import type { LlmFake } from '../fakes/llm'
+import type { TestApp } from '../helpers/harness'
+import { chargesOf, CLAUDE, costMicro, EMBED, GPT, startMeteredApp } from '../helpers/metering'
+import { eventually } from '../helpers/proxy'
+import { vaultKey } from '../helpers/vault'
 import { flushAll } from '../helpers/ledger'
 
 let t: TestApp
@@ -19,10 +19,7 @@ let base: string
 let llm: LlmFake
 
 beforeAll(async () => {
-  t = await startTestApp({ catalog: meteredCatalog, env: { ...vaultEnv(), OPENAI_TEST_KEY: OPENAI_HOUSE_KEY } })
-  llm = createLlmFake()
-  t.fake.handler = llm.handler
-  base = await t.listen()
+  ;({ t, llm, base } = await startMeteredApp())
 })
 afterAll(async () => {
   await t.close()
@@ -172,4 +169,37 @@ test('after the flush, GET /v1/ledger shows the model on the debit and the token
     ['refund', 'gpt-test', { input: 12000, cached: 3000, output: 2500 }],
   ])
   expect(-entries[0].amount - entries[1].amount).toBe(3)
+})
+
+/**
+ * A metered proxy answer ends once its settle is queued on Redis, not once applied (issue 14,
+ * DebitedCall.settleQueued): the settle goes on the connection before the answer's last byte, so
+ * whatever this instance does next — the client's next request, its balance or activity read —
+ * runs after it. Read back with no waiting, after each of a run of plain and streamed calls.
+ */
+describe('when a metered answer ends', () => {
+  test('the call, the balance and the activity read right after each answer show its settle', async () => {
+    const a = await t.signup()
+    llm.usage = { input: 700, cached: 100, output: 900 }
+    const cost = costMicro(GPT, llm.usage)
+    const costs: number[] = []
+    for (let i = 0; i < 24; i++) {
+      const stream = i % 2 === 1
+      const res = await fetch(`${base}/proxy/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-test', max_tokens: 2000, stream, messages: [{ role: 'user', content: 'x'.repeat(800) }] }),
+      })
+      expect(res.status).toBe(200)
+      await res.arrayBuffer()
+      costs.push(cost)
+      const { charged } = chargesOf(costs)
+      // No polling: each read is this instance's next command after the answer ended.
+      const detail = await t.req('GET', `/v1/activity/${res.headers.get('x-pab-call-id')}`, { token: a.token })
+      expect(detail.status).toBe(200)
+      expect(detail.body).toMatchObject({ usage_source: 'provider', charged: charged.at(-1), outcome: 'ok' })
+      const balance = await t.req('GET', '/v1/balance', { token: a.token })
+      expect(balance.body.balance).toBe(500 - charged.reduce((x, y) => x + y, 0))
+    }
+  })
 })
