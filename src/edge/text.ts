@@ -20,10 +20,15 @@ import { MAX_JSON_DEPTH } from '../json-depth'
 
 // Without the `u` flag a regex sees UTF-16 code units: a surrogate is lone unless it is the high
 // half followed by the low half.
-const LINE_BAD = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+// A one-line field (a name, a label, an address) also refuses the bidirectional embeddings,
+// overrides and isolates (U+202A–U+202E, U+2066–U+2069): shown in the console, the agent list or the
+// operator chat, `inv\u202eexe.txt` reads as `invtxt.exe`, one agent's name can pass for another's.
+// The marks a right-to-left name may need (U+200E, U+200F, U+061C) stay allowed; multi-line text
+// (a support summary, a Telegram message, call params) is prose and keeps them all.
+const LINE_BAD = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 const MULTILINE_BAD = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
-export const LINE_EXPECTED = 'text without control characters'
+export const LINE_EXPECTED = 'text without control characters or bidirectional overrides'
 const MULTILINE_EXPECTED = 'text without control characters (newline and tab allowed)'
 const DEPTH_EXPECTED = `JSON nested at most ${MAX_JSON_DEPTH} levels deep (objects and arrays)`
 

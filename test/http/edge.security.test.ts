@@ -15,7 +15,7 @@ import { startTestApp, type TestApp } from '../helpers/harness'
 const ADMIN = 'founder-secret-0123456789abcdef'
 const METRICS = 'metrics-secret-0123456789abcdef'
 const TG_SECRET = 'telegram-secret-0123456789'
-const NOT_CONTROL = 'text without control characters'
+const NOT_CONTROL = 'text without control characters or bidirectional overrides'
 
 let t: TestApp
 let owner: { token: string; account_id: string }
@@ -51,6 +51,17 @@ describe('control characters and lone surrogates', () => {
   test('agent name "\\u0000"', async () => {
     refused(await t.req('POST', '/v1/agents', { token: owner.token, body: { name: '\u0000' } }), 'name')
     refused(await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'bot\nroot' } }), 'name')
+  })
+
+  test('a one-line field refuses bidirectional overrides and isolates; a right-to-left name and its marks pass', async () => {
+    for (const name of ['billing\u202eexe.txt', 'a\u202ab', 'a\u202db', 'a\u2066b\u2069', 'a\u2068b']) {
+      const r = await t.req('POST', '/v1/agents', { token: owner.token, body: { name } })
+      refused(r, 'name')
+      expect(r.body.expected).toBe(NOT_CONTROL)
+    }
+    for (const name of ['סוכן-1', 'وكيل\u200f-2', 'agent\u200e-3', 'a\u061cb']) expect((await t.req('POST', '/v1/agents', { token: owner.token, body: { name } })).status).toBe(201)
+    // Prose keeps them: a support summary may quote right-to-left text as written.
+    expect((await t.req('POST', '/v1/support', { token: owner.token, body: { category: 'bug', summary: 'quoted: \u202bשלום\u202c' } })).status).toBe(201)
   })
 
   test('support summary: NUL and C1 refused (no 500), newline and tab allowed', async () => {
