@@ -9,9 +9,9 @@
  * closing one is the opening plus the entries actually streamed, so the statement reconciles even
  * when the flusher commits while it is read.
  *
- * Rows are read in keyset pages, in write order (at, then the outbox stream id, which orders one
- * account's entries exactly: they all go through one shard's stream), so a year of entries never
- * sits in memory.
+ * Rows are read in keyset pages, in write order (the outbox stream id, which orders one account's
+ * entries exactly: they all go through one shard's stream), so a year of entries never sits in
+ * memory.
  * errors: BAD_REQUEST (from, to, format).
  */
 import { sql, type SQL } from 'drizzle-orm'
@@ -108,10 +108,14 @@ export async function openingBalance(db: Database, accountId: string, from: Date
 
 /** The entries of the range in write order, one keyset page at a time. */
 export async function* statementEntries(db: Database, accountId: string, range: StatementRange, page = STATEMENT_PAGE): AsyncGenerator<StatementEntry> {
-  let after: { at: string; sm: string; sq: string; id: string } | null = null
+  // Write order is the stream's: an account's entries all go through its shard's one outbox stream,
+  // whose ids are the order Redis applied them in. The writers' clocks (`at`) only approximate it:
+  // two instances a few ms apart would put a running balance_after out of order (index
+  // ledger_entries_account_stream). `at` still picks the range.
+  let after: { sm: string; sq: string; id: string } | null = null
   for (;;) {
     const keyset: SQL = after
-      ? sql`and (at, split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, id) > (${after.at}::timestamptz, ${after.sm}::bigint, ${after.sq}::bigint, ${after.id})`
+      ? sql`and (split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, id) > (${after.sm}::bigint, ${after.sq}::bigint, ${after.id})`
       : sql``
     const rows: Row[] = rowsOf<Row>(
       await db.execute(sql`
@@ -120,13 +124,13 @@ export async function* statementEntries(db: Database, accountId: string, range: 
                split_part(stream_id, '-', 1)::bigint as sm, split_part(stream_id, '-', 2)::bigint as sq
         from ledger_entries
         where account_id = ${accountId} and at >= ${range.from.toISOString()}::timestamptz and at < ${range.to.toISOString()}::timestamptz ${keyset}
-        order by at, sm, sq, id
+        order by split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, id
         limit ${page}`),
     )
     for (const r of rows) yield entryOf(r)
     if (rows.length < page) return
     const last: Row = rows[rows.length - 1]!
-    after = { at: new Date(Number(last.at_ms)).toISOString(), sm: String(last.sm), sq: String(last.sq), id: last.id }
+    after = { sm: String(last.sm), sq: String(last.sq), id: last.id }
   }
 }
 

@@ -182,4 +182,26 @@ describe('GET /v1/ledger', () => {
     expect(after.headers.get('x-pab-ledger-lag')).toBe('0')
     expect(jsonl(after.text).length).toBe(jsonl(r.text).length + 1)
   })
+
+  test("in the order Redis applied them, not the writers' clocks: a second instance a few ms behind", async () => {
+    const a = await t.signup()
+    // Each call is written at an instant a few ms before the last one's, as by instances whose
+    // clocks disagree: `at` runs backwards while the balance moves forwards.
+    const base = t.clock.now() + 60_000
+    for (let i = 0; i < 6; i++) {
+      t.clock.set(base - i * 3)
+      expect((await t.req('POST', `/v1/call/test.${i % 2 ? 'cheap' : 'echo'}`, { token: a.token, body: { q: `skew ${i}` } })).status).toBe(200)
+    }
+    t.clock.set(base + 60_000)
+    await flushAll(t)
+    const entries = jsonl((await statement(a.token, {})).text).slice(1, -1)
+    expect(entries.filter((e) => e.kind === 'debit')).toHaveLength(6)
+    let running = 0
+    for (const e of entries) expect(e.balance_after).toBe((running += e.amount))
+    // Paged too: the keyset walks the same order.
+    const { statementEntries } = await import('../../src/ledger/statement')
+    const paged: string[] = []
+    for await (const e of statementEntries(t.s.db.db, a.account_id, { from: new Date(0), to: new Date(base + DAY) }, 2)) paged.push(e.id)
+    expect(paged).toEqual(entries.map((e) => e.id))
+  })
 })

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import type { CallOutcome } from '../../ledger/paid-call/outcome'
 
@@ -37,7 +38,13 @@ export const ledgerEntries = pgTable(
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
     streamId: text('stream_id').notNull(),
   },
-  (t) => [index('ledger_entries_account_at').on(t.accountId, t.at)],
+  (t) => [
+    index('ledger_entries_account_at').on(t.accountId, t.at),
+    // The statement's order (src/ledger/statement.ts): an account's entries as its shard's stream
+    // applied them (one stream per shard, so one order per account), which the writers' clocks
+    // (`at`) only approximate across instances.
+    index('ledger_entries_account_stream').on(t.accountId, sql`(split_part(${t.streamId}, '-', 1)::bigint)`, sql`(split_part(${t.streamId}, '-', 2)::bigint)`, t.id),
+  ],
 )
 
 /** Call metadata for /v1/activity (never payloads). */
