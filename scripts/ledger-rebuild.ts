@@ -20,6 +20,7 @@ import { openDatabase } from '../src/db/client'
 import type { RedisContext } from '../src/redis/context'
 import { writeMarks } from '../src/ledger/availability'
 import { allAccountIds, applyRebuild, planRebuild, RebuildError } from '../src/ledger/rebuild'
+import { advanceOutboxes } from '../src/ledger/outbox-floor'
 import { createRedis } from '../src/redis/client'
 import { Keys } from '../src/redis/keys'
 import { loadScripts } from '../src/redis/scripts'
@@ -45,6 +46,8 @@ const db = await openDatabase(cfg)
 
 const summary = { accounts: 0, restored: 0, unchanged: 0, drift: 0, failed: 0 }
 try {
+  // Before anything of the rebuild is written: new entries sort after every flushed one (outbox-floor.ts).
+  if (!opt['dry-run']) await advanceOutboxes(ctx, db.db)
   const ids = opt.all ? await allAccountIds(ctx, db.db) : opt.account!
   for (const id of ids) {
     summary.accounts++

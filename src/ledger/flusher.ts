@@ -29,6 +29,19 @@ import { SINKS } from './sinks'
 const GROUP = 'flusher'
 const MAX_BACKOFF_MS = 5_000
 
+/** Every shard's outbox stream with the flusher's consumer group (the stream made if missing). */
+export async function ensureOutboxGroups(ctx: RedisContext): Promise<void> {
+  await Promise.all(
+    Array.from({ length: SHARDS }, async (_, s) => {
+      try {
+        await ctx.redis.xgroup('CREATE', ctx.keys.outbox(s), GROUP, '0', 'MKSTREAM')
+      } catch (e) {
+        if (!String(e).includes('BUSYGROUP')) throw e
+      }
+    }),
+  )
+}
+
 export type FlushObserver = (entries: OutboxEntry[]) => Promise<void>
 
 export interface FlusherOptions {
@@ -68,16 +81,8 @@ export class Flusher {
     return this.ctx.keys.outbox(shard)
   }
 
-  async ensureGroups(): Promise<void> {
-    await Promise.all(
-      Array.from({ length: SHARDS }, async (_, s) => {
-        try {
-          await this.ctx.redis.xgroup('CREATE', this.stream(s), GROUP, '0', 'MKSTREAM')
-        } catch (e) {
-          if (!String(e).includes('BUSYGROUP')) throw e
-        }
-      }),
-    )
+  ensureGroups(): Promise<void> {
+    return ensureOutboxGroups(this.ctx)
   }
 
   start(): void {

@@ -24,6 +24,7 @@ import type { RedisContext } from '../redis/context'
 import { CHARGE_TTL_S, DAY_KEY_TTL_S } from './constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from './outbox'
 import { accountLedger, lastRemainder, type AccountLedger } from './reconcile'
+import { advanceOutboxes } from './outbox-floor'
 import { readAccount } from '../redis/account-hash'
 import { tokenMapping } from '../governance/agents'
 import { planProposals, restoreProposals } from '../proposals/restore'
@@ -354,6 +355,7 @@ const RESTORE_CONCURRENCY = 8
  * run again and from several processes: restore-account-2 writes a hash only where none exists.
  */
 export async function restoreMissing(ctx: RedisContext, db: Database): Promise<RestoreSummary> {
+  await advanceOutboxes(ctx, db)
   const ids = await allAccountIds(ctx, db)
   const out: RestoreSummary = { restored: 0, present: 0, failed: [] }
   let next = 0

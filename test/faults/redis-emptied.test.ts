@@ -8,13 +8,15 @@
  *   - while another holder keeps the rebuild lock (here: the test), nobody rebuilds and the answers
  *     stay 503;
  *   - once the lock is free exactly one instance restores the accounts (the other waits for the
- *     marks), every balance equals its ledger and what it was before, tokens work again.
+ *     marks), every balance equals its ledger and what it was before, tokens work again, and every
+ *     shard's outbox goes on past the newest entry already flushed.
  *
  *   bun test test/faults/redis-emptied.test.ts
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { Keys } from '../../src/redis/keys'
+import postgres from 'postgres'
+import { Keys, SHARDS } from '../../src/redis/keys'
 import { apiProcess, signupOver, waitDrained, type ApiProcess } from '../helpers/api-process'
 import { startFaultRig, type FaultRig } from '../helpers/fault-rig'
 import { assertLedger } from '../helpers/invariants'
@@ -116,6 +118,18 @@ test('Redis emptied under two instances: 503 until one instance has rebuilt, the
     .filter((l) => l.includes('"msg":"ledger_rebuilt"'))
     .map((l) => JSON.parse(l) as { restored: number })
   expect(rebuilt.map((r) => r.restored)).toEqual([4])
+  // Every shard's outbox goes on past the newest entry already flushed, whatever the new Redis'
+  // clock says: the statement reads an account's entries in stream order (src/ledger/outbox-floor.ts).
+  const pg = postgres(rig.db.url, { max: 1, onnotice: () => {} })
+  const [newest] = await pg<{ stream_id: string }[]>`select stream_id from ledger_entries order by split_part(stream_id, '-', 1)::bigint desc, split_part(stream_id, '-', 2)::bigint desc limit 1`
+  await pg.end()
+  const idKey = (id: string) => id.split('-').map(BigInt) as [bigint, bigint]
+  const atOrPast = (a: string, b: string) => idKey(a)[0] > idKey(b)[0] || (idKey(a)[0] === idKey(b)[0] && idKey(a)[1] >= idKey(b)[1])
+  for (let s = 0; s < SHARDS; s++) {
+    const info = (await admin.xinfo('STREAM', new Keys(rig.prefix).outbox(s))) as unknown[]
+    const last = String(info[info.indexOf('last-generated-id') + 1])
+    expect(atOrPast(last, newest!.stream_id), `shard ${s}: ${last} before ${newest!.stream_id}`).toBe(true)
+  }
 
   for (const [i, a] of accounts.entries()) {
     const paid = await req(i % 2 ? one : two, 'POST', '/v1/call/test.echo', a.token, {})
