@@ -1,1 +1,1 @@
-CREATE INDEX "ledger_entries_account_stream" ON "ledger_entries" USING btree ("account_id",(split_part("stream_id", '-', 1)::bigint),(split_part("stream_id", '-', 2)::bigint),"id");
+CREATE INDEX IF NOT EXISTS "ledger_entries_account_stream" ON "ledger_entries" USING btree ("account_id",(split_part("stream_id", '-', 1)::bigint),(split_part("stream_id", '-', 2)::bigint),"id");
