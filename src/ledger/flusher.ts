@@ -63,6 +63,14 @@ export class Flusher {
   private backlogged = false
   /** Per shard: whether this consumer's pending list may hold entries (true at start-up). */
   private pendingMayExist: boolean[] = Array.from({ length: SHARDS }, () => true)
+  /**
+   * After a reconnect the pending lists may hold entries no round saw: ioredis resends a read whose
+   * reply the dropped connection lost, and the resent read delivers new entries while the first
+   * read's stay pending (its effect survives a restart on the AOF) — left, they would wait for the
+   * reclaim of entries idle past staleMs, and the outbox could not be trimmed past them.
+   */
+  private readonly onReconnect = () => this.pendingMayExist.fill(true)
+  private listening = false
   private wake: (() => void) | null = null
   private observers: FlushObserver[] = []
   private counters = { batches: 0, entries: 0, failures: 0, deadLettered: 0, lastError: null as string | null, lastFlushAt: 0 }
@@ -97,12 +105,17 @@ export class Flusher {
     this.wake?.()
     await this.loop
     const deadline = Date.now() + timeoutMs
-    while (Date.now() < deadline) {
-      try {
-        if ((await this.flushOnce()) === 0) return
-      } catch {
-        return
+    try {
+      while (Date.now() < deadline) {
+        try {
+          if ((await this.flushOnce()) === 0) return
+        } catch {
+          return
+        }
       }
+    } finally {
+      this.ctx.redis.off('ready', this.onReconnect)
+      this.listening = false
     }
   }
 
@@ -162,6 +175,10 @@ export class Flusher {
   }
 
   private async round(): Promise<number> {
+    if (!this.listening) {
+      this.listening = true
+      this.ctx.redis.on('ready', this.onReconnect)
+    }
     if (Date.now() - this.lastReclaim > this.staleMs) {
       this.lastReclaim = Date.now()
       await this.reclaimStale()

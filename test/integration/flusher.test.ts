@@ -101,6 +101,30 @@ describe('the write-behind flusher', () => {
     expect(await pgLedger(t, a.account_id)).toEqual({ count: 11, distinct: 11, sum: 490 })
   })
 
+  test('a read resent after a reconnect: what the lost first read left pending is flushed next round, without waiting for the reclaim', async () => {
+    const a = await t.signup()
+    // A reclaim far away: only the pending-list read can bring the entries back.
+    const flusher = new Flusher(t.s.ctx, t.s.db.db, { batch: 1000, intervalMs: 10, staleMs: 3_600_000 })
+    await flusher.ensureGroups()
+    try {
+      // Healthy rounds: nothing is pending, so rounds read only new entries.
+      for (let i = 0; i < 50 && (await flusher.flushOnce()) > 0; i++);
+      expect(await flusher.flushOnce()).toBe(0)
+      await calls(a.token, 10)
+      // Redis ran this consumer's read, then the connection dropped before its reply came back: the
+      // entries are pending on the consumer and no round has them. ioredis reconnects ('ready') and
+      // resends the read, which finds nothing new.
+      const key = t.s.ctx.keys.outbox(t.s.ctx.keys.shardOf(a.account_id))
+      await t.s.ctx.redis.xreadgroup('GROUP', 'flusher', flusher.consumer, 'COUNT', 1000, 'STREAMS', key, '>')
+      t.s.ctx.redis.emit('ready')
+      expect(await flusher.flushOnce()).toBeGreaterThan(0)
+      expect(await outboxMoney(t, a.account_id)).toHaveLength(0)
+      expect(await pgLedger(t, a.account_id)).toEqual({ count: 11, distinct: 11, sum: 490 })
+    } finally {
+      await flusher.stop(0)
+    }
+  })
+
   test('entries pending on a dead consumer are reclaimed and flushed', async () => {
     const a = await t.signup()
     await calls(a.token, 7)
