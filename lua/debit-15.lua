@@ -394,7 +394,9 @@ if agent then
     end
     if rule then
       -- The trip, instead of the debit: the agent is killed exactly as agent-state-4 kills it.
-      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker')
+      -- `brk_reset`: the calls debited up to now counted in the windows deleted below, so their
+      -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
+      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
       memo_write(KEYS[2], F_STATE, 'killed')
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.

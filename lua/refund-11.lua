@@ -69,7 +69,7 @@ if price > 0 then
     local hashes = {KEYS[7]}
     for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i] end
     release_chain(hashes, call[7], price)
-    release_breaker(KEYS[11], ARGV[7] or '', call[8], call[2])
+    release_breaker(KEYS[11], KEYS[7], ARGV[7] or '', call[8], call[2])
   end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end

@@ -139,7 +139,7 @@ for i = 1, n do
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then
         release_chain(hashes, call[11], released)
-        release_breaker(breaker, ARGV[a + 11], call[12], released_s)
+        release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], released_s)
       end
     end
     local uncharged_s = string.format('%d', uncharged)
