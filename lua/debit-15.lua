@@ -362,12 +362,16 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- This minute's counts are added first and weighed as HINCRBY returns them (one command each
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
 -- outlives a refusal, and otherwise the counts are this debit's writes.
+-- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
+-- only then does its give-back come off that window (lua/lib/breaker-window.lua).
+local brk_counted = false
 if agent then
   local brk_credits = tonumber(agent[12] or ARGV[15])   -- absent: the deployment's defaults
   local brk_same = tonumber(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
     local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+    brk_counted = credits ~= nil
     local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
     memo_put(KEYS[10], nil)   -- this minute is a later call's previous one when its minute is next
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
@@ -454,7 +458,7 @@ if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
 redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain)
+  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],

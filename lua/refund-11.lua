@@ -45,7 +45,7 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk')
 if not call[1] then return {S_NOT_FOUND, 0} end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
@@ -69,7 +69,7 @@ if price > 0 then
     local hashes = {KEYS[7]}
     for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i] end
     release_chain(hashes, call[7], price)
-    release_breaker(KEYS[11], KEYS[7], ARGV[7] or '', call[8], call[2])
+    release_breaker(KEYS[11], KEYS[7], ARGV[7] or '', call[8], call[9], call[2])
   end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end

@@ -101,7 +101,7 @@ for i = 1, n do
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
   k = k + 6 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -139,7 +139,7 @@ for i = 1, n do
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then
         release_chain(hashes, call[11], released)
-        release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], released_s)
+        release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
       end
     end
     local uncharged_s = string.format('%d', uncharged)

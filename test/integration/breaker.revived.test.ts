@@ -39,3 +39,20 @@ test('a pre-trip call refunded after the revival does not come off the revived w
   await x.settle('provider_error')
   await expect(open()).rejects.toMatchObject({ code: 'AGENT_KILLED' })
 })
+
+test('a call debited while the breaker was off does not come off the window it never counted in', async () => {
+  const owner = await t.signup()
+  const a = (await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'unwatched' } })).body as { id: string; token: string }
+  const policy = (breaker: { credits_per_minute: number; identical_per_minute: number }) =>
+    t.req('PUT', '/v1/policies', { token: owner.token, body: { agents: { [a.id]: { breaker } } } })
+  expect((await policy({ credits_per_minute: 0, identical_per_minute: 0 })).status).toBe(200)
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const open = () => openMeteredCall(t.s, principal, { input: 1000, cachedInput: 500, output: 2000 }, { inputBound: 1000, ceiling: 10_000 })
+  const x = await open() // counted in no window: the breaker is off
+  // The owner turns the breaker on while x is still running.
+  expect((await policy({ credits_per_minute: LIMIT, identical_per_minute: 0 })).status).toBe(200)
+  await open()
+  await open()
+  await x.settle('provider_error')
+  await expect(open()).rejects.toMatchObject({ code: 'AGENT_KILLED' })
+})
