@@ -8,6 +8,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { hktDay } from '../clock'
+import { rowsOf } from '../db/rows'
 
 const DAY_MS = 86_400_000
 const HKT_OFFSET_MS = 8 * 3600 * 1000
@@ -29,8 +30,6 @@ export interface SpendHistory {
   topAgents: TopSpender[]
   topRoutes: TopSpender[]
 }
-
-const rowsOf = <T>(r: unknown): T[] => (Array.isArray(r) ? (r as T[]) : ((r as { rows: T[] }).rows ?? []))
 
 /** The HKT calendar date of an HKT day number. */
 export const hktDate = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10)

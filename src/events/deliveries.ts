@@ -26,6 +26,7 @@ import { nextAttemptAt } from './backoff'
 import { eventButtons, renderEvent } from './render'
 import type { EventType, OwnerEvent } from './types'
 import { sendWebhook, type AttemptResult } from './webhook-send'
+import { rowsOf } from '../db/rows'
 
 const BATCH = 50
 /** Sends in flight at once, per instance, and to one target (an endpoint, a chat). */
@@ -282,9 +283,4 @@ export class DeliveryWorker {
       .set({ status: next === null ? 'failed' : 'pending', attempts, lastAttemptAt: at, nextAttemptAt: new Date(next ?? now), lastResponseCode: o.code, lastError: o.error })
       .where(row)
   }
-}
-
-/** Rows of a raw query: postgres-js answers an array, PGlite `{ rows }`. */
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  return (Array.isArray(result) ? result : ((result as { rows?: unknown[] }).rows ?? [])) as Record<string, unknown>[]
 }

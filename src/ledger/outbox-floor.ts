@@ -11,13 +11,13 @@ import type { Database } from '../db/client'
 import { SHARDS } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import { ensureOutboxGroups } from './flusher'
+import { rowsOf } from '../db/rows'
 
 /** The newest stream id of the flushed ledger, or null when it holds none. */
 export async function newestFlushedId(db: Database): Promise<string | null> {
-  const r = (await db.execute(
-    sql`select stream_id from ledger_entries order by split_part(stream_id, '-', 1)::bigint desc, split_part(stream_id, '-', 2)::bigint desc limit 1`,
-  )) as unknown
-  const rows = (Array.isArray(r) ? r : ((r as { rows?: unknown[] }).rows ?? [])) as { stream_id: string }[]
+  const rows = rowsOf<{ stream_id: string }>(
+    await db.execute(sql`select stream_id from ledger_entries order by split_part(stream_id, '-', 1)::bigint desc, split_part(stream_id, '-', 2)::bigint desc limit 1`),
+  )
   return rows[0]?.stream_id ?? null
 }
 

@@ -18,6 +18,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
+import { rowsOf } from '../db/rows'
 
 export type StatementFormat = 'jsonl' | 'csv'
 
@@ -94,9 +95,6 @@ interface Row extends Record<string, unknown> {
   sm: string | number
   sq: string | number
 }
-
-/** Rows of a raw query, whichever driver (postgres-js returns an array, PGlite `{rows}`). */
-const rowsOf = <T>(r: unknown): T[] => (Array.isArray(r) ? (r as T[]) : ((r as { rows: T[] }).rows ?? []))
 
 /** Σ amounts of the account's flushed entries before `from`: the balance the statement opens with. */
 export async function openingBalance(db: Database, accountId: string, from: Date): Promise<number> {
