@@ -39,7 +39,7 @@ local now, acct, charge = ARGV[1], ARGV[2], ARGV[3]
 local credits = tonumber(ARGV[4])
 local kind, attempt, parked_id = ARGV[5], ARGV[6], ARGV[7]
 
-local a = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap')
+local a = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap', 'held')
 if not a[1] then return {S_NOT_FOUND} end
 local balance = tonumber(a[1])
 local cap = tonumber(a[2] or '0')
@@ -84,8 +84,9 @@ end
 balance = redis.call('HINCRBY', KEYS[1], 'balance', credits)
 redis.call('HSET', KEYS[4], 'state', 'credited')
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
+-- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
 redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
-  'amount', credits, 'bal', balance, 'ref', charge, 'target', kind, 'at', now)
+  'amount', credits, 'bal', balance + tonumber(a[3] or '0'), 'ref', charge, 'target', kind, 'at', now)
 redis.call('XADD', KEYS[7], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_credited', 'acct', acct,
   'type', 'refill.succeeded', 'at', now, 'data', cjson.encode({credits = credits, balance = balance,
     charge_id = charge, mode = kind == 'refill' and 'auto' or kind}))

@@ -162,7 +162,7 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 --@include allowlist
 
 -- 1. token
-local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref')
+local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 -- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
 -- a batch shares among its calls through the memo (each later call skips the parse).
@@ -419,6 +419,14 @@ end
 balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
 local balance_s = string.format('%d', balance)
 memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
+-- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
+-- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
+-- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
+local held = tonumber(acct[8] or '0')
+if metered and price > 0 then
+  held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
+  memo_write(KEYS[1], 8, held)
+end
 if price > 0 then
   spent = redis.call('INCRBY', KEYS[3], price_s)
   memo_put(KEYS[3], spent)
@@ -461,7 +469,7 @@ redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', targe
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
-  redis.call('HSET', KEYS[7], 'metered', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+  redis.call('HSET', KEYS[7], 'metered', '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
     'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
 end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
@@ -471,8 +479,12 @@ if idem_fp ~= '' then
   redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
   redis.call('EXPIRE', KEYS[8], '86400')
 end
-redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-  'agent', agent_id, 'amount', minus_price, 'bal', balance_s, 'call', call_id, 'target', target, 'at', now_s, 'model', model)
+-- A metered call's entry is its settle's: one debit of what it cost (lua/settle-n.lua).
+if not metered then
+  redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
+    'agent', agent_id, 'amount', minus_price, 'bal', held == 0 and balance_s or string.format('%d', balance + held),
+    'call', call_id, 'target', target, 'at', now_s)
+end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = tonumber(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then

@@ -1,7 +1,8 @@
 --[[
   refund-11: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
-  the day's caps. The refund is a new ledger entry naming the debit it corrects.
+  the day's caps. The refund is a new ledger entry naming the debit it corrects; a metered call's
+  reservation, a hold with no ledger entry, is only released.
   An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
   (CONTRACT §8), to every ancestor's spent_total and day spend, exactly as the debit took them
   (lua/lib/budget.lua release_chain: an agent's day spend is its hash's `day_spent`, lowered only
@@ -33,7 +34,7 @@
           the refund comes off that window's `credits` only when it is the call record's minute
           (lua/lib/breaker-window.lua)
 
-  Returns {OK, balance_after, amount} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
+  Returns {OK, balance_after, amount given back} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
 ]]
 
 --@include status
@@ -45,7 +46,7 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold')
 if not call[1] then return {S_NOT_FOUND, 0} end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
@@ -60,7 +61,17 @@ local price = tonumber(call[2])
 
 redis.call('HSET', KEYS[2], 'state', 'refunded')
 redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
-local balance = redis.call('HINCRBY', KEYS[1], 'balance', price)
+-- A metered call's reservation is a hold (`hold` on its call record, lua/debit-15.lua): what the
+-- account still holds of it goes back — all of it, unless the account was restored from the
+-- ledger while the call ran and its holds were lost with the hash.
+local hold = call[10] == '1'
+local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
+local back = price
+if hold then
+  back = math.min(held, price)
+  if back > 0 then held = redis.call('HINCRBY', KEYS[1], 'held', -back) end
+end
+local balance = redis.call('HINCRBY', KEYS[1], 'balance', back)
 -- Only touch day counters that still exist: a refund after midnight must not create a key
 -- without expiry for a day that is over (nor move an agent's spend of a newer day).
 if price > 0 then
@@ -73,7 +84,11 @@ if price > 0 then
   end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end
-redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],
-  'agent', call[3], 'amount', price, 'bal', balance, 'call', call_id, 'ref', call_id .. ':debit',
-  'target', call[5], 'reason', ARGV[4], 'at', now)
-return {S_OK, balance, price}
+-- A hold has no ledger entry to correct. Any other debit gets its refund entry, carrying the posted
+-- balance (balance + held) as every entry does.
+if not hold then
+  redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],
+    'agent', call[3], 'amount', price, 'bal', balance + held, 'call', call_id, 'ref', call_id .. ':debit',
+    'target', call[5], 'reason', ARGV[4], 'at', now)
+end
+return {S_OK, balance, back}

@@ -15,18 +15,25 @@
   ARGV[4] TTL in seconds of the day-windowed keys
   ARGV[5..] field, value pairs of the account hash (owner, email, public_ref, balance_cap, ...)
 
-  Returns {OK, balance} | {ALREADY_APPLIED, balance_in_redis}
+  Returns {OK, balance} | {ALREADY_APPLIED, posted balance in Redis (balance + held)}
 ]]
 
 --@include status
 local force, balance, spent, day_ttl = ARGV[1] == '1', tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local current = redis.call('HGET', KEYS[1], 'balance')
-if current and not force then return {S_ALREADY_APPLIED, tonumber(current)} end
+-- The ledger's sum is the posted balance; metered calls in flight hold part of it (`held`, which
+-- no entry records: lua/debit-15.lua). A replaced hash keeps its holds, so that those calls'
+-- settles and refunds release them from a balance that went without them; a hash that was lost
+-- lost its holds with its calls' records, and those calls cost nothing.
+local current = redis.call('HMGET', KEYS[1], 'balance', 'held')
+local held = tonumber(current[2] or '0')
+if current[1] and not force then return {S_ALREADY_APPLIED, tonumber(current[1]) + held} end
 if balance < 0 then return redis.error_reply('restore-account: negative balance ' .. balance) end
+if balance - held < 0 then return redis.error_reply('restore-account: balance ' .. balance .. ' below the holds ' .. held) end
 
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'balance', balance)
+redis.call('HSET', KEYS[1], 'balance', balance - held)
+if held > 0 then redis.call('HSET', KEYS[1], 'held', held) end
 for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if spent > 0 then
   redis.call('SET', KEYS[2], spent, 'EX', day_ttl)

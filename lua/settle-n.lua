@@ -57,11 +57,13 @@
            comes off that window's `credits` only when it is the call record's minute
            (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
 
-  The ledger entry is a `refund` of the released part naming the debit (amount may be 0), with
-  the model, the token counts, the charge and the uncharged excess. A call this script files
-  carries it inside its call's outbox entry (kind `settled_call`, field `settle`: one stream entry
-  per call); one it
-  does not file gets it as an entry of its own. Readers see the same refund entry either way.
+  The reservation was a hold, not a ledger entry (debit-15 raised the account's `held`): this
+  takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
+  be 0) under the id the debit of a flat call has (`<call>:debit`), with the model, the token
+  counts, the micro-credit remainder and the uncharged excess. Its `bal` is the posted balance,
+  balance + held, as every entry's is. A call this script files carries it inside its call's
+  outbox entry (kind `charged_call`, field `settle`: one stream entry per call); one it does not
+  file gets it as an entry of its own. Readers see the same debit entry either way.
 
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
@@ -101,7 +103,7 @@ for i = 1, n do
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
   k = k + 6 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -111,19 +113,34 @@ for i = 1, n do
   else
     local reserved = tonumber(call[2])
     local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
-    local r = tonumber(redis.call('HGET', acct, 'mc_rem') or '0')
+    local acc = redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
+    local r = tonumber(acc[1] or '0')
+    -- The hold is debit-15's (`hold` on the call record); a call debited before the hold existed (a
+    -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
+    -- release. `found`: what of the reservation the account still holds — all of it, unless the
+    -- account was restored from the ledger while the call ran (its holds lost with the hash): the
+    -- charge then comes out of the balance, never below 0, and what it cannot take is uncharged.
+    local hold = call[14] == '1'
+    local found, limit = reserved, reserved
+    if hold then
+      found = math.min(tonumber(acc[2] or '0'), reserved)
+      limit = math.min(reserved, tonumber(acc[3] or '0') + found)
+    end
     local charged = math.floor((r + cost) / MICRO)
     local uncharged = 0
-    if charged > reserved then
-      charged = reserved
-      uncharged = cost - reserved * MICRO
+    if charged > limit then
+      charged = limit
+      uncharged = cost - limit * MICRO
     else
       r = r + cost - charged * MICRO
     end
+    -- `released` comes off the windows the debit counted the reservation in; `back` goes to the
+    -- balance (the same, unless the hold was lost).
     local released = reserved - charged
     -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
     -- or joined into a string is formatted anew each time; every value here is an integer).
     local charged_s, released_s, rem_s = string.format('%d', charged), string.format('%d', released), string.format('%d', r)
+    local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s, 'recorded', '1')
@@ -132,9 +149,15 @@ for i = 1, n do
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
-    local balance = redis.call('HINCRBY', acct, 'balance', released_s)
+    local back = found - charged
+    local balance = redis.call('HINCRBY', acct, 'balance', back == released and released_s or string.format('%d', back))
+    -- The entry carries the posted balance, balance + the holds still open.
+    local held = tonumber(acc[2] or '0')
+    if hold and found > 0 then held = redis.call('HINCRBY', acct, 'held', string.format('%d', -found)) end
     redis.call('HSET', acct, 'mc_rem', rem_s)
-    local balance_s = string.format('%d', balance)
+    local posted_s = string.format('%d', balance + held)
+    local kind, amount_s = 'debit', minus_charged_s
+    if not hold then kind, amount_s = 'refund', released_s end
     if released > 0 then
       if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
       if call[3] ~= '' then
@@ -144,11 +167,14 @@ for i = 1, n do
     end
     local uncharged_s = string.format('%d', uncharged)
     if head == '' then
-      redis.call('XADD', KEYS[1], '*', 'kind', 'refund', 'id', call_id .. ':settle', 'acct', account_id,
-        'agent', call[3], 'amount', released_s, 'bal', balance_s, 'call', call_id, 'ref', call_id .. ':debit',
-        'target', call[4], 'reason', 'metered_settle', 'at', now, 'model', call[6], 'tin', ARGV[a + 4],
-        'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s, 'uncharged_micro', uncharged_s,
-        'usage', ARGV[a + 7], 'rem', rem_s)
+      local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
+        'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', now,
+        'model', call[6], 'tin', ARGV[a + 4], 'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s,
+        'uncharged_micro', uncharged_s, 'usage', ARGV[a + 7], 'rem', rem_s}
+      if not hold then
+        for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
+      end
+      redis.call('XADD', KEYS[1], '*', unpack(entry))
     else
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
@@ -158,17 +184,18 @@ for i = 1, n do
         organic_calls = organic_calls + 1
         honored = honored + charged
       end
-      -- The refund entry rides in the call entry: one stream entry per metered call instead of two
+      -- The debit entry rides in the call entry: one stream entry per metered call instead of two
       -- (issue 14's bench: the second XADD was a ninth of this script, and one more entry for the
-      -- flusher to read, parse and ack). `settle` holds the values of the refund XADD above that the
+      -- flusher to read, parse and ack). `settle` holds the values of the debit XADD above that the
       -- call entry does not imply, joined by '|'; the target and the model come last, the target's
       -- byte length before them, as either may hold a '|'. The one parser expands it back into
-      -- that refund entry, field for field (src/ledger/outbox.ts). Its own kind, `settled_call`,
-      -- so that a flusher from before the fold (a rolling deploy) dead-letters it, to be replayed
-      -- once upgraded, instead of filing the call and silently dropping the refund's ledger row.
-      local settle = table.concat({account_id, call[3], released_s, balance_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
+      -- that debit entry, field for field (src/ledger/outbox.ts). Its own kind, `charged_call`
+      -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
+      -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
+      -- instead of filing the call and silently dropping its ledger row.
+      local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
         ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}, '|')
-      redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+      redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end

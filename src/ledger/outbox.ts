@@ -39,42 +39,50 @@ const MONEY = new Set<string>(MONEY_KINDS)
 export const isMoneyKind = (kind: string): kind is MoneyKind => MONEY.has(kind)
 
 /**
- * A metered call settle-n filed: its `call` entry with the settle's `refund` entry folded in
- * (field `settle`). A kind of its own, so that a flusher that does not know it dead-letters it.
+ * A metered call settle-n filed: its `call` entry with the settle's money entry folded in (field
+ * `settle`). `charged_call`: the call's one debit, of its charge (its reservation was a hold, not
+ * an entry). `settled_call`: a call debited before the hold, whose reservation is in the ledger —
+ * the refund of what the settle released. Kinds of their own, so that a flusher that does not know
+ * them dead-letters them.
  */
-const SETTLED_CALL = 'settled_call'
+const FOLDED: Record<string, 'debit' | 'refund'> = { charged_call: 'debit', settled_call: 'refund' }
 
 /**
  * A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it: the entries it
- * holds, one as a rule. A `settled_call` holds two: the settle's refund first, then the call, both
- * under the one stream id, so that every reader (sinks, observers, rebuild, reconcile) sees the
- * same entries as when settle-n wrote them as two.
+ * holds, one as a rule. A folded call holds two: the settle's money entry first, then the call,
+ * both under the one stream id, so that every reader (sinks, observers, rebuild, reconcile) sees
+ * the same entries as when settle-n writes them as two.
  */
 export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[] {
   const fields: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
-  if (fields.kind !== SETTLED_CALL) return [{ streamId, kind: fields.kind ?? '', fields }]
-  const refund = settleRefund(streamId, fields)
-  // A `settle` that does not unpack stays a `settled_call`, a kind no sink takes: the flusher
-  // dead-letters that entry alone (src/ledger/poison.ts) rather than file a refund read wrong.
-  if (!refund) return [{ streamId, kind: SETTLED_CALL, fields }]
+  const kind = fields.kind ?? ''
+  const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
+  if (!folded) return [{ streamId, kind, fields }]
+  const money = settleEntry(streamId, fields, folded)
+  // A `settle` that does not unpack keeps its kind, one no sink takes: the flusher dead-letters
+  // that entry alone (src/ledger/poison.ts) rather than file a money entry read wrong.
+  if (!money) return [{ streamId, kind, fields }]
   fields.kind = 'call'
-  return [refund, { streamId, kind: 'call', fields }]
+  return [money, { streamId, kind: 'call', fields }]
 }
 
-/** Fields of settle-n's packed refund, in its order; the target's byte length, target and model follow. */
+/** Fields of settle-n's packed entry, in its order; the target's byte length, target and model follow. */
 const PACKED = ['acct', 'agent', 'amount', 'bal', 'rem', 'uncharged_micro', 'tin', 'tcached', 'tout', 'usage', 'at'] as const
 
 /**
- * The refund entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own
+ * The money entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own
  * XADD writes it; null when the packed field is not of that shape.
  */
-function settleRefund(streamId: string, call: Record<string, string>): OutboxEntry | null {
+function settleEntry(streamId: string, call: Record<string, string>, kind: 'debit' | 'refund'): OutboxEntry | null {
   const packed = call.settle ?? ''
   const id = call.id ?? ''
   if (!id.endsWith(':call') || call.charged === undefined) return null
   const callId = id.slice(0, -':call'.length)
-  const f: Record<string, string> = { kind: 'refund', id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
+  const f: Record<string, string> =
+    kind === 'debit'
+      ? { kind, id: `${callId}:debit`, call: callId, charged: call.charged }
+      : { kind, id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
   if (call.orig_id) f.orig_id = call.orig_id
   let at = 0
   for (const name of PACKED) {
@@ -91,7 +99,7 @@ function settleRefund(streamId: string, call: Record<string, string>): OutboxEnt
   if (rest[targetBytes] !== 0x7c) return null
   f.target = rest.subarray(0, targetBytes).toString()
   f.model = rest.subarray(targetBytes + 1).toString()
-  return { streamId, kind: 'refund', fields: f }
+  return { streamId, kind, fields: f }
 }
 
 const optNum = (v: string | undefined) => (v ? Number(v) : null)

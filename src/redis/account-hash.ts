@@ -13,7 +13,11 @@ const str = (v: string | null) => v
 const FIELDS = {
   /** SHA-256 of the current owner token. */
   owner: str,
+  /** What the account can spend now (every limit weighs it). */
   balance: num,
+  /** What its metered calls in flight have reserved (debit-15 holds, settle-n and refund-11
+   * release); absent = 0. The ledger's entries sum to balance + held, the posted balance. */
+  held: num,
   email: str,
   public_ref: str,
   origin: str,

@@ -174,6 +174,55 @@ describe('ledger:rebuild', () => {
   })
 })
 
+describe('metered calls in flight (their reservations are holds, not entries)', () => {
+  const PRICE = { input: 1000, cachedInput: 500, output: 2000 }
+  const usage = { tokens: { input: 2000, cached: 0, output: 1000 }, source: 'provider' as const }
+
+  test('--force restores the ledger’s posted balance and keeps the holds: the calls in flight settle and refund against it', async () => {
+    const a = await t.signup()
+    const principal = (await t.s.guard.tokens.resolve(a.token))!
+    const { keys, redis: r } = t.s.ctx
+    const kept = await openMeteredCall(t.s, principal, PRICE)
+    const failed = await openMeteredCall(t.s, principal, PRICE)
+    const held = kept.price + failed.price
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual([String(500 - held), String(held)])
+    await r.hincrby(keys.account(a.account_id), 'balance', 7) // drift, for --force to mend
+    const forced = await rebuild('--account', a.account_id, '--force')
+    expect(forced.code).toBe(0)
+    expect(forced.lines[0]).toMatchObject({ action: 'restored', balance: 500 })
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual([String(500 - held), String(held)])
+    const settled = await kept.settle('ok', { usage })
+    expect(settled.charged).toBe(4)
+    expect((await failed.settle('provider_error')).refunded).toBe(true)
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', '0'])
+    await assertLedger(t.s, [{ account: a.account_id, balance: 496 }])
+  })
+
+  test('an account hash lost mid-call comes back without its holds: a call whose record outlived it is charged from the balance, given back nothing', async () => {
+    const a = await t.signup()
+    const principal = (await t.s.guard.tokens.resolve(a.token))!
+    const { keys, redis: r } = t.s.ctx
+    const call = await openMeteredCall(t.s, principal, PRICE)
+    await drain(t.s.flusher)
+    await r.del(keys.account(a.account_id))
+    const out = await rebuild('--account', a.account_id)
+    expect(out.code).toBe(0)
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['500', null])
+    // The call's record outlived the hash here: its settle charges from a balance that never held
+    // it, and gives back nothing it did not hold.
+    const settled = await call.settle('ok', { usage })
+    expect(settled.charged).toBe(4)
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', null])
+    await assertLedger(t.s, [{ account: a.account_id, balance: 496 }])
+    // A refund of another such call gives back nothing either.
+    const other = await openMeteredCall(t.s, principal, PRICE)
+    await r.hset(keys.account(a.account_id), 'held', '0')
+    await r.hincrby(keys.account(a.account_id), 'balance', other.price) // as restored from its ledger, without the hold
+    expect((await other.settle('provider_error')).refunded).toBe(true)
+    await assertLedger(t.s, [{ account: a.account_id, balance: 496 }])
+  })
+})
+
 describe('the metered micro-credit remainder (CONTRACT §7)', () => {
   const PRICE = { input: 1234, cachedInput: 567, output: 8901 }
   /** One metered call of the account, settled with this usage; returns what it charged. */
@@ -213,8 +262,8 @@ describe('the metered micro-credit remainder (CONTRACT §7)', () => {
     const shard = keys.shardOf(a.account_id)
     // The first settle's entry is dead-lettered (as by a flusher that did not know its kind).
     expect(await settled(a.token, { input: 123, cached: 0, output: 45 })).toBe(0)
-    const [first] = (await r.xrange(keys.outbox(shard), '-', '+')).filter(([, f]) => f.includes('settled_call'))
-    expect(await buryEntry(t.s.ctx, shard, 'flusher', first![0], 'outbox: no sink for entry kind "settled_call"')).toBe(true)
+    const [first] = (await r.xrange(keys.outbox(shard), '-', '+')).filter(([, f]) => f.includes('charged_call'))
+    expect(await buryEntry(t.s.ctx, shard, 'flusher', first![0], 'outbox: no sink for entry kind "charged_call"')).toBe(true)
     // A later settle is flushed; then the founder replays the first one, under a newer stream id.
     expect(await settled(a.token, { input: 77, cached: 3, output: 11 })).toBe(0)
     await drain(t.s.flusher)

@@ -1,6 +1,7 @@
 /**
  * The ledger invariants every cluster and fault test ends with, read from the real stores:
- *   - balance ≥ 0, and the Redis balance = Σ of the account's entries (Postgres ∪ outbox);
+ *   - balance ≥ 0, and the Redis posted balance (balance + held) = Σ of the account's entries
+ *     (Postgres ∪ outbox);
  *   - after the flush: no money entry left in the outbox, Postgres holds each entry exactly once
  *     (one debit and at most one refund per call) and sums to the same balance;
  *   - no credit lost or doubled: every debit a client saw acknowledged is there, once, and not
@@ -29,17 +30,21 @@ export interface LedgerStores {
   flusher: Flusher
 }
 
+/**
+ * Each account's posted balance in Redis: its balance plus what its metered calls in flight hold
+ * (`held`, lua/debit-15.lua), the balance its entries sum to. Both parts are checked ≥ 0.
+ */
 async function redisBalances(ctx: RedisContext, accounts: string[]): Promise<Map<string, number>> {
-  const vals = await Promise.all(accounts.map((a) => ctx.redis.hget(ctx.keys.account(a), 'balance')))
-  return new Map(accounts.map((a, i) => [a, Number(vals[i])]))
+  const vals = await Promise.all(accounts.map((a) => ctx.redis.hmget(ctx.keys.account(a), 'balance', 'held')))
+  for (const [i, [balance, held]] of vals.entries()) {
+    expect(Number(balance), `${accounts[i]}: balance ≥ 0`).toBeGreaterThanOrEqual(0)
+    expect(Number(held ?? 0), `${accounts[i]}: held ≥ 0`).toBeGreaterThanOrEqual(0)
+  }
+  return new Map(accounts.map((a, i) => [a, Number(vals[i]![0]) + Number(vals[i]![1] ?? 0)]))
 }
 
 function checkSums(ledgers: Map<string, AccountLedger>, balances: Map<string, number>): void {
-  for (const [a, led] of ledgers) {
-    const bal = balances.get(a)!
-    expect(bal, `${a}: balance ≥ 0`).toBeGreaterThanOrEqual(0)
-    expect(led.sum, `${a}: Redis balance = Σ entries (Postgres ∪ outbox)`).toBe(bal)
-  }
+  for (const [a, led] of ledgers) expect(led.sum, `${a}: Redis posted balance = Σ entries (Postgres ∪ outbox)`).toBe(balances.get(a)!)
 }
 
 /** Drains the outbox with the given flusher (it must not be running its own loop). */

@@ -1,6 +1,6 @@
 /**
- * Ledger invariants, read from the real stores: balance ≥ 0 and balance = Σ credits − Σ debits of
- * the account's entries — in Redis (the outbox stream, before the flusher acks it) and in Postgres
+ * Ledger invariants, read from the real stores: balance ≥ 0 and the posted balance (balance + held)
+ * = Σ credits − Σ debits of the account's entries — in Redis (the outbox stream, before the flusher acks it) and in Postgres
  * (after the flush), each entry exactly once.
  */
 import { eq, sql } from 'drizzle-orm'
@@ -44,13 +44,17 @@ export async function pgLedger(t: TestApp, acct: string) {
   return { count: Number(rows[0]!.n), distinct: Number(rows[0]!.distinct), sum: Number(rows[0]!.sum) }
 }
 
-/** Asserts the Redis-side invariant; returns the entries for further checks. */
+/**
+ * Asserts the Redis-side invariant: balance ≥ 0, held ≥ 0, and the posted balance (balance + what
+ * metered calls in flight hold, lua/debit-15.lua) = Σ entries. Returns the entries for further checks.
+ */
 export async function checkRedisInvariant(t: TestApp, acct: string): Promise<StreamEntry[]> {
   const entries = await outboxMoney(t, acct)
-  const balance = await redisBalance(t, acct)
+  const [balance, held] = (await t.s.ctx.redis.hmget(t.s.ctx.keys.account(acct), 'balance', 'held')).map(Number)
   const sum = entries.reduce((a, e) => a + e.amount, 0)
-  if (balance < 0) throw new Error(`balance ${balance} < 0`)
-  if (balance !== sum) throw new Error(`balance ${balance} ≠ Σ entries ${sum}`)
+  if (balance! < 0) throw new Error(`balance ${balance} < 0`)
+  if (held! < 0) throw new Error(`held ${held} < 0`)
+  if (balance! + held! !== sum) throw new Error(`posted balance ${balance} + held ${held} ≠ Σ entries ${sum}`)
   const ids = new Set(entries.map((e) => e.id))
   if (ids.size !== entries.length) throw new Error('duplicate entry ids in the outbox')
   return entries

@@ -42,9 +42,10 @@ test('200 concurrent streams: no cap crossed at any moment, every reservation re
   const violations: string[] = []
   const sampler = (async () => {
     while (running) {
-      const [{ balance }, spent] = await Promise.all([readAccount(ctx, a.account_id, 'balance'), ctx.redis.get(ctx.keys.spentToday(a.account_id, day))])
+      const [{ balance, held }, spent] = await Promise.all([readAccount(ctx, a.account_id, 'balance', 'held'), ctx.redis.get(ctx.keys.spentToday(a.account_id, day))])
       samples++
       if ((balance ?? 0) < 0) violations.push(`balance ${balance}`)
+      if (Number(held ?? 0) < 0) violations.push(`held ${held}`)
       if (Number(spent ?? 0) > CAP) violations.push(`spent ${spent} > ${CAP}`)
       await Bun.sleep(1)
     }
@@ -84,9 +85,13 @@ test('200 concurrent streams: no cap crossed at any moment, every reservation re
   const states = await Promise.all(served.map((r) => ctx.redis.hget(ctx.keys.call(a.account_id, r.id!), 'state')))
   expect(states.every((s) => s === 'settled')).toBe(true)
   const entries = await checkRedisInvariant(t, a.account_id)
-  const settles = entries.filter((e) => e.id.endsWith(':settle'))
-  expect(settles.length).toBe(served.length)
-  expect(new Set(settles.map((e) => e.id)).size).toBe(served.length)
+  // Each served call is one debit of its exact charge (its reservation was a hold, released).
+  const charges = entries.filter((e) => e.kind === 'debit')
+  expect(charges.length).toBe(served.length)
+  expect(new Set(charges.map((e) => e.id))).toEqual(new Set(served.map((r) => `${r.id}:debit`)))
+  expect(charges.every((e) => e.amount === -perCall)).toBe(true)
+  expect(entries.filter((e) => e.kind === 'refund')).toEqual([])
+  expect(await ctx.redis.hget(ctx.keys.account(a.account_id), 'held')).toBe('0')
   const balance = await redisBalance(t, a.account_id)
   expect(balance).toBe(500 - served.length * perCall)
   await flushAll(t)

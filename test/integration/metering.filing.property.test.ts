@@ -2,7 +2,7 @@
  * Property (CONTRACT §5, §7): a metered call settled without an Idempotency-Key is filed by settle-n
  * itself; one with a key is settled, then filed by record-calls-n. Over random prices and usage (past
  * the reservation too) both file the same record, the same `call` outbox entry and the same public
- * counters, and the same refund entry (folded into the call entry by settle-n, an entry of its own
+ * counters, and the same debit entry of the charge (folded into the call entry by settle-n, an entry of its own
  * on the keyed path); the call hash is marked recorded with the short TTL and leaves the in-flight set; a
  * resent filing changes nothing.
  */
@@ -29,7 +29,7 @@ const price = fc
 // Up to 3× the bounds below: some calls use more than was reserved (charged the reservation, the rest uncharged).
 const usage = fc.record({ input: fc.nat(3000), cached: fc.nat(1000), output: fc.nat(3000) })
 
-type Filed = { rec: Record<string, unknown>; entry: Record<string, string>; refund: Record<string, string> }
+type Filed = { rec: Record<string, unknown>; entry: Record<string, string>; debit: Record<string, string> }
 
 async function meteredCall(principal: Principal, p: { input: number; cachedInput: number; output: number }, u: { input: number; cached: number; output: number }, key?: string) {
   const call = await openMeteredCall(t.s, principal, p, { idempotencyKey: key })
@@ -48,12 +48,12 @@ async function filedOf(acct: string, callId: string): Promise<Filed> {
   }
   const raw = list.filter((r) => r.includes(callId))
   expect(raw.length).toBe(1)
-  // Through the one parser: settle-n folds the refund into the call entry, the keyed path writes two.
+  // Through the one parser: settle-n folds the call's debit into the call entry, the keyed path writes two.
   const all: OutboxEntry[] = []
   for await (const e of scanOutbox(ctx, keys.shardOf(acct))) all.push(e)
   const entries = all.filter((e) => e.kind === 'call' && e.fields.id === `${callId}:call`).map((e) => e.fields)
-  const refunds = all.filter((e) => e.kind === 'refund' && e.fields.id === `${callId}:settle`).map((e) => e.fields)
-  expect(refunds.length).toBe(1)
+  const debits = all.filter((e) => e.kind === 'debit' && e.fields.id === `${callId}:debit`).map((e) => e.fields)
+  expect(debits.length).toBe(1)
   expect(entries.length).toBe(1)
   const h = await ctx.redis.hmget(keys.call(acct, callId), 'recorded', 'state')
   expect(h).toEqual(['1', 'settled'])
@@ -64,9 +64,9 @@ async function filedOf(acct: string, callId: string): Promise<Filed> {
   const { call_id: _c, latency_ms: _l, at: _a, ...rec } = JSON.parse(raw[0]!) as Record<string, unknown>
   const { id: _i, rec: r, settle: _s, ...entry } = entries[0]!
   expect(JSON.parse(r!)).toEqual(JSON.parse(raw[0]!))
-  const { id: _r, call: _k, ref: _f, acct: _a2, at: _t, ...refund } = refunds[0]!
-  expect(refunds[0]).toMatchObject({ call: callId, ref: `${callId}:debit`, acct })
-  return { rec, entry, refund }
+  const { id: _r, call: _k, acct: _a2, at: _t, ...debit } = debits[0]!
+  expect(debits[0]).toMatchObject({ call: callId, acct })
+  return { rec, entry, debit }
 }
 
 async function stats(acct: string) {
@@ -93,9 +93,9 @@ test('settle-n files a keyless metered call exactly as record-calls-n files a ke
       expect(fx.rec.charged).toBe(x.charged)
       expect(fx.entry).toEqual({ kind: 'call', organic: '1', charged: String(x.charged) })
       expect(fy.entry).toEqual(fx.entry)
-      // The refund settle-n folded into the call entry reads as the one it writes on its own.
-      expect(fy.refund).toEqual(fx.refund)
-      expect(fx.refund).toMatchObject({ kind: 'refund', reason: 'metered_settle', charged: String(x.charged) })
+      // The debit settle-n folded into the call entry reads as the one it writes on its own.
+      expect(fy.debit).toEqual(fx.debit)
+      expect(fx.debit).toMatchObject({ kind: 'debit', amount: x.charged ? String(-x.charged) : '0', charged: String(x.charged) })
       // Both accounts may share a shard: only the keyless call's own step is read here.
       expect(mid.n - before.n).toBe(1)
       expect(mid.c - before.c).toBe(x.charged)

@@ -1,11 +1,14 @@
 /**
- * A metered call that settle-n files leaves ONE outbox entry after its debit: the call entry, with
- * the settle's refund folded into it (lua/settle-n.lua, `settle`). Read through the one parser it is
- * the refund entry and the call entry, field for field; flushed, it is the same Postgres rows as
- * when they were two entries. A target and a model holding '|' and non-ASCII characters come back
- * whole (the packed form gives the target's length in bytes). A folded entry whose call row Postgres
- * refuses is dead-lettered whole while its refund row commits once; put back once fixed, it adds the
- * call row and no second refund row. One whose packed refund does not unpack is dead-lettered alone.
+ * A metered call's reservation is a hold, not a ledger entry (docs/metering.md): the call that
+ * settle-n files leaves ONE outbox entry, the call entry with the call's one debit — of its exact
+ * charge — folded into it (lua/settle-n.lua, `settle`). Read through the one parser it is the debit
+ * entry and the call entry, field for field; flushed, it is the same Postgres rows as when they
+ * were two entries. A target and a model holding '|' and non-ASCII characters come back whole (the
+ * packed form gives the target's length in bytes). A folded entry whose call row Postgres refuses
+ * is dead-lettered whole while its debit row commits once; put back once fixed, it adds the call
+ * row and no second debit row. One whose packed debit does not unpack is dead-lettered alone. A
+ * refunded metered call leaves no ledger entry; one debited before the hold (its reservation in the
+ * ledger, a rolling deploy) is settled as then, with a refund of the release.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { eq, sql } from 'drizzle-orm'
@@ -14,6 +17,7 @@ import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { assertLedger } from '../helpers/invariants'
 import { checkRedisInvariant, flushAll } from '../helpers/ledger'
 
 let t: TestApp
@@ -35,7 +39,7 @@ async function openMetered(principal: Principal, model = 'gpt-test') {
     price: 0,
     unpriced: false,
     lease: true,
-    metered: { model, inputBound: 1000, input: 150, cachedInput: 75, output: 600, ceiling: 1000, maxOutput: 1000, minOutput: 1 },
+    metered: { model, inputBound: 10_000, input: 150, cachedInput: 75, output: 600, ceiling: 4000, maxOutput: 4000, minOutput: 1 },
   })
   if (opened.kind !== 'debited') throw new Error('replay')
   return opened.call
@@ -54,73 +58,129 @@ async function entriesOf(acct: string): Promise<OutboxEntry[]> {
 }
 
 for (const model of ['gpt-test', 'm|ödd|é', '|']) {
-  test(`settle-n's folded refund reads and flushes as its own entry did (model ${JSON.stringify(model)})`, async () => {
+  test(`settle-n's folded debit reads and flushes as its own entry did (model ${JSON.stringify(model)})`, async () => {
     const a = await t.signup()
     const principal = (await t.s.guard.tokens.resolve(a.token))!
     const { keys, redis } = t.s.ctx
     const stream = keys.outbox(keys.shardOf(a.account_id))
-    const call = await openMetered(principal, model)
     const before = await redis.xlen(stream)
-    const tokens = { input: 700, cached: 100, output: 333 }
+    const call = await openMetered(principal, model)
+    // The reservation: off the balance, onto `held`, and no entry.
+    expect(await redis.xlen(stream)).toBe(before)
+    expect(await redis.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual([String(500 - call.price), String(call.price)])
+    await checkRedisInvariant(t, a.account_id)
+    const tokens = { input: 7000, cached: 1000, output: 3330 }
     const settled = await call.settle('ok', { usage: { tokens, source: 'provider' } })
     // One stream entry for the settle and the filing together.
     expect((await redis.xlen(stream)) - before).toBe(1)
 
     const mine = (await entriesOf(a.account_id)).filter((e) => e.fields.call === call.callId || e.fields.id === `${call.callId}:call`)
-    expect(mine.map((e) => e.kind)).toEqual(['debit', 'refund', 'call'])
-    const [, refund, filed] = mine
-    expect(refund!.streamId).toBe(filed!.streamId)
+    expect(mine.map((e) => e.kind)).toEqual(['debit', 'call'])
+    const [debit, filed] = mine
+    expect(debit!.streamId).toBe(filed!.streamId)
     const balance = Number(await redis.hget(keys.account(a.account_id), 'balance'))
+    expect(await redis.hget(keys.account(a.account_id), 'held')).toBe('0')
     const rem = await redis.hget(keys.account(a.account_id), 'mc_rem')
-    const cost = 700 * 150 + 100 * 75 + 333 * 600
+    const cost = 7000 * 150 + 1000 * 75 + 3330 * 600
     expect(settled.charged).toBe(Math.floor(cost / 1e6))
-    expect(refund!.fields).toEqual({
-      kind: 'refund',
-      id: `${call.callId}:settle`,
+    expect(settled.charged).toBeGreaterThan(0)
+    expect(balance).toBe(500 - settled.charged)
+    expect(debit!.fields).toEqual({
+      kind: 'debit',
+      id: `${call.callId}:debit`,
       acct: a.account_id,
       agent: '',
-      amount: String(call.price - settled.charged),
+      amount: String(-settled.charged),
       bal: String(balance),
       call: call.callId,
-      ref: `${call.callId}:debit`,
       target: `proxy:openai/${model}`,
-      reason: 'metered_settle',
-      at: refund!.fields.at!,
+      at: debit!.fields.at!,
       model,
-      tin: '700',
-      tcached: '100',
-      tout: '333',
+      tin: '7000',
+      tcached: '1000',
+      tout: '3330',
       charged: String(settled.charged),
       uncharged_micro: '0',
       usage: 'provider',
       rem: rem!,
     })
-    expect(Number(refund!.fields.at)).toBeGreaterThan(0)
+    expect(Number(debit!.fields.at)).toBeGreaterThan(0)
     await checkRedisInvariant(t, a.account_id)
 
     await flushAll(t)
-    const [row] = await t.s.db.db.select().from(ledgerEntries).where(eq(ledgerEntries.id, `${call.callId}:settle`))
+    const [row] = await t.s.db.db.select().from(ledgerEntries).where(eq(ledgerEntries.id, `${call.callId}:debit`))
     expect(row).toMatchObject({
-      kind: 'refund',
+      kind: 'debit',
       accountId: a.account_id,
-      amount: call.price - settled.charged,
+      amount: -settled.charged,
       balanceAfter: balance,
       callId: call.callId,
-      refId: `${call.callId}:debit`,
+      refId: null,
       target: `proxy:openai/${model}`,
       model,
-      tokensIn: 700,
-      tokensCached: 100,
-      tokensOut: 333,
+      tokensIn: 7000,
+      tokensCached: 1000,
+      tokensOut: 3330,
       mcRem: Number(rem),
     })
+    expect(await ledgerRows(`${call.callId}:settle`)).toBe(0)
     const [rec] = await t.s.db.db.select().from(calls).where(eq(calls.callId, call.callId))
     expect(rec).toMatchObject({ accountId: a.account_id, charged: settled.charged, model })
     expect(await redis.xlen(stream)).toBe(0)
   })
 }
 
-test('a folded entry whose call row Postgres refuses: the refund commits once, the entry is dead-lettered whole, and put back fixed it adds only the call', async () => {
+test('entries written while a call holds credits carry the posted balance, and a refunded metered call leaves no entry', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const { keys, redis } = t.s.ctx
+  const held = await openMetered(principal)
+  const refunded = await openMetered(principal)
+  // A flat call while two holds are open: its entry's balance is the posted one.
+  const flat = await openPaidCall(t.s, { principal, target: 'proxy:anthropic', price: 2, unpriced: false, lease: true })
+  if (flat.kind !== 'debited') throw new Error('replay')
+  const [flatEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${flat.call.callId}:debit`)
+  expect(flatEntry!.fields.bal).toBe(String(500 - 2))
+  expect(Number(await redis.hget(keys.account(a.account_id), 'balance'))).toBe(500 - 2 - 2 * held.price)
+  await checkRedisInvariant(t, a.account_id)
+  // The provider fails: the hold is released, and there is nothing in the ledger to correct.
+  const r = await refunded.settle('provider_error')
+  expect(r.refunded).toBe(true)
+  expect(await redis.hget(keys.account(a.account_id), 'held')).toBe(String(held.price))
+  const kept = await held.settle('ok', { usage: { tokens: { input: 7000, cached: 0, output: 3000 }, source: 'provider' } })
+  expect(kept.charged).toBe(2)
+  await flat.call.settle('ok')
+  await checkRedisInvariant(t, a.account_id)
+  await flushAll(t)
+  expect(await ledgerRows(`${refunded.callId}:debit`)).toBe(0)
+  expect(await ledgerRows(`${refunded.callId}:refund`)).toBe(0)
+  expect(await redis.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', '0'])
+  await assertLedger(t.s, [{ account: a.account_id, balance: 496 }], { debits: [held.callId, flat.call.callId] })
+})
+
+test('a call debited before the hold (its reservation in the ledger) settles as then: a refund of the release', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const { keys, redis } = t.s.ctx
+  const call = await openMetered(principal)
+  // As debit-15 left a metered call before the hold: no `hold` mark, nothing held, the reservation
+  // a debit entry of its own.
+  await redis.hdel(keys.call(a.account_id, call.callId), 'hold')
+  await redis.hincrby(keys.account(a.account_id), 'held', -call.price)
+  await redis.xadd(keys.outbox(keys.shardOf(a.account_id)), '*', 'kind', 'debit', 'id', `${call.callId}:debit`, 'acct', a.account_id,
+    'agent', '', 'amount', String(-call.price), 'bal', String(500 - call.price), 'call', call.callId, 'target', 'proxy:openai/gpt-test', 'at', String(Date.now()), 'model', 'gpt-test')
+  await checkRedisInvariant(t, a.account_id)
+  const settled = await call.settle('ok', { usage: { tokens: { input: 700, cached: 100, output: 333 }, source: 'provider' } })
+  const mine = (await entriesOf(a.account_id)).filter((e) => e.fields.call === call.callId || e.fields.id === `${call.callId}:call`)
+  expect(mine.map((e) => e.kind)).toEqual(['debit', 'refund', 'call'])
+  expect(mine[1]!.fields).toMatchObject({ id: `${call.callId}:settle`, amount: String(call.price - settled.charged), ref: `${call.callId}:debit`, reason: 'metered_settle' })
+  expect(await redis.hget(keys.account(a.account_id), 'held')).toBe('0')
+  await checkRedisInvariant(t, a.account_id)
+  await flushAll(t)
+  await assertLedger(t.s, [{ account: a.account_id, balance: 500 - settled.charged }], { refunded: [call.callId] })
+})
+
+test('a folded entry whose call row Postgres refuses: the debit commits once, the entry is dead-lettered whole, and put back fixed it adds only the call', async () => {
   const a = await t.signup()
   const principal = (await t.s.guard.tokens.resolve(a.token))!
   const { keys, redis } = t.s.ctx
@@ -130,32 +190,32 @@ test('a folded entry whose call row Postgres refuses: the refund commits once, t
   await call.settle('ok', { usage: { tokens: { input: 5, cached: 0, output: 5 }, source: 'provider' } })
   // The folded entry, swapped for a copy whose record Postgres refuses (latency past an integer: 22003).
   const { sid, fields } = await rawCallEntry(stream, call.callId)
-  expect(fields.kind).toBe('settled_call')
+  expect(fields.kind).toBe('charged_call')
   const good = fields.rec!
   const bad = JSON.stringify({ ...JSON.parse(good), latency_ms: 99_999_999_999 })
   await redis.xdel(stream, sid)
   await redis.xadd(stream, '*', ...Object.entries({ ...fields, rec: bad }).flat())
 
   await flushAll(t)
-  expect(await ledgerRows(`${call.callId}:settle`)).toBe(1)
+  expect(await ledgerRows(`${call.callId}:debit`)).toBe(1)
   expect(await callRows(call.callId)).toBe(0)
   expect(await redis.xlen(stream)).toBe(0)
   const dead = await redis.xrange(keys.deadLetters(shard), '-', '+')
   const mine = dead.filter(([, f]) => f.includes(`${call.callId}:call`))
   expect(mine.length).toBe(1)
   const kept = mine[0]![1]
-  expect(kept[kept.indexOf('f:kind') + 1]).toBe('settled_call')
+  expect(kept[kept.indexOf('f:kind') + 1]).toBe('charged_call')
   expect(kept[kept.indexOf('f:settle') + 1]).toBe(fields.settle)
 
-  // Fixed and put back (as a replay after the cause is mended): the call row, and still one refund row.
+  // Fixed and put back (as a replay after the cause is mended): the call row, and still one debit row.
   await redis.xadd(stream, '*', ...Object.entries(fields).flat())
   await flushAll(t)
-  expect(await ledgerRows(`${call.callId}:settle`)).toBe(1)
+  expect(await ledgerRows(`${call.callId}:debit`)).toBe(1)
   expect(await callRows(call.callId)).toBe(1)
   await redis.xdel(keys.deadLetters(shard), mine[0]![0])
 })
 
-test('a settled_call whose packed refund does not unpack is dead-lettered alone: no refund read wrong, the other entries commit', async () => {
+test('a charged_call whose packed debit does not unpack is dead-lettered alone: no debit read wrong, the other entries commit', async () => {
   const a = await t.signup()
   const principal = (await t.s.guard.tokens.resolve(a.token))!
   const { keys, redis } = t.s.ctx
@@ -175,10 +235,9 @@ test('a settled_call whose packed refund does not unpack is dead-lettered alone:
   await redis.xadd(stream, '*', ...Object.entries({ ...fields, settle: cut }).flat())
 
   await flushAll(t)
-  expect(await ledgerRows(`${bad}:settle`)).toBe(0)
+  expect(await ledgerRows(`${bad}:debit`)).toBe(0)
   expect(await callRows(bad)).toBe(0)
-  expect(await ledgerRows(`${bad}:debit`)).toBe(1)
-  expect(await ledgerRows(`${good}:settle`)).toBe(1)
+  expect(await ledgerRows(`${good}:debit`)).toBe(1)
   expect(await callRows(good)).toBe(1)
   expect(await redis.xlen(stream)).toBe(0)
   const dead = (await redis.xrange(keys.deadLetters(shard), '-', '+')).filter(([, f]) => f.includes(`${bad}:call`))

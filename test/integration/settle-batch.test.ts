@@ -73,8 +73,9 @@ test('concurrent settles of an owner and of sub-agents: each charged once by the
 
   await drain(t.s.flusher)
   const owed = (acct: string) => calls.filter((_, i) => principals[i]!.accountId === acct).map((c) => c.callId)
-  // A settle's release is a refund entry naming the debit: each call has one debit and one of those.
-  await assertLedger(t.s, [owner, other].map((a) => ({ account: a.account_id })), { refunded: [...owed(owner.account_id), ...owed(other.account_id)] })
+  // The reservation was a hold: each call has one debit, of its charge, and no refund.
+  await assertLedger(t.s, [owner, other].map((a) => ({ account: a.account_id })), { debits: [...owed(owner.account_id), ...owed(other.account_id)] })
+  for (const a of [owner, other]) expect(await t.s.ctx.redis.hget(t.s.ctx.keys.account(a.account_id), 'held')).toBe('0')
 })
 
 test('a chain that is not the call\'s fails that settle alone; the rest of its batch settles', async () => {
