@@ -17,7 +17,9 @@
   limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[8]):
   one agent never reads another's answer. Then debits and appends the ledger entry to the shard's
   outbox stream in the same script (transactional outbox), so a debit and its entry can never be
-  separated.
+  separated. A metered call's reservation is a hold instead: off `balance`, onto the account's
+  `held`, with no entry; its settle (settle-n) writes its one debit, of the charge. Every entry
+  carries the posted balance, balance + held, which the account's entries sum to.
   The breaker (agents only) is the last check: an agent whose credits or identical requests over
   the sliding minute would pass its `breaker` policy (agent hash `brk_credits`, `brk_same`; absent =
   the deployment defaults of ARGV[15..16]; 0 = that rule off) is killed instead of debited: the one
@@ -88,7 +90,8 @@
            per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
            is reserved instead and reported as clamped; when not even min_output fits, min_output
            is weighed and refused by the limit it passes (402 on the balance). The prices go on
-           the call record, so the settle (settle-n) charges what was reserved against.
+           the call record, so the settle (settle-n) charges what was reserved against, and
+           `hold` = 1 (the reservation is in `held`, not in the ledger).
   ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
   flat call with ancestors: read as ''. The chain comes first so that a sub-agent's flat call, the
   fleet's common one, sends one argument more than the owner's, not nine.
