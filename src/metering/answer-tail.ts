@@ -13,6 +13,7 @@
  */
 import { SCALAR_MEMBERS_TO_END } from './scalar-members'
 import { USAGE_KEY } from './sse-marks'
+import { asBuffer } from '../bytes'
 
 const TAIL_WINDOW = 8192
 const OPEN = 0x7b
@@ -64,5 +65,5 @@ function lastBytes(chunks: Uint8Array[], n: number): Buffer {
   let k = chunks.length
   let total = 0
   while (k > 0 && total < n) total += chunks[--k]!.byteLength
-  return k === chunks.length - 1 ? Buffer.from(chunks[k]!.buffer, chunks[k]!.byteOffset, chunks[k]!.byteLength) : Buffer.concat(chunks.slice(k))
+  return k === chunks.length - 1 ? asBuffer(chunks[k]!) : Buffer.concat(chunks.slice(k))
 }

@@ -6,6 +6,7 @@
  */
 import { SCALAR_MEMBERS_TO_END } from './scalar-members'
 import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
+import { asBuffer } from '../bytes'
 
 const NULL_USAGE_TEXT = ',"usage":null'
 const NULL_USAGE = bytes(NULL_USAGE_TEXT)
@@ -25,7 +26,7 @@ const DATA = bytes('data:')
  * bytes are otherwise kept.
  */
 export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
-  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  const b = asBuffer(c)
   const drops: number[] = []
   let cut = 0
   // The next mark at or past `cut`, searched again only once passed: the walk stays linear in the chunk.

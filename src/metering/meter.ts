@@ -14,6 +14,7 @@ import { usageFromEnd } from './answer-tail'
 import { strippedPrefix, withoutInjectedNull } from './injected-usage'
 import { CR, ESCAPE, LF, MESSAGE_START, USAGE_KEY } from './sse-marks'
 import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCounts } from './usage'
+import { asBuffer } from '../bytes'
 
 export interface UsageMeter {
   /** The bytes to pass on for an upstream chunk (possibly fewer, possibly none yet). */
@@ -285,7 +286,7 @@ function dataOf(event: string): string | null {
  * an ASCII byte inside a character.
  */
 function firstMark(c: Uint8Array, kind: ApiKind): number {
-  const b = Buffer.from(c.buffer, c.byteOffset, c.byteLength)
+  const b = asBuffer(c)
   const at = earliest(b.indexOf(USAGE_KEY), b.indexOf(ESCAPE))
   return kind === 'messages' ? earliest(at, b.indexOf(MESSAGE_START)) : at
 }

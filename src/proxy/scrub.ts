@@ -11,6 +11,7 @@
  * Where spellings overlap, the leftmost one is masked (the shortest, at one position), and the scan
  * goes on after it — the same however the body is cut, so the stream and `maskKey` agree.
  */
+import { asBuffer } from '../bytes'
 const STAR = 0x2a
 const EMPTY = new Uint8Array(0)
 /** RFC 3986's unreserved characters: no encoder rewrites them, so a key made of them has one spelling. */
@@ -91,7 +92,7 @@ export class KeyScrubber {
   }
 
   push(chunk: Uint8Array): Uint8Array {
-    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    let buf = asBuffer(chunk)
     if (this.held.byteLength) buf = Buffer.concat([this.held, buf])
     if (this.spellings.length > 1) return this.pushSpellings(buf)
     let at = buf.indexOf(this.key)
@@ -113,7 +114,7 @@ export class KeyScrubber {
     const rest = this.held
     this.held = EMPTY
     // `rest` is our own copy; it may hold a whole spelling that a longer one's start held back.
-    if (rest.byteLength && this.spellings.length > 1) this.scan(Buffer.from(rest.buffer, rest.byteOffset, rest.byteLength), true)
+    if (rest.byteLength && this.spellings.length > 1) this.scan(asBuffer(rest), true)
     return rest
   }
 
