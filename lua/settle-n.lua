@@ -149,12 +149,19 @@ for i = 1, n do
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
-    local back = found - charged
-    local balance = redis.call('HINCRBY', acct, 'balance', back == released and released_s or string.format('%d', back))
-    -- The entry carries the posted balance, balance + the holds still open.
+    -- The balance, the holds and the remainder in one write, from the values read above (the script
+    -- runs alone, and a batch's earlier call of the account wrote before this one read): one
+    -- command where two HINCRBYs and an HSET were (issue 14's bench).
+    local balance = tonumber(acc[3] or '0') + found - charged
     local held = tonumber(acc[2] or '0')
-    if hold and found > 0 then held = redis.call('HINCRBY', acct, 'held', string.format('%d', -found)) end
-    redis.call('HSET', acct, 'mc_rem', rem_s)
+    local balance_s = string.format('%d', balance)
+    if hold then
+      held = held - found
+      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s)
+    else
+      redis.call('HSET', acct, 'balance', balance_s, 'mc_rem', rem_s)
+    end
+    -- The entry carries the posted balance, balance + the holds still open.
     local posted_s = string.format('%d', balance + held)
     local kind, amount_s = 'debit', minus_charged_s
     if not hold then kind, amount_s = 'refund', released_s end

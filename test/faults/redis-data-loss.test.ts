@@ -212,7 +212,7 @@ describe('metered calls in flight (their reservations are holds, not entries)', 
     // it, and gives back nothing it did not hold.
     const settled = await call.settle('ok', { usage })
     expect(settled.charged).toBe(4)
-    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', null])
+    expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', '0'])
     await assertLedger(t.s, [{ account: a.account_id, balance: 496 }])
     // A refund of another such call gives back nothing either.
     const other = await openMeteredCall(t.s, principal, PRICE)
