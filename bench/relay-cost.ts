@@ -7,7 +7,7 @@
  * on as is (`ident`: the relay's own structure) and without a key to mask (`nokey`). The whole
  * service's CPU per request is too noisy on two shared cores to resolve a few µs; this is not.
  *
- *   bun bench/relay-cost.ts [--streams 20000] [--rounds 4] [--kinds flat,metered,ident,nokey]
+ *   bun bench/relay-cost.ts [--streams 20000] [--rounds 4] [--kinds flat,metered,ident,nokey] [--split 0]
  */
 import { parseArgs } from 'node:util'
 import { meterFor, type UsageMeter } from '../src/metering/meter'
@@ -22,6 +22,8 @@ const { values: opt } = parseArgs({
     streams: { type: 'string', default: '20000' },
     rounds: { type: 'string', default: '4' },
     kinds: { type: 'string', default: 'flat,metered,ident,nokey' },
+    /** Re-cut each stream into chunks of this many bytes (0: one chunk per frame, as written). */
+    split: { type: 'string', default: '0' },
   },
 })
 
@@ -36,6 +38,16 @@ const usage = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1
 const metered = [...withNulls, finish!, `data: ${JSON.stringify(usage)}\n\ndata: [DONE]\n\n`].map((f) => enc.encode(f))
 const plain = padded(openaiFrames('bench-model', SSE_CHUNKS)).map((f) => enc.encode(f))
 
+/** The chunks a socket may deliver instead of one per write: the stream cut every `n` bytes. */
+function recut(chunks: Uint8Array[], n: number): Uint8Array[] {
+  if (!n) return chunks
+  const all = Buffer.concat(chunks)
+  return Array.from({ length: Math.ceil(all.byteLength / n) }, (_, i) => new Uint8Array(all.subarray(i * n, (i + 1) * n)))
+}
+const SPLIT = Number(opt.split)
+const meteredChunks = recut(metered, SPLIT)
+const plainChunks = recut(plain, SPLIT)
+
 /** The upstream body after its first chunk, a fresh copy of each chunk per stream (as fetch gives them). */
 function upstream(chunks: Uint8Array[]): ChunkReader {
   let i = 1
@@ -48,8 +60,8 @@ function upstream(chunks: Uint8Array[]): ChunkReader {
 const passThrough: UsageMeter = { push: (c) => c, flush: () => new Uint8Array(0), usage: () => null, failedBeforeOutput: () => false, inputSoFar: () => null }
 
 function body(kind: string): ReadableStream<Uint8Array> {
-  if (kind === 'flat') return relay(upstream(plain), plain[0]!.slice(), { cap: 2_000_000, apiKey: KEY, abortUpstream() {}, clientGone: () => false, onEnd() {} })
-  const chunks = kind === 'ident' ? plain : metered
+  if (kind === 'flat') return relay(upstream(plainChunks), plainChunks[0]!.slice(), { cap: 2_000_000, apiKey: KEY, abortUpstream() {}, clientGone: () => false, onEnd() {} })
+  const chunks = kind === 'ident' ? plainChunks : meteredChunks
   return meteredRelay(upstream(chunks), chunks[0]!.slice(), {
     cap: 2_000_000,
     apiKey: kind === 'nokey' ? '' : KEY,

@@ -131,7 +131,9 @@ export async function startService(o: {
   }
   if (!dbUrl) delete env.DATABASE_URL
   if (o.redisClusterNodes) env.REDIS_CLUSTER_NODES = o.redisClusterNodes
-  const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`] : []
+  // BENCH_PROF_INTERVAL_US: a finer sampling interval than Bun's 1 ms, for a difference of a few µs a request.
+  const interval = process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : []
+  const profile = o.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${o.outDir}`, ...interval] : []
   const bun = join(root, 'node_modules', '.bin', 'bun')
   const child = startChild('service', [bun, ...profile, 'run', o.entry ?? 'src/index.ts'], env, join(o.outDir, 'service.log'), { cwd: root })
   const url = `http://127.0.0.1:${o.port}`

@@ -88,6 +88,8 @@ export class SseMeter implements UsageMeter {
    * as its own bytes would lose (or, encoded after one that was, repeat) the character's first bytes.
    */
   private decoderEmpty = true
+  /** The start of an event the last chunk cut, as its bytes (rest()); only while `held` is ''. */
+  private carry: Uint8Array | null = null
   /**
    * No event carrying output has passed yet. Until one does every event is read for its kind, so
    * that an error the provider streams before any output is seen.
@@ -102,6 +104,14 @@ export class SseMeter implements UsageMeter {
   ) {}
 
   push(chunk: Uint8Array): Uint8Array {
+    if (this.carry) {
+      const carried = this.carry
+      this.carry = null
+      chunk = concat(carried, chunk)
+      // An event is carried as bytes across one chunk boundary only: one that does not end in the
+      // next chunk either is read as text from here on (a long event in small chunks, linearly).
+      if (nextEventEnd(chunk, Math.max(0, carried.byteLength - 3)) === -1) return this.decodeAndInspect(chunk)
+    }
     // At an event's start, the whole events before the first byte that may concern the usage go on
     // undecoded: most chunks entirely, and a stream read in one chunk up to its usage (issue 14's bench).
     if (this.held === '' && this.decoderEmpty) {
@@ -110,15 +120,30 @@ export class SseMeter implements UsageMeter {
       if (this.stripInjected) {
         const { out, cut } = strippedPrefix(chunk)
         if (cut === chunk.byteLength) return out
-        if (cut > 0) return concat(out, this.decodeAndInspect(chunk.subarray(cut)))
+        if (cut > 0) return concat(out, this.rest(chunk.subarray(cut)))
       }
       const mark = firstMark(chunk, this.kind)
       if (mark === -1 && endsOneEvent(chunk)) return chunk
       const cut = wholeEventsBefore(chunk, mark)
       if (cut === chunk.byteLength) return chunk
-      if (cut > 0) return concat(chunk.subarray(0, cut), this.decodeAndInspect(chunk.subarray(cut)))
+      if (cut > 0) return concat(chunk.subarray(0, cut), this.rest(chunk.subarray(cut)))
+      return this.rest(chunk)
     }
     return this.decodeAndInspect(chunk)
+  }
+
+  /**
+   * What follows a chunk's leading events, from an event's start. An event cut by the chunk's end
+   * (no event end in `tail`) is carried as bytes to the next chunk, which then starts at an
+   * event's start and takes the undecoded paths again: under load a provider's stream reaches us
+   * in pieces cut anywhere, and once one piece ended inside an event, every later one used to be
+   * decoded, split and encoded again as text (in process, a 22-event stream cut every 1,024 bytes
+   * cost the meter about 3× a whole one: bench/relay-cost.ts --split). Anything else is read as text.
+   */
+  private rest(tail: Uint8Array): Uint8Array {
+    if (tail.byteLength > MAX_CARRY || nextEventEnd(tail, 0) !== -1) return this.decodeAndInspect(tail)
+    this.carry = tail
+    return EMPTY
   }
 
   private decodeAndInspect(chunk: Uint8Array): Uint8Array {
@@ -159,7 +184,10 @@ export class SseMeter implements UsageMeter {
   }
 
   flush(): Uint8Array {
-    const rest = this.held + this.decoder.decode()
+    const carried = this.carry
+    this.carry = null
+    // A carried event's bytes start at an event's start with the decoder empty: decoded whole.
+    const rest = this.held + (carried ? this.decoder.decode(carried) : this.decoder.decode())
     this.held = ''
     this.heldTail = ''
     if (!rest) return new Uint8Array()
@@ -329,6 +357,10 @@ function nextEventEnd(c: Uint8Array, from: number): number {
   }
   return -1
 }
+
+/** The most of a cut event carried as bytes to the next chunk; a longer one is read as text. */
+const MAX_CARRY = 65_536
+const EMPTY = new Uint8Array(0)
 
 /** Decodes whole events only (no character is ever split across its calls). */
 const preambleDecoder = new TextDecoder()
