@@ -54,8 +54,10 @@ try {
     try {
       const plan = await planRebuild(ctx, db.db, id)
       if (opt['dry-run']) {
-        const inRedis = await redis.hget(ctx.keys.account(id), 'balance')
-        console.log(JSON.stringify({ account: id, action: 'plan', balance: plan.balance, in_redis: inRedis === null ? null : Number(inRedis), spent_today: plan.spentToday, agents: plan.agents.length, ledger: plan.ledger }))
+        // The ledger sums to the posted balance: what Redis can spend plus what its calls in flight hold.
+        const [balance, held] = await redis.hmget(ctx.keys.account(id), 'balance', 'held')
+        const inRedis = balance === null ? null : Number(balance) + Number(held ?? 0)
+        console.log(JSON.stringify({ account: id, action: 'plan', balance: plan.balance, in_redis: inRedis, held: Number(held ?? 0), spent_today: plan.spentToday, agents: plan.agents.length, ledger: plan.ledger }))
         continue
       }
       const r = await applyRebuild(ctx, plan, { force: opt.force })

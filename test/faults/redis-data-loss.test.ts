@@ -186,6 +186,9 @@ describe('metered calls in flight (their reservations are holds, not entries)', 
     const failed = await openMeteredCall(t.s, principal, PRICE)
     const held = kept.price + failed.price
     expect(await r.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual([String(500 - held), String(held)])
+    // The plan sets the ledger beside the posted balance (balance + held): no drift while calls hold credits.
+    const dry = await rebuild('--account', a.account_id, '--dry-run')
+    expect(dry.lines[0]).toMatchObject({ action: 'plan', balance: 500, in_redis: 500, held })
     await r.hincrby(keys.account(a.account_id), 'balance', 7) // drift, for --force to mend
     const forced = await rebuild('--account', a.account_id, '--force')
     expect(forced.code).toBe(0)
