@@ -6,7 +6,7 @@
  */
 import { SCALAR_MEMBERS_TO_END } from './scalar-members'
 import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
-import { asBuffer } from '../bytes'
+import { copyBytes, indexOfBytes } from '../bytes'
 
 const NULL_USAGE_TEXT = ',"usage":null'
 const NULL_USAGE = bytes(NULL_USAGE_TEXT)
@@ -26,15 +26,15 @@ const DATA = bytes('data:')
  * bytes are otherwise kept.
  */
 export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
-  const b = asBuffer(c)
+  const b = c
   const drops: number[] = []
   let cut = 0
   // The next mark at or past `cut`, searched again only once passed: the walk stays linear in the chunk.
-  let usage = b.indexOf(USAGE_KEY)
-  let escape = b.indexOf(ESCAPE)
+  let usage = indexOfBytes(b, USAGE_KEY)
+  let escape = indexOfBytes(b, ESCAPE)
   for (;;) {
-    if (usage !== -1 && usage < cut) usage = b.indexOf(USAGE_KEY, cut)
-    if (escape !== -1 && escape < cut) escape = b.indexOf(ESCAPE, cut)
+    if (usage !== -1 && usage < cut) usage = indexOfBytes(b, USAGE_KEY, cut)
+    if (escape !== -1 && escape < cut) escape = indexOfBytes(b, ESCAPE, cut)
     const lf = b.indexOf(LF, cut)
     if (lf === -1) break
     // A single-line event ends at its first line feed: "\n\n" or "\r\n\r\n" (or a mix) follows its text.
@@ -50,16 +50,16 @@ export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } 
     }
     cut = end
   }
-  if (!drops.length) return { out: c.subarray(0, cut), cut }
+  if (!drops.length) return { out: cut === c.byteLength ? c : c.subarray(0, cut), cut }
   const len = NULL_USAGE.byteLength
   const out = Buffer.allocUnsafe(cut - len * drops.length)
   let from = 0
   let to = 0
   for (const at of drops) {
-    to += b.copy(out, to, from, at)
+    to += copyBytes(b, out, to, from, at)
     from = at + len
   }
-  b.copy(out, to, from, cut)
+  copyBytes(b, out, to, from, cut)
   return { out, cut }
 }
 

@@ -14,7 +14,7 @@ import { usageFromEnd } from './answer-tail'
 import { strippedPrefix, withoutInjectedNull } from './injected-usage'
 import { CR, ESCAPE, LF, MESSAGE_START, USAGE_KEY } from './sse-marks'
 import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCounts } from './usage'
-import { asBuffer } from '../bytes'
+import { indexOfBytes } from '../bytes'
 
 export interface UsageMeter {
   /** The bytes to pass on for an upstream chunk (possibly fewer, possibly none yet). */
@@ -314,9 +314,8 @@ function dataOf(event: string): string | null {
  * an ASCII byte inside a character.
  */
 function firstMark(c: Uint8Array, kind: ApiKind): number {
-  const b = asBuffer(c)
-  const at = earliest(b.indexOf(USAGE_KEY), b.indexOf(ESCAPE))
-  return kind === 'messages' ? earliest(at, b.indexOf(MESSAGE_START)) : at
+  const at = earliest(indexOfBytes(c, USAGE_KEY), indexOfBytes(c, ESCAPE))
+  return kind === 'messages' ? earliest(at, indexOfBytes(c, MESSAGE_START)) : at
 }
 
 const earliest = (a: number, b: number) => (a === -1 ? b : b === -1 ? a : Math.min(a, b))

@@ -11,7 +11,7 @@
  * Where spellings overlap, the leftmost one is masked (the shortest, at one position), and the scan
  * goes on after it — the same however the body is cut, so the stream and `maskKey` agree.
  */
-import { asBuffer } from '../bytes'
+import { asBuffer, indexOfBytes } from '../bytes'
 const STAR = 0x2a
 const EMPTY = new Uint8Array(0)
 /** RFC 3986's unreserved characters: no encoder rewrites them, so a key made of them has one spelling. */
@@ -92,6 +92,9 @@ export class KeyScrubber {
   }
 
   push(chunk: Uint8Array): Uint8Array {
+    // The usual chunk, for a key of one spelling: no key in it, none begun at its end, nothing held.
+    // It goes on as it came, searched without a Buffer view of it (src/bytes.ts).
+    if (!this.held.byteLength && this.spellings.length === 1 && indexOfBytes(chunk, this.key) === -1 && !this.partialKeyAtEnd(chunk)) return chunk
     let buf = asBuffer(chunk)
     if (this.held.byteLength) buf = Buffer.concat([this.held, buf])
     if (this.spellings.length > 1) return this.pushSpellings(buf)
@@ -162,11 +165,14 @@ export class KeyScrubber {
   }
 
   /** Length of the longest proper prefix of the key that `buf` ends with. */
-  private partialKeyAtEnd(buf: Buffer): number {
+  private partialKeyAtEnd(buf: Uint8Array): number {
     const key = this.key
     for (let k = Math.min(key.length - 1, buf.length); k > 0; k--) {
       const start = buf.length - k
-      if (buf[start] === key[0] && buf.compare(key, 0, k, start, buf.length) === 0) return k
+      if (buf[start] !== key[0]) continue
+      let i = 1
+      while (i < k && buf[start + i] === key[i]) i++
+      if (i === k) return k
     }
     return 0
   }
