@@ -20,6 +20,8 @@
 ]]
 
 --@include status
+
+--@include posted-balance
 local now, id, op = ARGV[1], ARGV[2], ARGV[3]
 
 local p = redis.call('HMGET', KEYS[1], 'state', 'acct', 'charge', 'credits', 'kind', 'gateway')
@@ -36,9 +38,8 @@ redis.call('HSET', KEYS[1], 'state', to[op], 'decided_at', now)
 local balance = 0
 if op == 'approve' then
   balance = redis.call('HINCRBY', KEYS[3], 'balance', credits)
-  -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
   redis.call('XADD', KEYS[4], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
-    'amount', credits, 'bal', balance + tonumber(redis.call('HGET', KEYS[3], 'held') or '0'), 'ref', charge, 'target', p[5], 'at', now)
+    'amount', credits, 'bal', posted_balance(KEYS[3], balance), 'ref', charge, 'target', p[5], 'at', now)
 end
 if op == 'approve' or op == 'reject' then redis.call('ZREM', KEYS[2], id) end
 if op ~= 'claim' and op ~= 'unclaim' then

@@ -24,6 +24,8 @@
 ]]
 
 --@include status
+
+--@include posted-balance
 local now, acct, bonus = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local per_day = tonumber(ARGV[5])
 
@@ -48,9 +50,8 @@ if has_referrer then referrer_amount, referrer_reason = share(KEYS[2], earned_to
 
 local function pay(key, who, side, amount, reason)
   local bal = amount > 0 and redis.call('HINCRBY', key, 'balance', amount) or tonumber(redis.call('HGET', key, 'balance'))
-  -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
   local entry = {'kind', 'referral', 'id', acct .. ':referral:' .. side, 'acct', who,
-    'agent', '', 'amount', amount, 'bal', bal + tonumber(redis.call('HGET', key, 'held') or '0'), 'call', ARGV[4], 'at', now}
+    'agent', '', 'amount', amount, 'bal', posted_balance(key, bal), 'call', ARGV[4], 'at', now}
   if amount < bonus then
     table.insert(entry, 'uncredited'); table.insert(entry, bonus - amount)
     table.insert(entry, 'reason'); table.insert(entry, reason)

@@ -15,6 +15,7 @@ import { eq, sql } from 'drizzle-orm'
 import { calls, ledgerEntries } from '../../src/db/schema'
 import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
+import { creditCharge } from '../../src/ledger/topup'
 import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
@@ -142,6 +143,11 @@ test('entries written while a call holds credits carry the posted balance, and a
   const [flatEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${flat.call.callId}:debit`)
   expect(flatEntry!.fields.bal).toBe(String(500 - 2))
   expect(Number(await redis.hget(keys.account(a.account_id), 'balance'))).toBe(500 - 2 - 2 * held.price)
+  // A top-up (credit-topup-7) likewise.
+  const chargeId = `ch_${a.account_id}`
+  expect(await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId, credits: 100, kind: 'pack', gateway: 'sandbox' })).toMatchObject({ kind: 'credited' })
+  const [topupEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${chargeId}:topup`)
+  expect(topupEntry!.fields.bal).toBe(String(500 - 2 + 100))
   await checkRedisInvariant(t, a.account_id)
   // The provider fails: the hold is released, and there is nothing in the ledger to correct.
   const r = await refunded.settle('provider_error')
@@ -154,8 +160,8 @@ test('entries written while a call holds credits carry the posted balance, and a
   await flushAll(t)
   expect(await ledgerRows(`${refunded.callId}:debit`)).toBe(0)
   expect(await ledgerRows(`${refunded.callId}:refund`)).toBe(0)
-  expect(await redis.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['496', '0'])
-  await assertLedger(t.s, [{ account: a.account_id, balance: 496 }], { debits: [held.callId, flat.call.callId] })
+  expect(await redis.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['596', '0'])
+  await assertLedger(t.s, [{ account: a.account_id, balance: 596 }], { debits: [held.callId, flat.call.callId] })
 })
 
 test('a call debited before the hold (its reservation in the ledger) settles as then: a refund of the release', async () => {
