@@ -23,15 +23,15 @@ const DATA = bytes('data:')
  * followed by nothing but scalar members to the object's end (OpenAI sends its `obfuscation`
  * padding there): then the member is the top-level object's (nothing opens or closes between it
  * and the final brace, and its quotes are not escaped, so not inside a string). The provider's
- * bytes are otherwise kept.
+ * bytes are otherwise kept. Walks from `from` (an event's start); adds each member's range to
+ * `skips` (withoutSkips takes them out) and returns the prefix's end.
  */
-export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } {
+export function injectedNulls(c: Uint8Array, from: number, skips: number[]): number {
   const b = c
-  const drops: number[] = []
-  let cut = 0
+  let cut = from
   // The next mark at or past `cut`, searched again only once passed: the walk stays linear in the chunk.
-  let usage = indexOfBytes(b, USAGE_KEY)
-  let escape = indexOfBytes(b, ESCAPE)
+  let usage = indexOfBytes(b, USAGE_KEY, cut)
+  let escape = indexOfBytes(b, ESCAPE, cut)
   for (;;) {
     if (usage !== -1 && usage < cut) usage = indexOfBytes(b, USAGE_KEY, cut)
     if (escape !== -1 && escape < cut) escape = indexOfBytes(b, ESCAPE, cut)
@@ -46,21 +46,33 @@ export function strippedPrefix(c: Uint8Array): { out: Uint8Array; cut: number } 
       const at = usage - 1
       const after = at + NULL_USAGE.byteLength
       if (at < cut || after > textEnd || !bytesAt(b, at, NULL_USAGE) || !bytesAt(b, cut, DATA) || !scalarMembersToEnd(b, after, textEnd)) break
-      drops.push(at)
+      skips.push(at, after)
     }
     cut = end
   }
-  if (!drops.length) return { out: cut === c.byteLength ? c : c.subarray(0, cut), cut }
-  const len = NULL_USAGE.byteLength
-  const out = Buffer.allocUnsafe(cut - len * drops.length)
+  return cut
+}
+
+/**
+ * c[0, cut) without the ranges in `skips` (start, end pairs, in order: injectedNulls' members and
+ * the usage chunks the meter dropped), then `tail` (what the meter passes on for the rest of the
+ * chunk): one new chunk, written once. Under load a whole answer arrives in one read, and joining
+ * the stripped prefix and the tail's bytes afterwards copied the answer twice.
+ */
+export function withoutSkips(c: Uint8Array, skips: number[], cut: number, tail: Uint8Array): Uint8Array {
+  if (!skips.length && !tail.byteLength) return cut === c.byteLength ? c : c.subarray(0, cut)
+  let len = cut + tail.byteLength
+  for (let i = 0; i < skips.length; i += 2) len -= skips[i + 1]! - skips[i]!
+  const out = Buffer.allocUnsafe(len)
   let from = 0
   let to = 0
-  for (const at of drops) {
-    to += copyBytes(b, out, to, from, at)
-    from = at + len
+  for (let i = 0; i < skips.length; i += 2) {
+    to += copyBytes(c, out, to, from, skips[i]!)
+    from = skips[i + 1]!
   }
-  copyBytes(b, out, to, from, cut)
-  return { out, cut }
+  to += copyBytes(c, out, to, from, cut)
+  if (tail.byteLength) copyBytes(tail, out, to, 0, tail.byteLength)
+  return out
 }
 
 /** Whether `b` holds `want` at `at` (short constants: a loop beats a native call here). */
@@ -115,7 +127,7 @@ function scalarMembersToEnd(b: Uint8Array, i: number, end: number): boolean {
 }
 
 /**
- * An event's text without the injected member, under the rule strippedPrefix applies to bytes (for
+ * An event's text without the injected member, under the rule injectedNulls applies to bytes (for
  * a single-line `data:` event met in a chunk that did not start at an event's start, or written
  * with JSON's optional spaces, as Python servers of the OpenAI API write it), or null: the caller
  * parses the event.
