@@ -17,7 +17,11 @@ import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCou
 import { indexOfBytes } from '../bytes'
 
 export interface UsageMeter {
-  /** The bytes to pass on for an upstream chunk (possibly fewer, possibly none yet). */
+  /**
+   * The bytes to pass on for an upstream chunk (possibly fewer, possibly none yet). The chunk is
+   * the meter's from then on: its bytes may be rewritten in place (an upstream read's own bytes,
+   * which nothing else holds).
+   */
   push(chunk: Uint8Array): Uint8Array
   /** What is still held at the end of the body. */
   flush(): Uint8Array

@@ -184,3 +184,24 @@ test('an event cut by a chunk\'s end is carried as bytes: every event after it s
     { numRuns: 500 },
   )
 })
+
+/**
+ * Under load a whole answer reaches the proxy in one read, and a chunk past a couple of KB is
+ * stripped in place (injected-usage.ts withoutSkips): what the client gets, and every piece handed
+ * out before a later one was pushed (meter() joins them only at the end), is what the stream it
+ * asked for holds, however the answer is cut.
+ */
+test('a long answer in one read or a few: stripped in place, the usage read, no piece handed out changed by a later one', () => {
+  const long = stream.chain((s) => fc.array(fc.string({ unit: 'grapheme', maxLength: 80 }), { minLength: 20, maxLength: 60 }).map((texts) => ({ ...s, texts })))
+  fc.assert(
+    fc.property(long, fc.array(fc.nat(100_000), { maxLength: 2 }), fc.boolean(), (s, c, atEvents) => {
+      const { raw, injectedView } = frames(s)
+      const bytes = enc.encode(raw)
+      expect(bytes.byteLength).toBeGreaterThan(2048)
+      const r = meter(bytes, c, true, atEvents)
+      expect(dec.decode(r.out)).toBe(injectedView)
+      expect(r.usage).toEqual(s.usage ? { input: s.usage.prompt, cached: s.usage.cached, output: s.usage.completion } : null)
+    }),
+    { numRuns: 400 },
+  )
+})
