@@ -20,10 +20,13 @@ export const ACTIVITY_MAX_LIMIT = 200
 export async function balanceOf(s: Services, accountId: string) {
   const { redis, keys } = s.ctx
   const w = windowsAt(s.ctx.clock.now())
-  const [a, spent] = await Promise.all([readAccount(s.ctx, accountId, 'balance', 'daily_cap', 'balance_cap', 'mref'), redis.get(keys.spentToday(accountId, w.day))])
+  const [a, spent] = await Promise.all([readAccount(s.ctx, accountId, 'balance', 'held', 'daily_cap', 'balance_cap', 'mref'), redis.get(keys.spentToday(accountId, w.day))])
   const mref = a.mref
   return {
     balance: a.balance ?? 0,
+    // Metered calls' reservations still open (CONTRACT §7): each is charged or released when its
+    // call settles. The ledger's entries (the statement's balance_after) sum to balance + held.
+    held: a.held ?? 0,
     balance_cap: a.balance_cap ?? s.cfg.DEFAULT_BALANCE_CAP,
     daily_cap: a.daily_cap ?? s.cfg.DEFAULT_DAILY_CAP,
     spent_today: Number(spent ?? 0),

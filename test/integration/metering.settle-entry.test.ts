@@ -143,6 +143,8 @@ test('entries written while a call holds credits carry the posted balance, and a
   const [flatEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${flat.call.callId}:debit`)
   expect(flatEntry!.fields.bal).toBe(String(500 - 2))
   expect(Number(await redis.hget(keys.account(a.account_id), 'balance'))).toBe(500 - 2 - 2 * held.price)
+  // What the owner reads: the spendable balance, and the holds that make up the posted one.
+  expect((await t.req('GET', '/v1/balance', { token: a.token })).body).toMatchObject({ balance: 500 - 2 - 2 * held.price, held: 2 * held.price })
   // A top-up (credit-topup-7) likewise.
   const chargeId = `ch_${a.account_id}`
   expect(await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId, credits: 100, kind: 'pack', gateway: 'sandbox' })).toMatchObject({ kind: 'credited' })
@@ -161,6 +163,7 @@ test('entries written while a call holds credits carry the posted balance, and a
   expect(await ledgerRows(`${refunded.callId}:debit`)).toBe(0)
   expect(await ledgerRows(`${refunded.callId}:refund`)).toBe(0)
   expect(await redis.hmget(keys.account(a.account_id), 'balance', 'held')).toEqual(['596', '0'])
+  expect((await t.req('GET', '/v1/balance', { token: a.token })).body).toMatchObject({ balance: 596, held: 0 })
   await assertLedger(t.s, [{ account: a.account_id, balance: 596 }], { debits: [held.callId, flat.call.callId] })
 })
 

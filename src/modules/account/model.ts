@@ -3,6 +3,10 @@ import { CALL_OUTCOMES, SETTLEMENT } from '../../ledger/paid-call'
 
 export const BalanceResponse = T.Object({
   balance: T.Integer({ description: 'Credits' }),
+  held: T.Integer({
+    description:
+      'Credits reserved by metered LLM calls still in flight, off `balance` until each settles (charged its exact cost, the rest released). The ledger (the statement\'s balance_after) counts them: it sums to balance + held',
+  }),
   balance_cap: T.Integer(),
   daily_cap: T.Integer(),
   spent_today: T.Integer({ description: 'Credits spent in the current HKT day' }),
