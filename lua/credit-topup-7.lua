@@ -30,6 +30,7 @@
   ARGV[10] TTL of the month's refills, s
 
   Returns {OK, balance, credits} | {PARKED, balance, balance_cap, parked_id}
+  (PARKED's balance is the posted one, balance + held: the one the cap weighs)
         | {ALREADY_APPLIED, balance, 'credited'|'parked', parked_id or ''} | {NOT_FOUND}
 ]]
 
@@ -66,7 +67,12 @@ if kind ~= 'pack' then
   redis.call('EXPIRE', KEYS[3], tonumber(ARGV[10]))
 end
 
-if balance + credits > cap then
+-- The cap weighs the posted balance: what metered calls in flight hold comes back to the balance
+-- unless they spend it, so a credit that fits beside the holds only could end past the cap once
+-- they settle. The balance the refusal reports is that one.
+local posted = balance + tonumber(a[3] or '0')
+if posted + credits > cap then
+  balance = posted
   redis.call('HSET', KEYS[5], 'acct', acct, 'charge', charge, 'credits', credits, 'kind', kind,
     'gateway', ARGV[8], 'state', 'parked', 'at', now)
   redis.call('ZADD', KEYS[6], now, parked_id)

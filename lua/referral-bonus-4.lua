@@ -34,8 +34,10 @@ if not referrer then return {S_ALREADY_APPLIED, 0} end
 
 -- What one side may receive: the bonus, less what would pass its cap; a limited side gets nothing.
 local function share(key, limited)
-  local a = redis.call('HMGET', key, 'balance', 'balance_cap')
-  local room = math.max(0, tonumber(a[2] or ARGV[7]) - tonumber(a[1] or '0'))
+  -- Room under the cap beside the posted balance, the holds of metered calls in flight included
+  -- (they come back unless spent: credit-topup-7).
+  local a = redis.call('HMGET', key, 'balance', 'balance_cap', 'held')
+  local room = math.max(0, tonumber(a[2] or ARGV[7]) - tonumber(a[1] or '0') - tonumber(a[3] or '0'))
   if limited then return 0, 'referrer_daily_limit' end
   if bonus > room then return room, 'balance_cap' end
   return bonus, ''

@@ -41,7 +41,7 @@ local mode = ARGV[2]
 local attempt = ARGV[4]
 local hold_ms = tonumber(ARGV[7])
 
-local acct = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap')
+local acct = redis.call('HMGET', KEYS[1], 'balance', 'balance_cap', 'held')
 if not acct[1] then return {S_NOT_FOUND} end
 local balance = tonumber(acct[1])
 local cap = tonumber(acct[2] or ARGV[10])
@@ -65,7 +65,10 @@ end
 local month = redis.call('HMGET', KEYS[3], 'refilled', 'pending')
 local refilled, pending = tonumber(month[1] or '0'), tonumber(month[2] or '0')
 if refilled + pending + credits > ceiling then return {S_CEILING_REACHED, refilled, ceiling, credits, pending} end
-if balance + credits > cap then return {S_BALANCE_CAP, balance, cap, credits} end
+-- Against the posted balance, as credit-topup-7 weighs it (the holds of metered calls in flight come
+-- back unless spent); the threshold above weighs what can be spent.
+local posted = balance + tonumber(acct[3] or '0')
+if posted + credits > cap then return {S_BALANCE_CAP, posted, cap, credits} end
 
 -- All checks passed: take the lock.
 redis.call('HSET', KEYS[2], 'pending', attempt, 'pending_amount', credits, 'pending_until', now + hold_ms,

@@ -15,7 +15,10 @@ import { eq, sql } from 'drizzle-orm'
 import { calls, ledgerEntries } from '../../src/db/schema'
 import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
-import { creditCharge } from '../../src/ledger/topup'
+import { creditCharge, reserveRefill } from '../../src/ledger/topup'
+import { applyReferralBonus } from '../../src/ledger/accounts'
+import { REFERRAL_CREDITS } from '../../src/ledger/constants'
+import { ScriptStatus } from '../../src/redis/codes'
 import { scanOutbox, type OutboxEntry } from '../../src/ledger/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
@@ -253,4 +256,48 @@ test('a charged_call whose packed debit does not unpack is dead-lettered alone: 
   expect(dead.length).toBe(1)
   expect(dead[0]![1][dead[0]![1].indexOf('f:settle') + 1]).toBe(cut)
   await redis.xdel(keys.deadLetters(shard), dead[0]![0])
+})
+
+test('the balance cap weighs what calls in flight hold: a credit that fits beside the holds only is parked, and no settle takes the balance past the cap', async () => {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  const { keys, redis } = t.s.ctx
+  const call = await openMetered(principal)
+  const held = call.price
+  expect(held).toBeGreaterThan(2)
+  // The cap just above the posted balance (500): the spendable balance is 500 − held.
+  const cap = 503
+  await redis.hset(keys.account(a.account_id), 'balance_cap', cap)
+  // Fits beside the spendable balance (500 − held + 8 ≤ 503), not beside the posted one.
+  const parked = await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId: `ch_${a.account_id}_1`, credits: 8, kind: 'pack', gateway: 'sandbox' })
+  expect(parked).toMatchObject({ kind: 'parked', balance: 500, balanceCap: cap })
+  // An agent's explicit top-up through the mandate (reserve-refill-4) weighs it the same way.
+  await redis.hset(keys.mandate(a.account_id), { enabled: '1', threshold: '100', refill: '8', ceiling: '100000', customer: 'cus_cap', pm: 'pm_cap', gateway: 'sandbox' })
+  expect(await reserveRefill(t.s.ctx, a.account_id, 'topup', 8, 'sandbox')).toMatchObject({ kind: 'refused', status: ScriptStatus.BALANCE_CAP, a: 500, b: cap })
+  const fits = await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId: `ch_${a.account_id}_2`, credits: 3, kind: 'pack', gateway: 'sandbox' })
+  expect(fits).toMatchObject({ kind: 'credited' })
+  // The call spends almost nothing: its release comes back, and the balance stays within the cap.
+  await call.settle('ok', { usage: { tokens: { input: 10, cached: 0, output: 1 }, source: 'provider' } })
+  const [balance, stillHeld] = (await redis.hmget(keys.account(a.account_id), 'balance', 'held')).map(Number)
+  expect(stillHeld).toBe(0)
+  expect(balance).toBeLessThanOrEqual(cap)
+  await checkRedisInvariant(t, a.account_id)
+})
+
+test('a referral bonus weighs the referrer\'s holds too: it credits only the room beside the posted balance', async () => {
+  const referrer = await t.signup()
+  const referred = await t.signup(undefined, { referred_by: referrer.public_ref })
+  const principal = (await t.s.guard.tokens.resolve(referrer.token))!
+  const { keys, redis } = t.s.ctx
+  const call = await openMetered(principal)
+  expect(call.price).toBeGreaterThan(0)
+  // One credit short of room for the whole bonus beside the posted balance (500).
+  const cap = 500 + REFERRAL_CREDITS - 1
+  await redis.hset(keys.account(referrer.account_id), 'balance_cap', cap)
+  await applyReferralBonus(t.s.ctx, referred.account_id, referrer.account_id, `call_ref_${referrer.account_id}`)
+  const [balance, held] = (await redis.hmget(keys.account(referrer.account_id), 'balance', 'held')).map(Number)
+  expect(balance! + held!).toBe(cap)
+  await call.settle('ok', { usage: { tokens: { input: 10, cached: 0, output: 1 }, source: 'provider' } })
+  expect(Number(await redis.hget(keys.account(referrer.account_id), 'balance'))).toBeLessThanOrEqual(cap)
+  await checkRedisInvariant(t, referrer.account_id)
 })
