@@ -33,6 +33,8 @@ export interface LlmFake {
   gate: Promise<void> | null
   gateTimeoutMs: number
   events: string[]
+  /** Every frame of a stream in one write, as a loaded proxy reads a fast provider's answer. */
+  oneWrite: boolean
 }
 
 const enc = new TextEncoder()
@@ -154,6 +156,7 @@ export function createLlmFake(): LlmFake {
     gate: null,
     gateTimeoutMs: 5000,
     events: [],
+    oneWrite: false,
     handler(req, seen) {
       const path = new URL(req.url).pathname
       const body = seen.body ? (JSON.parse(seen.body) as { model?: string; stream?: boolean; stream_options?: { include_usage?: boolean } }) : {}
@@ -182,6 +185,7 @@ export function createLlmFake(): LlmFake {
 }
 
 function sse(fake: LlmFake, frames: string[]): Response {
+  if (fake.oneWrite) frames = [frames.join('')]
   let i = 0
   return new Response(
     new ReadableStream({

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import type { LlmFake } from '../fakes/llm'
+import { openaiFrames, type LlmFake } from '../fakes/llm'
 import type { TestApp } from '../helpers/harness'
 import { chargesOf, CLAUDE, costMicro, EMBED, GPT, startMeteredApp } from '../helpers/metering'
 import { eventually } from '../helpers/proxy'
@@ -77,6 +77,37 @@ describe('OpenAI SDK, metered', () => {
     for (const c of chunks) expect(c).toHaveProperty('obfuscation')
     expect(chunks.every((c: any) => c.choices.length === 1)).toBe(true)
     expect(await eventually(() => balance(a.token), (b) => b === 497)).toBe(497)
+  })
+
+  test('a long chat stream arriving in one read (stripped in place): the client sees no usage, every word, and the call is charged exactly', async () => {
+    const a = await t.signup()
+    llm.usage = usage
+    llm.chunks = 80
+    llm.oneWrite = true
+    try {
+      const stream = await openai(a.token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true })
+      let text = ''
+      const chunks: unknown[] = []
+      for await (const chunk of stream) {
+        chunks.push(chunk)
+        text += chunk.choices[0]?.delta.content ?? ''
+      }
+      expect(text).toBe(Array.from({ length: 80 }, (_, i) => `w${i} `).join(''))
+      for (const c of chunks) expect(c).not.toHaveProperty('usage')
+      for (const c of chunks) expect(c).toHaveProperty('obfuscation')
+      const once = chargesOf([costMicro(GPT, usage)]).charged[0]!
+      expect(await eventually(() => balance(a.token), (b) => b === 500 - once)).toBe(500 - once)
+      // Byte for byte, the stream the provider sends a client that did not ask for the usage.
+      const raw = await fetch(`${base}/proxy/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true }),
+      })
+      expect(await raw.text()).toBe(openaiFrames('gpt-test', 80).join(''))
+    } finally {
+      llm.chunks = 5
+      llm.oneWrite = false
+    }
   })
 
   test('a chat stream that asked for usage itself gets the usage chunk, charged the same', async () => {
