@@ -25,3 +25,9 @@ const bufferCopy = Buffer.prototype.copy
  */
 export const copyBytes = (src: Uint8Array, target: Uint8Array, targetStart: number, srcStart: number, srcEnd: number): number =>
   bufferCopy.call(src as Buffer, target, targetStart, srcStart, srcEnd)
+
+/** Whether `b` holds `want` at `at` (short constants: a loop beats a native call here). */
+export function bytesAt(b: Uint8Array, at: number, want: Uint8Array): boolean {
+  for (let i = 0; i < want.byteLength; i++) if (b[at + i] !== want[i]) return false
+  return true
+}

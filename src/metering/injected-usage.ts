@@ -6,7 +6,7 @@
  */
 import { SCALAR_MEMBERS_TO_END } from './scalar-members'
 import { bytes, CR, ESCAPE, LF, USAGE_KEY } from './sse-marks'
-import { copyBytes, indexOfBytes } from '../bytes'
+import { bytesAt, copyBytes, indexOfBytes } from '../bytes'
 
 const NULL_USAGE_TEXT = ',"usage":null'
 const NULL_USAGE = bytes(NULL_USAGE_TEXT)
@@ -85,12 +85,6 @@ export function withoutSkips(c: Uint8Array, skips: number[], cut: number, tail: 
  * chunk an ArrayBuffer of its own, ~0.15 µs) costs more than a small pooled copy.
  */
 const IN_PLACE_FROM = 2048
-
-/** Whether `b` holds `want` at `at` (short constants: a loop beats a native call here). */
-function bytesAt(b: Uint8Array, at: number, want: Uint8Array): boolean {
-  for (let i = 0; i < want.byteLength; i++) if (b[at + i] !== want[i]) return false
-  return true
-}
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

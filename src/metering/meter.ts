@@ -14,7 +14,7 @@ import { usageFromEnd } from './answer-tail'
 import { injectedNulls, withoutInjectedNull, withoutSkips } from './injected-usage'
 import { CR, ESCAPE, LF, MESSAGE_START, USAGE_KEY } from './sse-marks'
 import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCounts } from './usage'
-import { indexOfBytes } from '../bytes'
+import { bytesAt, indexOfBytes } from '../bytes'
 
 export interface UsageMeter {
   /**
@@ -428,10 +428,6 @@ const EMPTY = new Uint8Array(0)
 /** A chat chunk's event as OpenAI writes it: its one data line, an object. */
 const DATA_OBJECT = Buffer.from('data: {', 'latin1')
 const utf8 = Buffer.prototype.toString
-const bytesAt = (c: Uint8Array, at: number, want: Uint8Array) => {
-  for (let j = 0; j < want.byteLength; j++) if (c[at + j] !== want[j]) return false
-  return true
-}
 
 /** Decodes whole events only (no character is ever split across its calls). */
 const preambleDecoder = new TextDecoder()

@@ -33,6 +33,18 @@ const detail = (token: string, id: string) =>
   )
 const openai = (token: string) => new OpenAI({ baseURL: `${base}/proxy/openai/v1`, apiKey: token, maxRetries: 0 })
 const usage = { input: 12000, cached: 3000, output: 2500 }
+
+/** A chat stream read through the SDK, as a client that did not ask for the usage: its chunks and its text. */
+async function chatStream(token: string) {
+  const stream = await openai(token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true })
+  let text = ''
+  const chunks: unknown[] = []
+  for await (const chunk of stream) {
+    chunks.push(chunk)
+    text += chunk.choices[0]?.delta.content ?? ''
+  }
+  return { text, chunks }
+}
 // The input bound is the body's byte length: a prompt as long as the tokens the fake reports.
 const content = 'x'.repeat(16000)
 const msgs = [{ role: 'user' as const, content }]
@@ -63,13 +75,7 @@ describe('OpenAI SDK, metered', () => {
     const a = await t.signup()
     llm.usage = usage
     const before = t.fake.seen.length
-    const stream = await openai(a.token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true })
-    let text = ''
-    const chunks: unknown[] = []
-    for await (const chunk of stream) {
-      chunks.push(chunk)
-      text += chunk.choices[0]?.delta.content ?? ''
-    }
+    const { text, chunks } = await chatStream(a.token)
     expect(text).toBe('w0 w1 w2 w3 w4 ')
     expect(JSON.parse(t.fake.seen[before]!.body).stream_options).toEqual({ include_usage: true })
     for (const c of chunks) expect(c).not.toHaveProperty('usage')
@@ -85,13 +91,7 @@ describe('OpenAI SDK, metered', () => {
     llm.chunks = 80
     llm.oneWrite = true
     try {
-      const stream = await openai(a.token).chat.completions.create({ model: 'gpt-test', max_tokens: 1000, messages: msgs, stream: true })
-      let text = ''
-      const chunks: unknown[] = []
-      for await (const chunk of stream) {
-        chunks.push(chunk)
-        text += chunk.choices[0]?.delta.content ?? ''
-      }
+      const { text, chunks } = await chatStream(a.token)
       expect(text).toBe(Array.from({ length: 80 }, (_, i) => `w${i} `).join(''))
       for (const c of chunks) expect(c).not.toHaveProperty('usage')
       for (const c of chunks) expect(c).toHaveProperty('obfuscation')
