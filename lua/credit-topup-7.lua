@@ -70,7 +70,8 @@ end
 -- The cap weighs the posted balance: what metered calls in flight hold comes back to the balance
 -- unless they spend it, so a credit that fits beside the holds only could end past the cap once
 -- they settle. The balance the refusal reports is that one.
-local posted = balance + tonumber(a[3] or '0')
+local held = tonumber(a[3] or '0')
+local posted = balance + held
 if posted + credits > cap then
   balance = posted
   redis.call('HSET', KEYS[5], 'acct', acct, 'charge', charge, 'credits', credits, 'kind', kind,
@@ -92,7 +93,7 @@ redis.call('HSET', KEYS[4], 'state', 'credited')
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
 -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
 redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
-  'amount', credits, 'bal', balance + tonumber(a[3] or '0'), 'ref', charge, 'target', kind, 'at', now)
+  'amount', credits, 'bal', balance + held, 'ref', charge, 'target', kind, 'at', now)
 redis.call('XADD', KEYS[7], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_credited', 'acct', acct,
   'type', 'refill.succeeded', 'at', now, 'data', cjson.encode({credits = credits, balance = balance,
     charge_id = charge, mode = kind == 'refill' and 'auto' or kind}))

@@ -24,8 +24,6 @@
 ]]
 
 --@include status
-
---@include posted-balance
 local now, acct, bonus = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local per_day = tonumber(ARGV[5])
 
@@ -33,43 +31,47 @@ local referrer = redis.call('HGET', KEYS[1], 'referrer')
 if not referrer then return {S_ALREADY_APPLIED, 0} end
 
 -- What one side may receive: the bonus, less what would pass its cap; a limited side gets nothing.
+-- With the side's account as read: its balance and what its metered calls in flight hold.
 local function share(key, limited)
-  -- Room under the cap beside the posted balance, the holds of metered calls in flight included
-  -- (they come back unless spent: credit-topup-7).
   local a = redis.call('HMGET', key, 'balance', 'balance_cap', 'held')
-  local room = math.max(0, tonumber(a[2] or ARGV[7]) - tonumber(a[1] or '0') - tonumber(a[3] or '0'))
-  if limited then return 0, 'referrer_daily_limit' end
-  if bonus > room then return room, 'balance_cap' end
-  return bonus, ''
+  local balance, held = tonumber(a[1] or '0'), tonumber(a[3] or '0')
+  local side = {amount = bonus, reason = '', balance = balance, held = held}
+  -- Room under the cap beside the posted balance, the holds included (they come back unless
+  -- spent: credit-topup-7).
+  local room = math.max(0, tonumber(a[2] or ARGV[7]) - balance - held)
+  if limited then side.amount, side.reason = 0, 'referrer_daily_limit'
+  elseif bonus > room then side.amount, side.reason = room, 'balance_cap' end
+  return side
 end
 
 -- Every check first: both shares are decided before anything is written.
-local referred_amount, referred_reason = share(KEYS[1], false)
+local referred = share(KEYS[1], false)
 local has_referrer = redis.call('EXISTS', KEYS[2]) == 1
 local earned_today = tonumber(redis.call('GET', KEYS[3]) or '0')
-local referrer_amount, referrer_reason = 0, ''
-if has_referrer then referrer_amount, referrer_reason = share(KEYS[2], earned_today >= per_day) end
+local referring = has_referrer and share(KEYS[2], earned_today >= per_day)
 
-local function pay(key, who, side, amount, reason)
-  local bal = amount > 0 and redis.call('HINCRBY', key, 'balance', amount) or tonumber(redis.call('HGET', key, 'balance'))
-  local entry = {'kind', 'referral', 'id', acct .. ':referral:' .. side, 'acct', who,
-    'agent', '', 'amount', amount, 'bal', posted_balance(key, bal), 'call', ARGV[4], 'at', now}
-  if amount < bonus then
-    table.insert(entry, 'uncredited'); table.insert(entry, bonus - amount)
-    table.insert(entry, 'reason'); table.insert(entry, reason)
+-- The two sides are two accounts: each is written once, after both were read.
+local function pay(key, who, name, side)
+  local bal = side.amount > 0 and redis.call('HINCRBY', key, 'balance', side.amount) or side.balance
+  -- `bal` of the entry is the posted balance (balance + held), as every entry's.
+  local entry = {'kind', 'referral', 'id', acct .. ':referral:' .. name, 'acct', who,
+    'agent', '', 'amount', side.amount, 'bal', bal + side.held, 'call', ARGV[4], 'at', now}
+  if side.amount < bonus then
+    table.insert(entry, 'uncredited'); table.insert(entry, bonus - side.amount)
+    table.insert(entry, 'reason'); table.insert(entry, side.reason)
   end
   redis.call('XADD', KEYS[4], '*', unpack(entry))
   return bal
 end
 
 redis.call('HDEL', KEYS[1], 'referrer')
-local b1 = pay(KEYS[1], acct, 'referred', referred_amount, referred_reason)
-if has_referrer then
+local b1 = pay(KEYS[1], acct, 'referred', referred)
+if referring then
   -- A bonus lost to the cap still counts as earned; one refused by the daily limit does not.
-  if referrer_reason ~= 'referrer_daily_limit' then
+  if referring.reason ~= 'referrer_daily_limit' then
     redis.call('INCR', KEYS[3])
     redis.call('EXPIRE', KEYS[3], tonumber(ARGV[6]))
   end
-  pay(KEYS[2], referrer, 'referrer', referrer_amount, referrer_reason)
+  pay(KEYS[2], referrer, 'referrer', referring)
 end
 return {S_OK, b1}

@@ -176,9 +176,8 @@ export class SseMeter implements UsageMeter {
       return -1
     }
     if (!o || typeof o !== 'object') return -1
-    const { usage, choices } = o as Record<string, unknown>
-    if (!usage || !Array.isArray(choices) || choices.length) return -1
-    this.final = openaiUsage('chat', usage)
+    if (!isUsageChunk(o as Record<string, unknown>)) return -1
+    this.final = openaiUsage('chat', (o as Record<string, unknown>).usage)
     return end
   }
 
@@ -310,7 +309,7 @@ export class SseMeter implements UsageMeter {
         if (!this.stripInjected || !('usage' in o)) return event
         // The usage chunk itself goes; a chunk without choices for another reason (Azure's prompt
         // filter results) reached the client before the option too, only its `usage: null` goes.
-        if (o.usage && Array.isArray(o.choices) && o.choices.length === 0) return null
+        if (isUsageChunk(o)) return null
         delete o.usage
         // The event's other lines (event:, id:, comments) stay where they were; its data lines become one.
         return lines.flatMap((l, i) => (i === dataAt ? [`data: ${JSON.stringify(o)}`] : l.startsWith('data:') ? [] : [l])).join('\n')
@@ -360,6 +359,9 @@ function isPlainChatChunk(c: Uint8Array, from: number, end: number): boolean {
 
 const TYPE_KEY = Buffer.from('type"', 'latin1')
 const ERROR_KEY = Buffer.from('error"', 'latin1')
+
+/** The chat chunk the usage option adds: the counts, and no choices (CONTRACT §7). */
+const isUsageChunk = (o: Record<string, unknown>) => Boolean(o.usage) && Array.isArray(o.choices) && o.choices.length === 0
 
 /** Events a stream opens with before it carries output. */
 const PREAMBLE = new Set(['message_start', 'ping', 'response.created', 'response.in_progress', 'response.queued'])
