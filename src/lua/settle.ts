@@ -29,7 +29,11 @@ export interface SettleArgs {
   file?: { recordHead: string; organic: boolean; recentCalls: number; settledTtlS: number }
   /** The debit's instant: the release also comes off that minute's breaker count (lua/lib/breaker-window.lua). */
   at?: number
-  /** Called once this settle's script is queued on the connection, before Redis answers (turn-batch.ts). */
+  /**
+   * Called once this settle is in its batch, before Redis answers: the batch goes to the connection
+   * before the event loop next reads a request (turn-batch.ts), so anything this instance does
+   * for a later request runs after it.
+   */
   onQueued?: () => void
 }
 
@@ -46,7 +50,9 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
   const group = `${ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
   // A settle the script refused alone (its chain is not the call's) is an Error in the batch's
   // answers: TurnBatch rejects that settle alone.
-  return b.add(group, { ...a, chain }, a.onQueued)
+  const settled = b.add(group, { ...a, chain })
+  a.onQueued?.()
+  return settled
 }
 
 /** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */

@@ -11,8 +11,6 @@ interface Waiting<I, R> {
   item: I
   resolve: (r: R) => void
   reject: (e: unknown) => void
-  /** Called once the item's batch is handed to `sendBatch` (its command queued on the connection). */
-  sent?: () => void
 }
 
 export class TurnBatch<I, R> {
@@ -26,16 +24,16 @@ export class TurnBatch<I, R> {
   ) {}
 
   /**
-   * `sent`, when given, is called as soon as the item's batch has been handed to `sendBatch`, before
-   * its answer: a caller that only needs its item ordered before later commands on the same
-   * connection (ioredis keeps a connection's commands in the order they were issued) need not wait
-   * for the round trip.
+   * An item added while a request is handled is on the connection before the next request is
+   * read: its batch goes from a setImmediate, and Bun runs those before it next polls for I/O. A
+   * caller that only needs its item ordered before what this instance does next (ioredis keeps a
+   * connection's commands in the order they were issued) need not wait for the round trip.
    */
-  add(group: string, item: I, sent?: () => void): Promise<R> {
+  add(group: string, item: I): Promise<R> {
     return new Promise((resolve, reject) => {
       let queue = this.queues.get(group)
       if (!queue) this.queues.set(group, (queue = []))
-      queue.push({ item, resolve, reject, sent })
+      queue.push({ item, resolve, reject })
       if (queue.length >= this.max) this.send(group)
       else if (!this.scheduled) {
         this.scheduled = true
@@ -56,7 +54,6 @@ export class TurnBatch<I, R> {
       group,
       batch.map((w) => w.item),
     )
-    for (const w of batch) w.sent?.()
     answered.then(
       (results) => {
         if (results.length !== batch.length) throw new Error(`batch of ${batch.length}: ${results.length} answers`)

@@ -108,13 +108,15 @@ export class DebitedCall {
 
   /**
    * Settles as settle() does, but answers as soon as the settle is ordered rather than applied: for
-   * a metered call that kept its charge, once settle-n is queued on the Redis connection; for
-   * every other ending (a refund, a flat call), once settled. Used by the proxy to end a metered
-   * answer without waiting for the settle's round trip (docs/decisions.md, issue 14, fourteenth
-   * round): any command this instance sends later (the client's next request, a balance read) runs
-   * after the settle, and a reader elsewhere that comes first sees the reservation still held,
-   * never more money than there is. A settle that then fails goes to `failed`; the call is left to
-   * the sweeper, as after a crash.
+   * a metered call that kept its charge, once settle-n is in its batch, which goes to the Redis
+   * connection before the event loop next reads a request (TurnBatch); for every other ending (a
+   * refund, a flat call), once settled. Used by the proxy to end a metered answer without waiting
+   * for the settle's round trip (docs/decisions.md, issue 14, fourteenth and seventeenth rounds):
+   * any command this instance sends later (the client's next request, a balance read) runs after
+   * the settle, and a reader elsewhere that comes first sees the reservation still held, never
+   * more money than there is. In the common case (the agent's chain cached) the answer's end
+   * goes out in the same turn as its last bytes: one write to the client, not two. A settle that
+   * then fails goes to `failed`; the call is left to the sweeper, as after a crash.
    */
   settleQueued(outcome: CallOutcome, facts: SettleFacts, failed: (e: unknown) => void): Promise<void> {
     let queued!: () => void
