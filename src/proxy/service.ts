@@ -17,10 +17,11 @@ import { decodeBody, decodersFor } from '../upstream/content-encoding'
 import type { ProviderKeys } from '../vault/provider-key'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProxyTarget } from './path'
-import { relay, type ChunkReader, type RelayEnd } from './relay'
+import { relay, type RelayEnd } from './relay'
 import { bodyTooLarge, limitedStream } from '../edge/body'
 import { debitMetering, meteredForward, readMeteredProxyRequest, usageAtEnd, type MeteredProxyRequest } from './metered'
 import { meteredRelay } from './metered-relay'
+import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
 import { KeyScrubber } from './scrub'
 
@@ -201,15 +202,18 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     abortUpstream()
     throw await fail('too_large')
   }
-  // The whole answer came in the first read (its declared length, no content coding): nothing is
-  // left to stream, so it is answered as bytes once the call is settled (docs/decisions.md, issue 14).
-  if (declared > 0 && first.value.byteLength === declared) {
-    const body = await wholeAnswer(reader, first.value, { apiKey, meter })
+  // The whole answer came in the first read (its declared length with no content coding, or its
+  // end right behind it): nothing is left to stream, so it is answered as bytes once the call is
+  // settled (docs/decisions.md, issues 14 and 17).
+  const after = await afterFirst(reader, declared > 0 && first.value.byteLength === declared)
+  if (after.whole) {
+    const upstreamBytes = first.value.byteLength
+    const body = wholeAnswer(first.value, { apiKey, meter })
     s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, body.byteLength)
     const ended = { relayed: body.byteLength, clientLeft: request.signal.aborted }
-    if (meter) await settleAtEnd(meteredOutcome('complete', ended, answered, meter), declared)
+    if (meter) await settleAtEnd(meteredOutcome('complete', ended, answered, meter), upstreamBytes)
     else
-      await settle(ended.clientLeft && answered === 'ok' ? 'client_closed' : answered, declared).catch((e) =>
+      await settle(ended.clientLeft && answered === 'ok' ? 'client_closed' : answered, upstreamBytes).catch((e) =>
         // The answer is the client's all the same (a stream would have sent it before its settle);
         // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
         s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
@@ -218,7 +222,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   }
   const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
   if (meter) {
-    const body = meteredRelay(reader, first.value, {
+    const body = meteredRelay(after.reader, first.value, {
       cap,
       apiKey,
       meter,
@@ -235,7 +239,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     })
     return new Response(body, { status: res.status, headers })
   }
-  const body = relay(reader, first.value, {
+  const body = relay(after.reader, first.value, {
     cap,
     apiKey,
     abortUpstream,
@@ -261,16 +265,12 @@ function meteredOutcome(how: RelayEnd, o: { relayed: number; clientLeft: boolean
 }
 
 /**
- * An answer whose declared length arrived whole in the first read, as the client gets it: metered
- * (its usage read) and masked, as the relays pass a chunk on. One write to the client where a
- * stream wrote the chunk and then its end (after a metered settle's round trip: two writes, and
- * the client woken twice), and no stream to run. The upstream body is read to its end, not
- * cancelled, so that its connection goes back to the pool.
+ * An answer that arrived whole in the first read, as the client gets it: metered (its usage read)
+ * and masked, as the relays pass a chunk on. One write to the client where a stream wrote the
+ * chunk and then its end (after a metered settle's round trip: two writes, and the client woken
+ * twice), and no stream to run.
  */
-async function wholeAnswer(reader: ChunkReader, chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter | null }): Promise<Uint8Array> {
-  const end = await reader.read().catch(() => null)
-  // Nothing can follow the declared length; whatever did is not part of the answer.
-  if (!end?.done) reader.cancel().catch(() => {})
+function wholeAnswer(chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter | null }): Uint8Array {
   const passed = o.meter ? concat(o.meter.push(chunk), o.meter.flush()) : chunk
   if (!o.apiKey) return passed
   const scrubber = new KeyScrubber(o.apiKey)
