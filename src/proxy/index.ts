@@ -22,7 +22,7 @@ export const proxyRoutes = (s: Services, h: Http = http(s)) => {
   const resolve = (request: Request) => resolveProxyTarget(request.url, rawPathOf(request), s.catalog.providers)
   const target = (request: Request) => targets.get(request) ?? resolve(request)
   const handler = ({ request, server }: { request: Request; server: Parameters<Http['ip']>[1] }) =>
-    proxyRequest(s, keys, request, { target: target(request), ip: h.ip(request, server) })
+    proxyRequest(s, keys, request, { target: target(request), ip: () => h.ip(request, server) })
   const hook = (method: string) => ({
     parse: 'none' as const,
     detail: {

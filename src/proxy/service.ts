@@ -31,7 +31,11 @@ export const METERED_DRAIN_MS = 120_000
 export interface ProxyInput {
   /** Provider and path, resolved from the raw request target by resolveProxyTarget. */
   target: ProxyTarget
-  ip: string
+  /**
+   * The client's address, asked for only when the request carries no token we know (the anonymous
+   * rate limit): reading it is a system call (getpeername) a proxied request need not make.
+   */
+  ip: () => string
 }
 
 export async function proxyRequest(s: Services, keys: ProviderKeys, request: Request, input: ProxyInput): Promise<Response> {
@@ -278,13 +282,13 @@ function wholeAnswer(chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter |
 }
 
 /** Our token in `Authorization: Bearer` (OpenAI-style SDKs) or `x-api-key` (Anthropic's SDK). */
-async function authenticate(s: Services, request: Request, ip: string): Promise<Principal> {
+async function authenticate(s: Services, request: Request, ip: () => string): Promise<Principal> {
   const auth = request.headers.get('authorization')
   const bearer = auth && /^bearer /i.test(auth) ? auth.slice(7).trim() : undefined
   const apiKey = request.headers.get('x-api-key') ?? undefined
   const principal = (await s.guard.tokens.resolve(bearer)) ?? (await s.guard.tokens.resolve(apiKey))
   if (principal) return principal
-  await s.guard.admitAnonymous(ip)
+  await s.guard.admitAnonymous(ip())
   throw new ApiError('UNAUTHORIZED')
 }
 
