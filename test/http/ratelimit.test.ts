@@ -56,6 +56,11 @@ describe('rate limits', () => {
     expect(badCall.status).toBe(429)
     const otherIp = await t.req('POST', '/v1/call/test.echo', { token: 'sk_' + 'B'.repeat(43), body: {}, headers: fromIp('203.0.113.9') })
     expect(otherIp.status).toBe(401)
+    // And on the proxy, which reads the client's address only for a request with no known token.
+    const badProxy = await t.req('POST', '/proxy/fake/v1/chat', { token: 'sk_' + 'B'.repeat(43), body: {}, headers: fromIp(ip) })
+    expect(badProxy.status).toBe(429)
+    const proxyOtherIp = await t.req('POST', '/proxy/fake/v1/chat', { token: 'sk_' + 'B'.repeat(43), body: {}, headers: fromIp('203.0.113.10') })
+    expect(proxyOtherIp.status).toBe(401)
   })
 
   test('an untrusted socket cannot choose its IP with X-Forwarded-For', async () => {
