@@ -270,9 +270,8 @@ function meteredOutcome(how: RelayEnd, o: { relayed: number; clientLeft: boolean
 
 /**
  * An answer that arrived whole in the first read, as the client gets it: metered (its usage read)
- * and masked, as the relays pass a chunk on. One write to the client where a stream wrote the
- * chunk and then its end (after a metered settle's round trip: two writes, and the client woken
- * twice), and no stream to run.
+ * and masked, as the relays pass a chunk on. One write to the client (headers, body and end)
+ * where a stream's headers go before its first chunk, and no stream to run.
  */
 function wholeAnswer(chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter | null }): Uint8Array {
   const passed = o.meter ? concat(o.meter.push(chunk), o.meter.flush()) : chunk
