@@ -92,6 +92,11 @@
            is weighed and refused by the limit it passes (402 on the balance). The prices go on
            the call record, so the settle (settle-n) charges what was reserved against, and
            `hold` = 1 (the reservation is in `held`, not in the ledger).
+  ARGV[29..31] a metered request whose input tokens may cost more than `input` each (Anthropic's
+           cache writes), absent when none may: the price each token of the input bound is
+           reserved at (in place of `input` in the reservation above), and the prices of a cache
+           write with the 5-minute and with the 1-hour lifetime, kept on the call record for the
+           settle. Absent: `input`, all three.
   ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
   flat call with ancestors: read as ''. The chain comes first so that a sub-agent's flat call, the
   fleet's common one, sends one argument more than the owner's, not nine.
@@ -274,7 +279,9 @@ if metered then
   local input_bound = tonumber(ARGV[22])
   p_in, p_cached, p_out = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
   local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
-  local function reservation(out) return math.ceil((input_bound * p_in + out * p_out) / 1000000) + 1 end
+  -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
+  local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
+  local function reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
   local room = balance
   for i, r in ipairs(rows) do
     if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
@@ -284,7 +291,7 @@ if metered then
   room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
-  if p_out > 0 then fits = math.floor(((room - 1) * 1000000 - input_bound * p_in) / p_out) end
+  if p_out > 0 then fits = math.floor(((room - 1) * 1000000 - input_bound * p_bound) / p_out) end
   if reservation(0) > room then fits = 0 end
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
@@ -474,6 +481,7 @@ if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   redis.call('HSET', KEYS[7], 'metered', '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
     'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
+  if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
 end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.

@@ -9,8 +9,10 @@
   promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
   its event loop (src/lua/settle.ts) and sends them together. Each call is still settled once.
 
-  The exact cost in micro-credits is input × p_in + cached × p_cached + output × p_out, at the
-  prices the debit reserved against (on the call record). The account carries a remainder
+  The exact cost in micro-credits is input × p_in + cached × p_cached + output × p_out, plus, for
+  the tokens written to the provider's prompt cache (Anthropic), cache_write × p_cw +
+  cache_write_1h × p_cw1h, at the prices the debit reserved against (on the call record; a record
+  without p_cw prices its writes as input, one without p_cw1h as p_cw). The account carries a remainder
   0 ≤ r < 1e6 micro-credits (`mc_rem`): the charge is floor((r + cost) / 1e6) credits and the rest
   is the new r, so nothing is rounded away and nothing is charged twice (two calls of one account
   in a batch: the second reads the remainder the first left). The charge never passes the
@@ -41,7 +43,7 @@
 
   ARGV[1] how many recent calls the list keeps (record-calls-n's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls-n's ARGV[2])
-  then each call's 11 ARGV, from ARGV[2 + 11(i-1) + j]:
+  then each call's 13 ARGV, from ARGV[2 + 13(i-1) + j]:
     j = 1  now, epoch ms
     j = 2  call id
     j = 3  account id
@@ -56,6 +58,7 @@
     j = 11 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
            comes off that window's `credits` only when it is the call record's minute
            (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
+    j = 12 input tokens written to the cache with the 5-minute lifetime, j = 13 with the 1-hour one
 
   The reservation was a hold, not a ledger entry (debit-15 raised the account's `held`): this
   takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
@@ -81,7 +84,7 @@ local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local PER = 11
+local PER = 13
 local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
@@ -96,6 +99,7 @@ for i = 1, n do
   local a = 2 + PER * (i - 1)
   local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local t_cw, t_cw1h = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chain_ids(chain)
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
@@ -103,7 +107,7 @@ for i = 1, n do
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
   k = k + 6 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'p_cw', 'p_cw1h')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -113,6 +117,10 @@ for i = 1, n do
   else
     local reserved = tonumber(call[2])
     local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    if t_cw > 0 or t_cw1h > 0 then
+      local p_cw = tonumber(call[15] or call[7])
+      cost = cost + t_cw * p_cw + t_cw1h * tonumber(call[16] or call[15] or call[7])
+    end
     local acc = redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
     local r = tonumber(acc[1] or '0')
     -- The hold is debit-15's (`hold` on the call record); a call debited before the hold existed (a
@@ -181,6 +189,9 @@ for i = 1, n do
       if not hold then
         for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
       end
+      if t_cw > 0 or t_cw1h > 0 then
+        for _, v in ipairs({'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13]}) do entry[#entry + 1] = v end
+      end
       redis.call('XADD', KEYS[1], '*', unpack(entry))
     else
       -- As record-calls-n files it (same list trim, counters and outbox entry); `uncharged` in
@@ -202,7 +213,14 @@ for i = 1, n do
       -- instead of filing the call and silently dropping its ledger row.
       local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
         ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}, '|')
-      redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+      -- The cache writes, when there were any, as fields of their own beside `settle` (whose
+      -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
+      if t_cw > 0 or t_cw1h > 0 then
+        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
+          'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13])
+      else
+        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+      end
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end

@@ -13,6 +13,7 @@ import type { Services } from '../services'
 import { accountLinks } from '../payments/payment-required'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { readAccount } from '../redis/account-hash'
+import { withCacheWrites } from '../metering/usage'
 
 /** The most calls one page of /v1/activity returns. */
 export const ACTIVITY_MAX_LIMIT = 200
@@ -115,7 +116,10 @@ function recordOfRow(r: typeof calls.$inferSelect): CallRecord {
     latency_ms: r.latencyMs,
     at: r.at.toISOString(),
     model: r.model,
-    tokens: r.tokensIn === null ? null : { input: r.tokensIn, cached: r.tokensCached ?? 0, output: r.tokensOut ?? 0 },
+    tokens:
+      r.tokensIn === null
+        ? null
+        : withCacheWrites({ input: r.tokensIn, cached: r.tokensCached ?? 0, output: r.tokensOut ?? 0 }, r.tokensCacheWrite ?? 0, r.tokensCacheWrite1h ?? 0),
     ...(r.reserved !== null ? { reserved: r.reserved, uncharged: r.uncharged ?? 0, usage_source: r.usageSource as CallRecord['usage_source'] } : {}),
   }
 }

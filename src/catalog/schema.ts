@@ -9,6 +9,13 @@ export const ModelPriceSchema = T.Object(
     input: T.Integer({ minimum: 0 }),
     /** Cached input tokens; absent = charged as input. */
     cached_input: T.Optional(T.Integer({ minimum: 0 })),
+    /**
+     * Input tokens written to the provider's prompt cache (Anthropic bills a 5-minute write at
+     * 1.25× the input price); absent = charged as input.
+     */
+    cache_write: T.Optional(T.Integer({ minimum: 0 })),
+    /** Cache writes with the 1-hour lifetime (Anthropic: 2× the input price); absent = as `cache_write`. */
+    cache_write_1h: T.Optional(T.Integer({ minimum: 0 })),
     output: T.Integer({ minimum: 0 }),
     max_output: T.Integer({ minimum: 1 }),
     /**

@@ -8,6 +8,7 @@
  */
 import type { Database } from '../db/client'
 import type { RedisContext } from '../redis/context'
+import { withCacheWrites, type TokenCounts } from '../metering/usage'
 
 export interface OutboxEntry {
   streamId: string
@@ -84,6 +85,9 @@ function settleEntry(streamId: string, call: Record<string, string>, kind: 'debi
       ? { kind, id: `${callId}:debit`, call: callId, charged: call.charged }
       : { kind, id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
   if (call.orig_id) f.orig_id = call.orig_id
+  // The cache writes ride beside the packed field (lua/settle-n.lua), only when there were any.
+  if (call.tcw !== undefined) f.tcw = call.tcw
+  if (call.tcw1h !== undefined) f.tcw1h = call.tcw1h
   let at = 0
   for (const name of PACKED) {
     const bar = packed.indexOf('|', at)
@@ -123,7 +127,7 @@ export interface MoneyFields {
   at: number
   /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-n). */
   model: string | null
-  tokens: { input: number; cached: number; output: number } | null
+  tokens: TokenCounts | null
   /** A metered settle (settle-n's `rem`): the account's micro-credit remainder after it. */
   remainder: number | null
 }
@@ -143,7 +147,7 @@ export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
     reason: f.reason || null,
     at: Number(f.at),
     model: f.model || null,
-    tokens: f.tin !== undefined ? { input: Number(f.tin), cached: Number(f.tcached ?? 0), output: Number(f.tout ?? 0) } : null,
+    tokens: f.tin !== undefined ? withCacheWrites({ input: Number(f.tin), cached: Number(f.tcached ?? 0), output: Number(f.tout ?? 0) }, Number(f.tcw ?? 0), Number(f.tcw1h ?? 0)) : null,
     remainder: f.rem !== undefined ? Number(f.rem) : null,
   }
 }

@@ -37,12 +37,12 @@ const ledgerSink: Sink = (tx, entries, o) =>
   insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, mc_rem bigint',
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, tokens_cache_write integer, tokens_cache_write_1h integer, mc_rem bigint',
     {
       ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'),
       at: `timestamptz 'epoch' + at * interval '1 millisecond'`,
       stream_id: 'stream_id',
-      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out', 'mc_rem'),
+      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out', 'tokens_cache_write', 'tokens_cache_write_1h', 'mc_rem'),
     },
     'id',
     JSON.stringify(
@@ -67,6 +67,8 @@ const ledgerSink: Sink = (tx, entries, o) =>
           tokens_in: m.tokens?.input ?? null,
           tokens_cached: m.tokens?.cached ?? null,
           tokens_out: m.tokens?.output ?? null,
+          tokens_cache_write: m.tokens?.cache_write ?? null,
+          tokens_cache_write_1h: m.tokens?.cache_write_1h ?? null,
           mc_rem: m.remainder,
         }
       }),
@@ -91,6 +93,8 @@ const callSink: Sink = (tx, entries, o) =>
       tokens_in: "(tokens->>'input')::int",
       tokens_cached: "(tokens->>'cached')::int",
       tokens_out: "(tokens->>'output')::int",
+      tokens_cache_write: "(tokens->>'cache_write')::int",
+      tokens_cache_write_1h: "(tokens->>'cache_write_1h')::int",
       ...same('reserved', 'uncharged', 'usage_source'),
     },
     'call_id',

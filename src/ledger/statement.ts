@@ -19,6 +19,7 @@ import type { Database } from '../db/client'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { rowsOf } from '../db/rows'
+import { withCacheWrites, type TokenCounts } from '../metering/usage'
 
 export type StatementFormat = 'jsonl' | 'csv'
 
@@ -38,7 +39,7 @@ export interface StatementEntry {
   route_or_slug: string | null
   /** A metered call's model (its debit and its settle) and tokens (its settle, CONTRACT §7); else null. */
   model: string | null
-  tokens: { input: number; cached: number; output: number } | null
+  tokens: TokenCounts | null
 }
 
 /** Rows per keyset page: bounded memory whatever the range. */
@@ -92,6 +93,8 @@ interface Row extends Record<string, unknown> {
   tokens_in: number | null
   tokens_cached: number | null
   tokens_out: number | null
+  tokens_cache_write: number | null
+  tokens_cache_write_1h: number | null
   sm: string | number
   sq: string | number
 }
@@ -118,7 +121,7 @@ export async function* statementEntries(db: Database, accountId: string, range: 
     const rows: Row[] = rowsOf<Row>(
       await db.execute(sql`
         select id, (extract(epoch from at) * 1000)::bigint as at_ms, kind, amount, balance_after, call_id, agent_id, target,
-               model, tokens_in, tokens_cached, tokens_out,
+               model, tokens_in, tokens_cached, tokens_out, tokens_cache_write, tokens_cache_write_1h,
                split_part(stream_id, '-', 1)::bigint as sm, split_part(stream_id, '-', 2)::bigint as sq
         from ledger_entries
         where account_id = ${accountId} and at >= ${range.from.toISOString()}::timestamptz and at < ${range.to.toISOString()}::timestamptz ${keyset}
@@ -143,7 +146,14 @@ function entryOf(r: Row): StatementEntry {
     agent_id: r.agent_id,
     route_or_slug: r.target,
     model: r.model ?? null,
-    tokens: r.tokens_in === null || r.tokens_in === undefined ? null : { input: Number(r.tokens_in), cached: Number(r.tokens_cached ?? 0), output: Number(r.tokens_out ?? 0) },
+    tokens:
+      r.tokens_in === null || r.tokens_in === undefined
+        ? null
+        : withCacheWrites(
+            { input: Number(r.tokens_in), cached: Number(r.tokens_cached ?? 0), output: Number(r.tokens_out ?? 0) },
+            Number(r.tokens_cache_write ?? 0),
+            Number(r.tokens_cache_write_1h ?? 0),
+          ),
   }
 }
 

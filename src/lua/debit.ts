@@ -46,6 +46,11 @@ export interface DebitMetering {
   /** Credits per 1,000,000 tokens. */
   input: number
   cachedInput: number
+  /** The price each input token of the bound is reserved at (request.ts inputBoundPrice); absent: `input`. */
+  boundInput?: number
+  /** Cache writes, 5-minute and 1-hour lifetimes (Anthropic); absent: `input`. */
+  cacheWrite?: number
+  cacheWrite1h?: number
   output: number
   /** The ceiling the request names, or null: then the script picks it (max_output or a clamp). */
   ceiling: number | null
@@ -149,13 +154,17 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
 }
 
 /**
- * ARGV[20..28]: the chain (20) and the metering (21..28). A flat call sends only what it has: none of
+ * ARGV[20..31]: the chain (20) and the metering (21..31). A flat call sends only what it has: none of
  * them without ancestors (the common call), the chain alone with them (the script reads the absent
- * ones as ''): each argument costs ioredis an encoding per call.
+ * ones as ''): each argument costs ioredis an encoding per call. Likewise a model whose input tokens
+ * all cost the input price (every OpenAI one) sends no 29..31.
  */
 function tailArgs(a: DebitArgs): (string | number)[] {
   const chain = (a.chain ?? []).join(',')
   const m = a.metered
   if (!m) return chain === '' ? [] : [chain]
-  return [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
+  const args = [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
+  const [bound, write, write1h] = [m.boundInput ?? m.input, m.cacheWrite ?? m.input, m.cacheWrite1h ?? m.input]
+  if (bound !== m.input || write !== m.input || write1h !== m.input) args.push(bound, write, write1h)
+  return args
 }

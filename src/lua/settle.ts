@@ -55,6 +55,9 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
   return settled
 }
 
+/** ARGV each call adds to settle-n's batch (lua/settle-n.lua, `PER`). */
+export const SETTLE_ARGS_PER_CALL = 13
+
 /** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */
 const MAX_BATCH = 32
 
@@ -77,7 +80,7 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
     for (const id of a.chain) k.push(keys.agent(a.accountId, id))
     argv.push(
       a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
-      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute,
+      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute, a.tokens.cache_write ?? 0, a.tokens.cache_write_1h ?? 0,
     )
   }
   const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]

@@ -33,7 +33,7 @@ export interface UsageMeter {
    */
   failedBeforeOutput(): boolean
   /** The input side the provider has reported so far (Anthropic's message_start), or null. */
-  inputSoFar(): Pick<TokenCounts, 'input' | 'cached'> | null
+  inputSoFar(): Omit<TokenCounts, 'output'> | null
 }
 
 const enc = new TextEncoder()
@@ -238,9 +238,11 @@ export class SseMeter implements UsageMeter {
     return this.failedEarly && this.beforeOutput && this.final === null
   }
 
-  inputSoFar(): Pick<TokenCounts, 'input' | 'cached'> | null {
+  inputSoFar(): Omit<TokenCounts, 'output'> | null {
     const u = this.started && anthropicUsage(this.started)
-    return u && { input: u.input, cached: u.cached }
+    if (!u) return null
+    const { output: _, ...input } = u
+    return input
   }
 
   private pass(event: string): string | null {

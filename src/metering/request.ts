@@ -39,6 +39,20 @@ export interface MeteredRequest {
 /** The most input tokens one image part costs on the model. */
 export const imageBound = (price: ModelPrice): number => price.image_tokens ?? IMAGE_TOKENS_BOUND
 
+/** What a token written to the prompt cache costs (5-minute lifetime), per 1,000,000; absent: as input. */
+export const cacheWritePrice = (price: ModelPrice): number => price.cache_write ?? price.input
+/** What a token written to the prompt cache with the 1-hour lifetime costs; absent: as a 5-minute write. */
+export const cacheWrite1hPrice = (price: ModelPrice): number => price.cache_write_1h ?? cacheWritePrice(price)
+
+/**
+ * The price the reservation weighs each input token at: the input price, or for Anthropic, whose
+ * input tokens may each be written to the cache at a higher one, the highest of the three. Any
+ * token of the prompt may be a cache write, and the bound must hold whatever the request asks.
+ */
+export function inputBoundPrice(kind: ApiKind, price: ModelPrice): number {
+  return kind === 'messages' ? Math.max(price.input, cacheWritePrice(price), cacheWrite1hPrice(price)) : price.input
+}
+
 /** The request fields that name the output ceiling, per API; a clamp writes the first. */
 const CEILING_FIELDS: Record<ApiKind, string[]> = {
   chat: ['max_completion_tokens', 'max_tokens'],

@@ -8,10 +8,16 @@ export type Dialect = 'openai' | 'anthropic'
 export type ApiKind = 'chat' | 'responses' | 'embeddings' | 'messages'
 
 export interface TokenCounts {
-  /** Input tokens not read from the provider's cache. */
+  /** Input tokens neither read from nor written to the provider's cache. */
   input: number
   cached: number
   output: number
+  /**
+   * Input tokens written to the provider's prompt cache (Anthropic), apart from `input`: with the
+   * 5-minute lifetime, and with the 1-hour one. Absent when none (every OpenAI call).
+   */
+  cache_write?: number
+  cache_write_1h?: number
 }
 
 export type UsageSource = 'provider' | 'estimated'
@@ -44,13 +50,25 @@ export function openaiUsage(kind: ApiKind, usage: unknown): TokenCounts | null {
 }
 
 /**
- * Anthropic's usage: `input_tokens` excludes cache reads and writes; a cache write is billed as
- * input here (Anthropic bills it at 1.25×: see docs/metering.md).
+ * Anthropic's usage: `input_tokens` excludes cache reads and writes. The writes are
+ * `cache_creation_input_tokens`, split by lifetime in `cache_creation` (priced apart: 1.25× and
+ * 2× the input price); without the split they are all 5-minute writes. A split that adds up to
+ * more than the total is believed over it (never fewer tokens than reported).
  */
 export function anthropicUsage(usage: unknown): TokenCounts | null {
   const u = obj(usage)
   if (!u) return null
-  return { input: count(u.input_tokens) + count(u.cache_creation_input_tokens), cached: count(u.cache_read_input_tokens), output: count(u.output_tokens) }
+  const split = obj(u.cache_creation)
+  const hour = count(split?.ephemeral_1h_input_tokens)
+  const written = Math.max(count(u.cache_creation_input_tokens), hour + count(split?.ephemeral_5m_input_tokens))
+  return withCacheWrites({ input: count(u.input_tokens), cached: count(u.cache_read_input_tokens), output: count(u.output_tokens) }, written - hour, hour)
+}
+
+/** The counts with the cache writes that happened (none: no fields, as for every OpenAI call). */
+export function withCacheWrites(t: TokenCounts, fiveMinutes: number, oneHour: number): TokenCounts {
+  if (fiveMinutes > 0) t.cache_write = fiveMinutes
+  if (oneHour > 0) t.cache_write_1h = oneHour
+  return t
 }
 
 /** The usage of a whole (non-streamed) JSON answer. */
@@ -64,6 +82,8 @@ export function usageOfAnswer(kind: ApiKind, answer: unknown): TokenCounts | nul
  * What a call whose usage never arrived is charged: its input as the provider reported it before
  * the break (Anthropic's message_start), else the input bound as reserved; ~4 bytes a token out.
  */
-export function estimatedUsage(inputBound: number, relayedBytes: number, input: Pick<TokenCounts, 'input' | 'cached'> | null = null): MeteredUsage {
-  return { tokens: { input: input?.input ?? inputBound, cached: input?.cached ?? 0, output: Math.ceil(relayedBytes / 4) }, source: 'estimated' }
+export function estimatedUsage(inputBound: number, relayedBytes: number, input: Omit<TokenCounts, 'output'> | null = null): MeteredUsage {
+  const output = Math.ceil(relayedBytes / 4)
+  if (!input) return { tokens: { input: inputBound, cached: 0, output }, source: 'estimated' }
+  return { tokens: withCacheWrites({ input: input.input, cached: input.cached, output }, input.cache_write ?? 0, input.cache_write_1h ?? 0), source: 'estimated' }
 }

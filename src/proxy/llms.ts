@@ -5,7 +5,7 @@
  * does not exist.
  */
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../metering/media'
-import { imageBound } from '../metering/request'
+import { cacheWrite1hPrice, cacheWritePrice, imageBound } from '../metering/request'
 import type { Config } from '../config'
 import type { Catalog, Provider } from '../catalog/catalog'
 import { mcpConfigLines } from '../mcp/config-snippet'
@@ -35,10 +35,11 @@ function meteredLines(p: Provider, cfg: Config): string[] {
     'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
     '',
-    '| model | input | cached input | output | max output | image bound |',
-    '|---|---|---|---|---|---|',
+    '| model | input | cached input | cache write (5 min / 1 h) | output | max output | image bound |',
+    '|---|---|---|---|---|---|---|',
     ...Object.entries(m.models).map(
-      ([id, x]) => `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${x.output} (${usd(x.output)}) | ${x.max_output} | ${imageBound(x)} |`,
+      ([id, x]) =>
+        `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${cacheWritePrice(x)} / ${cacheWrite1hPrice(x)} | ${x.output} (${usd(x.output)}) | ${x.max_output} | ${imageBound(x)} |`,
     ),
     '',
   ]

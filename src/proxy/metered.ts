@@ -12,7 +12,7 @@ import { readText } from '../edge/body'
 import type { DebitMetering } from '../lua/debit'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { meterFor, type UsageMeter } from '../metering/meter'
-import { forwardedBody, needsUsageChunk, readMeteredRequest, type MeteredRequest } from '../metering/request'
+import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, type MeteredUsage } from '../metering/usage'
 
 export interface MeteredProxyRequest {
@@ -40,6 +40,9 @@ export function debitMetering(r: MeteredRequest): DebitMetering {
     inputBound: r.inputBound,
     input: r.price.input,
     cachedInput: r.price.cached_input ?? r.price.input,
+    boundInput: inputBoundPrice(r.kind, r.price),
+    cacheWrite: cacheWritePrice(r.price),
+    cacheWrite1h: cacheWrite1hPrice(r.price),
     output: r.price.output,
     ceiling: r.ceiling,
     maxOutput: r.price.max_output,

@@ -20,6 +20,9 @@ export interface FakeUsage {
   input: number
   cached: number
   output: number
+  /** Anthropic: input tokens written to the cache, 5-minute and 1-hour lifetimes. */
+  cache_write?: number
+  cache_write_1h?: number
 }
 
 export interface LlmFake {
@@ -46,7 +49,13 @@ const openaiUsageOf = (u: FakeUsage) => ({
   prompt_tokens_details: { cached_tokens: u.cached, audio_tokens: 0 },
   completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
 })
-const anthropicUsageOf = (u: FakeUsage) => ({ input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: u.cached, output_tokens: u.output })
+const anthropicUsageOf = (u: FakeUsage) => ({
+  input_tokens: u.input,
+  cache_creation_input_tokens: (u.cache_write ?? 0) + (u.cache_write_1h ?? 0),
+  cache_read_input_tokens: u.cached,
+  cache_creation: { ephemeral_5m_input_tokens: u.cache_write ?? 0, ephemeral_1h_input_tokens: u.cache_write_1h ?? 0 },
+  output_tokens: u.output,
+})
 const responsesUsageOf = (u: FakeUsage) => ({
   input_tokens: u.input + u.cached,
   input_tokens_details: { cached_tokens: u.cached },

@@ -8,7 +8,7 @@ import { llmCatalog, OPENAI_HOUSE_KEY } from './proxy'
 import { vaultEnv } from './vault'
 
 export const GPT = { input: 150, cached_input: 75, output: 600, max_output: 16384 }
-export const CLAUDE = { input: 3000, cached_input: 300, output: 15000, max_output: 8192 }
+export const CLAUDE = { input: 3000, cached_input: 300, cache_write: 3750, cache_write_1h: 6000, output: 15000, max_output: 8192 }
 export const EMBED = { input: 20, output: 0, max_output: 1 }
 /** A model whose images cost more than IMAGE_TOKENS_BOUND (as gpt-4o-mini's do): its own bound. */
 export const PIXELS = { input: 150, output: 600, max_output: 4096, image_tokens: 50_000 }
@@ -47,14 +47,24 @@ export function meteredCatalog(fakeUrl: string) {
 export interface Price {
   input: number
   cached_input?: number
+  cache_write?: number
+  cache_write_1h?: number
   output: number
 }
 
-/** Exact cost in micro-credits (CONTRACT §7). */
-export const costMicro = (p: Price, t: { input: number; cached: number; output: number }) => t.input * p.input + t.cached * (p.cached_input ?? p.input) + t.output * p.output
+const writePrice = (p: Price) => p.cache_write ?? p.input
+const write1hPrice = (p: Price) => p.cache_write_1h ?? writePrice(p)
 
-/** The reservation of a request whose input bound is `bytes` and output ceiling `maxOut`. */
-export const reservation = (p: Price, bytes: number, maxOut: number) => Math.ceil((bytes * p.input + maxOut * p.output) / 1e6) + 1
+/** Exact cost in micro-credits (CONTRACT §7, and the cache writes priced apart: docs/metering.md). */
+export const costMicro = (p: Price, t: { input: number; cached: number; output: number; cache_write?: number; cache_write_1h?: number }) =>
+  t.input * p.input + t.cached * (p.cached_input ?? p.input) + t.output * p.output + (t.cache_write ?? 0) * writePrice(p) + (t.cache_write_1h ?? 0) * write1hPrice(p)
+
+/**
+ * The reservation of a request whose input bound is `bytes` and output ceiling `maxOut`; each input
+ * token at the most one can cost (a cache write may cost more than input: Anthropic's models).
+ */
+export const reservation = (p: Price, bytes: number, maxOut: number) =>
+  Math.ceil((bytes * Math.max(p.input, writePrice(p), write1hPrice(p)) + maxOut * p.output) / 1e6) + 1
 
 /** Charges of successive settles from remainder 0: [charged…] and the final remainder. */
 export function chargesOf(costs: number[], r = 0): { charged: number[]; r: number } {
@@ -75,7 +85,7 @@ export function chargesOf(costs: number[], r = 0): { charged: number[]; r: numbe
 export async function openMeteredCall(
   s: Services,
   principal: Principal,
-  p: { input: number; cachedInput: number; output: number },
+  p: { input: number; cachedInput: number; output: number; boundInput?: number; cacheWrite?: number; cacheWrite1h?: number },
   o: { inputBound?: number; ceiling?: number; idempotencyKey?: string } = {},
 ) {
   const ceiling = o.ceiling ?? 1000

@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { openaiFrames, type LlmFake } from '../fakes/llm'
 import type { TestApp } from '../helpers/harness'
-import { chargesOf, CLAUDE, costMicro, EMBED, GPT, startMeteredApp } from '../helpers/metering'
+import { chargesOf, CLAUDE, costMicro, EMBED, GPT, reservation, startMeteredApp } from '../helpers/metering'
 import { eventually } from '../helpers/proxy'
 import { vaultKey } from '../helpers/vault'
 import { flushAll } from '../helpers/ledger'
@@ -163,6 +163,52 @@ describe('Anthropic SDK, metered', () => {
   })
 })
 
+describe('Anthropic prompt caching, metered', () => {
+  /**
+   * Anthropic bills a cache write above input (1.25× for the 5-minute lifetime, 2× for the 1-hour
+   * one) and a cache read below it: each is charged at its own catalog price, read from the usage's
+   * `cache_creation_input_tokens` and its `cache_creation` split, plain and streamed.
+   */
+  test('cache writes are charged at their own prices; the activity and, after the flush, the ledger show them', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+    llm.usage = { input: 40, cached: 1000, output: 120, cache_write: 20_000, cache_write_1h: 9000 }
+    const tokens = { input: 40, cached: 1000, output: 120, cache_write: 20_000, cache_write_1h: 9000 }
+    const client = new Anthropic({ baseURL: `${base}/proxy/anthropic`, apiKey: a.token, maxRetries: 0 })
+    // A prompt of 40,000 bytes: enough for the 30,040 input tokens the usage reports (a token is at least a byte).
+    const body = { model: 'claude-test', max_tokens: 200, messages: [{ role: 'user' as const, content: 'y'.repeat(40_000) }] }
+    const plain = await client.messages.create(body).withResponse()
+    const streamed = await client.messages.stream(body).withResponse()
+    await streamed.data.finalMessage()
+    // 40 × 3000 + 1000 × 300 + 120 × 15000 + 20000 × 3750 + 9000 × 6000 = 131,220,000 micro-credits:
+    // 131 credits, where the same usage priced as input would be 3 × 29,000 = 87 + 2.22: 89.
+    const c = costMicro(CLAUDE, tokens)
+    expect(c).toBe(131_220_000)
+    const { charged } = chargesOf([c, c])
+    expect(charged).toEqual([131, 131])
+    for (const [i, id] of [plain.response.headers.get('x-pab-call-id')!, streamed.response.headers.get('x-pab-call-id')!].entries()) {
+      const d = await detail(a.token, id)
+      expect(d.body).toMatchObject({ model: 'claude-test', tokens, charged: charged[i], usage_source: 'provider', outcome: 'ok' })
+    }
+    expect(await balance(a.token)).toBe(500 - 262)
+    await flushAll(t)
+    const r = await t.req('GET', '/v1/ledger', { token: a.token })
+    const debits = r.text.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.kind === 'debit' && e.model === 'claude-test')
+    expect(debits.map((e) => [e.amount, e.tokens])).toEqual([[-131, tokens], [-131, tokens]])
+    llm.usage = usage
+  })
+
+  test('the reservation weighs each input byte at the highest input price, a 1-hour cache write', async () => {
+    const a = await t.signup()
+    await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+    const client = new Anthropic({ baseURL: `${base}/proxy/anthropic`, apiKey: a.token, maxRetries: 0 })
+    const raw = JSON.stringify({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'z'.repeat(20_000) }] })
+    const { response } = await client.messages.create(JSON.parse(raw)).withResponse()
+    expect(Number(response.headers.get('x-pab-reserved'))).toBe(reservation(CLAUDE, Buffer.byteLength(raw), 100))
+    expect(Number(response.headers.get('x-pab-reserved'))).toBe(Math.ceil((Buffer.byteLength(raw) * 6000 + 100 * 15000) / 1e6) + 1)
+  })
+})
+
 describe('a metered capability (POST /v1/call/{slug})', () => {
   test('charged the exact usage, not its flat price; the answer and the activity say so', async () => {
     const a = await t.signup()
@@ -180,8 +226,8 @@ describe('a metered capability (POST /v1/call/{slug})', () => {
 test('/llms-full.txt lists each metered route with its models and prices', async () => {
   const r = await t.req('GET', '/llms-full.txt')
   expect(r.status).toBe(200)
-  expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | 600 ($0.600) | 16384 |')
-  expect(r.text).toContain('| claude-test | 3000')
+  expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | 150 / 150 | 600 ($0.600) | 16384 |')
+  expect(r.text).toContain('| claude-test | 3000 ($3.000) | 300 | 3750 / 6000 | 15000')
   expect(r.text).toContain('proxy:openai/<model-glob>')
 })
 

@@ -59,6 +59,46 @@ test('Σ charged + final remainder = Σ exact costs, to the micro-credit', async
   )
 })
 
+// Anthropic's shape: a cache write costs more than input (5-minute and 1-hour lifetimes), and the
+// reservation weighs each input token at the highest of the three.
+const cachingPrice = fc
+  .record({ input: fc.integer({ min: 0, max: 10_000 }), writeExtra: fc.integer({ min: 0, max: 10_000 }), hourExtra: fc.integer({ min: 0, max: 10_000 }), output: fc.integer({ min: 0, max: 10_000 }) })
+  .map((p) => ({ input: p.input, cachedInput: Math.floor(p.input / 10), output: p.output, cacheWrite: p.input + p.writeExtra, cacheWrite1h: p.input + p.writeExtra + p.hourExtra }))
+  .map((p) => ({ ...p, boundInput: p.cacheWrite1h }))
+// Within the bound of 2,000 input tokens, however they split among input, reads and both writes.
+const cachingUsage = fc
+  .record({ input: fc.nat(500), cached: fc.nat(500), cache_write: fc.nat(500), cache_write_1h: fc.nat(500), output: fc.nat(1000) })
+  .map((u) => ({ ...u, ...(u.cache_write === 0 ? { cache_write: undefined } : {}), ...(u.cache_write_1h === 0 ? { cache_write_1h: undefined } : {}) }))
+
+test('with cache writes priced apart: Σ charged + final remainder = Σ exact costs, each within its reservation', async () => {
+  await fc.assert(
+    fc.asyncProperty(cachingPrice, fc.array(cachingUsage, { minLength: 1, maxLength: 6 }), async (p, calls) => {
+      const a = await t.signup()
+      const principal = (await t.s.guard.tokens.resolve(a.token))!
+      let sumCost = 0
+      let sumCharged = 0
+      for (const u of calls) {
+        const call = await openMeteredCall(t.s, principal, p, { inputBound: 2000 })
+        expect(call.price).toBe(Math.ceil((2000 * p.boundInput + 1000 * p.output) / 1e6) + 1)
+        const tokens = Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as typeof u
+        const s = await call.settle('ok', { usage: { tokens, source: 'provider' } })
+        expect(s.charged).toBeLessThanOrEqual(call.price)
+        sumCost += u.input * p.input + u.cached * p.cachedInput + u.output * p.output + (u.cache_write ?? 0) * p.cacheWrite + (u.cache_write_1h ?? 0) * p.cacheWrite1h
+        sumCharged += s.charged
+        const r = (await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0
+        expect(sumCharged * 1e6 + r).toBe(sumCost)
+      }
+      expect(await redisBalance(t, a.account_id)).toBe(500 - sumCharged)
+      const entries = await checkRedisInvariant(t, a.account_id)
+      await flushAll(t)
+      const pg = await pgLedger(t, a.account_id)
+      expect(pg.count).toBe(entries.length)
+      expect(pg.sum).toBe(500 - sumCharged)
+    }),
+    { numRuns: 30 },
+  )
+})
+
 test('usage past the reservation: the reservation is charged, the excess left uncharged, the remainder kept', async () => {
   const a = await t.signup()
   const principal = (await t.s.guard.tokens.resolve(a.token))!

@@ -30,6 +30,9 @@ export const ledgerEntries = pgTable(
     tokensIn: integer('tokens_in'),
     tokensCached: integer('tokens_cached'),
     tokensOut: integer('tokens_out'),
+    /** Tokens written to the provider's prompt cache (Anthropic), 5-minute and 1-hour; null when none. */
+    tokensCacheWrite: integer('tokens_cache_write'),
+    tokensCacheWrite1h: integer('tokens_cache_write_1h'),
     /**
      * A metered settle: the account's micro-credit remainder after it (`mc_rem`, CONTRACT §7), so
      * that `ledger:rebuild` brings the remainder back with the balance. Null on every other entry.
@@ -66,6 +69,9 @@ export const calls = pgTable(
     tokensIn: integer('tokens_in'),
     tokensCached: integer('tokens_cached'),
     tokensOut: integer('tokens_out'),
+    /** Tokens written to the provider's prompt cache (Anthropic), 5-minute and 1-hour; null when none. */
+    tokensCacheWrite: integer('tokens_cache_write'),
+    tokensCacheWrite1h: integer('tokens_cache_write_1h'),
     reserved: integer('reserved'),
     uncharged: integer('uncharged'),
     /** provider | estimated */

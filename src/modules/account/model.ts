@@ -32,7 +32,13 @@ export const ActivityQuery = T.Object({
 const byRule = (rule: 'charged' | 'refunded') => CALL_OUTCOMES.filter((o) => SETTLEMENT[o] === rule).join(' | ')
 
 const Tokens = T.Object(
-  { input: T.Integer({ description: 'Input tokens not read from cache' }), cached: T.Integer(), output: T.Integer() },
+  {
+    input: T.Integer({ description: 'Input tokens neither read from nor written to the cache' }),
+    cached: T.Integer(),
+    output: T.Integer(),
+    cache_write: T.Optional(T.Integer({ description: "Input tokens written to the provider's prompt cache, 5-minute lifetime (Anthropic); absent when none" })),
+    cache_write_1h: T.Optional(T.Integer({ description: 'Cache writes with the 1-hour lifetime; absent when none' })),
+  },
   { description: 'Metered calls: the tokens charged for; null for flat-priced calls' },
 )
 
