@@ -33,6 +33,9 @@ function meteredLines(p: Provider, cfg: Config): string[] {
     `(the input bound: the request body bytes, plus the model's image bound per image part (below; ${IMAGE_TOKENS_BOUND.toLocaleString('en-US')} tokens unless listed) and ${TOOLS_PROMPT_BOUND.toLocaleString('en-US')} when tools are present; file, document and audio parts, audio output, server-side tools, the priority service tier, n > 1, a predicted output, input the provider holds (previous_response_id, conversation, a stored prompt, item references), background responses and Anthropic's context-1m beta are refused: the request gives no bound or price for their tokens)`,
     `(the ceiling: your max_tokens / max_completion_tokens / max_output_tokens, else the model's max output — lowered to what you can afford, at least ${m.min_output}, and reported in x-pab-max-tokens-clamped).`,
     'After the answer, the exact usage is charged (micro-credit remainders carried per account) and the rest released; the response header x-pab-reserved shows the reservation, GET /v1/activity/{call_id} the charge.',
+    ...(m.dialect === 'anthropic'
+      ? ['Prompt-cache writes are charged at their own prices (below, 5-minute / 1-hour lifetime), and the reservation weighs each input byte at the highest of input and those.']
+      : []),
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
     '',
     '| model | input | cached input | cache write (5 min / 1 h) | output | max output | image bound |',
