@@ -107,7 +107,7 @@ for i = 1, n do
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
   k = k + 6 + #ids
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'p_cw', 'p_cw1h')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
   if not call[1] or call[5] ~= '1' then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -117,9 +117,12 @@ for i = 1, n do
   else
     local reserved = tonumber(call[2])
     local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
+    -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
-      local p_cw = tonumber(call[15] or call[7])
-      cost = cost + t_cw * p_cw + t_cw1h * tonumber(call[16] or call[15] or call[7])
+      local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
+      local p_cw = p[1] or call[7]
+      cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
     end
     local acc = redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
     local r = tonumber(acc[1] or '0')
