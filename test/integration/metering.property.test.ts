@@ -28,33 +28,47 @@ const price = fc
   .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
 const usage = fc.record({ input: fc.nat(1000), cached: fc.nat(1000), output: fc.nat(1000) })
 
+type Prices = { input: number; cachedInput: number; output: number; boundInput?: number; cacheWrite?: number; cacheWrite1h?: number }
+type Usage = { input: number; cached: number; output: number; cache_write?: number; cache_write_1h?: number }
+
+/** The exact cost in micro-credits, written independently of the script (docs/metering.md). */
+const exactCost = (p: Prices, u: Usage) =>
+  u.input * p.input + u.cached * p.cachedInput + u.output * p.output + (u.cache_write ?? 0) * (p.cacheWrite ?? p.input) + (u.cache_write_1h ?? 0) * (p.cacheWrite1h ?? p.cacheWrite ?? p.input)
+
+/**
+ * One account's calls, each reserved for 2,000 input tokens and 1,000 output (which bound the
+ * usage: nothing is left uncharged) and settled with its usage: Σ charged × 1e6 + r = Σ exact
+ * costs after every call, 0 ≤ r < 1e6, each charge within its reservation, and the balance the
+ * ledger's sum in Redis and, after the flush, in Postgres.
+ */
+async function chargesExactly(p: Prices, calls: Usage[]) {
+  const a = await t.signup()
+  const principal = (await t.s.guard.tokens.resolve(a.token))!
+  let sumCost = 0
+  let sumCharged = 0
+  for (const u of calls) {
+    const call = await openMeteredCall(t.s, principal, p, { inputBound: 2000 })
+    expect(call.price).toBe(Math.ceil((2000 * (p.boundInput ?? p.input) + 1000 * p.output) / 1e6) + 1)
+    const s = await call.settle('ok', { usage: { tokens: u, source: 'provider' } })
+    expect(s.charged).toBeLessThanOrEqual(call.price)
+    sumCost += exactCost(p, u)
+    sumCharged += s.charged
+    const r = (await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0
+    expect(r).toBeGreaterThanOrEqual(0)
+    expect(r).toBeLessThan(1e6)
+    expect(sumCharged * 1e6 + r).toBe(sumCost)
+  }
+  expect(await redisBalance(t, a.account_id)).toBe(500 - sumCharged)
+  const entries = await checkRedisInvariant(t, a.account_id)
+  await flushAll(t)
+  const pg = await pgLedger(t, a.account_id)
+  expect(pg.count).toBe(entries.length)
+  expect(pg.sum).toBe(500 - sumCharged)
+}
+
 test('Σ charged + final remainder = Σ exact costs, to the micro-credit', async () => {
   await fc.assert(
-    fc.asyncProperty(price, fc.array(usage, { minLength: 1, maxLength: 8 }), async (p, calls) => {
-      const a = await t.signup()
-      const principal = (await t.s.guard.tokens.resolve(a.token))!
-      let sumCost = 0
-      let sumCharged = 0
-      for (const u of calls) {
-        // The bounds hold the usage: within the reservation, nothing is left uncharged.
-        const call = await openMeteredCall(t.s, principal, p, { inputBound: 2000 })
-        expect(call.price).toBe(Math.ceil((2000 * p.input + 1000 * p.output) / 1e6) + 1)
-        const s = await call.settle('ok', { usage: { tokens: u, source: 'provider' } })
-        expect(s.charged).toBeLessThanOrEqual(call.price)
-        sumCost += u.input * p.input + u.cached * p.cachedInput + u.output * p.output
-        sumCharged += s.charged
-        const r = (await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0
-        expect(r).toBeGreaterThanOrEqual(0)
-        expect(r).toBeLessThan(1e6)
-        expect(sumCharged * 1e6 + r).toBe(sumCost)
-      }
-      expect(await redisBalance(t, a.account_id)).toBe(500 - sumCharged)
-      const entries = await checkRedisInvariant(t, a.account_id)
-      await flushAll(t)
-      const pg = await pgLedger(t, a.account_id)
-      expect(pg.count).toBe(entries.length)
-      expect(pg.sum).toBe(500 - sumCharged)
-    }),
+    fc.asyncProperty(price, fc.array(usage, { minLength: 1, maxLength: 8 }), chargesExactly),
     { numRuns: 40 },
   )
 })
@@ -65,36 +79,15 @@ const cachingPrice = fc
   .record({ input: fc.integer({ min: 0, max: 10_000 }), writeExtra: fc.integer({ min: 0, max: 10_000 }), hourExtra: fc.integer({ min: 0, max: 10_000 }), output: fc.integer({ min: 0, max: 10_000 }) })
   .map((p) => ({ input: p.input, cachedInput: Math.floor(p.input / 10), output: p.output, cacheWrite: p.input + p.writeExtra, cacheWrite1h: p.input + p.writeExtra + p.hourExtra }))
   .map((p) => ({ ...p, boundInput: p.cacheWrite1h }))
-// Within the bound of 2,000 input tokens, however they split among input, reads and both writes.
+// Within the bound of 2,000 input tokens, however they split among input, reads and both writes;
+// a count of 0 is absent, as the usage reader leaves it.
 const cachingUsage = fc
   .record({ input: fc.nat(500), cached: fc.nat(500), cache_write: fc.nat(500), cache_write_1h: fc.nat(500), output: fc.nat(1000) })
-  .map((u) => ({ ...u, ...(u.cache_write === 0 ? { cache_write: undefined } : {}), ...(u.cache_write_1h === 0 ? { cache_write_1h: undefined } : {}) }))
+  .map(({ cache_write, cache_write_1h, ...u }): Usage => ({ ...u, ...(cache_write ? { cache_write } : {}), ...(cache_write_1h ? { cache_write_1h } : {}) }))
 
 test('with cache writes priced apart: Σ charged + final remainder = Σ exact costs, each within its reservation', async () => {
   await fc.assert(
-    fc.asyncProperty(cachingPrice, fc.array(cachingUsage, { minLength: 1, maxLength: 6 }), async (p, calls) => {
-      const a = await t.signup()
-      const principal = (await t.s.guard.tokens.resolve(a.token))!
-      let sumCost = 0
-      let sumCharged = 0
-      for (const u of calls) {
-        const call = await openMeteredCall(t.s, principal, p, { inputBound: 2000 })
-        expect(call.price).toBe(Math.ceil((2000 * p.boundInput + 1000 * p.output) / 1e6) + 1)
-        const tokens = Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as typeof u
-        const s = await call.settle('ok', { usage: { tokens, source: 'provider' } })
-        expect(s.charged).toBeLessThanOrEqual(call.price)
-        sumCost += u.input * p.input + u.cached * p.cachedInput + u.output * p.output + (u.cache_write ?? 0) * p.cacheWrite + (u.cache_write_1h ?? 0) * p.cacheWrite1h
-        sumCharged += s.charged
-        const r = (await readAccount(t.s.ctx, a.account_id, 'mc_rem')).mc_rem ?? 0
-        expect(sumCharged * 1e6 + r).toBe(sumCost)
-      }
-      expect(await redisBalance(t, a.account_id)).toBe(500 - sumCharged)
-      const entries = await checkRedisInvariant(t, a.account_id)
-      await flushAll(t)
-      const pg = await pgLedger(t, a.account_id)
-      expect(pg.count).toBe(entries.length)
-      expect(pg.sum).toBe(500 - sumCharged)
-    }),
+    fc.asyncProperty(cachingPrice, fc.array(cachingUsage, { minLength: 1, maxLength: 6 }), chargesExactly),
     { numRuns: 30 },
   )
 })
