@@ -42,7 +42,8 @@ function meteredLines(p: Provider, cfg: Config): string[] {
     '|---|---|---|---|---|---|---|',
     ...Object.entries(m.models).map(
       ([id, x]) =>
-        `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${cacheWritePrice(x)} / ${cacheWrite1hPrice(x)} | ${x.output} (${usd(x.output)}) | ${x.max_output} | ${imageBound(x)} |`,
+        // OpenAI bills no cache write (its usage reports none): a price there would read as a charge.
+        `| ${id} | ${x.input} (${usd(x.input)}) | ${x.cached_input ?? x.input} | ${m.dialect === 'anthropic' ? `${cacheWritePrice(x)} / ${cacheWrite1hPrice(x)}` : '–'} | ${x.output} (${usd(x.output)}) | ${x.max_output} | ${imageBound(x)} |`,
     ),
     '',
   ]

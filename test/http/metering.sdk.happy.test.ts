@@ -226,7 +226,7 @@ describe('a metered capability (POST /v1/call/{slug})', () => {
 test('/llms-full.txt lists each metered route with its models and prices', async () => {
   const r = await t.req('GET', '/llms-full.txt')
   expect(r.status).toBe(200)
-  expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | 150 / 150 | 600 ($0.600) | 16384 |')
+  expect(r.text).toContain('| gpt-test | 150 ($0.150) | 75 | – | 600 ($0.600) | 16384 |')
   expect(r.text).toContain('| claude-test | 3000 ($3.000) | 300 | 3750 / 6000 | 15000')
   expect(r.text).toContain('proxy:openai/<model-glob>')
 })
