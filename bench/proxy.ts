@@ -27,7 +27,10 @@
  * a "Ratios" table sets each row against the ledger floor, metered against flat, current against
  * baseline, and the proxy against Portkey under Bun. With --rounds N every row runs N times,
  * interleaved (round 1's rows, then round 2's, ...), and the ratios are of the medians: on two
- * shared cores where each process lands moves one row by ±25% from one run to the next.
+ * shared cores where each process lands moves one row by ±25% from one run to the next. An even
+ * round runs its rows in the reverse order (ABBA): a row that always ran right after another (the
+ * metered route after the flat one) would carry whatever the row before it left behind (the
+ * flusher's backlog, Postgres' writes, the collector's heap) into every one of its rounds.
  *
  * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and Postgres at BENCH_PG_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and drops a database.
@@ -223,7 +226,7 @@ async function main() {
   const skipped = new Set<string>()
   for (let round = 1; round <= ROUNDS; round++)
   for (const workload of (['json', 'sse'] as const).filter((w) => opt.workloads!.split(',').includes(w))) {
-    for (const t of targets) {
+    for (const t of round % 2 === 0 ? [...targets].reverse() : targets) {
       const headers = { 'content-type': 'application/json', ...t.headers }
       // A row that could not serve its workload in round 1 is not tried again.
       if (skipped.has(`${workload} ${t.name}`)) continue
@@ -373,7 +376,7 @@ function render(r: { rows: Row[]; ttfb: { target: string; p50?: number; p99?: nu
     }
   }
   if (ROUNDS > 1) {
-    lines.push('', `Medians over the ${ROUNDS} rounds:`, '', '| Workload | Target | req/s | p50 ms | p99 ms |', '|---|---|---:|---:|---:|')
+    lines.push('', `Medians over the ${ROUNDS} rounds (an even round runs its rows in the reverse order, so that no row always follows the same one):`, '', '| Workload | Target | req/s | p50 ms | p99 ms |', '|---|---|---:|---:|---:|')
     for (const w of ['json', 'sse'] as const)
       for (const name of [...new Set(r.rows.filter((x) => x.workload === w && x.load).map((x) => x.target))]) {
         const xs = measured(name, w).map((x) => x.load!)

@@ -215,7 +215,9 @@ try {
   const allRows = CORE_ROWS.every((k) => wanted.has(k))
   const rows: Row[] = []
   for (let round = 1; round <= rounds; round++) {
-    for (const t of chosen) {
+    // An even round runs its rows in the reverse order (ABBA), as bench/proxy.ts does: no row always
+    // follows the same one and carries what it left behind, or a drift of the machine, in every round.
+    for (const t of round % 2 === 0 ? [...chosen].reverse() : chosen) {
       const load: LoadOptions = { url: t.url, connections, durationS, body: t.body ?? BODY, headers: t.headers ?? headers, idReplacement: t.idReplacement }
       console.error(`round ${round}: ${t.name}: warm-up ${warmupS} s, then ${durationS} s`)
       const warm = await runLoad({ ...load, durationS: warmupS })

@@ -106,7 +106,7 @@ export function render(r: Report): string {
     )
   L.push(`Command (from the project root; \`npx bun run bench ...\` is the same): \`${r.command}\``, '')
   L.push(
-    'Options: `--rounds N` (rows interleaved per round), `--rows direct,passthrough,floor,paid,bare,depth4,mcp,baseline` (a subset; leaving out a core row does not write this section), `--baseline <dir>` (a checkout of an earlier commit with node_modules, measured as "paid call (baseline <commit>)" in the same rounds), `--no-evalsha`, `--upstream-delay <ms>` (its own section), `--latency` (bench/latency.ts: its own section at a fixed rate).',
+    'Options: `--rounds N` (rows interleaved per round, an even round in the reverse order), `--rows direct,passthrough,floor,paid,bare,depth4,mcp,baseline` (a subset; leaving out a core row does not write this section), `--baseline <dir>` (a checkout of an earlier commit with node_modules, measured as "paid call (baseline <commit>)" in the same rounds), `--no-evalsha`, `--upstream-delay <ms>` (its own section), `--latency` (bench/latency.ts: its own section at a fixed rate).',
     '',
   )
   L.push(`Run at ${r.at}. ${r.connections} connections, ${r.warmupS} s warm-up (discarded) then ${r.durationS} s measured per row, same POST body to every row.`, '')
