@@ -28,9 +28,10 @@
  * baseline, and the proxy against Portkey under Bun. With --rounds N every row runs N times,
  * interleaved (round 1's rows, then round 2's, ...), and the ratios are of the medians: on two
  * shared cores where each process lands moves one row by ±25% from one run to the next. An even
- * round runs its rows in the reverse order (ABBA): a row that always ran right after another (the
- * metered route after the flat one) would carry whatever the row before it left behind (the
- * flusher's backlog, Postgres' writes, the collector's heap) into every one of its rounds.
+ * round runs its rows in the reverse order (ABBA): the machine's speed drifts by a fifth for tens
+ * of seconds at a time, and a row that always ran right after another (the metered route after the
+ * flat one) saw another slice of that drift, and whatever the row before it left behind, in every
+ * round (docs/decisions.md, issue 14, eighteenth round).
  *
  * Needs Redis at BENCH_REDIS_URL (default redis://127.0.0.1:6379) and Postgres at BENCH_PG_URL
  * (default postgres://postgres@127.0.0.1:5432/postgres), where it creates and drops a database.
