@@ -31,7 +31,7 @@ export interface SettleArgs {
   at?: number
   /**
    * Called once this settle is in its batch, before Redis answers: the batch goes to the connection
-   * before the event loop next reads a request (turn-batch.ts), so anything this instance does
+   * before the event loop next handles a request (turn-batch.ts), so anything this instance does
    * for a later request runs after it.
    */
   onQueued?: () => void

@@ -25,9 +25,12 @@ export class TurnBatch<I, R> {
 
   /**
    * An item added while a request is handled is on the connection before the next request is
-   * read: its batch goes from a setImmediate, and Bun runs those before it next polls for I/O. A
-   * caller that only needs its item ordered before what this instance does next (ioredis keeps a
-   * connection's commands in the order they were issued) need not wait for the round trip.
+   * handled: its batch goes from a setImmediate, which runs before the handler of any request
+   * read since (test/integration/turn-batch.property.test.ts). It may run after the next request's
+   * bytes were read off its socket: an idle loop sometimes lets it wait 0.5–1.7 ms (strace and a
+   * scratch loop, docs/decisions.md, issue 17, fourteenth round). A caller that only needs its item
+   * ordered before what this instance does next (ioredis keeps a connection's commands in the order
+   * they were issued) need not wait for the round trip.
    */
   add(group: string, item: I): Promise<R> {
     return new Promise((resolve, reject) => {

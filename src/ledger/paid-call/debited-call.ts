@@ -109,7 +109,7 @@ export class DebitedCall {
   /**
    * Settles as settle() does, but answers as soon as the settle is ordered rather than applied: for
    * a metered call that kept its charge, once settle-n is in its batch, which goes to the Redis
-   * connection before the event loop next reads a request (TurnBatch); for every other ending (a
+   * connection before the event loop next handles a request (TurnBatch); for every other ending (a
    * refund, a flat call), once settled. Used by the proxy to end a metered answer without waiting
    * for the settle's round trip (docs/decisions.md, issue 14, fourteenth and seventeenth rounds):
    * any command this instance sends later (the client's next request, a balance read) runs after
