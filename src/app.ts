@@ -17,7 +17,7 @@ import { policyRoutes } from './modules/policies'
 import { supportRoutes } from './modules/support'
 import { adminRoutes } from './modules/admin'
 import { deadLetterRoutes } from './modules/dead-letters'
-import { proxyRoutes } from './proxy'
+import { PROXY_ROUTE, proxyEndpoint } from './proxy'
 import { mandateRoutes } from './modules/mandate'
 import { consentRoutes } from './modules/mandate/consent'
 import { topupRoutes } from './modules/topup'
@@ -38,7 +38,11 @@ import { ledgerRoutes } from './modules/ledger'
 import { consoleRoutes } from './modules/console'
 import { mcpRoutes } from './modules/mcp'
 
-export function createApp(s: Services) {
+/**
+ * `proxyRouted`: the proxy's requests through Elysia's router as well, instead of its direct path
+ * (test/http/proxy.direct.test.ts holds the direct path's answers to the routed ones).
+ */
+export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
   let openapi: unknown = null
   const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
   /** Whatever a handler or hook threw, as the ApiError the client gets. */
@@ -53,16 +57,11 @@ export function createApp(s: Services) {
     return new ApiError('INTERNAL', { request_id: id })
   }
   const h = http(s)
+  const proxy = proxyEndpoint(s, h)
   const app = new Elysia()
     .use(observeRoutes())
     .use(edgeChecks(() => routes.routes))
-    .onRequest(({ request }) => {
-      const len = Number(request.headers.get('content-length') ?? '0')
-      if (len > s.cfg.MAX_BODY_BYTES) {
-        noteError(request, 'BAD_REQUEST')
-        return bodyTooLarge(s.cfg.MAX_BODY_BYTES).toResponse()
-      }
-    })
+    .onRequest(({ request }) => declaredTooLarge(request))
     .onError(async ({ code, error, request, route, server }) => {
       let err = apiErrorOf(code, error, request)
       // Auth first (auth/first.ts): a refusal raised before the handler admitted the caller waits for
@@ -83,7 +82,7 @@ export function createApp(s: Services) {
     .use(supportRoutes(s))
     .use(adminRoutes(s))
     .use(deadLetterRoutes(s))
-    .use(proxyRoutes(s))
+    .use(proxy.routes())
     .use(mandateRoutes(s))
     .use(consentRoutes(s))
     .use(topupRoutes(s))
@@ -96,7 +95,36 @@ export function createApp(s: Services) {
     .use(mcpRoutes(s, () => routes.routes))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))
   routes.routes = app.routes as unknown as typeof routes.routes
-  return instrument(app, s)
+  /** A body declared past the limit, refused on arrival, before any route or hook reads it. */
+  function declaredTooLarge(request: Request): Response | undefined {
+    const len = Number(request.headers.get('content-length') ?? '0')
+    if (len > s.cfg.MAX_BODY_BYTES) {
+      noteError(request, 'BAD_REQUEST')
+      return bodyTooLarge(s.cfg.MAX_BODY_BYTES).toResponse()
+    }
+  }
+  /**
+   * A proxied request the proxy's routes would serve, served without the router (proxy/index.ts):
+   * the work of the hooks it would pass, in their order — the body's declared length, the target
+   * (resolved by `direct`), the handler, and the app's onError for what it throws (a proxied
+   * request has always reached its handler by then, so no admission comes first).
+   */
+  const direct = (request: Request) => {
+    const target = proxy.direct(request)
+    if (!target) return null
+    return async (): Promise<Response> => {
+      const refused = declaredTooLarge(request)
+      if (refused) return refused
+      try {
+        return await proxy.serve(request, app.server, target)
+      } catch (e) {
+        const err = apiErrorOf('UNKNOWN', e, request)
+        noteError(request, err)
+        return err.toResponse()
+      }
+    }
+  }
+  return instrument(app, s, o.proxyRouted ? undefined : { route: PROXY_ROUTE, take: direct })
 }
 
 export type App = ReturnType<typeof createApp>

@@ -82,14 +82,25 @@ interface Handles {
   handle(request: Request): Promise<Response>
 }
 
+/**
+ * Requests answered without the app's router (the proxy's, app.ts): `take` answers how, or null
+ * for the router to answer. They are counted and logged under `route` like any routed request.
+ */
+export interface DirectRoute {
+  route: string
+  take(request: Request): (() => Promise<Response>) | null
+}
+
 /** Wraps `app.handle` (what tests and the listener call) with the id, the counters and the log line. */
-export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log' | 'notConfigured'>): A {
+export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log' | 'notConfigured'>, direct?: DirectRoute): A {
   const inner = app.handle.bind(app)
   app.handle = async (request: Request) => {
     const given = request.headers.get('x-request-id')
     const i: RequestInfo = { id: given && ID_RE.test(given) ? given : randomId(8), started: performance.now() }
     info.set(request, i)
-    const res = await inner(request)
+    const taken = direct?.take(request)
+    if (taken) i.route = direct!.route
+    const res = await (taken ? taken() : inner(request))
     const ms = performance.now() - i.started
     const route = i.route ?? 'unmatched'
     const method = request.method
