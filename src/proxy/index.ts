@@ -80,13 +80,14 @@ export function proxyEndpoint(s: Services, h: Http = http(s)) {
    */
   const direct = (request: Request): ProxyTarget | null => {
     if (!METHODS.has(request.method)) return null
-    let t: ProxyTarget
+    // Every other route's request leaves here, before any parsing (a refusal thrown costs a stack).
+    const path = splitUrl(request.url).path
+    if (!path.startsWith(PROXY_PREFIX) || path.indexOf('/', PROXY_PREFIX.length) === -1) return null
     try {
-      t = resolve(request)
+      return resolve(request)
     } catch {
       return null
     }
-    return splitUrl(request.url).path.indexOf('/', PROXY_PREFIX.length) === -1 ? null : t
   }
   return { routes, direct, serve }
 }
