@@ -22,9 +22,9 @@ const METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DE
  * The proxy's endpoint: its Elysia routes (`routes`), and the same handler reached without the
  * router (`direct`), which app.ts takes for every proxied request that the routes would serve.
  * Why: Elysia's dispatch — its router, the global hooks, the derive, the error chain — cost a
- * proxied request ~10% of its throughput and ~0.1 ms before its first byte (docs/decisions.md,
- * issue 17), and the proxy uses none of what they give a routed request (no parsed body, no schema,
- * no text checks). The answers are the routes': test/http/proxy.direct.test.ts holds the two to it.
+ * proxied request ~0.1 ms before its first byte and a few µs under load (flat JSON 1.04–1.07×
+ * without it; docs/decisions.md, issue 17, fifteenth round), and the proxy uses none of what they
+ * give a routed request (no parsed body, no schema, no text checks). The answers are the routes': test/http/proxy.direct.test.ts holds the two to it.
  */
 export function proxyEndpoint(s: Services, h: Http = http(s)) {
   const targets = new WeakMap<Request, ProxyTarget>()
@@ -91,5 +91,3 @@ export function proxyEndpoint(s: Services, h: Http = http(s)) {
   }
   return { routes, direct, serve }
 }
-
-export type ProxyEndpoint = ReturnType<typeof proxyEndpoint>
