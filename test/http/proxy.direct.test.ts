@@ -126,13 +126,15 @@ describe('what the proxy routes do not serve still goes to the router', () => {
   })
 })
 
-test('the request counters and the error counters name the proxy\'s route, as routed', async () => {
-  const count = async (labels: Record<string, string>) => {
-    const m = (await t.s.metrics.registry.getSingleMetric('pab_http_requests_total')!.get()).values
+test('the request counters name the proxy\'s route, and the error counters the refusal, as routed', async () => {
+  const count = async (metric: string, labels: Record<string, string>) => {
+    const m = (await t.s.metrics.registry.getSingleMetric(metric)!.get()).values
     return m.filter((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x)).reduce((n, v) => n + v.value, 0)
   }
-  const route = '/proxy/:provider/*'
-  const before = await count({ route, method: 'POST', status: '401' })
+  const requests = { route: '/proxy/:provider/*', method: 'POST', status: '401' }
+  const errors = { code: 'UNAUTHORIZED' }
+  const before = { requests: await count('pab_http_requests_total', requests), errors: await count('pab_api_errors_total', errors) }
   await t.app.handle(req('/proxy/fake/v1/chat', { headers: { authorization: '' } })())
-  expect(await count({ route, method: 'POST', status: '401' })).toBe(before + 1)
+  expect(await count('pab_http_requests_total', requests)).toBe(before.requests + 1)
+  expect(await count('pab_api_errors_total', errors)).toBe(before.errors + 1)
 })
