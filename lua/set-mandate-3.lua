@@ -31,7 +31,9 @@
     start:    ARGV[4] gateway customer id (one customer per account across consents),
               ARGV[5] the processor session just started: the only one a consent may now complete
 
-  Returns {OK, customer, payment_method} (forget: the card just forgotten)
+  Returns {OK, customer, payment_method} (forget: the card just forgotten; consent: the card just
+          saved, then the customer, payment method and gateway of the card it replaced, '' for
+          none: the app detaches that one at the processor, as DELETE does)
         | {ALREADY_APPLIED} | {CONSENT_STALE} (not the session started last, or started before a
           forget) | {CONSENT_REQUIRED} (enable without a saved card) | {NOT_FOUND}
 ]]
@@ -62,9 +64,12 @@ end
 
 if op == 'consent' then
   -- consent_id: the consent applied last; consent_started: the session the owner started last.
-  local c = redis.call('HMGET', KEYS[1], 'consent_id', 'consent_started')
+  local c = redis.call('HMGET', KEYS[1], 'consent_id', 'consent_started', 'customer', 'pm', 'gateway')
   if c[1] == ARGV[11] then return {S_ALREADY_APPLIED} end
   if ARGV[13] == '1' and c[2] ~= ARGV[11] then return {S_CONSENT_STALE} end
+  -- The card this consent replaces (none when it is the same payment method).
+  local old_pm = c[4] or ''
+  if old_pm == ARGV[7] then old_pm = '' end
   redis.call('HDEL', KEYS[1], 'consent_started')
   redis.call('HSET', KEYS[1], 'brand', ARGV[4], 'last4', ARGV[5], 'customer', ARGV[6], 'pm', ARGV[7],
     'consent_id', ARGV[11], 'gateway', ARGV[12], 'enabled', '1', 'consented_at', now)
@@ -74,7 +79,8 @@ if op == 'consent' then
   redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after')
   mirror()
   snapshot('consent')
-  return {S_OK, ARGV[6], ARGV[7]}
+  if old_pm == '' then return {S_OK, ARGV[6], ARGV[7], '', '', ''} end
+  return {S_OK, ARGV[6], ARGV[7], c[3] or '', old_pm, c[5] or ''}
 end
 
 if op == 'update' then

@@ -13,8 +13,11 @@ export type MandateOp =
   | { op: 'start'; customerId: string; sessionId: string }
 
 export type SetMandateReply =
-  /** consent: the card saved; forget: the card just forgotten (both '' otherwise). */
-  | { status: 'ok'; customerId: string; paymentMethodId: string }
+  /**
+   * consent: the card saved, and `replaced` the card it took the place of (to detach at its
+   * processor); forget: the card just forgotten (both '' otherwise).
+   */
+  | { status: 'ok'; customerId: string; paymentMethodId: string; replaced?: { customerId: string; paymentMethodId: string; gateway: string } }
   | { status: 'already_applied' }
   /** consent: not the session the owner started last, or started before the card was forgotten. */
   | { status: 'consent_stale' }
@@ -39,8 +42,11 @@ export async function runSetMandate(ctx: RedisContext, accountId: string, now: n
   const { keys } = ctx
   const reply = await ctx.scripts.setMandate([keys.mandate(accountId), keys.account(accountId), keys.outbox(keys.shardOf(accountId))], [now, accountId, o.op, ...argsOf(o)])
   switch (statusOf(reply)) {
-    case S.OK:
-      return { status: 'ok', customerId: str(reply, 1), paymentMethodId: str(reply, 2) }
+    case S.OK: {
+      const ok = { status: 'ok' as const, customerId: str(reply, 1), paymentMethodId: str(reply, 2) }
+      const old = o.op === 'consent' ? str(reply, 4) : ''
+      return old ? { ...ok, replaced: { customerId: str(reply, 3), paymentMethodId: old, gateway: str(reply, 5) } } : ok
+    }
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
     case S.CONSENT_STALE:

@@ -83,9 +83,7 @@ export async function forgetMandate(s: Services, accountId: string) {
   await setMandate(s.ctx, accountId, { op: 'forget', reason: 'deleted' })
   if (before.card && before.gateway === s.payments.mode) {
     // Forgotten locally first: even if the processor call fails, no refill can use the card again.
-    await s.payments.forgetCard(before.card).catch((e) =>
-      s.log.error('forget_card_failed', { account_id: accountId, error: e instanceof Error ? e.message : String(e) }),
-    )
+    await forgetAtProcessor(s, accountId, before.card)
   }
   return getMandate(s, accountId)
 }
@@ -112,8 +110,18 @@ export async function applyConsent(
     case 'consent_stale':
       return 'stale'
     default:
+      // A new card replaced a saved one: the old one is detached at its processor, as DELETE
+      // detaches a forgotten card (a card the owner replaced must not stay chargeable there).
+      if (reply.status === 'ok' && reply.replaced && reply.replaced.gateway === s.payments.mode) await forgetAtProcessor(s, accountId, reply.replaced)
       return 'applied'
   }
+}
+
+/** Detaches a card at the processor; a failure is logged, never the owner's error (the card is already gone here). */
+async function forgetAtProcessor(s: Services, accountId: string, card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void> {
+  await s.payments.forgetCard(card).catch((e) =>
+    s.log.error('forget_card_failed', { account_id: accountId, error: e instanceof Error ? e.message : String(e) }),
+  )
 }
 
 /** The owner was sent to the processor: only this session may complete a consent from now on. */

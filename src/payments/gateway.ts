@@ -134,7 +134,7 @@ export interface PaymentGateway {
   /** What became of a charge whose outcome was unknown (its attempt id is in its metadata). */
   findCharge(q: ChargeQuery): Promise<ChargeLookup>
   /** Detach the card at the processor (DELETE /v1/mandate forgets it there too). */
-  forgetCard(card: SavedCard): Promise<void>
+  forgetCard(card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void>
   startCheckout(req: CheckoutRequest): Promise<CheckoutResult>
   /** Refund a charge in full (a rejected parked payment). */
   refund(chargeId: string, idempotencyKey: string): Promise<void>

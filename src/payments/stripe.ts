@@ -190,7 +190,7 @@ export class StripeGateway implements PaymentGateway {
     }
   }
 
-  async forgetCard(card: SavedCard): Promise<void> {
+  async forgetCard(card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void> {
     try {
       await this.stripe.paymentMethods.detach(card.paymentMethodId)
     } catch (e) {

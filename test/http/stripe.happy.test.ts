@@ -180,6 +180,32 @@ describe('credit packs through Stripe Checkout (payment mode)', () => {
   })
 })
 
+describe('a new consent replacing a saved card', () => {
+  test('detaches the replaced card at Stripe; the new one stays attached and is the one charged', async () => {
+    const { t, stripe } = a
+    const acct = await t.signup()
+    // The account's cards still attached to its Stripe customer.
+    const attached = () => [...stripe.paymentMethods.values()].filter((p) => p.customer && stripe.customers.get(p.customer)?.metadata.acct === acct.account_id)
+    await consentStripe(a, acct.token, { threshold: 500, refill: 2000, ceiling: 10000 })
+    const [first] = attached()
+    await consentStripe(a, acct.token, { threshold: 500, refill: 2000, ceiling: 10000 }, '5555555555554444')
+    const [second, ...more] = attached().filter((p) => p.id !== first!.id)
+    expect(more).toEqual([])
+    expect(stripe.paymentMethods.get(first!.id)!.customer).toBeNull()
+    expect(stripe.requests.some((r) => r.path === `/v1/payment_methods/${first!.id}/detach`)).toBe(true)
+    expect(stripe.paymentMethods.get(second!.id)!.customer).not.toBeNull()
+    expect((await t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ enabled: true, card: { last4: '4444' } })
+    // Stripe's return page for the same (second) session: applied once, nothing more detached.
+    const detaches = stripe.requests.filter((r) => r.path.endsWith('/detach')).length
+    await t.req('PUT', '/v1/mandate', { token: acct.token, body: { enabled: true } })
+    expect(stripe.requests.filter((r) => r.path.endsWith('/detach')).length).toBe(detaches)
+    await t.req('POST', '/v1/call/test.echo', { token: acct.token, body: { q: 'x' } })
+    await t.s.refiller.idle()
+    const pi = [...stripe.paymentIntents.values()].find((p) => p.metadata.acct === acct.account_id)!
+    expect(pi.payment_method).toBe(second!.id)
+  })
+})
+
 describe('DELETE /v1/mandate', () => {
   test('forgets the card here and detaches it at Stripe', async () => {
     const { t, stripe } = a
