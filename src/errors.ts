@@ -26,8 +26,9 @@ export const ERRORS = {
   },
   AGENT_KILLED: {
     status: 403,
+    // A placeholder must name a context field: `{id}` was rendered as the bare word "id".
     message:
-      'This agent token was killed (reason: {reason} — "operator" by hand, or "breaker": the runaway-agent breaker saw too many credits or identical requests in a minute). Only the operator can revive it (/revive in the operator channel, or POST /v1/agents/{id}/revive).',
+      'This agent token was killed (reason: {reason} — "operator" by hand, or "breaker": the runaway-agent breaker saw too many credits or identical requests in a minute). Only the operator can revive it (/revive in the operator channel, or POST /v1/agents/{agent_id}/revive; when by_ancestor is set, that ancestor is the one killed: revive it instead).',
     context: ['agent_id', 'reason', 'by_ancestor'],
   },
   AGENT_REVOKED: {
@@ -38,7 +39,8 @@ export const ERRORS = {
   POLICY_DENIED: {
     status: 403,
     message: 'Blocked by the {rule} policy before dispatch. The {raised_by} can change it via {raise_via}.',
-    context: ['rule', 'raised_by', 'raise_via', 'cap', 'spent', 'propose_via', 'kind', 'by_ancestor', 'budget', 'spent_total', 'field', 'limit', 'max_depth'],
+    // price: per_call_max's; resets_at: agent_daily_cap's; parent_id: exceeds_parent's (ledger/denials.ts, governance/agents.ts).
+    context: ['rule', 'raised_by', 'raise_via', 'cap', 'price', 'spent', 'resets_at', 'propose_via', 'kind', 'by_ancestor', 'budget', 'spent_total', 'field', 'limit', 'max_depth', 'parent_id'],
   },
   DAILY_CAP_REACHED: {
     status: 429,
@@ -172,7 +174,8 @@ export const ERRORS = {
   NOT_FOUND: {
     status: 404,
     message: 'No such {resource} on this account.',
-    context: ['resource'],
+    // agent_id: the unknown id of a PUT /v1/policies naming several agents.
+    context: ['resource', 'agent_id'],
   },
   INTERNAL: {
     status: 500,

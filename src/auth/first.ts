@@ -11,7 +11,8 @@
  * without limit. The proxy and /metrics (its own token, no body) keep theirs. A paid request (a call, a proxied request) is
  * admitted inside its debit; what its handler refuses before the debit (an unknown slug, params,
  * a metered body) goes through `refusalAfterAdmission` instead.
- * errors: UNAUTHORIZED, FORBIDDEN, AGENT_KILLED, AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
+ * errors: UNAUTHORIZED, FORBIDDEN (also an agent token on an operator-only surface), AGENT_KILLED,
+ *         AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
  */
 import { ApiError } from '../errors'
 import { bearerOf, type Http } from '../http'
@@ -29,6 +30,29 @@ type MaybeServer = Parameters<Http['ip']>[1]
  */
 const UNCOUNTED = new Set(['/status', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
+/**
+ * Operator-only surfaces (CONTRACT §2; their handlers admit with `operatorIn`/`operator`): an agent
+ * token there is FORBIDDEN whatever its body, as the spec's "operator-only surfaces answer
+ * FORBIDDEN to others" says. Admitted as a member, a malformed body answered BAD_REQUEST naming
+ * the field, a well-formed one FORBIDDEN. Keyed `METHOD path` as Elysia's route table has it.
+ */
+export const OPERATOR_ONLY: ReadonlySet<string> = new Set([
+  'PUT /v1/policies',
+  'POST /v1/agents/:id/revive',
+  'PUT /v1/mandate',
+  'DELETE /v1/mandate',
+  'GET /v1/ledger',
+  'POST /v1/proposals/:id/approve',
+  'POST /v1/proposals/:id/decline',
+  'PUT /v1/webhooks',
+  'GET /v1/webhooks',
+  'DELETE /v1/webhooks',
+  'GET /v1/webhooks/deliveries',
+  'GET /v1/events',
+  'POST /v1/operator/link',
+  'POST /v1/token/rotate',
+])
+
 /** The admission's refusal, or null when the caller is admitted (the original refusal stands). */
 export async function refusalBeforeRequest(s: Services, h: Http, route: string | undefined, request: Request, server: MaybeServer): Promise<ApiError | null> {
   if (!route || UNCOUNTED.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
@@ -37,6 +61,7 @@ export async function refusalBeforeRequest(s: Services, h: Http, route: string |
     // Without a bearer, {email} is the lost-token path: anonymous, like the public routes.
     if (PUBLIC.has(route) || (route === '/v1/token/rotate' && bearer === undefined)) await h.anonymous(request, server, bearer)
     else if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
+    else if (OPERATOR_ONLY.has(`${request.method} ${route}`)) await h.operator(bearer, request, server)
     else await h.member(bearer, request, server)
     return null
   } catch (e) {

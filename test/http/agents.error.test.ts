@@ -1,3 +1,4 @@
+import { OPERATOR_ONLY } from '../../src/auth/first'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 
@@ -29,6 +30,21 @@ describe('agent token errors', () => {
     expect(read.body.error).toBe('AGENT_KILLED')
   })
 
+  test("AGENT_KILLED's message names the revive route with the agent's own id (or the killed ancestor's)", async () => {
+    const { owner, agent } = await withAgent()
+    await t.req('POST', `/v1/agents/${agent.id}/kill`, { token: owner.token })
+    const r = await t.req('GET', '/v1/balance', { token: agent.token })
+    expect(r.body.error).toBe('AGENT_KILLED')
+    // It read "POST /v1/agents/id/revive": the template's {id} is no context field.
+    expect(r.body.message).toContain(`POST /v1/agents/${agent.id}/revive`)
+    const sub = await withAgent()
+    const kid = (await t.req('POST', '/v1/agents', { token: sub.agent.token, body: { name: 'kid', budget: 1 } })).body
+    await t.req('POST', `/v1/agents/${sub.agent.id}/kill`, { token: sub.owner.token })
+    const byAncestor = await t.req('GET', '/v1/balance', { token: kid.token })
+    expect(byAncestor.body).toMatchObject({ error: 'AGENT_KILLED', agent_id: kid.id, by_ancestor: sub.agent.id })
+    expect(byAncestor.body.message).toContain('by_ancestor')
+  })
+
   test('a revoked agent: AGENT_REVOKED (403); revive and kill → CONFLICT; nothing brings it back', async () => {
     const { owner, agent } = await withAgent()
     expect((await t.req('DELETE', `/v1/agents/${agent.id}`, { token: owner.token })).status).toBe(200)
@@ -57,6 +73,29 @@ describe('agent token errors', () => {
     }
     // The agent can still call: none of the refused requests changed it.
     expect((await t.req('POST', '/v1/call/test.cheap', { token: agent.token, body: {} })).status).toBe(200)
+  })
+
+  test('an agent token on an operator surface is FORBIDDEN before its body is judged (auth first)', async () => {
+    const { agent } = await withAgent()
+    // A malformed body used to answer BAD_REQUEST naming the field, a well-formed one FORBIDDEN.
+    const surfaces: [string, string, unknown][] = [
+      ['PUT', '/v1/policies', { account: { daily_cap: -1 } }],
+      ['PUT', '/v1/policies', { bogus: 1 }],
+      ['PUT', '/v1/policies', 'not json'],
+      ['POST', `/v1/agents/${agent.id}/revive`, 'not json'],
+      ['PUT', '/v1/mandate', { threshold: -1 }],
+      ['POST', '/v1/proposals/prp_x/approve', { note: 5 }],
+      ['PUT', '/v1/webhooks', { url: 5 }],
+    ]
+    for (const [method, path, body] of surfaces) {
+      const r = await t.req(method, path, { token: agent.token, body })
+      expect([method, path, r.status, r.body.error]).toEqual([method, path, 403, 'FORBIDDEN'])
+    }
+  })
+
+  test('every operator-only surface the admission names is a route of the app (a renamed route would fall out silently)', () => {
+    const routes = new Set((t.app.routes as unknown as { method: string; path: string }[]).map((r) => `${r.method} ${r.path}`))
+    expect([...OPERATOR_ONLY].filter((r) => !routes.has(r))).toEqual([])
   })
 
   test("another account's agent id, or a made-up one → NOT_FOUND, and the agent is untouched", async () => {

@@ -48,6 +48,27 @@ describe('governance denials', () => {
     expect((await call('test.cheap')).status).toBe(200)
   })
 
+  test("/errors.md lists every context field these refusals carry (the registry is the catalog's one source)", async () => {
+    const { owner, agent, call } = await setup({ per_call_max: 4 })
+    const capped = await setup({ daily_cap: 0 })
+    const refusals = [
+      await call('test.echo'),
+      await capped.call('test.echo'),
+      await t.req('POST', '/v1/agents', { token: agent.token, body: { name: 'c', budget: 1, per_call_max: 5 } }),
+      await t.req('PUT', '/v1/policies', { token: owner.token, body: { agents: { agt_AAAAAAAAAAAAAAAAAAAAAA: { daily_cap: 1 } } } }),
+    ]
+    const md = (await t.req('GET', '/errors.md')).text
+    const undocumented = refusals.flatMap((r) => {
+      const row = md.split('\n').find((l) => l.startsWith(`| \`${r.body.error}\` |`))!
+      const documented = row.split('|').at(-2)!
+      return Object.keys(r.body)
+        .filter((k) => k !== 'error' && k !== 'message' && !documented.includes(`\`${k}\``))
+        .map((k) => `${r.body.error}.${k}`)
+    })
+    expect(refusals.map((r) => r.body.error)).toEqual(['POLICY_DENIED', 'POLICY_DENIED', 'POLICY_DENIED', 'NOT_FOUND'])
+    expect(undocumented).toEqual([])
+  })
+
   test('agent daily cap → rule agent_daily_cap with cap, spent and resets_at; denied when spent + price > cap', async () => {
     const { call } = await setup({ daily_cap: 11 })
     expect((await call('test.echo')).status).toBe(200)

@@ -38,6 +38,13 @@ describe('policy errors', () => {
     await other.unchanged()
   })
 
+  test('an agent id `__proto__` → NOT_FOUND like any unknown id (it answered 200, changing nothing)', async () => {
+    const { owner, unchanged } = await setup()
+    const r = await t.req('PUT', '/v1/policies', { token: owner.token, body: '{"account":{"daily_cap":1},"agents":{"__proto__":{"daily_cap":1}}}' })
+    expect([r.status, r.body.error, r.body.agent_id]).toEqual([404, 'NOT_FOUND', '__proto__'])
+    await unchanged()
+  })
+
   test('a revoked agent → CONFLICT (revocation is permanent)', async () => {
     const { owner, agent } = await setup()
     await t.req('DELETE', `/v1/agents/${agent.id}`, { token: owner.token })

@@ -1,9 +1,21 @@
 import { Elysia } from 'elysia'
+import { ApiError } from '../../errors'
 import { bearerAuth, http, type Http } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { Policies, PoliciesPatch } from './model'
 import { policiesOf, putPolicies } from '../../governance/policy-views'
+
+/**
+ * An agent id Elysia's normaliser would drop before the handler sees it: a `__proto__` key of
+ * `agents` (JSON.parse makes it an own key; the cleaned copy sets a prototype instead), so the
+ * request answered 200 having changed nothing. No agent has that id: NOT_FOUND, as any unknown id.
+ */
+const refuseDroppedAgentIds = ({ body }: { body: unknown }) => {
+  const agents = (body as { agents?: unknown } | null)?.agents
+  if (agents && typeof agents === 'object' && Object.hasOwn(agents, '__proto__'))
+    throw new ApiError('NOT_FOUND', { resource: 'agent', agent_id: '__proto__' })
+}
 
 export const policyRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -26,7 +38,7 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
       {
         parse: h.json,
         body: PoliciesPatch,
-        transform: rejectUnknownFields(PoliciesPatch),
+        transform: [rejectUnknownFields(PoliciesPatch), refuseDroppedAgentIds],
         response: { 200: Policies },
         detail: { summary: 'Change caps and allowlists (operator); applied at once, all or nothing; answers the full policies' },
       },
