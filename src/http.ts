@@ -8,6 +8,7 @@ import type { Services } from './services'
 import type { Admitted } from './auth/guard'
 import type { Principal } from './auth/principal'
 import { jsonObjectParser } from './edge/body'
+import { canonicalIp, rateKeyOf } from './edge/client-ip'
 
 // The auth scheme is case-insensitive (RFC 7235 §2.1): `bearer sk_…` is as good as `Bearer sk_…`.
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
@@ -32,6 +33,7 @@ export interface RouteContext {
 }
 
 export interface Http {
+  /** The client for the per-IP limit: an IPv4 address or an IPv6 /64 (edge/client-ip.ts). */
   ip(request: Request, server: MaybeServer): string
   /** No bearer needed: counted per token if one comes along, else per IP. Returns rate headers. */
   anonymous(request: Request, server: MaybeServer, bearer?: string): Promise<Record<string, string>>
@@ -48,7 +50,12 @@ export interface Http {
 }
 
 export function http(s: Services): Http {
-  const ip = (request: Request, server: MaybeServer) => s.guard.clientIp(request, server?.requestIP(request)?.address)
+  // The socket's address in one spelling first (an IPv4 proxy on a dual-stack socket arrives as
+  // `::ffff:…` and would match no TRUSTED_PROXIES entry), then the client counted as edge/client-ip.ts says.
+  const ip = (request: Request, server: MaybeServer) => {
+    const socket = server?.requestIP(request)?.address
+    return rateKeyOf(s.guard.clientIp(request, socket === undefined ? undefined : canonicalIp(socket)))
+  }
   return {
     ip,
     anonymous: (request, server, bearer) => s.guard.admitAny(bearer, ip(request, server)),

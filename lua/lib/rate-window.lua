@@ -23,3 +23,22 @@ local function rate_count(cur_key)
   if n == 1 then redis.call('PEXPIRE', cur_key, WINDOW_MS * 2) end
   return n
 end
+
+-- The ms from `now` until the sliding count drops below `limit`, if no request is counted meanwhile
+-- (a refused one is not): the Retry-After a client can trust. The end of the current window is not
+-- it: there the current minute's count becomes the previous one's, still weighed in full, and a
+-- client that had waited as told was refused again and told to wait a whole minute more.
+local function rate_retry_ms(now, cur_key, prev_key, limit, count_of)
+  count_of = count_of or window_count
+  local elapsed = now % WINDOW_MS
+  local current = count_of(cur_key)
+  local previous = count_of(prev_key)
+  -- The first elapsed ms of a window whose previous minute counted `p` and which counts `c` (< limit)
+  -- at which floor(p * (WINDOW_MS - elapsed) / WINDOW_MS) + c is below the limit.
+  local function first_below(p, c)
+    if p == 0 then return 0 end
+    return math.max(0, WINDOW_MS - math.ceil((limit - c) * WINDOW_MS / p) + 1)
+  end
+  if current < limit then return first_below(previous, current) - elapsed end
+  return WINDOW_MS - elapsed + first_below(current, 0)
+end

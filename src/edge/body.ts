@@ -7,6 +7,8 @@
  * errors: BAD_REQUEST (413 when too large).
  */
 import { ApiError } from '../errors'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth'
+import { checkDepth } from './text'
 
 /** BAD_REQUEST on `body` answered with 413 (CONTRACT §1), wherever it is rendered. */
 class BodyTooLarge extends ApiError {
@@ -89,6 +91,8 @@ export const jsonObjectParser = (limit: number, keep: (value: Record<string, unk
     }
     if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON object' })
     const body = keep(value as Record<string, unknown>)
+    // Refused here, before the schema sees it (text.ts checkDepth); the text pass keeps the walk off ordinary bodies.
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) checkDepth(body)
     parsed.set(request, body)
     return body
   }

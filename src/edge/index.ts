@@ -30,6 +30,11 @@ export function edgeChecks(routes: () => RouteLike[]) {
   return new Elysia({ name: 'edge-checks' }).onBeforeHandle({ as: 'global' }, ({ request, route, query, params }) => {
     if (!route.startsWith('/proxy/')) {
       checkText(query)
+      // The router keeps the last of a repeated parameter; a page reading `searchParams.get` (the
+      // console) takes the first: `?agent=%00&agent=x` carried a NUL past this check to Postgres.
+      // Every value of the query string is checked, under its parameter's name.
+      const at = request.url.indexOf('?')
+      if (at !== -1) for (const [k, v] of new URLSearchParams(request.url.slice(at + 1))) checkText({ [k]: v })
       checkText(params)
       // Read from the parser's copy, not `body`: naming `body` here would make Elysia parse every route's body.
       checkText(parsedBody(request), multilineOf(request.method, route))

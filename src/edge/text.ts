@@ -63,6 +63,22 @@ export function multilinePaths(schema: unknown): ReadonlySet<string> {
 }
 
 /**
+ * Throws checkText's BAD_REQUEST for objects and arrays nested more than MAX_JSON_DEPTH levels deep,
+ * and nothing else. For the body's parser (edge/body.ts): the schema validates a body before
+ * checkText runs, and Elysia's refusal of a field the schema types (an `origin` sent as 5,000 nested
+ * arrays) writes the value into its message with JSON.stringify, which overflows the stack: a 500,
+ * before any admission, for anyone, on any route with a body.
+ */
+export function checkDepth(value: unknown): void {
+  const visit = (v: unknown, depth: number, member: string) => {
+    if (!v || typeof v !== 'object') return
+    if (depth === MAX_JSON_DEPTH) throw new ApiError('BAD_REQUEST', { field: member || 'body', expected: DEPTH_EXPECTED })
+    for (const [k, x] of Object.entries(v)) visit(x, depth + 1, member || k)
+  }
+  visit(value, 0, '')
+}
+
+/**
  * Throws BAD_REQUEST for the first string (or object key) of `value` holding a control character
  * or a lone surrogate, or for objects and arrays nested more than MAX_JSON_DEPTH levels deep (`value`
  * itself the first level). `prefix` names where the value sits ('' for a body's top level).
