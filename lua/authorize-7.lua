@@ -22,7 +22,7 @@
   ARGV[4] rate limit, requests per minute
   ARGV[5] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none; may be left out)
 
-  Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms_to_window_end, limit}
+  Returns {OK, remaining, ms_to_window_end} | {RATE_LIMITED, 0, ms until a request would be admitted, limit}
         | {UNAUTHORIZED, 0} | {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
         | {AGENT_KILLED, 0, kill_reason (operator | breaker), by_ancestor or ''}
 ]]
@@ -40,7 +40,7 @@ else
 end
 
 local weighted, to_window_end = rate_window(now, KEYS[3], KEYS[4])
-if weighted >= limit then return {S_RATE_LIMITED, 0, to_window_end, limit} end
+if weighted >= limit then return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[3], KEYS[4], limit), limit} end
 rate_count(KEYS[3])
 
 -- The agent, then its ancestors nearest first: the first that is revoked, killed or past its TTL

@@ -13,7 +13,7 @@
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] rate limit, requests per minute per token
 
-  Returns {OK, csrf} | {UNAUTHORIZED} | {RATE_LIMITED, 0, ms_to_window_end, limit}
+  Returns {OK, csrf} | {UNAUTHORIZED} | {RATE_LIMITED, 0, ms until a request would be admitted, limit}
 ]]
 
 --@include status
@@ -28,6 +28,6 @@ if now >= tonumber(rec[3]) or redis.call('HGET', KEYS[2], 'owner') ~= rec[1] the
   return {S_UNAUTHORIZED}
 end
 local weighted, to_window_end = rate_window(now, KEYS[3], KEYS[4])
-if weighted >= limit then return {S_RATE_LIMITED, 0, to_window_end, limit} end
+if weighted >= limit then return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[3], KEYS[4], limit), limit} end
 rate_count(KEYS[3])
 return {S_OK, rec[2]}

@@ -316,6 +316,8 @@ describe('console security', () => {
   test('a signed-in page counts against the owner token rate limit, shared with the API', async () => {
     const limited = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '6' } })
     try {
+      // A second into a minute: the wait told below ends on a minute's first millisecond.
+      limited.clock.set(Math.ceil(Date.now() / 60_000) * 60_000 + 1_000)
       const a = await limited.signup()
       const c = new ConsoleClient(limited)
       expect((await c.signIn(a.token)).status).toBe(303) // the sign-in's own admission counts once
@@ -327,6 +329,12 @@ describe('console security', () => {
       expect(page.headers.get('retry-after')).toBeTruthy()
       // The same window as the token's API requests: the API is refused too.
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).body.error).toBe('RATE_LIMITED')
+      // Retry-After is when a page is served again (console-session-4), not the end of the minute.
+      const wait = Number(page.headers.get('retry-after'))
+      limited.clock.advance((wait - 1) * 1000)
+      expect((await c.get('/console/agents')).status).toBe(429)
+      limited.clock.advance(1000)
+      expect((await c.get('/console/agents')).status).toBe(200)
     } finally {
       await limited.close()
     }

@@ -11,7 +11,7 @@ import { listen, type Listener } from '../../src/listen'
 let t: TestApp
 let listener: Listener
 beforeAll(async () => {
-  t = await startTestApp({ env: { RATE_LIMIT_PER_IP: '3', TRUSTED_PROXIES: '127.0.0.1' } })
+  t = await startTestApp({ env: { RATE_LIMIT_PER_IP: '3', RATE_LIMIT_PER_TOKEN: '6', TRUSTED_PROXIES: '127.0.0.1' } })
   // As src/index.ts listens: no hostname (Bun takes IPv4 clients on a dual-stack socket).
   listener = await listen(t.app, { port: 0, maxBodyBytes: t.s.cfg.MAX_BODY_BYTES })
   t.clock.set(Math.ceil(Date.now() / 60_000) * 60_000 + 1_000)
@@ -92,6 +92,32 @@ describe('Retry-After, continued', () => {
     expect(await search()).toBe(429)
     t.clock.advance(1000)
     expect(await search()).toBe(200)
+  })
+})
+
+describe('Retry-After of the per-token limit (authorize-7)', () => {
+  test('a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed', async () => {
+    freshMinute()
+    const acct = await t.signup(undefined, {})
+    const balance = async () => t.req('GET', '/v1/balance', { token: acct.token })
+    const limit = t.s.cfg.RATE_LIMIT_PER_TOKEN
+    for (let i = 0; i < limit; i++) expect((await balance()).status).toBe(200)
+    const refused = await balance()
+    expect(refused.status).toBe(429)
+    // It said "the end of this minute", when the sliding window still weighs this minute in full.
+    let wait = refused.body.retry_after_s as number
+    t.clock.advance((wait - 1) * 1000)
+    expect((await balance()).status).toBe(429)
+    t.clock.advance(1000)
+    expect((await balance()).status).toBe(200)
+    const again = await balance()
+    expect(again.status).toBe(429)
+    wait = again.body.retry_after_s as number
+    expect(wait).toBeLessThan(60)
+    t.clock.advance((wait - 1) * 1000)
+    expect((await balance()).status).toBe(429)
+    t.clock.advance(1000)
+    expect((await balance()).status).toBe(200)
   })
 })
 
