@@ -4,6 +4,7 @@
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { trustedProxies } from './edge/client-ip'
 
 const Int = (def: number, min = 0) => T.Integer({ default: def, minimum: min })
 
@@ -53,7 +54,7 @@ export const ConfigSchema = T.Object({
   RATE_LIMIT_PER_TOKEN: Int(60, 1),
   /** Unauthenticated requests per minute per client IP. @default 10 */
   RATE_LIMIT_PER_IP: Int(10, 1),
-  /** Comma-separated proxy addresses whose X-Forwarded-For is trusted for the per-IP limit. */
+  /** Comma-separated proxy addresses or CIDR blocks (IPv4 or IPv6) whose X-Forwarded-For is trusted for the per-IP limit. */
   TRUSTED_PROXIES: T.String({ default: '' }),
   /** Account daily spend cap, credits. @default 20000 */
   DEFAULT_DAILY_CAP: Int(20000),
@@ -140,6 +141,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError('invalid configuration:\n  VAULT_PREVIOUS_MASTER_KEY needs VAULT_MASTER_KEY (the key rotated to)')
   if (cfg.PAYMENTS === 'stripe' && (!cfg.STRIPE_SECRET_KEY || !cfg.STRIPE_WEBHOOK_SECRET))
     throw new ConfigError('invalid configuration:\n  PAYMENTS=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET')
+  try {
+    trustedProxies(cfg.TRUSTED_PROXIES)
+  } catch (e) {
+    throw new ConfigError(`invalid configuration:\n  ${(e as Error).message}`)
+  }
   const baseUrl = (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '')
   if (cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1' && !isLoopback(baseUrl))
     throw new ConfigError(

@@ -9,6 +9,7 @@ import type { RedisContext } from '../redis/context'
 import { denial } from '../ledger/denials'
 import { rateHeaders, windowsAt } from '../ledger/windows'
 import { runAuthorize, runRateLimit } from '../lua/admission'
+import { trustedProxies } from '../edge/client-ip'
 import type { Principal, TokenResolver } from './principal'
 
 export interface Admitted {
@@ -17,12 +18,13 @@ export interface Admitted {
 }
 
 export class Guard {
-  private trusted: Set<string>
+  /** TRUSTED_PROXIES: addresses and CIDR blocks (edge/client-ip.ts). */
+  private trusted: (address: string) => boolean
   constructor(
     private ctx: RedisContext,
     readonly tokens: TokenResolver,
   ) {
-    this.trusted = new Set(ctx.cfg.TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean))
+    this.trusted = trustedProxies(ctx.cfg.TRUSTED_PROXIES)
   }
 
   /** A protected request: valid bearer, active agent, within the token's rate limit. */
@@ -85,10 +87,10 @@ export class Guard {
    */
   clientIp(request: Request, socketIp: string | undefined): string {
     const ip = socketIp ?? '127.0.0.1'
-    if (!this.trusted.has(ip)) return ip
+    if (!this.trusted(ip)) return ip
     const xff = request.headers.get('x-forwarded-for')
     if (!xff) return ip
     const hops = xff.split(',').map((s) => s.trim()).filter(Boolean).reverse()
-    return hops.find((h) => !this.trusted.has(h)) ?? ip
+    return hops.find((h) => !this.trusted(h)) ?? ip
   }
 }

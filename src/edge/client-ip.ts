@@ -30,17 +30,57 @@ export function canonicalIp(address: string): string {
   return isIPv6(a) ? a.toLowerCase() : a
 }
 
-/** The first four groups of an IPv6 address, each as hex without leading zeros. */
-function prefix64(a: string): string {
-  // A trailing dotted quad (`64:ff9b::192.0.2.1`) is the last two groups: outside the /64 anyway.
-  const [head = '', tail] = a.replace(/:\d{1,3}(?:\.\d{1,3}){3}$/, ':0:0').split('::') as [string, string | undefined]
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad as its last two). */
+function groupsOf(a: string): number[] {
+  const quad = /:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(a)
+  const text = quad ? a.slice(0, quad.index) + ':' + (((+quad[1]! << 8) | +quad[2]!) >>> 0).toString(16) + ':' + (((+quad[3]! << 8) | +quad[4]!) >>> 0).toString(16) : a
+  const [head = '', tail] = text.split('::') as [string, string | undefined]
   const left = head ? head.split(':') : []
   const right = tail ? tail.split(':') : []
   const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
-  return groups
+  return groups.map((g) => parseInt(g, 16))
+}
+
+/** The first four groups of an IPv6 address, each as hex without leading zeros. */
+function prefix64(a: string): string {
+  return groupsOf(a)
     .slice(0, 4)
-    .map((g) => parseInt(g, 16).toString(16))
+    .map((g) => g.toString(16))
     .join(':')
+}
+
+/** An address as a number and its width in bits (32 or 128), or null when it is not an address. */
+function bitsOf(address: string): { value: bigint; width: 32 | 128 } | null {
+  const a = canonicalIp(address)
+  if (isIPv4(a)) return { value: BigInt(a.split('.').reduce((n, o) => n * 256 + Number(o), 0)), width: 32 }
+  if (isIPv6(a)) return { value: groupsOf(a).reduce((n, g) => (n << 16n) | BigInt(g), 0n), width: 128 }
+  return null
+}
+
+/**
+ * TRUSTED_PROXIES as a test of an address: each entry an address or a CIDR block (`10.0.0.0/8`,
+ * `fd00::/8`), IPv4 or IPv6, in any spelling `canonicalIp` reads (an IPv4-mapped entry is its IPv4).
+ * Entries were compared as written: a block, or `::ffff:10.0.0.2`, trusted nothing, silently.
+ * An entry that is neither throws, so a typo stops the start instead of trusting nothing.
+ */
+export function trustedProxies(list: string): (address: string) => boolean {
+  const blocks = list
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [addr = '', len] = entry.split('/') as [string, string | undefined]
+      const bits = bitsOf(addr)
+      const prefix = len === undefined ? bits?.width : /^\d{1,3}$/.test(len) ? Number(len) : NaN
+      if (!bits || prefix === undefined || !(prefix >= 0 && prefix <= bits.width)) throw new Error(`TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an address or a CIDR block`)
+      const shift = BigInt(bits.width - prefix)
+      return { width: bits.width, shift, net: bits.value >> shift }
+    })
+  if (blocks.length === 0) return () => false
+  return (address) => {
+    const bits = bitsOf(address)
+    return bits !== null && blocks.some((b) => b.width === bits.width && bits.value >> b.shift === b.net)
+  }
 }
 
 /** The identity the per-IP limit counts: an IPv4 address, or an IPv6 address's /64. */

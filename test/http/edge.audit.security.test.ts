@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { listen, type Listener } from '../../src/listen'
+import { trustedProxies } from '../../src/edge/client-ip'
+import { ConfigError, parseConfig } from '../../src/config'
 
 let t: TestApp
 let listener: Listener
@@ -165,5 +167,37 @@ describe('a repeated query parameter', () => {
       t.s.log.warn = warn
     }
     expect(warned).not.toContain('activity_postgres_unavailable')
+  })
+})
+
+describe('TRUSTED_PROXIES entries', () => {
+  test('a CIDR block or an IPv4-mapped spelling trusts its proxies (compared as written, they trusted none)', async () => {
+    for (const entry of ['127.0.0.0/8', '::ffff:127.0.0.1', '10.9.0.0/16,127.0.0.1/32']) {
+      const app = await startTestApp({ env: { RATE_LIMIT_PER_IP: '1', TRUSTED_PROXIES: entry } })
+      try {
+        const search = async (ip: string) => (await app.req('GET', '/v1/search?q=echo', { headers: fromIp(ip) })).status
+        // Two clients behind the proxy, each with its own budget of one.
+        expect([entry, await search('198.51.100.71'), await search('198.51.100.72'), await search('198.51.100.71')]).toEqual([entry, 200, 200, 429])
+      } finally {
+        await app.close()
+      }
+    }
+  })
+
+  test('the matcher: IPv4 and IPv6 blocks, spellings, and nothing outside', () => {
+    const trusted = trustedProxies('10.0.0.0/8, 192.0.2.7, fd00::/8, 2001:db8:1::/48')
+    const yes = ['10.1.2.3', '::ffff:10.255.0.1', '192.0.2.7', 'fd12::1', 'FD00:0:0::abcd', '2001:db8:1:ffff::9', '[2001:db8:1::1]:443', '10.0.0.1:5555']
+    const no = ['11.0.0.1', '192.0.2.8', 'fe80::1', '2001:db8:2::1', '::ffff:11.0.0.1', 'not-an-ip', '', '::1']
+    expect(yes.filter((a) => !trusted(a))).toEqual([])
+    expect(no.filter((a) => trusted(a))).toEqual([])
+    expect(trustedProxies('')('127.0.0.1')).toBe(false)
+    expect(trustedProxies('0.0.0.0/0')('203.0.113.9')).toBe(true)
+    expect(trustedProxies('0.0.0.0/0')('2001:db8::1')).toBe(false)
+  })
+
+  test('an entry that is not an address or a block stops the start, naming it', () => {
+    for (const bad of ['10.0.0.0/33', 'proxy.internal', '10.0.0.0/x', 'fd00::/129', '10.0.0/8'])
+      expect(() => parseConfig({ TRUSTED_PROXIES: bad })).toThrow(ConfigError)
+    expect(() => parseConfig({ TRUSTED_PROXIES: '10.0.0.0/8 , ::1' })).not.toThrow()
   })
 })
