@@ -56,7 +56,23 @@ function checkedCall(s: Services, input: CallInput) {
 }
 
 export async function callCapability(s: Services, keys: ProviderKeys, input: CallInput): Promise<CallAnswer> {
-  const { cap, params, metered } = await refusalAfterAdmission(s, input.principal, () => checkedCall(s, input))
+  let checked: ReturnType<typeof checkedCall>
+  // The checks' own refusal, told apart from the admission's (a killed agent, a spent limit).
+  let refused: unknown = null
+  try {
+    checked = await refusalAfterAdmission(s, input.principal, () => {
+      try {
+        return checkedCall(s, input)
+      } catch (e) {
+        throw (refused = e)
+      }
+    })
+  } catch (e) {
+    const stored = e === refused && e instanceof ApiError ? await storedAnswer(s, input) : null
+    if (stored !== null) return { status: 200, body: stored }
+    throw e
+  }
+  const { cap, params, metered } = checked
 
   const { principal } = input
   // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.
@@ -86,6 +102,12 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // end when the client goes away, and its answer is stored for that retry. Aborted instead, it was
   // charged (client_closed) and its key freed, so the retry was charged a second time.
   const signal = input.idempotencyKey ? undefined : input.signal
+  // Gone already (during the debit or the vault read): the provider was never asked, so the debit
+  // comes back. Settled as client_closed it was charged for a request nobody sent.
+  if (signal?.aborted) {
+    await call.settle('not_sent')
+    return { status: 499, body: '' }
+  }
   const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, signal)
   const outcome = outcomeOf(up)
   const httpStatus = 'status' in up ? up.status : null
@@ -108,6 +130,22 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
   return { status: 200, body: settled.replay ?? answer(settled.balance, settled.charged) }
+}
+
+/**
+ * The stored answer of a keyed request its checks now refuse, though its first run passed them: the
+ * capability was paused since (a spend alarm pauses it right after the call that crossed it), made
+ * unavailable or taken out of the catalog. The retry of a call whose answer was lost must get that
+ * answer (CONTRACT §5), not API_PAUSED's "try another slug", which would buy the call twice. Read
+ * only after the refusal's admission (refusalAfterAdmission: agent state and rate limit, counted
+ * once); the allowlists, which debit-15 weighs before a replay, are not weighed again here: the
+ * answer is the token's own (its key's scope), already given to it once.
+ */
+async function storedAnswer(s: Services, input: CallInput): Promise<string | null> {
+  if (!input.idempotencyKey) return null
+  const { accountId, agentId } = input.principal
+  const [fp, state, response] = await s.ctx.redis.hmget(s.ctx.keys.idempotency(accountId, agentId, input.idempotencyKey), 'fp', 'state', 'response')
+  return state === 'done' && fp === fingerprint(input.slug, input.rawBody) ? (response ?? null) : null
 }
 
 /** The provider's usage in its answer; a 4xx without one used nothing; else an estimate (never above the reservation). */

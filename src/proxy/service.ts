@@ -97,14 +97,17 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   /** Settles a refunded failure and answers it as the paid call would. */
   const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
+  // Gone already (during the debit or the key read): the provider was never asked, so the debit
+  // comes back, as on the paid call. Settled as client_closed it was charged for nothing sent.
+  if (!metered && request.signal.aborted) {
+    await settle('not_sent')
+    return new Response(null, { status: 499 })
+  }
   const upstream = new AbortController()
   const abortUpstream = () => upstream.abort()
   // A client that goes away takes its upstream request with it — except a metered one's, which is
   // read to its end so that the usage charged is the usage the provider bills (metered-relay.ts).
-  if (!metered) {
-    if (request.signal.aborted) abortUpstream()
-    else request.signal.addEventListener('abort', abortUpstream, { once: true })
-  }
+  if (!metered) request.signal.addEventListener('abort', abortUpstream, { once: true })
 
   const method = request.method
   const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null

@@ -178,6 +178,40 @@ describe('client disconnect', () => {
     expect(await redisBalance(t, a.account_id)).toBe(497)
   })
 
+  test('gone before the request left (during the key read): refunded as not_sent, the provider never asked', async () => {
+    const a = await t.signup()
+    const real = t.s.vaultedKey
+    const { promise: reached, resolve: reach } = Promise.withResolvers<void>()
+    const { promise: go, resolve: release } = Promise.withResolvers<void>()
+    t.s.vaultedKey = async () => {
+      reach()
+      await go
+      return 'byok-key-of-the-caller'
+    }
+    const seenBefore = t.fake.seen.length
+    try {
+      const ac = new AbortController()
+      const pending = fetch(`${base}/proxy/fakebyok/v1/chat`, {
+        method: 'POST',
+        body: '{"never":"sent"}',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        signal: ac.signal,
+      }).catch(() => 'aborted')
+      await reached
+      expect(await redisBalance(t, a.account_id)).toBe(498)
+      ac.abort()
+      expect(await pending).toBe('aborted')
+      await Bun.sleep(50) // the service sees the client gone
+      release()
+      expect((await activity(a.token)).body.calls[0]).toMatchObject({ outcome: 'not_sent', refunded: true })
+      expect(t.fake.seen.slice(seenBefore).filter((x) => x.body === '{"never":"sent"}')).toHaveLength(0)
+      expect(await redisBalance(t, a.account_id)).toBe(500)
+      await checkRedisInvariant(t, a.account_id)
+    } finally {
+      t.s.vaultedKey = real
+    }
+  })
+
   test('before the provider answers: the upstream request is aborted', async () => {
     const a = await t.signup()
     const log: string[] = []

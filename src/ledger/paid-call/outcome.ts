@@ -15,6 +15,11 @@ export const SETTLEMENT = {
   provider_4xx: 'charged',
   /** The client went away mid-request: the provider had started the work. */
   client_closed: 'charged',
+  /**
+   * The client went away before its request left for the provider (the paid call checks just
+   * before it sends): nothing was bought, so nothing is kept — unlike client_closed.
+   */
+  not_sent: 'refunded',
   /** A 5xx, a body cut mid-stream, or an unexpected failure reading it. */
   provider_error: 'refunded',
   /**
