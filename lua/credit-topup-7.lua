@@ -31,7 +31,8 @@
 
   Returns {OK, balance, credits} | {PARKED, balance, balance_cap, parked_id}
   (PARKED's balance is the posted one, balance + held: the one the cap weighs)
-        | {ALREADY_APPLIED, balance, 'credited'|'parked', parked_id or ''} | {NOT_FOUND}
+        | {ALREADY_APPLIED, balance (posted when parked), 'credited'|'parked', parked_id or '', balance_cap}
+        | {NOT_FOUND}
 ]]
 
 --@include status
@@ -58,7 +59,13 @@ if reserved then
   redis.call('HDEL', KEYS[3], 'a:' .. attempt)
   redis.call('HINCRBY', KEYS[3], 'pending', -tonumber(reserved))
 end
-if seen[1] then return {S_ALREADY_APPLIED, balance, seen[1], seen[2] or ''} end
+-- Applied before (the synchronous answer and the webhook of one charge race): answered as the first
+-- application answered, so either side tells the caller the same thing — a parked charge with the
+-- posted balance and the cap, as PARKED does.
+if seen[1] then
+  local shown = seen[1] == 'parked' and balance + tonumber(a[3] or '0') or balance
+  return {S_ALREADY_APPLIED, shown, seen[1], seen[2] or '', cap}
+end
 
 -- Credit or park: both count against the month's ceiling.
 if kind ~= 'pack' then

@@ -3,9 +3,12 @@
   - 'approve': credit it. The founder's review overrides the balance cap — that is what parking
     is for. The ledger entry names the charge, like any other top-up.
   - 'claim':   parked → rejecting, before the refund is asked of the processor, so an approval
-    cannot race the refund.
+    cannot race the refund. Also refund_unknown → rejecting: a refund asked again.
+  - 'unknown': rejecting → refund_unknown, when the processor did not answer (the refund may have
+    been made): never back to `parked`, where an approval would credit it on top of the refund;
+    only a new rejection (the same idempotency key: the same refund) moves it on.
   - 'reject':  rejecting → rejected, once the refund succeeded.
-  - 'unclaim': rejecting → parked, when the refund failed (the founder may try again).
+  - 'unclaim': rejecting → parked, when the processor refused the refund (the founder may try again).
 
   KEYS[1] parked payment          {s}:parked:<parked_id>
   KEYS[2] parked queue            {s}:parkedq
@@ -14,7 +17,7 @@
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] parked id
-  ARGV[3] op: 'approve' | 'claim' | 'reject' | 'unclaim'
+  ARGV[3] op: 'approve' | 'claim' | 'reject' | 'unclaim' | 'unknown'
 
   Returns {OK, balance (approve; else 0), credits, charge_id} | {NOT_FOUND} | {WRONG_STATE, state}
 ]]
@@ -28,10 +31,11 @@ local p = redis.call('HMGET', KEYS[1], 'state', 'acct', 'charge', 'credits', 'ki
 if not p[1] then return {S_NOT_FOUND} end
 local state, acct, charge, credits = p[1], p[2], p[3], tonumber(p[4])
 
-local from = { approve = 'parked', claim = 'parked', reject = 'rejecting', unclaim = 'rejecting' }
-local to = { approve = 'approved', claim = 'rejecting', reject = 'rejected', unclaim = 'parked' }
+local from = { approve = {parked = true}, claim = {parked = true, refund_unknown = true}, reject = {rejecting = true},
+  unclaim = {rejecting = true}, unknown = {rejecting = true} }
+local to = { approve = 'approved', claim = 'rejecting', reject = 'rejected', unclaim = 'parked', unknown = 'refund_unknown' }
 if not from[op] then return redis.error_reply('decide-parked: unknown op ' .. tostring(op)) end
-if state ~= from[op] then return {S_WRONG_STATE, state} end
+if not from[op][state] then return {S_WRONG_STATE, state} end
 if op == 'approve' and redis.call('EXISTS', KEYS[3]) == 0 then return {S_NOT_FOUND} end
 
 redis.call('HSET', KEYS[1], 'state', to[op], 'decided_at', now)
@@ -42,7 +46,9 @@ if op == 'approve' then
     'amount', credits, 'bal', posted_balance(KEYS[3], balance), 'ref', charge, 'target', p[5], 'at', now)
 end
 if op == 'approve' or op == 'reject' then redis.call('ZREM', KEYS[2], id) end
-if op ~= 'claim' and op ~= 'unclaim' then
+-- refund_unknown is written through too: a rebuild from Postgres must not bring such a payment
+-- back as `parked`, where an approval would credit it on top of a refund that may have been made.
+if op == 'approve' or op == 'reject' or op == 'unknown' then
   redis.call('XADD', KEYS[4], '*', 'kind', 'parked', 'id', id .. ':' .. to[op], 'pid', id, 'acct', acct,
     'charge', charge, 'credits', credits, 'pkind', p[5], 'gateway', p[6], 'state', to[op], 'at', now)
 end

@@ -65,7 +65,7 @@ export interface RebuildPlan {
   proposals: ProposalRecord[]
   /** The charge records still within their 90 days: a charge Stripe delivers again stays a duplicate. */
   charges: ChargeRecord[]
-  /** The parked payments still awaiting the founder (state parked in Postgres). */
+  /** The parked payments still awaiting the founder (state parked or refund_unknown in Postgres). */
   parked: ParkedRow[]
   ledger: { entries: number; postgres: number; outbox: number }
 }
@@ -246,7 +246,8 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
     agents: [...byAgent.values()],
     proposals: await planProposals(ctx, db, account),
     charges: chargeRecords(led, parkedRows, ctx.clock.now()),
-    parked: parkedRows.filter((p) => p.state === 'parked'),
+    // refund_unknown too: still the founder's to settle (reject again), never to approve.
+    parked: parkedRows.filter((p) => p.state === 'parked' || p.state === 'refund_unknown'),
     ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
   }
 }
@@ -318,7 +319,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     }
     for (const p of parked) {
       const at = p.createdAt.getTime()
-      m.hset(keys.parked(shard, p.id), { acct, charge: p.chargeId, credits: String(p.credits), kind: p.kind, gateway: p.gateway, state: 'parked', at: String(at) })
+      m.hset(keys.parked(shard, p.id), { acct, charge: p.chargeId, credits: String(p.credits), kind: p.kind, gateway: p.gateway, state: p.state, at: String(at) })
       m.zadd(keys.parkedQueue(shard), at, p.id)
     }
     await m.exec()

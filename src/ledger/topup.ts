@@ -97,7 +97,7 @@ export interface CreditRequest {
 export type CreditOutcome =
   | { kind: 'credited'; balance: number; credits: number }
   | { kind: 'parked'; balance: number; balanceCap: number; parkedId: string }
-  | { kind: 'duplicate'; balance: number; state: 'credited' | 'parked'; parkedId: string | null }
+  | { kind: 'duplicate'; balance: number; state: 'credited' | 'parked'; parkedId: string | null; balanceCap: number }
   | { kind: 'no_account' }
 
 /** `pk_<shard>_<random>`: the id names its shard, so the founder's routes find the record directly. */
@@ -131,7 +131,7 @@ export async function creditCharge(ctx: RedisContext, c: CreditRequest): Promise
     case 'parked':
       return { kind: 'parked', balance: reply.balance, balanceCap: reply.balanceCap, parkedId: reply.parkedId }
     case 'already_applied':
-      return { kind: 'duplicate', balance: reply.balance, state: reply.state, parkedId: reply.parkedId }
+      return { kind: 'duplicate', balance: reply.balance, state: reply.state, parkedId: reply.parkedId, balanceCap: reply.balanceCap }
     case 'not_found':
       return { kind: 'no_account' }
   }

@@ -84,7 +84,7 @@ export interface CreditTopupArgs {
 export type CreditTopupReply =
   | { status: 'ok'; balance: number; credits: number }
   | { status: 'parked'; balance: number; balanceCap: number; parkedId: string }
-  | { status: 'already_applied'; balance: number; state: 'credited' | 'parked'; parkedId: string | null }
+  | { status: 'already_applied'; balance: number; state: 'credited' | 'parked'; parkedId: string | null; balanceCap: number }
   | { status: 'not_found' }
 
 export async function runCreditTopup(ctx: RedisContext, a: CreditTopupArgs): Promise<CreditTopupReply> {
@@ -101,7 +101,7 @@ export async function runCreditTopup(ctx: RedisContext, a: CreditTopupArgs): Pro
     case S.PARKED:
       return { status: 'parked', balance: num(reply, 1), balanceCap: num(reply, 2), parkedId: str(reply, 3) }
     case S.ALREADY_APPLIED:
-      return { status: 'already_applied', balance: num(reply, 1), state: str(reply, 2) as 'credited' | 'parked', parkedId: str(reply, 3) || null }
+      return { status: 'already_applied', balance: num(reply, 1), state: str(reply, 2) as 'credited' | 'parked', parkedId: str(reply, 3) || null, balanceCap: num(reply, 4) }
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
@@ -142,7 +142,7 @@ export async function runReleaseRefill(ctx: RedisContext, a: ReleaseRefillArgs):
   }
 }
 
-export type ParkedOp = 'approve' | 'claim' | 'reject' | 'unclaim'
+export type ParkedOp = 'approve' | 'claim' | 'reject' | 'unclaim' | 'unknown'
 
 export type DecideParkedReply =
   | { status: 'ok'; balance: number; credits: number; chargeId: string }

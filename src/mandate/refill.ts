@@ -155,10 +155,10 @@ export class Refiller {
         case 'parked':
           return { kind: 'parked', credits: r.credits, balance: credited.balance, balanceCap: credited.balanceCap, parkedId: credited.parkedId, chargeId: outcome.chargeId }
         case 'duplicate':
-          // The webhook was faster: same charge, credited (or parked) once.
+          // The webhook was faster: same charge, credited (or parked) once, answered as if this credit had done it.
           return credited.state === 'credited'
             ? { kind: 'credited', credits: r.credits, balance: credited.balance, chargeId: outcome.chargeId }
-            : { kind: 'parked', credits: r.credits, balance: credited.balance, balanceCap: 0, parkedId: credited.parkedId ?? '', chargeId: outcome.chargeId }
+            : { kind: 'parked', credits: r.credits, balance: credited.balance, balanceCap: credited.balanceCap, parkedId: credited.parkedId ?? '', chargeId: outcome.chargeId }
         default:
           return { kind: 'unknown', message: 'account not found' }
       }

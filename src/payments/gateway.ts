@@ -125,6 +125,13 @@ export type GatewayEvent =
 
 export class WebhookSignatureError extends Error {}
 
+/**
+ * The processor answered that it will not make the refund (a definite no). Any other failure of a
+ * refund leaves its outcome unknown: it may have been made, and asking again with the same
+ * idempotency key tells.
+ */
+export class RefundRefusedError extends Error {}
+
 export interface PaymentGateway {
   readonly mode: 'sandbox' | 'stripe'
   startConsent(req: ConsentRequest): Promise<ConsentResult>
@@ -136,7 +143,10 @@ export interface PaymentGateway {
   /** Detach the card at the processor (DELETE /v1/mandate forgets it there too). */
   forgetCard(card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void>
   startCheckout(req: CheckoutRequest): Promise<CheckoutResult>
-  /** Refund a charge in full (a rejected parked payment). */
+  /**
+   * Refund a charge in full (a rejected parked payment). Throws RefundRefusedError when the
+   * processor refused it; any other error means its outcome is unknown.
+   */
   refund(chargeId: string, idempotencyKey: string): Promise<void>
   /** Verifies the signature and reduces the event; throws WebhookSignatureError when forged. */
   webhook(rawBody: string, signature: string | null): Promise<GatewayEvent>

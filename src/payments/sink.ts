@@ -3,7 +3,7 @@
  * rare, so they are written row by row, in stream order, as upserts. A redelivered entry changes
  * nothing: a mandate row only moves to a newer version, a parked row only to a later state.
  */
-import { sql } from 'drizzle-orm'
+import { inArray, sql } from 'drizzle-orm'
 import { mandates, parkedPayments } from '../db/schema'
 import { writtenId, type Sink } from '../ledger/outbox'
 
@@ -42,7 +42,10 @@ export const mandateSink: Sink = async (tx, entries) => {
   }
 }
 
-const RANK: Record<string, number> = { parked: 0, approved: 1, rejected: 1 }
+/** A parked payment's states in the order they can follow each other; a row only moves forward. */
+const RANK: Record<string, number> = { parked: 0, refund_unknown: 1, approved: 2, rejected: 2 }
+/** The states a row may be moved from into `state`: those ranked below it. */
+const before = (state: string) => Object.keys(RANK).filter((k) => RANK[k]! < (RANK[state] ?? 0))
 
 export const parkedSink: Sink = async (tx, entries) => {
   for (const { fields: f } of entries) {
@@ -64,8 +67,8 @@ export const parkedSink: Sink = async (tx, entries) => {
       .onConflictDoUpdate({
         target: parkedPayments.id,
         set: { state: f.state!, decidedAt: decided ? at : null },
-        // Only forward: parked → approved | rejected.
-        setWhere: (RANK[f.state!] ?? 0) > 0 ? sql`${parkedPayments.state} = 'parked'` : sql`false`,
+        // Only forward: parked → refund_unknown → rejected, parked → approved.
+        setWhere: before(f.state!).length > 0 ? inArray(parkedPayments.state, before(f.state!)) : sql`false`,
       })
   }
 }

@@ -13,6 +13,7 @@ import { CURRENCY } from './amounts'
 import { hktMonthStart } from '../clock'
 import { isAccountId } from '../redis/keys'
 import {
+  RefundRefusedError,
   WebhookSignatureError,
   type ChargeLookup,
   type ChargeOutcome,
@@ -216,7 +217,16 @@ export class StripeGateway implements PaymentGateway {
   }
 
   async refund(chargeId: string, idempotencyKey: string): Promise<void> {
-    await this.stripe.refunds.create({ payment_intent: chargeId }, { idempotencyKey })
+    try {
+      await this.stripe.refunds.create({ payment_intent: chargeId }, { idempotencyKey })
+    } catch (e) {
+      // Refunded already (in the dashboard, say): the money is back with the payer either way.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'charge_already_refunded') return
+      // A 4xx refusal is a definite no. A connection failure, a timeout or a 5xx may hide a refund
+      // Stripe made: unknown, thrown as it is.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError || e instanceof Stripe.errors.StripeCardError) throw new RefundRefusedError(e.message)
+      throw e
+    }
   }
 
   async webhook(rawBody: string, signature: string | null): Promise<GatewayEvent> {

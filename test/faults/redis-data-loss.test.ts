@@ -16,6 +16,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { buryEntry, listDeadLetters, replayDeadLetter } from '../../src/ledger/dead-letters'
+import { decideParked } from '../../src/ledger/topup'
 import { SHARDS } from '../../src/redis/keys'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { get, pathOf } from '../helpers/money'
@@ -359,5 +360,25 @@ describe('money paid in (Stripe): what only Redis held of a charge comes back', 
       { account: z.account_id, balance: 40500 },
       { account: decided.account_id, balance: 40500 },
     ])
+  })
+  test('a payment whose refund may have been made (refund_unknown) comes back as such: never approvable, rejected once', async () => {
+    const w = await s.t.signup()
+    expect((await buy(w.token, 1)).w.body.result).toBe('credited') // 20500
+    expect((await buy(w.token, 1)).w.body.result).toBe('parked')
+    const [p] = await parkedOf(w.account_id)
+    // As rejectParked leaves it when Stripe's answer to the refund never came.
+    expect((await decideParked(s.t.s.ctx, p.id, w.account_id, 'claim')).kind).toBe('ok')
+    expect((await decideParked(s.t.s.ctx, p.id, w.account_id, 'unknown')).kind).toBe('ok')
+    await loseRedisAndRebuild()
+
+    const [back] = await parkedOf(w.account_id)
+    // It came back `parked` (or not at all): approvable, crediting money Stripe may have refunded.
+    expect(back).toMatchObject({ id: p.id, state: 'refund_unknown' })
+    expect((await s.t.req('POST', `/admin/parked/${p.id}/approve`, { token: ADMIN })).status).toBe(409)
+    const rejected = await s.t.req('POST', `/admin/parked/${p.id}/reject`, { token: ADMIN })
+    expect(rejected.body).toMatchObject({ state: 'rejected' })
+    expect(s.stripe.refunds.filter((r) => r.payment_intent === p.charge_id)).toHaveLength(1)
+    await drain(s.t.s.flusher)
+    await assertLedger(s.t.s, [{ account: w.account_id, balance: 20500 }])
   })
 })

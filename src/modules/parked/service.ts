@@ -1,12 +1,14 @@
 /**
  * Parked card payments: paid, but past the account's balance cap, so held for the founder.
  * Approve credits them (decide-parked-4); reject refunds them at the processor, claimed first so an
- * approval cannot race the refund.
+ * approval cannot race the refund. A refund whose outcome is unknown leaves it `refund_unknown`: it
+ * is never approved after a refund that may have been made, and rejecting again settles it.
  * errors: NOT_FOUND, CONFLICT (already decided, or the refund failed).
  */
 import { ApiError } from '../../errors'
 import { decideParked, shardOfParked } from '../../ledger/topup'
 import { SHARDS } from '../../redis/keys'
+import { RefundRefusedError } from '../../payments/gateway'
 import type { Services } from '../../services'
 
 type Row = { id: string; account_id: string; charge_id: string; credits: number; kind: string; gateway: string; state: string; at: string }
@@ -43,7 +45,10 @@ async function load(s: Services, id: string): Promise<Row> {
   return row(id, h)
 }
 
-const decided = (state: string) => new ApiError('CONFLICT', { reason: `this parked payment is already ${state}` })
+const decided = (state: string) =>
+  new ApiError('CONFLICT', {
+    reason: state === 'refund_unknown' ? 'a refund of this parked payment may have been made (the processor did not answer): reject it again to settle it' : `this parked payment is already ${state}`,
+  })
 
 export async function approveParked(s: Services, id: string) {
   const p = await load(s, id)
@@ -63,9 +68,19 @@ export async function rejectParked(s: Services, id: string) {
     // Keyed by the parked id: a retried rejection never refunds twice.
     await s.payments.refund(claim.chargeId, `refund-${id}`)
   } catch (e) {
-    await decideParked(s.ctx, id, p.account_id, 'unclaim')
-    s.log.error('parked_refund_failed', { parked_id: id, error: e instanceof Error ? e.message : String(e) })
-    throw new ApiError('CONFLICT', { reason: 'the refund failed at the payment processor; the payment is still parked, try again' })
+    s.log.error('parked_refund_failed', { parked_id: id, refused: e instanceof RefundRefusedError, error: e instanceof Error ? e.message : String(e) })
+    // Only a refund the processor refused gives the payment back to the founder's choice. Any
+    // other failure may hide a refund that was made: the payment moves to `refund_unknown`, where
+    // it can no longer be approved (credited on top of the refund); rejecting again asks for the
+    // same refund.
+    if (e instanceof RefundRefusedError) {
+      await decideParked(s.ctx, id, p.account_id, 'unclaim')
+      throw new ApiError('CONFLICT', { reason: 'the payment processor refused the refund; the payment is still parked, try again' })
+    }
+    await decideParked(s.ctx, id, p.account_id, 'unknown')
+    throw new ApiError('CONFLICT', {
+      reason: 'the refund’s outcome is not known (the payment processor did not answer); reject it again to settle it — the same refund, never a second one',
+    })
   }
   await decideParked(s.ctx, id, p.account_id, 'reject')
   s.log.info('parked_rejected', { parked_id: id, account_id: p.account_id, credits: claim.credits })
