@@ -263,7 +263,7 @@ export interface RebuildResult {
 
 /**
  * Writes the plan. An account hash that still exists is left alone (restored: false) unless
- * `force`; its agents and lookups are then left alone too.
+ * `force`; its agents are then left alone too, and only its missing lookups are written back.
  */
 export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { force?: boolean } = {}): Promise<RebuildResult> {
   const { keys, redis } = ctx
@@ -280,7 +280,10 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     dayKeyTtlS: DAY_KEY_TTL_S,
     fields: { ...plan.fields, mref },
   })
-  if (reply.status === 'already_applied') return { account: acct, restored: false, balance: reply.balance, expected: plan.balance }
+  if (reply.status === 'already_applied') {
+    await restoreLookups(ctx, acct)
+    return { account: acct, restored: false, balance: reply.balance, expected: plan.balance }
+  }
 
   for (const a of plan.agents) {
     const hash: Fields = { token: a.tokenHash, name: a.name, state: a.state, created: String(a.createdMs), v: String(a.version) }
@@ -333,6 +336,25 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   return { account: acct, restored: true, balance: plan.balance, expected: plan.balance }
 }
 
+/**
+ * The global lookups (owner and agent tokens, e-mail, public_ref, consent ref) of an account whose
+ * hash Redis still holds, from that hash and its agents' hashes, each written only where missing. On
+ * Redis Cluster they hash to any master, not the account's: a master that lost its data took lookups
+ * of accounts whose hashes the other masters kept (test/cluster/rebuild.audit.test.ts).
+ */
+export async function restoreLookups(ctx: RedisContext, acct: string): Promise<void> {
+  const { keys, redis } = ctx
+  const [a, ids] = await Promise.all([readAccount(ctx, acct, 'owner', 'email', 'public_ref', 'mref'), redis.smembers(keys.agents(acct))])
+  const agents = await Promise.all(ids.map((id) => redis.hmget(keys.agent(acct, id), 'token', 'chain')))
+  await Promise.all([
+    a.owner && redis.set(keys.token(a.owner), `${acct}|`, 'NX'),
+    a.email && redis.set(keys.email(a.email), acct, 'NX'),
+    a.public_ref && redis.set(keys.publicRef(a.public_ref), acct, 'NX'),
+    a.mref && redis.set(keys.mandateRef(a.mref), acct, 'NX'),
+    ...agents.map(([token, chain], i) => token && redis.set(keys.token(token), tokenMapping(acct, ids[i]!, chain ? chain.split(',') : []), 'NX')),
+  ])
+}
+
 /** Every account Postgres knows, plus those created since the last flush (still in the outbox). */
 export async function allAccountIds(ctx: RedisContext, db: Database): Promise<string[]> {
   const rows = await db.select({ id: accounts.id }).from(accounts).orderBy(accounts.id)
@@ -365,6 +387,7 @@ export async function restoreMissing(ctx: RedisContext, db: Database): Promise<R
       const id = ids[next++]!
       try {
         if ((await ctx.redis.exists(ctx.keys.account(id))) === 1) {
+          await restoreLookups(ctx, id)
           out.present++
           continue
         }

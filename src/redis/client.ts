@@ -20,6 +20,47 @@ const RESILIENCE = {
   enableOfflineQueue: true,
 }
 
+/** Replies that say a command was not run: its slot is served by another master now, or is moving. */
+const NOT_RUN = /^(MOVED|ASK|TRYAGAIN) /
+const REDIRECT_TRIES = 16
+/** While a slot moves (ASK, TRYAGAIN) the map does not change yet: wait before sending again. */
+const MOVING_DELAY_MS = 50
+
+/**
+ * A command answered MOVED/ASK/TRYAGAIN inside an auto-pipeline that also carried commands of other
+ * slots of that master (a reshard moved one of its slots) is not followed by ioredis: it follows a
+ * pipeline's redirection only when every command of it failed alike, so the error reached the caller
+ * (a 500) and the slot map stayed stale (test/cluster/reshard.audit.test.ts). Such a command never
+ * ran, so it is sent again once the slot map is refreshed (to its new master).
+ */
+function redirecting<F extends (...a: any[]) => any>(send: F): F {
+  return function (this: Cluster, ...args: unknown[]) {
+    const first = send.apply(this, args)
+    // multi(), pipeline(): no reply to follow; a callback-style call keeps ioredis' own handling.
+    if (!(first instanceof Promise) || typeof args.at(-1) === 'function') return first
+    const retry = (left: number) => (e: unknown): Promise<unknown> => {
+      if (left === 0 || !(e instanceof Error) || !NOT_RUN.test(e.message)) throw e
+      const moved = e.message.startsWith('MOVED')
+      return new Promise<void>((resolve) => this.refreshSlotsCache(() => (moved ? resolve() : setTimeout(resolve, MOVING_DELAY_MS)))).then(() =>
+        (send.apply(this, args) as Promise<unknown>).catch(retry(left - 1)),
+      )
+    }
+    return first.catch(retry(REDIRECT_TRIES))
+  } as F
+}
+
+class RedirectedCluster extends Cluster {
+  override defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void {
+    super.defineCommand(name, definition)
+    const own = this as unknown as Record<string, (...a: unknown[]) => unknown>
+    own[name] = redirecting(own[name]!)
+  }
+}
+for (const name of Cluster.prototype.getBuiltinCommands()) {
+  const proto = Cluster.prototype as unknown as Record<string, (...a: unknown[]) => unknown>
+  if (typeof proto[name] === 'function') (RedirectedCluster.prototype as unknown as Record<string, unknown>)[name] = redirecting(proto[name])
+}
+
 /**
  * One client per process. Auto-pipelining batches the commands of concurrent requests into one
  * write per event-loop tick, which is most of the throughput of the paid call path.
@@ -30,7 +71,7 @@ export function createRedis(cfg: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES
       const [host, port] = hp.split(':')
       return { host: host!, port: Number(port) }
     })
-    return new Cluster(nodes, {
+    return new RedirectedCluster(nodes, {
       enableAutoPipelining: true,
       // ioredis cannot find the key of XGROUP/XINFO (it follows a subcommand), so it sends them to
       // any node; batched into an auto-pipeline, the MOVED replies are not followed. Sent alone,
