@@ -44,7 +44,7 @@
   ARGV[1] how many recent calls the list keeps (record-calls-n's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls-n's ARGV[2])
   then each call's 13 ARGV, from ARGV[2 + 13(i-1) + j]:
-    j = 1  now, epoch ms
+    j = 1  now, epoch ms (the settle's instant; the entry is dated at the debit's, below)
     j = 2  call id
     j = 3  account id
     j = 4  input tokens (not cached), j = 5 cached input tokens, j = 6 output tokens
@@ -184,9 +184,14 @@ for i = 1, n do
       end
     end
     local uncharged_s = string.format('%d', uncharged)
+    -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily
+    -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
+    -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
+    -- A stream reserved at 23:59 HKT and settled at 00:01 was the next day's spend in Postgres.
+    local dated = call[12] or now
     if head == '' then
       local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
-        'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', now,
+        'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
         'model', call[6], 'tin', ARGV[a + 4], 'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s,
         'uncharged_micro', uncharged_s, 'usage', ARGV[a + 7], 'rem', rem_s}
       if not hold then
@@ -215,7 +220,7 @@ for i = 1, n do
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
       local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
-        ARGV[a + 7], now, string.format('%d', #call[4]), call[4], call[6]}, '|')
+        ARGV[a + 7], dated, string.format('%d', #call[4]), call[4], call[6]}, '|')
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       if t_cw > 0 or t_cw1h > 0 then
