@@ -46,6 +46,12 @@ export function hktMonthStart(month: string): number {
   return Date.UTC(y, m - 1, 1) - HKT_OFFSET_MS
 }
 
+/** Epoch ms of the next HKT month's first 00:00 after `ms`: when the refill ceiling's period resets. */
+export function nextHktMonthStart(ms: number): number {
+  const d = new Date(ms + HKT_OFFSET_MS)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - HKT_OFFSET_MS
+}
+
 /** The HKT month before `YYYY-MM`. */
 export function previousHktMonth(month: string): string {
   return hktMonth(hktMonthStart(month) - 1)

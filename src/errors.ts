@@ -159,7 +159,7 @@ export const ERRORS = {
   CONFLICT: {
     status: 409,
     message: 'The resource is already in the requested state: {reason}.',
-    context: ['reason', 'status', 'charge_pending'],
+    context: ['reason', 'status', 'charge_pending', 'resets_at', 'refilled_this_period', 'pending_this_period', 'ceiling'],
   },
   FORBIDDEN: {
     status: 403,

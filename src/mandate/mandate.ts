@@ -3,6 +3,7 @@
  * errors: BAD_REQUEST (limits), CONSENT_REQUIRED (enable before consent), NOT_FOUND (unknown ref).
  */
 import { ApiError } from '../errors'
+import { nextHktMonthStart } from '../clock'
 import { chargeableProblem } from '../payments/amounts'
 import type { Limits, SavedCard } from '../payments/gateway'
 import { ScriptStatus as S } from '../redis/codes'
@@ -181,6 +182,8 @@ async function refusal(
         refilled_this_period: a,
         pending_this_period: d,
         ceiling: b,
+        // The period is the HKT month: its end is when the ceiling frees up again (as resets_at of the daily limits).
+        resets_at: new Date(nextHktMonthStart(s.ctx.clock.now())).toISOString(),
       })
     case S.BALANCE_CAP:
       return new ApiError('BALANCE_CAP', { balance_cap: b, balance: a, parked: false })

@@ -44,6 +44,9 @@ describe('POST /v1/topup refusals', () => {
     const r = await t.req('POST', '/v1/topup', { token: a.token })
     expect(r.status).toBe(409)
     expect(r.body).toMatchObject({ error: 'CONFLICT', refilled_this_period: 1000, ceiling: 1500 })
+    // When the ceiling frees up: the first 00:00 HKT of the next HKT month.
+    const hk = new Date(t.clock.now() + 8 * 3600_000)
+    expect(r.body.resets_at).toBe(new Date(Date.UTC(hk.getUTCFullYear(), hk.getUTCMonth() + 1, 1) - 8 * 3600_000).toISOString())
     expect(await redisBalance(t, a.account_id)).toBe(1500)
   })
 
