@@ -241,7 +241,8 @@ end
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
 local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
 if weighted >= rate_limit then
-  return {S_RATE_LIMITED, 0, to_window_end, rate_limit}
+  -- When a request is admitted again (not the window's end, where this minute still weighs in full).
+  return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 memo_put(KEYS[5], rate_count(KEYS[5]))

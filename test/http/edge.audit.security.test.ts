@@ -123,6 +123,31 @@ describe('Retry-After of the per-token limit (authorize-7)', () => {
   })
 })
 
+describe('Retry-After of a paid call refused by the rate limit (debit-15)', () => {
+  test('a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed', async () => {
+    freshMinute()
+    const acct = await t.signup(undefined, {})
+    const call = async () => t.req('POST', '/v1/call/test.cheap', { token: acct.token, body: {} })
+    const limit = t.s.cfg.RATE_LIMIT_PER_TOKEN
+    for (let i = 0; i < limit; i++) expect((await call()).status).toBe(200)
+    const refused = await call()
+    expect(refused.body.error).toBe('RATE_LIMITED')
+    let wait = refused.body.retry_after_s as number
+    t.clock.advance((wait - 1) * 1000)
+    expect((await call()).status).toBe(429)
+    t.clock.advance(1000)
+    expect((await call()).status).toBe(200)
+    const again = await call()
+    expect(again.status).toBe(429)
+    wait = again.body.retry_after_s as number
+    expect(wait).toBeLessThan(60)
+    t.clock.advance((wait - 1) * 1000)
+    expect((await call()).status).toBe(429)
+    t.clock.advance(1000)
+    expect((await call()).status).toBe(200)
+  })
+})
+
 describe('JSON nested deep in a field the schema types', () => {
   const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
 
