@@ -85,3 +85,10 @@ export function formOf(html: string, marker: string): Record<string, string> {
   }
   return out
 }
+
+/** The console's 30-day chart as its bars: HKT day → credits (a day without a bar spent nothing). */
+export function chartBars(html: string): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const m of html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): ([\d,]+) credits<\/title>/g)) out[m[1]!] = Number(m[2]!.replace(/,/g, ''))
+  return out
+}

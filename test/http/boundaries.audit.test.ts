@@ -7,7 +7,7 @@ import type { LlmFake } from '../fakes/llm'
 import type { TestApp } from '../helpers/harness'
 import { startMeteredApp } from '../helpers/metering'
 import { flushAll } from '../helpers/ledger'
-import { ConsoleClient } from '../helpers/console'
+import { chartBars as bars, ConsoleClient } from '../helpers/console'
 
 let t: TestApp
 let llm: LlmFake
@@ -18,12 +18,6 @@ afterAll(async () => {
   await t?.close()
 })
 
-/** The console chart's bars: HKT day → credits (a day without a bar spent nothing). */
-function bars(html: string): Record<string, number> {
-  const out: Record<string, number> = {}
-  for (const m of html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): ([\d,]+) credits<\/title>/g)) out[m[1]!] = Number(m[2]!.replace(/,/g, ''))
-  return out
-}
 
 const create = (token: string, body: Record<string, unknown>) => t.req('POST', '/v1/agents', { token, body })
 /** A paid call of the metered catalog's one capability. */

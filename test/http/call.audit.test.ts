@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
+import { holdKeyRead } from '../helpers/key-read-hold'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 
 let t: TestApp
@@ -113,14 +114,7 @@ describe('a client that goes away before the provider is asked', () => {
     const a = await t.signup()
     // The vault read comes after the debit and before the upstream request: hold it there until
     // the client has gone.
-    const real = t.s.vaultedKey
-    const { promise: reached, resolve: reach } = Promise.withResolvers<void>()
-    const { promise: go, resolve: release } = Promise.withResolvers<void>()
-    t.s.vaultedKey = async () => {
-      reach()
-      await go
-      return 'byok-key-of-the-caller'
-    }
+    const { reached, release, restore } = holdKeyRead(t)
     const seenBefore = t.fake.seen.length
     try {
       const ac = new AbortController()
@@ -144,7 +138,7 @@ describe('a client that goes away before the provider is asked', () => {
       expect(await redisBalance(t, a.account_id)).toBe(500)
       await checkRedisInvariant(t, a.account_id)
     } finally {
-      t.s.vaultedKey = real
+      restore()
     }
   })
 })

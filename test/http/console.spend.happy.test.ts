@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll } from '../helpers/ledger'
-import { ConsoleClient } from '../helpers/console'
+import { chartBars as bars, ConsoleClient } from '../helpers/console'
 
 let t: TestApp
 beforeAll(async () => {
@@ -17,12 +17,6 @@ afterAll(async () => {
   await t?.close()
 })
 
-/** The chart's bars: HKT day → credits (a day without a bar spent nothing). */
-function bars(html: string): Record<string, number> {
-  const out: Record<string, number> = {}
-  for (const m of html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): ([\d,]+) credits<\/title>/g)) out[m[1]!] = Number(m[2]!.replace(/,/g, ''))
-  return out
-}
 
 describe('console overview: spend per HKT day', () => {
   test('a call debited at 23:59:59.9 HKT and refunded after midnight is spend of neither day', async () => {

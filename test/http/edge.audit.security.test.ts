@@ -97,55 +97,31 @@ describe('Retry-After, continued', () => {
   })
 })
 
-describe('Retry-After of the per-token limit (authorize-7)', () => {
-  test('a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed', async () => {
-    freshMinute()
-    const acct = await t.signup(undefined, {})
-    const balance = async () => t.req('GET', '/v1/balance', { token: acct.token })
-    const limit = t.s.cfg.RATE_LIMIT_PER_TOKEN
-    for (let i = 0; i < limit; i++) expect((await balance()).status).toBe(200)
-    const refused = await balance()
-    expect(refused.status).toBe(429)
-    // It said "the end of this minute", when the sliding window still weighs this minute in full.
-    let wait = refused.body.retry_after_s as number
-    t.clock.advance((wait - 1) * 1000)
-    expect((await balance()).status).toBe(429)
-    t.clock.advance(1000)
-    expect((await balance()).status).toBe(200)
-    const again = await balance()
-    expect(again.status).toBe(429)
-    wait = again.body.retry_after_s as number
-    expect(wait).toBeLessThan(60)
-    t.clock.advance((wait - 1) * 1000)
-    expect((await balance()).status).toBe(429)
-    t.clock.advance(1000)
-    expect((await balance()).status).toBe(200)
-  })
-})
-
-describe('Retry-After of a paid call refused by the rate limit (debit-15)', () => {
-  test('a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed', async () => {
-    freshMinute()
-    const acct = await t.signup(undefined, {})
-    const call = async () => t.req('POST', '/v1/call/test.cheap', { token: acct.token, body: {} })
-    const limit = t.s.cfg.RATE_LIMIT_PER_TOKEN
-    for (let i = 0; i < limit; i++) expect((await call()).status).toBe(200)
-    const refused = await call()
-    expect(refused.body.error).toBe('RATE_LIMITED')
-    let wait = refused.body.retry_after_s as number
-    t.clock.advance((wait - 1) * 1000)
-    expect((await call()).status).toBe(429)
-    t.clock.advance(1000)
-    expect((await call()).status).toBe(200)
-    const again = await call()
-    expect(again.status).toBe(429)
-    wait = again.body.retry_after_s as number
-    expect(wait).toBeLessThan(60)
-    t.clock.advance((wait - 1) * 1000)
-    expect((await call()).status).toBe(429)
-    t.clock.advance(1000)
-    expect((await call()).status).toBe(200)
-  })
+describe('Retry-After of the per-token limit', () => {
+  // authorize-7 counts a request that needs no debit; debit-15 counts a paid one.
+  const routes: [string, string, string][] = [
+    ['authorize-7', 'GET', '/v1/balance'],
+    ['debit-15', 'POST', '/v1/call/test.cheap'],
+  ]
+  for (const [script, method, path] of routes)
+    test(`${script}: a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed`, async () => {
+      freshMinute()
+      const acct = await t.signup(undefined, {})
+      const send = async () => t.req(method, path, { token: acct.token, ...(method === 'POST' ? { body: {} } : {}) })
+      for (let i = 0; i < t.s.cfg.RATE_LIMIT_PER_TOKEN; i++) expect((await send()).status).toBe(200)
+      // Twice: once when this minute is full, once when the previous minute's count still weighs.
+      // It said "the end of this minute", when the sliding window still weighs this minute in full.
+      for (const weighed of [false, true]) {
+        const refused = await send()
+        expect(refused.body.error).toBe('RATE_LIMITED')
+        const wait = refused.body.retry_after_s as number
+        if (weighed) expect(wait).toBeLessThan(60)
+        t.clock.advance((wait - 1) * 1000)
+        expect((await send()).status).toBe(429)
+        t.clock.advance(1000)
+        expect((await send()).status).toBe(200)
+      }
+    })
 })
 
 describe('JSON nested deep in a field the schema types', () => {

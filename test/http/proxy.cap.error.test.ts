@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { holdKeyRead } from '../helpers/key-read-hold'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 import { eventually } from '../helpers/proxy'
 
@@ -180,14 +181,7 @@ describe('client disconnect', () => {
 
   test('gone before the request left (during the key read): refunded as not_sent, the provider never asked', async () => {
     const a = await t.signup()
-    const real = t.s.vaultedKey
-    const { promise: reached, resolve: reach } = Promise.withResolvers<void>()
-    const { promise: go, resolve: release } = Promise.withResolvers<void>()
-    t.s.vaultedKey = async () => {
-      reach()
-      await go
-      return 'byok-key-of-the-caller'
-    }
+    const { reached, release, restore } = holdKeyRead(t)
     const seenBefore = t.fake.seen.length
     try {
       const ac = new AbortController()
@@ -208,7 +202,7 @@ describe('client disconnect', () => {
       expect(await redisBalance(t, a.account_id)).toBe(500)
       await checkRedisInvariant(t, a.account_id)
     } finally {
-      t.s.vaultedKey = real
+      restore()
     }
   })
 
