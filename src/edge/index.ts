@@ -27,12 +27,11 @@ export function edgeChecks(routes: () => RouteLike[]) {
     multiline ??= new Map(routes().map((r) => [`${r.method} ${r.path}`, multilinePaths(r.hooks?.body)]))
     return multiline.get(`${method} ${route}`) ?? new Set()
   }
-  return new Elysia({ name: 'edge-checks' }).onBeforeHandle({ as: 'global' }, ({ request, route, query, params }) => {
+  return new Elysia({ name: 'edge-checks' }).onBeforeHandle({ as: 'global' }, ({ request, route, params }) => {
     if (!route.startsWith('/proxy/')) {
-      checkText(query)
-      // The router keeps the last of a repeated parameter; a page reading `searchParams.get` (the
+      // Every value of the query string, under its parameter's name, not only the router's `query`:
+      // it keeps the last of a repeated parameter, and a page reading `searchParams.get` (the
       // console) takes the first: `?agent=%00&agent=x` carried a NUL past this check to Postgres.
-      // Every value of the query string is checked, under its parameter's name.
       const at = request.url.indexOf('?')
       if (at !== -1) for (const [k, v] of new URLSearchParams(request.url.slice(at + 1))) checkText({ [k]: v })
       checkText(params)
