@@ -8,7 +8,8 @@
   Sub-agents (CONTRACT §8): an agent acting (ARGV[6]) reaches only its own descendants — the
   target's chain must name it, else NOT_FOUND. A kill or revoke writes the target only: its
   descendants stop because the debit walks their chain. A revoke gives the target's unspent carve
-  back to its parent (KEYS[3]); a killed agent keeps it, since the operator may revive it.
+  back to its parent (KEYS[3]), unless it expired and already gave it back (`carve_freed`,
+  lua/lib/budget.lua); a killed agent keeps it, since the operator may revive it.
   A revoke also takes the target and its whole subtree out of the account's live agents (KEYS[4],
   lua/lib/live-agents.lua), freeing their places under the agent limit in the same script, so a
   create running at the same time sees either all of them counted or none. A kill keeps them.
@@ -45,7 +46,7 @@ local target = TARGET[action]
 if not target then return redis.error_reply('agent-state: unknown action ' .. tostring(action)) end
 
 local actor = ARGV[6] or ''
-local cur = redis.call('HMGET', KEYS[1], 'token', 'state', 'v', 'chain', 'parent', 'budget', 'spent_total')
+local cur = redis.call('HMGET', KEYS[1], 'token', 'state', 'v', 'chain', 'parent', 'budget', 'spent_total', 'carve_freed')
 if not cur[1] then return {S_NOT_FOUND, 0} end
 if actor ~= '' then
   local mine = false
@@ -61,7 +62,8 @@ if action == 'kill' then redis.call('HSET', KEYS[1], 'kill_reason', 'operator')
 else redis.call('HDEL', KEYS[1], 'kill_reason') end
 local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 if target == 'revoked' and cur[5] then
-  redis.call('HINCRBY', KEYS[3], 'carved', 0 - carve_of(cur[2], cur[6], cur[7]))
+  -- An expired child whose carve was already given back (carve_freed) gives nothing twice.
+  redis.call('HINCRBY', KEYS[3], 'carved', 0 - carve_of(cur[2], cur[6], cur[7], cur[8]))
 end
 if target == 'revoked' then end_subtree(KEYS[4], agent_id) end
 

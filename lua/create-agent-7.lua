@@ -9,13 +9,15 @@
   (and with it its subtree) or its expiry frees its place, so no agent can use the limit up for
   good by creating children. The count and the new agent's entry are in this script too. An
   account whose agents are older than the live-agent set answers RECOUNT_AGENTS: the caller runs
-  recount-agents-n, then this again.
+  recount-agents-n, then this again. A set still holding an agent past its expiry answers
+  RELEASE_EXPIRED: the caller runs release-expired-n (which gives each expired child's carve back
+  to its parent and takes it out of the set), then this again.
 
   The carve rule: a child's budget may not exceed what its parent has left, budget − spent_total −
-  carved, where `carved` is what the parent's live children may still spend of their budgets. The
-  carve bounds the child; it does not reserve for it: the debit checks every ancestor's own
-  budget, so a parent (or a sibling) spending first can leave a child less than its budget, but no
-  subtree ever spends past the budget of its root.
+  carved, where `carved` is what the parent's live (not revoked, not expired) children may still
+  spend of their budgets. The carve bounds the child; it does not reserve for it: the debit checks
+  every ancestor's own budget, so a parent (or a sibling) spending first can leave a child less
+  than its budget, but no subtree ever spends past the budget of its root.
   A child's limits are no wider than its parent's: its allowlist patterns each within the parent's
   allowlist, its daily_cap and per_call_max at most the parent's, its expiry no later than the
   parent's (a later one, or none, is clamped to the parent's). An omitted limit is no own limit:
@@ -53,6 +55,7 @@
   Returns {OK, version, depth, expires_at ms or ''}
         | {ALREADY_APPLIED, 0} (the id exists) | {LIMIT_REACHED, max} | {NOT_FOUND, 0} (no such parent)
         | {RECOUNT_AGENTS, 0} (no live-agent set yet, and the account has agents)
+        | {RELEASE_EXPIRED, 0} (the set holds an agent past its expiry: release-expired-n first)
         | {AGENT_KILLED, 0, reason, by_ancestor or ''} | {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
           (the parent, or one of its ancestors: by_ancestor, is stopped)
         | {DENIED_MAX_DEPTH, max_depth}
@@ -83,6 +86,10 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {S_ALREADY_APPLIED, 0} end
 -- A missing live-agent set is an account with no agent yet, or one whose agents are older than it.
 local counted = redis.call('EXISTS', KEYS[7]) == 1
 if not counted and redis.call('SCARD', KEYS[2]) > 0 then return {S_RECOUNT_AGENTS, 0} end
+-- An agent past its expiry still in the set has not given its carve back to its parent yet (expiry
+-- has no writer): release-expired-n does that, then this runs again, so the carve checked below
+-- never counts a child that can spend nothing more.
+if counted and redis.call('ZCOUNT', KEYS[7], '-inf', ARGV[1]) > 0 then return {S_RELEASE_EXPIRED, 0} end
 if counted and live_count(KEYS[7], now) >= max_agents then return {S_LIMIT_REACHED, max_agents} end
 
 local depth = #ids + 1
@@ -149,7 +156,6 @@ if parent then
 end
 redis.call('SADD', KEYS[2], agent_id)
 if not counted then redis.call('ZADD', KEYS[7], '+inf', LIVE_MARK) end
-redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', ARGV[1])
 redis.call('ZADD', KEYS[7], expires or '+inf', lineage(agent_id, chain))
 
 -- The full row goes to the outbox; the projection keeps the highest version it has seen.

@@ -448,7 +448,9 @@ if price > 0 then
   -- down by the price): set in the ancestor's own HSET, the next level's. The arguments go straight
   -- to redis.call (a table and unpack per level cost ~1 µs a level, measured: docs/decisions.md).
   for i = 1, #rows do
-    -- carve_of(child, spent + price) − carve_of(child, spent) (lua/lib/budget.lua), inlined
+    -- carve_of(child, spent + price) − carve_of(child, spent) (lua/lib/budget.lua), inlined. A
+    -- child whose carve was freed has expired, and the state checks above refused the call, so
+    -- `carve_freed` need not be read here.
     local less = 0
     local c = i - 1   -- the child on the path (none for the agent itself)
     if c > 0 and budgets[c] and rows[c][F_STATE] ~= 'revoked' then

@@ -5,7 +5,9 @@
   the agent hashes back and recounts, so the count is always derived by this one rule: an agent is
   live unless it or an ancestor is revoked or it has expired; a killed one is live.
   The caller lists the account's agents first; the script checks the list is still the set (a
-  create in between answers AGENTS_CHANGED: list again), so the count is exact.
+  create in between answers AGENTS_CHANGED: list again), so the count is exact. An expired agent
+  not yet released gives its carve back to its parent and is marked `carve_freed`, as
+  release-expired-n does for the ones the set held.
 
   The number of KEYS is 2 + the account's agents:
   KEYS[1] the account's agent set   {s}:agents:<acct>
@@ -19,6 +21,8 @@
   Returns {OK, live agents} | {ALREADY_APPLIED, live agents} (the set exists) | {AGENTS_CHANGED, 0}
 ]]
 
+--@include budget
+
 --@include live-agents
 
 --@include status
@@ -27,14 +31,25 @@ local n = #KEYS - 2
 
 if not force and redis.call('EXISTS', KEYS[2]) == 1 then return {S_ALREADY_APPLIED, live_count(KEYS[2], now)} end
 if redis.call('SCARD', KEYS[1]) ~= n then return {S_AGENTS_CHANGED, 0} end
-local rows, revoked = {}, {}
+local rows, revoked, keyOf = {}, {}, {}
 for i = 1, n do
   local id = ARGV[2 + i]
   if redis.call('SISMEMBER', KEYS[1], id) == 0 then return {S_AGENTS_CHANGED, 0} end
   -- state, expires, chain; no token: listed but never written (readAgentRows skips it too).
-  local a = redis.call('HMGET', KEYS[2 + i], 'token', 'state', 'expires', 'chain')
-  if a[1] then rows[#rows + 1] = {id, a} end
+  local a = redis.call('HMGET', KEYS[2 + i], 'token', 'state', 'expires', 'chain', 'parent', 'budget', 'spent_total', 'carve_freed')
+  if a[1] then rows[#rows + 1] = {id, a, KEYS[2 + i]} end
   if a[2] == 'revoked' then revoked[id] = true end
+  keyOf[id] = KEYS[2 + i]
+end
+-- An expired agent leaves the set; what it still held against its parent goes back to the parent
+-- here too, once (the rule of release-expired-n: an agent left out of the set is never listed
+-- there, and ledger:rebuild marks the ones it did not count).
+for _, r in ipairs(rows) do
+  local a = r[2]
+  if a[3] and tonumber(a[3]) <= now and not a[8] then
+    if a[5] and keyOf[a[5]] then redis.call('HINCRBY', keyOf[a[5]], 'carved', 0 - carve_of(a[2], a[6], a[7], a[8])) end
+    redis.call('HSET', r[3], 'carve_freed', '1')
+  end
 end
 
 redis.call('DEL', KEYS[2])

@@ -48,8 +48,8 @@ if redis.call('HEXISTS', KEYS[1], WITNESS[entity]) == 0 then return {S_NOT_FOUND
 -- What a sub-agent holds against its parent before and after: the parent's carve follows it.
 local held = nil
 if entity == 'agent' then
-  local a = redis.call('HMGET', KEYS[1], 'parent', 'state', 'budget', 'spent_total')
-  if a[1] then held = {carve_of(a[2], a[3], a[4]), a} end
+  local a = redis.call('HMGET', KEYS[1], 'parent', 'state', 'budget', 'spent_total', 'carve_freed')
+  if a[1] then held = {carve_of(a[2], a[3], a[4], a[5]), a} end
 end
 for i = 5, #ARGV, 3 do
   if ARGV[i + 1] == 'set' then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
@@ -58,7 +58,7 @@ end
 
 if held then
   local a = held[2]
-  local now_held = carve_of(a[2], redis.call('HGET', KEYS[1], 'budget'), a[4])
+  local now_held = carve_of(a[2], redis.call('HGET', KEYS[1], 'budget'), a[4], a[5])
   if now_held ~= held[1] then redis.call('HINCRBY', KEYS[3], 'carved', now_held - held[1]) end
 end
 

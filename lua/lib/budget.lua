@@ -3,11 +3,15 @@
 -- An agent hash carries `budget` (lifetime credits; absent = none), `spent_total` (its own and its
 -- whole subtree's spend), `carved` (what its live children may still spend of the budgets carved
 -- from it) and, for a sub-agent, `parent` and `chain` (ancestor ids, nearest first, joined by ',').
--- What a child still holds against its parent: its unspent budget while it is not revoked. A child
--- without a budget (the operator removed it) holds nothing: its spend is bounded by the parent's
--- own budget check in the debit.
-local function carve_of(state, budget, spent)
-  if state == 'revoked' or not budget then return 0 end
+-- What a child still holds against its parent: its unspent budget while it is not revoked and its
+-- carve has not been freed. A child without a budget (the operator removed it) holds nothing: its
+-- spend is bounded by the parent's own budget check in the debit. `carve_freed` ('1') marks an
+-- expired child whose carve went back to its parent (release-expired-n, recount-agents-n,
+-- ledger:rebuild): expiry has no writer of its own, so it is given back once, lazily, by whichever of
+-- those runs first, and every later carve computation (a revoke, a budget change, a refund's or a
+-- settle's release) must see that the child holds nothing any more.
+local function carve_of(state, budget, spent, freed)
+  if state == 'revoked' or freed or not budget then return 0 end
   local left = tonumber(budget) - tonumber(spent or '0')
   return left > 0 and left or 0
 end
@@ -31,12 +35,20 @@ end
 -- the hash's `day`) only while `day` is still the call's: only day windows that still exist move,
 -- a release after midnight leaves the new day's spend alone. Each ancestor's carve grows by what
 -- the child on the path holds more now, exactly undoing the debit's shrink. One HMGET and one HSET
--- per level, the carve set in the ancestor's own HSET (values computed from its HMGET).
+-- per level, the carve set in the ancestor's own HSET (values computed from its HMGET). A child
+-- whose carve was freed (it expired) holds nothing either side of the release: its parent's carve
+-- stays. Only a chain with an ancestor reads that marker (a lone agent has no carve to move).
 local function release_chain(hashes, day, amount)
   if amount <= 0 then return end
   day = tostring(day)
   local rows = {}
-  for i, h in ipairs(hashes) do rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved') end
+  for i, h in ipairs(hashes) do
+    if #hashes > 1 then
+      rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved', 'carve_freed')
+    else
+      rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved')
+    end
+  end
   for i, h in ipairs(hashes) do
     local r = rows[i]
     local fields = {'spent_total', string.format('%d', tonumber(r[3] or '0') - amount)}
@@ -46,7 +58,7 @@ local function release_chain(hashes, day, amount)
     if i > 1 then
       local c = rows[i - 1]   -- the child on the path
       local before = tonumber(c[3] or '0')
-      local delta = carve_of(c[1], c[2], before - amount) - carve_of(c[1], c[2], before)
+      local delta = carve_of(c[1], c[2], before - amount, c[7]) - carve_of(c[1], c[2], before, c[7])
       if delta ~= 0 then
         fields[#fields + 1], fields[#fields + 2] = 'carved', string.format('%d', tonumber(r[6] or '0') + delta)
       end

@@ -39,6 +39,8 @@ type AgentRow = Omit<AgentFields, 'account' | 'agent' | 'created' | 'at'> & {
   spentTotal: number
   /** What its live children may still spend of their budgets (lua/lib/budget.lua). */
   carved: number
+  /** Expired when planned: it holds nothing against its parent (`carve_freed`, lua/release-expired-n.lua). */
+  carveFreed?: boolean
 }
 
 /** A charge record as credit-topup-7 keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
@@ -115,11 +117,17 @@ function spentOf(led: AccountLedger, day: number | null, agents?: Set<string>): 
   return Math.max(0, spent)
 }
 
-/** What a child holds against its parent: its unspent budget while not revoked (lua/lib/budget.lua carve_of). */
-const carveOf = (a: AgentRow) => (a.state === 'revoked' || a.budget === null ? 0 : Math.max(0, a.budget - a.spentTotal))
+/**
+ * What a child holds against its parent: its unspent budget while not revoked and not expired
+ * (lua/lib/budget.lua carve_of; an expired one is written back marked `carve_freed`).
+ */
+const carveOf = (a: AgentRow) => (a.state === 'revoked' || a.carveFreed || a.budget === null ? 0 : Math.max(0, a.budget - a.spentTotal))
 
-/** Chains from the parent pointers, then each agent's subtree spend and its children's carve. */
-function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: number): void {
+/** Chains from the parent pointers, then each agent's subtree spend and its children's carve, at `now`. */
+function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: number, now: number): void {
+  // An agent expired by now can spend nothing more: its carve is not counted, and the hash says so
+  // (one expiring between this plan and its write is counted, and released by the recount after it).
+  for (const a of byAgent.values()) a.carveFreed = a.expires !== null && a.expires <= now
   for (const a of byAgent.values()) {
     const chain: string[] = []
     for (let p = a.parent; p && chain.length < 8; p = byAgent.get(p)?.parent ?? null) chain.push(p)
@@ -216,7 +224,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
       carved: 0,
     })
   }
-  planTree(byAgent, led, day)
+  planTree(byAgent, led, day, ctx.clock.now())
 
   const fields: Fields = {
     owner,
@@ -293,6 +301,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     hash.depth = String(a.depth)
     hash.spent_total = String(a.spentTotal)
     if (a.carved > 0) hash.carved = String(a.carved)
+    if (a.carveFreed) hash.carve_freed = '1'
     // Today's spend of the agent and its subtree, in the hash as debit-15 keeps it.
     if (a.spentToday > 0) Object.assign(hash, { day: String(day), day_spent: String(a.spentToday) })
     if (a.budget !== null) hash.budget = String(a.budget)

@@ -1,6 +1,6 @@
 /**
- * Governance writes: create-agent-7, agent-state-4, recount-agents-n and set-policy-3 (see their
- * Lua headers).
+ * Governance writes: create-agent-7, agent-state-4, recount-agents-n, release-expired-n and
+ * set-policy-3 (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -40,7 +40,44 @@ export type CreateAgentReply =
   | { status: 'exceeds_parent'; field: string; limit: string }
   | Refusal
 
+/** How many times expired agents are released before the create gives up (each pass releases every one listed). */
+const RELEASE_ATTEMPTS = 5
+
+/**
+ * Runs create-agent-7. While the account's live-agent set still holds an agent past its expiry, the
+ * script answers RELEASE_EXPIRED: the expired agents give their carve back (runReleaseExpired) and
+ * the create runs again, so a parent's budget is never held by children that can spend nothing.
+ */
 export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Promise<CreateAgentReply> {
+  for (let attempt = 0; attempt < RELEASE_ATTEMPTS; attempt++) {
+    const reply = await createAgentOnce(ctx, a)
+    if (reply !== 'release_expired') return reply
+    await runReleaseExpired(ctx, a.accountId, a.now)
+  }
+  throw new Error(`create-agent: the agents of ${a.accountId} kept expiring while released`)
+}
+
+/**
+ * Gives the carve of every agent of the account past its expiry back to its parent and takes it
+ * out of the live-agent set (release-expired-n). The expired lineages are listed first; the
+ * script re-checks each one (gone or not expired: skipped), so the listing decides nothing.
+ * Returns how many were released.
+ */
+export async function runReleaseExpired(ctx: RedisContext, accountId: string, now: number): Promise<number> {
+  const { keys, redis } = ctx
+  const members = await redis.zrangebyscore(keys.liveAgents(accountId), '-inf', now)
+  if (members.length === 0) return 0
+  const hashes = members.flatMap((m) => {
+    const [agent, parent] = m.split(',')
+    const own = keys.agent(accountId, agent!)
+    return [own, parent ? keys.agent(accountId, parent) : own]
+  })
+  const reply = await ctx.scripts.releaseExpired([keys.liveAgents(accountId), ...hashes], [now, ...members])
+  if (statusOf(reply) !== S.OK) throw unexpected('release-expired-n', reply)
+  return num(reply, 1)
+}
+
+async function createAgentOnce(ctx: RedisContext, a: CreateAgentArgs): Promise<CreateAgentReply | 'release_expired'> {
   const { keys } = ctx
   const self = keys.agent(a.accountId, a.agentId)
   // Ancestor slots past the chain repeat the agent's own key: same slot, never read.
@@ -74,6 +111,8 @@ export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Pro
       return { status: 'limit_reached', max: num(reply, 1) }
     case S.RECOUNT_AGENTS:
       return { status: 'recount' }
+    case S.RELEASE_EXPIRED:
+      return 'release_expired'
     case S.NOT_FOUND:
       return { status: 'not_found' }
     case S.DENIED_MAX_DEPTH:

@@ -3,7 +3,7 @@
  * console session (console-session-4) and the owner-token rotation (rotate-owner-2) that ends it,
  * the recovery and vault links (claim-link-1 / release-link-1), parked payments (decide-parked-4),
  * dead letters and their replay (dead-letter-2, replay-dead-letter-2, ack-outbox-1), the sweeper,
- * recount-agents-n, metered settles of several accounts in one turn (settle-n), the rate limits
+ * recount-agents-n, release-expired-n, metered settles of several accounts in one turn (settle-n), the rate limits
  * (rate-limit-2, authorize-7), and the rebuild of a master that lost its data (restore-account-2,
  * `ledger:rebuild`). Accounts are taken on every master, so each script runs on each of them.
  */
@@ -183,6 +183,18 @@ describe('uncovered paths on a 3-master Redis Cluster', () => {
       const y = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'y' } })
       expect(y.status, y.text).toBe(201)
       expect(await t.s.ctx.redis.zcard(t.s.ctx.keys.liveAgents(a.account_id))).toBe(4)
+    }
+  })
+
+  test('release-expired-n: an expired sub-agent gives its carve back on the next create, on every master', async () => {
+    for (const a of await onEveryMaster()) {
+      const root = (await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'root', budget: 100 } })).body
+      const brief = await t.req('POST', '/v1/agents', { token: root.token, body: { name: 'brief', budget: 80, ttl_s: 60 } })
+      expect(brief.status, brief.text).toBe(201)
+      t.clock.advance(60_000)
+      const next = await t.req('POST', '/v1/agents', { token: root.token, body: { name: 'next', budget: 100 } })
+      expect(next.status, next.text).toBe(201)
+      expect(await t.s.ctx.redis.hget(t.s.ctx.keys.agent(a.account_id, brief.body.id), 'carve_freed')).toBe('1')
     }
   })
 

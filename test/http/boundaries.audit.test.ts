@@ -82,10 +82,9 @@ describe('agent expiry', () => {
     expect((await t.req('GET', '/v1/balance', { token: child.token })).body).toMatchObject({ error: 'AGENT_REVOKED', reason: 'expired' })
   })
 
-  // Fails today (the audit's report describes it): create-agent-7 says `carved` is what the
-  // parent's *live* children may still spend, but nothing gives an expired child's carve back.
-  // `test.failing` keeps the suite green until it is fixed; then drop `.failing`.
-  test.failing("an expired sub-agent's unspent budget goes back to its parent, as a revoked one's does", async () => {
+  // Expiry has no writer: the create that next weighs the parent's carve gives the expired
+  // child's back first (release-expired-n), once.
+  test("an expired sub-agent's unspent budget goes back to its parent, as a revoked one's does", async () => {
     const start = Date.UTC(2026, 5, 2, 3, 0, 0)
     t.clock.set(start)
     const owner = await t.signup()

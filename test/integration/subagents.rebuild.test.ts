@@ -77,7 +77,7 @@ describe('ledger rebuild and sub-agents', () => {
     expect((await call(grand.token)).body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: mid.id })
   })
 
-  test('the live agents the agent limit counts are recounted: a revoked subtree and an expired agent are not, a killed one is', async () => {
+  test('the live agents the agent limit counts are recounted: a revoked subtree and an expired agent are not, a killed one is; an expired child carves nothing', async () => {
     const o = await t.signup()
     const keep = (await create(o.token, { name: 'keep', budget: 100 })).body
     const killed = (await create(o.token, { name: 'killed' })).body
@@ -98,6 +98,11 @@ describe('ledger rebuild and sub-agents', () => {
     await t.redis.del(keys.account(o.account_id), keys.agents(o.account_id), keys.liveAgents(o.account_id), ...ids.map((id) => keys.agent(o.account_id, id)))
     expect((await restoreMissing(t.s.ctx, t.s.db.db)).failed).toEqual([])
     expect(await counted()).toEqual(before)
+    // The expired child holds nothing against its parent after the rebuild either: keep carves only
+    // lasting's 10, brief is marked as given back, and keep may hand out the other 90.
+    expect(await t.redis.hget(keys.agent(o.account_id, keep.id), 'carved')).toBe('10')
+    expect(await t.redis.hget(keys.agent(o.account_id, brief.id), 'carve_freed')).toBe('1')
+    expect((await create(keep.token, { name: 'wide', budget: 91 })).body).toMatchObject({ error: 'POLICY_DENIED', field: 'budget', limit: 90 })
     // The next create is counted with them.
     const next = (await create(o.token, { name: 'next' })).body
     expect(await counted()).toEqual([...before, next.id].sort())
