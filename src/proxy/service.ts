@@ -98,8 +98,10 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
   // Gone already (during the debit or the key read): the provider was never asked, so the debit
-  // comes back, as on the paid call. Settled as client_closed it was charged for nothing sent.
-  if (!metered && request.signal.aborted) {
+  // comes back, as on the paid call. Settled as client_closed it was charged for nothing sent. A
+  // metered request too: its drain exists so that what the provider bills is what we charge, and
+  // a request never sent is billed nothing (its reservation is released whole).
+  if (request.signal.aborted) {
     await settle('not_sent')
     return new Response(null, { status: 499 })
   }

@@ -14,6 +14,7 @@ import shipped from '../../catalog.json'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
 import { eventually } from '../helpers/proxy'
 import { vaultKey } from '../helpers/vault'
+import { holdKeyRead } from '../helpers/key-read-hold'
 
 let t: TestApp
 let base: string
@@ -200,6 +201,32 @@ describe('breaks', () => {
       expect(d.body.charged).toBeGreaterThan(0)
       expect(d.body.charged).toBeLessThanOrEqual(Number(r.headers.get('x-pab-reserved')))
     })
+  })
+
+  test('the client leaves before the request went upstream (during the key read): refunded as not_sent, the provider never asked', async () => {
+    const a = await t.signup()
+    const { reached, release, restore } = holdKeyRead(t, 'sk-held-while-the-client-leaves')
+    const seenBefore = t.fake.seen.length
+    try {
+      const ac = new AbortController()
+      const pending = chat(a.token, { model: 'gpt-big', max_tokens: 2000, stream: true, messages: [{ role: 'user', content: 'never-sent' }] }, ac.signal).res.catch(() => 'aborted')
+      await reached
+      expect(await balance(a.token)).toBeLessThan(500) // the reservation is held
+      ac.abort()
+      expect(await pending).toBe('aborted')
+      await Bun.sleep(50) // the service sees the client gone
+      release()
+      const act = await eventually(
+        () => t.req('GET', '/v1/activity', { token: a.token }),
+        (r) => r.body.calls?.[0]?.outcome !== undefined,
+        5000,
+      )
+      expect(act.body.calls[0]).toMatchObject({ outcome: 'not_sent', refunded: true })
+      expect(t.fake.seen.slice(seenBefore).filter((x) => x.body.includes('never-sent'))).toHaveLength(0)
+      expect(await eventually(() => balance(a.token), (b) => b === 500)).toBe(500)
+    } finally {
+      restore()
+    }
   })
 
   test('the provider fails before any output: refunded in full', async () => {
