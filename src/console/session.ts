@@ -1,12 +1,13 @@
 /**
  * Owner console sessions (CONTRACT §9): signed in with the owner token, kept in Redis for 12 h in
  * the account's slot, carried by an HttpOnly, SameSite=Strict cookie `<acct>.<id>` (only the
- * SHA-256 of `<id>` is stored). Each session holds its own CSRF token for the console's forms.
+ * SHA-256 of `<id>` is stored). Each session holds its own secret (`csrf`), from which every rendered
+ * form gets a one-time token of its own (formTokens): a form acts at most once (claimFormToken).
  * Whether a session stands is decided by console-session-4, which ends it once the owner token it
  * signed in with has been rotated.
  * errors: UNAUTHORIZED (unknown or rotated token), FORBIDDEN (agent token) — from the guard.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { isAccountId } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import type { Principal } from '../auth/principal'
@@ -26,6 +27,7 @@ const random = () => randomBytes(32).toString('base64url')
 
 export interface ConsoleSession {
   accountId: string
+  /** The session's secret: the key of its forms' tokens (formTokens), never put on a page itself. */
   csrf: string
   /** The cookie value (`<acct>.<id>`), to end this very session. */
   cookie: string
@@ -88,6 +90,41 @@ export function csrfMatches(expected: string | undefined, got: string | undefine
 }
 
 export const newSigninToken = random
+
+/*
+ * One-time form tokens. A token is `<nonce>.<mac>`: a fresh random nonce (128 bits) and its
+ * HMAC-SHA256 under the session's secret (truncated to 128 bits), so only this session's pages can
+ * have made it and nothing is written when a page is rendered (a page of 1000 agents has 2000 forms).
+ * Posting a form claims its nonce with one SET NX: the first post acts, any later post of the same
+ * rendered form (a double click, a resend after reload or Back) finds the claim and does nothing.
+ */
+const FORM_TOKEN = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})$/
+const formMac = (secret: string, nonce: string) => createHmac('sha256', secret).update(`console-form.${nonce}`).digest().subarray(0, 16).toString('base64url')
+
+/** Mints a new one-time token per call: each form of a rendered page gets its own. */
+export const formTokens =
+  (sess: ConsoleSession): (() => string) =>
+  () => {
+    const nonce = randomBytes(16).toString('base64url')
+    return `${nonce}.${formMac(sess.csrf, nonce)}`
+  }
+
+/** The nonce of a form token this session's pages made, or null (missing, malformed, forged, another session's). */
+export function formNonce(sess: ConsoleSession, got: string | undefined): string | null {
+  const m = FORM_TOKEN.exec(got ?? '')
+  if (!m) return null
+  // Both 22 characters (the pattern): compared as written, in constant time.
+  return timingSafeEqual(Buffer.from(m[2]!), Buffer.from(formMac(sess.csrf, m[1]!))) ? m[1]! : null
+}
+
+/**
+ * Claims a form's nonce, atomically (SET NX): true for its first post, false for any later one. The
+ * claim lives as long as a session can (12 h), so a form is never acted on twice while it can be
+ * posted at all; it is in the account's slot like the session.
+ */
+export async function claimFormToken(ctx: RedisContext, sess: ConsoleSession, nonce: string): Promise<boolean> {
+  return (await ctx.redis.set(ctx.keys.consoleForm(sess.accountId, nonce), '1', 'PX', SESSION_TTL_MS, 'NX')) === 'OK'
+}
 
 interface CookieOptions {
   secure: boolean

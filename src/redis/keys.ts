@@ -148,6 +148,13 @@ export class Keys {
   consoleSession(acct: string, idHash: string): string {
     return `${this.acctTag(acct)}:csess:${acct}:${idHash}`
   }
+  /**
+   * A console form already posted (its one-time token's nonce, src/console/session.ts): claimed
+   * with SET NX, so the same rendered form acts once. In the account's slot, beside its sessions.
+   */
+  consoleForm(acct: string, nonce: string): string {
+    return `${this.acctTag(acct)}:cform:${acct}:${nonce}`
+  }
   /** Throttle of token-recovery e-mails: one per account per (app-clock) minute window. */
   recoveryMailed(acct: string, minute: number): string {
     return `${this.acctTag(acct)}:recmail:${acct}:${minute}`

@@ -63,6 +63,9 @@ const api = (path: string, token: string, body?: unknown) =>
     body: body === undefined ? undefined : JSON.stringify(body),
   })
 
+const agentsNamed = async (name: string) =>
+  ((await (await api('/v1/agents', owner.token)).json()) as { agents: { name: string }[] }).agents.filter((a) => a.name === name).length
+
 describe('the owner console in a browser', () => {
   test('sign in and read the 30-day chart: one bar per day that had spend', async () => {
     const now = t.clock.now()
@@ -95,7 +98,7 @@ describe('the owner console in a browser', () => {
     await page.close()
   }, 60_000)
 
-  test('kill an agent from the agents page: its next API call answers AGENT_KILLED; revive; create one (token shown once)', async () => {
+  test('kill an agent from the agents page: its next API call answers AGENT_KILLED; revive; create one (token shown once; a reload does not create it again)', async () => {
     const created = (await (await api('/v1/agents', owner.token, { name: 'runaway' })).json()) as { id: string; token: string }
     const page = await openPage()
     await page.goto(`${base}/console/agents`)
@@ -113,8 +116,12 @@ describe('the owner console in a browser', () => {
     const token = (await page.textContent('output.token'))!.trim()
     expect(token).toMatch(/^ak_/)
     expect((await api('/v1/call/test.echo', token, { q: 'x' })).status).toBe(200)
-    await page.reload()
+    // A reload resends the form: it is refused as already submitted, with no token and no second agent.
+    const resent = await page.reload()
+    expect(resent!.status()).toBe(409)
+    expect(await page.textContent('[role=alert]')).toContain('Already submitted')
     expect(await page.content()).not.toContain(token)
+    expect(await agentsNamed('summarizer')).toBe(1)
     await page.close()
   }, 60_000)
 

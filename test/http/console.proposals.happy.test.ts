@@ -43,12 +43,13 @@ describe('console proposals', () => {
     const policies = await t.req('GET', '/v1/policies', { token: a.token })
     expect(policies.body.agents[agent.body.id].daily_cap).toBe(50)
 
-    const declined = await c.post(`/console/proposals/${other.body.id}/decline`, { csrf })
+    // Each form acts once (test/http/console.double-submit): the next decision comes from the page the last one answered with.
+    const declined = await c.post(`/console/proposals/${other.body.id}/decline`, { csrf: csrfOf(approved.text) })
     expect(declined.status).toBe(200)
     expect((await t.req('GET', `/v1/proposals/${other.body.id}`, { token: a.token })).body.status).toBe('declined')
     expect((await t.req('GET', '/v1/policies', { token: a.token })).body.agents[agent.body.id].daily_cap).toBe(50)
 
-    const again = await c.post(`/console/proposals/${raise.body.id}/decline`, { csrf })
+    const again = await c.post(`/console/proposals/${raise.body.id}/decline`, { csrf: csrfOf(declined.text) })
     expect(again.status).toBe(409)
     expect(again.text).toContain('CONFLICT')
     expect((await c.get('/console/proposals')).text).toContain('No proposals.')

@@ -258,8 +258,8 @@ describe('console security', () => {
     expect(both.status).toBe(400)
     expect(both.text).toContain('BAD_REQUEST')
     expect(await allowlist()).toEqual([])
-    // Ticked: no allowlist again, the agent calls.
-    expect((await c.post('/console/policies', { ...formOf(page.text, at), allow_all: '1' })).status).toBe(200)
+    // Ticked: no allowlist again, the agent calls (from the refusal's page: a form acts once).
+    expect((await c.post('/console/policies', { ...formOf(both.text, at), allow_all: '1' })).status).toBe(200)
     expect(await allowlist()).toBeNull()
     expect((await call()).status).toBe(200)
     // A page loaded before an API change, saved for its cap, leaves the API's allowlist.

@@ -3,8 +3,10 @@
  * token (console/session.ts), one stylesheet, no script. Every action calls the service the REST
  * route calls (governance, account views, mandate, vault, webhook endpoints, operator chat); a POST
  * answers with the page it acted on, so a token or secret shown once never passes through a URL.
+ * Each rendered form carries a one-time token of its own (console/session.ts): posted twice, it acts once.
  * errors (as pages): UNAUTHORIZED / FORBIDDEN (sign-in), FORBIDDEN (a form without its CSRF token),
- *         RATE_LIMITED (sign-in, per IP), and whatever the called service refuses (shown on the page).
+ *         CONFLICT 409 (a form posted again), RATE_LIMITED (sign-in, per IP), and whatever the
+ *         called service refuses (shown on the page).
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,9 +21,12 @@ import { checkText } from '../../edge/text'
 import { esc, redirect } from '../../pages/html'
 import type { Services } from '../../services'
 import {
+  claimFormToken,
   closeSession,
   cookieOf,
   csrfMatches,
+  formNonce,
+  formTokens,
   expiredCookie,
   newSigninToken,
   openSession,
@@ -62,6 +67,10 @@ const MULTILINE = new Set(['allowlist'])
 
 type Form = Record<string, string>
 
+/** What a form posted a second time is told (409, on the page it belongs to, as it stands now). */
+const ALREADY_SUBMITTED =
+  'Already submitted: this form was sent before and a form acts only once, so nothing was done again. The page below shows where things stand now; anything the first answer showed once (a new agent’s token, a signing secret, a link) is not shown again. Use the forms below to act again.'
+
 const optInt = (form: Form, field: string): number | null => {
   const raw = (form[field] ?? '').trim()
   if (raw === '') return null
@@ -89,6 +98,11 @@ function allowlistEdit(form: Form): { allowlist?: string[] | null } {
   return form[SHOWN_FIELD] === shownAllowlist(wanted) ? {} : { allowlist: wanted }
 }
 
+/** A console error: its code and message, and the way back (also the app's, for a refusal before the handler). */
+export function consoleErrorPage(err: ApiError): Response {
+  return barePage(err.code, `<h1 class="error"><code>${esc(err.code)}</code></h1><p>${esc(String(err.body().message))}</p><p><a href="/console">Back to the console</a></p>`, err.status, err.headers)
+}
+
 export const consoleRoutes = (s: Services, h: Http = http(s)) => {
   const cookie = { secure: s.cfg.BASE_URL.startsWith('https:') }
   const vault = openVault(s)
@@ -112,7 +126,7 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       err = new ApiError('INTERNAL', { request_id: requestId })
     }
     noteError(request, err)
-    return barePage(err.code, `<h1 class="error"><code>${esc(err.code)}</code></h1><p>${esc(String(err.body().message))}</p><p><a href="/console">Back to the console</a></p>`, err.status, err.headers)
+    return consoleErrorPage(err)
   }
 
   const errorFlash = (e: unknown): { flash: Flash; status: number } | null =>
@@ -129,15 +143,15 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
         agentNames(sess.accountId),
         statementLag(s.ctx, sess.accountId),
       ])
-      return consolePage('Overview', sess.csrf, overviewMain({ ...bal, history, agentNames: names, ledgerLag: lag }), { flash, status })
+      return consolePage('Overview', formTokens(sess), overviewMain({ ...bal, history, agentNames: names, ledgerLag: lag }), { flash, status })
     },
     async Agents(sess, _url, flash, status, extra) {
       const created = extra?.created as { name: string; token: string } | undefined
-      return consolePage('Agents', sess.csrf, agentsMain(await readAgents(s.ctx, sess.accountId), sess.csrf, created), { flash, status })
+      return consolePage('Agents', formTokens(sess), agentsMain(await readAgents(s.ctx, sess.accountId), formTokens(sess), created), { flash, status })
     },
     async Policies(sess, _url, flash, status) {
       const [p, agents] = await Promise.all([policiesOf(s.ctx, { accountId: sess.accountId, agentId: null }), readAgents(s.ctx, sess.accountId)])
-      return consolePage('Policies', sess.csrf, policiesMain(p, agents, sess.csrf), { flash, status })
+      return consolePage('Policies', formTokens(sess), policiesMain(p, agents, formTokens(sess)), { flash, status })
     },
     async Activity(sess, url) {
       const q = url.searchParams
@@ -146,20 +160,20 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
         activityOf(s, sess.accountId, '50', q.get('cursor') || undefined, { agent: filter.agent, slug: filter.route, outcome: filter.outcome }),
         readAgents(s.ctx, sess.accountId),
       ])
-      return consolePage('Activity', sess.csrf, activityMain({ calls: page.calls, next_cursor: page.next_cursor, filter, agents }))
+      return consolePage('Activity', formTokens(sess), activityMain({ calls: page.calls, next_cursor: page.next_cursor, filter, agents }))
     },
     async Money(sess, _url, flash, status) {
       const [bal, mandate] = await Promise.all([balanceOf(s, sess.accountId), getMandate(s, sess.accountId)])
-      return consolePage('Money', sess.csrf, moneyMain({ balance: bal.balance, mandate, buyCreditsUrl: bal.links.buy_credits }, sess.csrf), { flash, status })
+      return consolePage('Money', formTokens(sess), moneyMain({ balance: bal.balance, mandate, buyCreditsUrl: bal.links.buy_credits }, formTokens(sess)), { flash, status })
     },
     async Keys(sess, _url, flash, status, extra) {
       const keys = vault.configured ? await vault.list(sess.accountId) : []
       const link = extra?.link as { url: string; provider: string; expires_at: string } | undefined
-      return consolePage('Keys', sess.csrf, keysMain({ configured: vault.configured, keys, providers: [...s.catalog.providers.keys()], link }, sess.csrf), { flash, status })
+      return consolePage('Keys', formTokens(sess), keysMain({ configured: vault.configured, keys, providers: [...s.catalog.providers.keys()], link }, formTokens(sess)), { flash, status })
     },
     async Proposals(sess, _url, flash, status) {
       const [pending, agents] = await Promise.all([listProposals(proposals, { accountId: sess.accountId, agentId: null }, 'pending'), readAgents(s.ctx, sess.accountId)])
-      return consolePage('Proposals', sess.csrf, proposalsMain(pending, agents, sess.csrf), { flash, status })
+      return consolePage('Proposals', formTokens(sess), proposalsMain(pending, agents, formTokens(sess)), { flash, status })
     },
     async Webhooks(sess, _url, flash, status, extra) {
       const endpoint = await getWebhook(s, sess.accountId).catch((e) => {
@@ -168,7 +182,7 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       })
       const configured = Boolean(s.bot && s.cfg.TELEGRAM_WEBHOOK_SECRET)
       const chatLink = extra?.chatLink as { command: string; expires_at: string } | undefined
-      return consolePage('Webhooks', sess.csrf, webhooksMain({ endpoint, secret: extra?.secret as string | undefined, chat: { configured, link: chatLink } }, sess.csrf), { flash, status })
+      return consolePage('Webhooks', formTokens(sess), webhooksMain({ endpoint, secret: extra?.secret as string | undefined, chat: { configured, link: chatLink } }, formTokens(sess)), { flash, status })
     },
   }
 
@@ -184,8 +198,9 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
   }
 
   /**
-   * A signed-in form action: the session, then its CSRF token, then the service call. The answer
-   * is the page it belongs to, with the outcome (or the service's refusal) on it.
+   * A signed-in form action: the session, then the form's one-time token (this session's, else
+   * FORBIDDEN as any CSRF failure), claimed before the service call, then the call. The answer is
+   * the page it belongs to, with the outcome (or the service's refusal) on it.
    */
   const act =
     (page: PageName, run: (sess: ConsoleSession, form: Form, params: Record<string, string>) => Promise<{ ok?: string; extra?: Record<string, unknown> }>) =>
@@ -194,8 +209,18 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
         const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
         if (!sess) return redirect('/console/sign-in')
         const form = await readConsoleForm(request)
-        if (!csrfMatches(sess.csrf, form.csrf)) throw new ApiError('FORBIDDEN', { role: 'console form that carries its own CSRF token: reload the page and submit again' })
+        const nonce = formNonce(sess, form.csrf)
+        if (!nonce) throw new ApiError('FORBIDDEN', { role: 'console form that carries its own CSRF token: reload the page and submit again' })
         const url = new URL(request.url)
+        if (!(await claimFormToken(s.ctx, sess, nonce))) {
+          // The same rendered form again (a double click, a resend after reload or Back): nothing is
+          // done twice. A 409 with the page as it stands now, not a redirect to the first answer: in a
+          // payments console the owner must see that this click did nothing, and where things stand
+          // (the agent created once, the top-up charged once); the first answer may have shown a
+          // secret once (an agent token, a signing secret), which is never kept to be shown again.
+          noteError(request, 'CONFLICT')
+          return await pages[page](sess, url, { error: ALREADY_SUBMITTED }, 409)
+        }
         try {
           const done = await run(sess, form, params ?? {})
           return await pages[page](sess, url, { ok: done.ok }, 200, done.extra)
@@ -268,7 +293,8 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       async ({ request }) => {
         const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
         const form = await readConsoleForm(request)
-        if (sess && csrfMatches(sess.csrf, form.csrf)) await closeSession(s.ctx, sess.cookie)
+        // Any form token of this session's pages, not claimed: signing out twice does no harm.
+        if (sess && formNonce(sess, form.csrf)) await closeSession(s.ctx, sess.cookie)
         const res = redirect('/console/sign-in')
         res.headers.append('set-cookie', expiredCookie(SESSION_COOKIE, cookie))
         return res

@@ -1,13 +1,13 @@
 import type { AgentView } from '../../../governance/agents'
 import { esc } from '../../../pages/html'
-import { actionButton, csrfField } from './layout'
+import { actionButton, csrfField, type FormToken } from './layout'
 
 /** Sub-agents (CONTRACT §8) add these; the page nests agents when they are present. */
 type TreeAgent = AgentView & { parent_id?: string | null; budget?: number | null; spent_total?: number | null; depth?: number }
 
 const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'))
 
-function row(a: TreeAgent, csrf: string, children: string): string {
+function row(a: TreeAgent, csrf: FormToken, children: string): string {
   const base = `/console/agents/${encodeURIComponent(a.id)}`
   const buttons = [
     a.state === 'active' ? actionButton(`${base}/kill`, csrf, 'Kill', 'danger') : '',
@@ -25,7 +25,7 @@ ${children}
 }
 
 /** The agents as a tree when they carry `parent_id`, else a flat list (oldest first). */
-export function agentTree(agents: TreeAgent[], csrf: string): string {
+export function agentTree(agents: TreeAgent[], csrf: FormToken): string {
   if (!agents.length) return '<p class="muted">No agents yet. Create one below; its token is shown once.</p>'
   const ids = new Set(agents.map((a) => a.id))
   const children = new Map<string | null, TreeAgent[]>()
@@ -40,7 +40,7 @@ export function agentTree(agents: TreeAgent[], csrf: string): string {
   return list(null)
 }
 
-export function agentsMain(agents: AgentView[], csrf: string, created?: { name: string; token: string }): string {
+export function agentsMain(agents: AgentView[], csrf: FormToken, created?: { name: string; token: string }): string {
   const shown = created
     ? `<section class="notice" aria-labelledby="created-title"><h2 id="created-title">Agent “${esc(created.name)}” created</h2>
 <p>Its token, shown this once — copy it now:</p><output class="token">${esc(created.token)}</output></section>`

@@ -1,8 +1,8 @@
 import type { KeySummary } from '../../../vault/store'
 import { esc } from '../../../pages/html'
-import { csrfField } from './layout'
+import { csrfField, type FormToken } from './layout'
 
-export function keysMain(v: { configured: boolean; keys: KeySummary[]; providers: string[]; link?: { url: string; provider: string; expires_at: string } }, csrf: string): string {
+export function keysMain(v: { configured: boolean; keys: KeySummary[]; providers: string[]; link?: { url: string; provider: string; expires_at: string } }, csrf: FormToken): string {
   if (!v.configured) return '<p class="muted">The key vault is not configured on this service (VAULT_MASTER_KEY), so provider keys cannot be stored.</p>'
   const rows = v.keys
     .map((k) => `<tr><td><code>${esc(k.provider)}</code></td><td class="mono">…${esc(k.last4)}</td><td><time datetime="${esc(k.created_at)}">${esc(k.created_at.slice(0, 10))}</time></td></tr>`)

@@ -29,11 +29,14 @@ export const NAV = [
 
 export type PageName = (typeof NAV)[number][0]
 
-/** A hidden CSRF field: every console form carries one. */
-export const csrfField = (csrf: string) => `<input type="hidden" name="csrf" value="${esc(csrf)}">`
+/** Mints a form's one-time token (console/session.ts formTokens): one call per rendered form. */
+export type FormToken = () => string
+
+/** A hidden CSRF field: every console form carries one, with a token of its own that acts once. */
+export const csrfField = (csrf: FormToken) => `<input type="hidden" name="csrf" value="${esc(csrf())}">`
 
 /** A one-button POST form (the console's actions work without JavaScript). */
-export function actionButton(action: string, csrf: string, label: string, cls = '', hidden: Record<string, string> = {}): string {
+export function actionButton(action: string, csrf: FormToken, label: string, cls = '', hidden: Record<string, string> = {}): string {
   const extra = Object.entries(hidden).map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('')
   return `<form class="inline" method="post" action="${esc(action)}">${csrfField(csrf)}${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${esc(label)}</button></form>`
 }
@@ -60,7 +63,7 @@ ${body}
 </body></html>`
 }
 
-export function consolePage(current: PageName, csrf: string, main: string, opt: { status?: number; flash?: Flash } = {}): Response {
+export function consolePage(current: PageName, csrf: FormToken, main: string, opt: { status?: number; flash?: Flash } = {}): Response {
   const nav = NAV.map(([name, href]) => `<li><a href="${href}"${name === current ? ' aria-current="page"' : ''}>${name}</a></li>`).join('')
   const body = `<header><span class="brand">Owner console</span>
 <form class="signout" method="post" action="/console/sign-out">${csrfField(csrf)}<button type="submit" class="link">Sign out</button></form>

@@ -1,5 +1,5 @@
 import { esc } from '../../../pages/html'
-import { csrfField } from './layout'
+import { csrfField, type FormToken } from './layout'
 
 export interface MoneyView {
   balance: number
@@ -17,7 +17,7 @@ export interface MoneyView {
   buyCreditsUrl: string
 }
 
-export function moneyMain(v: MoneyView, csrf: string): string {
+export function moneyMain(v: MoneyView, csrf: FormToken): string {
   const m = v.mandate
   const card = m.card ? `${esc(m.card.brand ?? 'card')} ending ${esc(m.card.last4 ?? '????')}` : 'none saved'
   const num = (id: string, label: string, value: number) =>

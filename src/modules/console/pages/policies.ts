@@ -1,6 +1,6 @@
 import type { AgentView } from '../../../governance/agents'
 import { esc } from '../../../pages/html'
-import { csrfField } from './layout'
+import { csrfField, type FormToken } from './layout'
 
 interface AccountPolicy {
   daily_cap: number
@@ -39,7 +39,7 @@ const listInput = (id: string, list: string[] | null, label: string) => `<fields
 <label class="check" for="${id}-all"><input id="${id}-all" name="${ALLOW_ALL_FIELD}" type="checkbox" value="1"${list === null ? ' checked' : ''}> ${ALLOW_ALL_LABEL}</label>
 <label for="${id}">Allowlist patterns <small>(one per line; with the box unticked, none listed = allow nothing)</small></label><textarea id="${id}" name="allowlist" rows="3">${esc((list ?? []).join('\n'))}</textarea></fieldset>`
 
-export function policiesMain(p: { account: AccountPolicy; agents: Record<string, AgentPolicy> }, agents: AgentView[], csrf: string): string {
+export function policiesMain(p: { account: AccountPolicy; agents: Record<string, AgentPolicy> }, agents: AgentView[], csrf: FormToken): string {
   const names = new Map(agents.map((a) => [a.id, a.name]))
   const agentForms = Object.entries(p.agents)
     .map(([id, a], i) => `<section class="card"><h3>${esc(names.get(id) ?? id)} <code>${esc(id)}</code></h3>

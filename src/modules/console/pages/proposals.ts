@@ -1,7 +1,7 @@
 import type { AgentView } from '../../../governance/agents'
 import type { ProposalView } from '../../../proposals/record'
 import { esc } from '../../../pages/html'
-import { csrfField } from './layout'
+import { csrfField, type FormToken } from './layout'
 
 const KIND: Record<string, string> = {
   raise_daily_cap: 'Raise the daily cap to',
@@ -11,7 +11,7 @@ const KIND: Record<string, string> = {
 }
 
 /** Pending proposals (CONTRACT §11) with Approve / Decline and an optional note. */
-export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf: string): string {
+export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf: FormToken): string {
   if (!pending.length) return '<p>No proposals.</p><p class="muted"><small>When an agent asks for more room (a higher cap, a budget, an allowlist pattern, a top-up), it is listed here with Approve / Decline.</small></p>'
   const names = new Map(agents.map((a) => [a.id, a.name]))
   return pending

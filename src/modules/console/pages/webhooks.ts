@@ -1,5 +1,5 @@
 import { esc } from '../../../pages/html'
-import { csrfField } from './layout'
+import { csrfField, type FormToken } from './layout'
 
 export interface WebhooksView {
   endpoint: { url: string; events: string[] | null; updated_at: string } | null
@@ -7,7 +7,7 @@ export interface WebhooksView {
   chat: { configured: boolean; link?: { command: string; expires_at: string } }
 }
 
-export function webhooksMain(v: WebhooksView, csrf: string): string {
+export function webhooksMain(v: WebhooksView, csrf: FormToken): string {
   const e = v.endpoint
   const secret = v.secret
     ? `<section class="notice" aria-labelledby="secret-title"><h2 id="secret-title">Signing secret</h2><p>Shown this once — store it where the receiver verifies signatures:</p><output class="token">${esc(v.secret)}</output></section>`
