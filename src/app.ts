@@ -35,7 +35,8 @@ import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
 import { ledgerRoutes } from './modules/ledger'
-import { consoleRoutes } from './modules/console'
+import { consoleErrorPage, consoleRoutes } from './modules/console'
+import { browserSurface, errorPage, wantsJson } from './pages/html'
 import { mcpRoutes } from './modules/mcp'
 
 /**
@@ -68,7 +69,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
       // the admission. Were Redis down, the refusal itself is still the truest answer.
       if (err.status < 500 && !reachedHandler(request)) err = (await refusalBeforeRequest(s, h, route, request, server).catch(() => null)) ?? err
       noteError(request, err)
-      return err.toResponse()
+      return refusalAnswer(request, err)
     })
     .use(metricsRoutes(s))
     .use(signupRoutes(s))
@@ -100,7 +101,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     const len = Number(request.headers.get('content-length') ?? '0')
     if (len > s.cfg.MAX_BODY_BYTES) {
       noteError(request, 'BAD_REQUEST')
-      return bodyTooLarge(s.cfg.MAX_BODY_BYTES).toResponse()
+      return refusalAnswer(request, bodyTooLarge(s.cfg.MAX_BODY_BYTES))
     }
   }
   /**
@@ -128,6 +129,20 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
 }
 
 export type App = ReturnType<typeof createApp>
+
+/**
+ * A refusal made before the route's handler ran (onError, the body-size check), answered as the
+ * route answers its own errors: a browser page is shown a page, not the API's JSON. The console's
+ * errors are always pages (it has no JSON clients: it rides a session cookie); the other pages
+ * (pages/html.ts pageAnswer) give the JSON error body to a client that asks for JSON and not HTML.
+ * The API (/v1, /mcp, the proxy, ...) keeps its JSON whatever the Accept header says.
+ */
+function refusalAnswer(request: Request, err: ApiError): Response {
+  const surface = browserSurface(new URL(request.url).pathname)
+  if (surface === 'console') return consoleErrorPage(err)
+  if (surface === 'page' && !wantsJson(request)) return errorPage(err)
+  return err.toResponse()
+}
 
 /** TypeBox validation failure → BAD_REQUEST naming the field and the expected shape. */
 function validationError(e: ValidationError): ApiError {

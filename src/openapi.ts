@@ -12,7 +12,7 @@ import type { RouteLike } from './route-table'
 export const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
 /** Console routes anyone may load: the sign-in form (and its post) and the stylesheet. */
-const CONSOLE_PUBLIC = new Set(['/console/sign-in', '/console/console.css'])
+export const CONSOLE_PUBLIC: ReadonlySet<string> = new Set(['/console/sign-in', '/console/console.css'])
 
 /** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
 const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>

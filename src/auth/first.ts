@@ -8,15 +8,20 @@
  * Public routes (CONTRACT §2, the same list the OpenAPI document marks) keep their refusal, but it
  * is counted as their handler counts a request (per token with a valid bearer, else per IP): left
  * uncounted, any client could have the service read and parse MAX_BODY_BYTES of a malformed signup
- * without limit. The proxy and /metrics (its own token, no body) keep theirs. A paid request (a call, a proxied request) is
- * admitted inside its debit; what its handler refuses before the debit (an unknown slug, params,
- * a metered body) goes through `refusalAfterAdmission` instead.
+ * without limit. The console's admission is its session cookie, not a bearer (CONTRACT §9): a
+ * signed-in owner's refusal stands, anyone else's is UNAUTHORIZED (asked for a bearer, a signed-in
+ * browser heard 401 for a bad query value); its sign-in form and stylesheet are public (the form's
+ * post counted per IP, as its handler counts it). The proxy and /metrics (its own token, no body)
+ * keep theirs. A paid request (a call, a proxied request) is admitted inside its debit; what its
+ * handler refuses before the debit (an unknown slug, params, a metered body) goes through
+ * `refusalAfterAdmission` instead.
  * errors: UNAUTHORIZED, FORBIDDEN (also an agent token on an operator-only surface), AGENT_KILLED,
  *         AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
  */
 import { ApiError } from '../errors'
 import { bearerOf, type Http } from '../http'
-import { PUBLIC } from '../openapi'
+import { CONSOLE_PUBLIC, PUBLIC } from '../openapi'
+import { cookieOf, readSession, SESSION_COOKIE } from '../console/session'
 import type { Services } from '../services'
 import { admitFounder } from './founder'
 import type { Principal } from './principal'
@@ -59,7 +64,11 @@ export async function refusalBeforeRequest(s: Services, h: Http, route: string |
   const bearer = bearerOf(request.headers.get('authorization'))
   try {
     // Without a bearer, {email} is the lost-token path: anonymous, like the public routes.
-    if (PUBLIC.has(route) || (route === '/v1/token/rotate' && bearer === undefined)) await h.anonymous(request, server, bearer)
+    if (CONSOLE_PUBLIC.has(route)) {
+      if (request.method === 'POST') await h.anonymous(request, server)
+    } else if (route === '/console' || route.startsWith('/console/')) {
+      if (!(await readSession(s.ctx, cookieOf(request, SESSION_COOKIE)))) throw new ApiError('UNAUTHORIZED')
+    } else if (PUBLIC.has(route) || (route === '/v1/token/rotate' && bearer === undefined)) await h.anonymous(request, server, bearer)
     else if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
     else if (OPERATOR_ONLY.has(`${request.method} ${route}`)) await h.operator(bearer, request, server)
     else await h.member(bearer, request, server)

@@ -74,6 +74,23 @@ export function wantsJson(request: Request): boolean {
   return accept.includes('application/json') && !accept.includes('text/html')
 }
 
+/** The server-rendered pages outside the console (the vault link's are under /vault/). */
+const PAGE_PATHS: ReadonlySet<string> = new Set(['/topup', '/topup/done', '/mandate', '/mandate/done', '/rotate'])
+
+/**
+ * Which surface a path belongs to, for a refusal answered before its handler ran (the edge's
+ * checks, a declared body past MAX_BODY_BYTES, a schema, auth first, an unknown path): `console`
+ * (the owner console), `page` (a page a person opens from a link: consent, credit packs, token
+ * recovery, a vault link), or null (the API: /v1, /mcp, the proxy, ... keep their JSON errors).
+ * By path, not route: the body-size refusal comes before routing. test/http/edge.pages.security
+ * holds every route whose summary says "HTML" to this list.
+ */
+export function browserSurface(pathname: string): 'console' | 'page' | null {
+  if (pathname === '/console' || pathname.startsWith('/console/')) return 'console'
+  if (PAGE_PATHS.has(pathname) || pathname.startsWith('/vault/')) return 'page'
+  return null
+}
+
 /** An error as a page: the registry's code and message (the message states the remedy). */
 export function errorPage(e: ApiError, text?: string): Response {
   const body = e.body()

@@ -93,7 +93,8 @@ describe('rate limits', () => {
       await t.req('GET', '/v1/search?q=', { headers: fromIp(ip) }),
       await t.req('POST', '/v1/signup', { body: '{"email":', headers: fromIp(ip) }),
       await t.req('POST', '/v1/signup', { body: { email: 'not-an-email' }, headers: fromIp(ip) }),
-      await t.req('GET', `/rotate?code=${'x'.repeat(101)}`, { headers: fromIp(ip) }),
+      // A page: its refusal is a page for a browser, the JSON body for a client that asks for JSON.
+      await t.req('GET', `/rotate?code=${'x'.repeat(101)}`, { headers: { ...fromIp(ip), accept: 'application/json' } }),
     ]
     expect(refused.map((r) => [r.status, r.body?.error])).toEqual([[400, 'BAD_REQUEST'], [400, 'BAD_REQUEST'], [400, 'BAD_REQUEST'], [429, 'RATE_LIMITED']])
     // Spent on refusals: a well-formed request from that IP waits like any other.
