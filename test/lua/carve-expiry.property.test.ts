@@ -8,28 +8,17 @@
  * recomputes every live parent's carve from its children's hashes after each step.
  * The HTTP test (test/http/boundaries.audit.test.ts, "agent expiry") covers the operator's view.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { newAccountId } from '../../src/ledger/accounts'
 import { windowsAt } from '../../src/ledger/windows'
 import { runAgentState, runCreateAgent, runRecountAgents, runReleaseExpired, runSetPolicies } from '../../src/lua/agents'
 import { runDebit } from '../../src/lua/debit'
 import { runRefund } from '../../src/lua/refund'
-import type { RedisContext } from '../../src/redis/context'
-import { Keys } from '../../src/redis/keys'
-import { loadScripts } from '../../src/redis/scripts'
-import { deleteKeys, REDIS_URL } from '../helpers/harness'
+import { scriptRig } from '../helpers/script-rig'
 
-const prefix = `carve${Math.random().toString(36).slice(2, 8)}`
-const redis = new Redis(REDIS_URL)
-const keys = new Keys(prefix)
-const ctx = { redis, keys, scripts: loadScripts(redis) } as unknown as RedisContext
-afterAll(async () => {
-  await deleteKeys(redis, prefix)
-  redis.disconnect()
-})
+const { redis, keys, ctx } = scriptRig('carve')
 
 const T0 = 1_800_000_000_000
 let seq = 0

@@ -5,25 +5,14 @@
  * (agents older than the set, ledger:rebuild) derives the same set from the agent hashes. The
  * HTTP tests (subagents.security) cover the operator's view; this pins the rule with a small limit.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { newAccountId } from '../../src/ledger/accounts'
 import { runAgentState, runCreateAgent, runRecountAgents, type AgentAction } from '../../src/lua/agents'
-import type { RedisContext } from '../../src/redis/context'
-import { Keys } from '../../src/redis/keys'
-import { loadScripts } from '../../src/redis/scripts'
-import { deleteKeys, REDIS_URL } from '../helpers/harness'
+import { scriptRig } from '../helpers/script-rig'
 
-const prefix = `live${Math.random().toString(36).slice(2, 8)}`
-const redis = new Redis(REDIS_URL)
-const keys = new Keys(prefix)
-const ctx = { redis, keys, scripts: loadScripts(redis) } as unknown as RedisContext
-afterAll(async () => {
-  await deleteKeys(redis, prefix)
-  redis.disconnect()
-})
+const { redis, keys, ctx } = scriptRig('live')
 
 const T0 = 1_800_000_000_000
 let seq = 0
