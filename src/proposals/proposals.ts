@@ -21,6 +21,7 @@ import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
 import { MAX_CREDITS } from '../governance/model'
 import { chargeableProblem } from '../payments/amounts'
 import { checkField } from '../schema-check'
+import { checkText } from '../edge/text'
 import { runDecideProposal, runPropose, type DecideAction, type DecideReply } from '../lua/proposals'
 import type { RedisContext } from '../redis/context'
 import {
@@ -119,7 +120,7 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
  */
 export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
   const { ctx } = d
-  checkField(DecisionNote, note, 'note')
+  checkNote(note)
   const rec = await readRecord(ctx, accountId, id)
   // A budget moves a parent's carve (CONTRACT §8), so it goes through PUT /v1/policies' own path,
   // held like a top-up: claimed, applied by that service, then approved or released.
@@ -151,13 +152,23 @@ function mayHaveCharged(e: unknown): boolean {
 
 /** Declines (operator only): nothing changes but the proposal's state. */
 export async function declineProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
-  checkField(DecisionNote, note, 'note')
+  checkNote(note)
   const rec = await readRecord(d.ctx, accountId, id)
   decided(await decide(d.ctx, accountId, rec, 'decline', via, note))
   return (await readView(d, accountId, id))!
 }
 
 // ---- checks ----
+
+/**
+ * The note as the REST body holds it, for every caller: at most 280 characters, one line without
+ * control characters or bidirectional overrides. The chat's message is checked as multi-line text
+ * at its edge, so without this a note sent there could carry U+202E into the events and the API.
+ */
+function checkNote(note: string): void {
+  checkField(DecisionNote, note, 'note')
+  checkText({ note })
+}
 
 function checkValue(d: ProposalDeps, kind: ProposalKind, value: number | string): string {
   if (kind === 'allow') {
@@ -183,13 +194,17 @@ async function targetAgent(ctx: RedisContext, who: Caller, body: NewProposal): P
   if (who.agentId !== null) {
     const id = body.agent_id ?? who.agentId
     if (!(await subtreeOf(ctx, who.accountId, who.agentId)).has(id)) throw new ApiError('NOT_FOUND', { resource: 'agent' })
-    return id
+    // A revoked descendant, as for the owner: nothing could ever approve it.
+    return live(await readAgent(ctx, who.accountId, id))
   }
   if (body.agent_id === undefined) {
     if (body.kind === 'raise_daily_cap' || body.kind === 'topup') return null
     throw new ApiError('BAD_REQUEST', { field: 'agent_id', expected: `the id of the agent whose ${body.kind === 'allow' ? 'allowlist' : 'budget'} changes` })
   }
-  const agent = await readAgent(ctx, who.accountId, body.agent_id)
+  return live(await readAgent(ctx, who.accountId, body.agent_id))
+}
+
+function live(agent: { id: string; state: string }): string {
   if (agent.state === 'revoked') throw new ApiError('CONFLICT', { reason: `agent ${agent.id} is revoked for good; its policy no longer matters` })
   return agent.id
 }

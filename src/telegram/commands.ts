@@ -97,7 +97,8 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
       case 'approve':
       case 'decline': {
         if (args.length < 1) return `Usage: /${cmd} <proposal id> [note]`
-        const note = args.slice(1).join(' ').slice(0, 280)
+        // Held to the REST body's rule by the service (280 characters, one line): refused, not cut.
+        const note = args.slice(1).join(' ')
         const decide = cmd === 'approve' ? approveProposal : declineProposal
         const p = await decide(d.proposals, acct, args[0]!, note, 'chat')
         return `Proposal ${p.id} is ${p.status}.`

@@ -170,6 +170,19 @@ describe('an approval does only what the operator could do directly', () => {
     expect((await t.req('POST', `/v1/proposals/${p.id}/decline`, { token: o.token })).body.status).toBe('declined')
   })
 
+  test('an agent cannot propose for its revoked sub-agent: CONFLICT, as the owner is answered; nothing filed', async () => {
+    const o = await owner()
+    const parent = await o.mk('lead', { budget: 100 })
+    const child = (await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'done', budget: 10 } })).body as { id: string }
+    expect((await t.req('DELETE', `/v1/agents/${child.id}`, { token: parent.token })).status).toBe(200)
+    for (const token of [parent.token, o.token]) {
+      const r = await propose(token, { kind: 'raise_budget', value: 50, agent_id: child.id, reason: 'one more run' })
+      expect(r.status).toBe(409)
+      expect(r.body.error).toBe('CONFLICT')
+    }
+    expect((await t.req('GET', '/v1/proposals', { token: o.token })).body.proposals).toEqual([])
+  })
+
   test('raise_budget: approved through the policy path, the next call passes the raised budget', async () => {
     const o = await owner()
     const a = await o.mk('budgeted', { budget: 5 })

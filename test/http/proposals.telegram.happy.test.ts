@@ -87,4 +87,19 @@ describe('proposals in the operator chat', () => {
     await deliverAll(t)
     expect(tg.to(7002).some((m) => m.includes(p.id) && m.includes('proposes'))).toBe(false)
   })
+
+  test('a note the REST body refuses is refused in the chat too (over 280 characters, a bidi override): nothing decided', async () => {
+    const o = await t.signup()
+    const a = (await t.req('POST', '/v1/agents', { token: o.token, body: { name: 'noted', daily_cap: 5 } })).body
+    await say((await t.req('POST', '/v1/operator/link', { token: o.token })).body.command, 7003, 8)
+    const p = (await t.req('POST', '/v1/proposals', { token: a.token, body: { kind: 'raise_daily_cap', value: 50, reason: 'more' } })).body
+    for (const note of ['n'.repeat(281), 'fine\u202eenif']) {
+      const rest = await t.req('POST', `/v1/proposals/${p.id}/approve`, { token: o.token, body: { note } })
+      expect(rest.body).toMatchObject({ error: 'BAD_REQUEST', field: 'note' })
+      for (const cmd of ['approve', 'decline']) expect(await say(`/${cmd} ${p.id} ${note}`, 7003, 8)).toContain('note')
+    }
+    expect((await t.req('GET', `/v1/proposals/${p.id}`, { token: o.token })).body).toMatchObject({ status: 'pending', note: null })
+    expect((await t.req('GET', '/v1/policies', { token: o.token })).body.agents[a.id].daily_cap).toBe(5)
+    expect(await say(`/approve ${p.id} ${'n'.repeat(280)}`, 7003, 8)).toBe(`Proposal ${p.id} is approved.`)
+  })
 })
