@@ -4,7 +4,7 @@
  * serves what Redis has.
  * errors: BAD_REQUEST (cursor).
  */
-import { and, desc, eq, isNull, lt, or } from 'drizzle-orm'
+import { and, eq, isNull, lte, sql } from 'drizzle-orm'
 import { calls } from '../db/schema'
 import { ApiError } from '../errors'
 import { recentCalls, type CallRecord } from '../ledger/calls'
@@ -44,14 +44,26 @@ interface Cursor {
 const newestFirst = (a: CallRecord, b: CallRecord) => (a.at === b.at ? (a.call_id < b.call_id ? 1 : -1) : a.at < b.at ? 1 : -1)
 const before = (r: CallRecord, c: Cursor | null) => !c || r.at < c.at || (r.at === c.at && r.call_id < c.id)
 
+/**
+ * Only a cursor this service writes: `at` as toISOString() writes it (so Redis' text comparison and
+ * Postgres' time comparison agree, and Postgres can hold it) and a call id of printable ASCII. A
+ * forged one is BAD_REQUEST, never a Postgres query that fails into a page saying the history ended.
+ */
 function decodeCursor(raw: string | undefined): Cursor | null {
   if (!raw) return null
   try {
     const c = JSON.parse(Buffer.from(raw, 'base64url').toString()) as Cursor
-    if (typeof c.at === 'string' && typeof c.id === 'string' && !Number.isNaN(Date.parse(c.at))) return c
+    if (typeof c.at === 'string' && typeof c.id === 'string' && /^[\x21-\x7e]{1,200}$/.test(c.id) && /^[12]\d{3}-/.test(c.at) && new Date(c.at).toISOString() === c.at) return c
   } catch {}
   throw new ApiError('BAD_REQUEST', { field: 'cursor', expected: 'the next_cursor of a previous page' })
 }
+
+/**
+ * Call ids compared byte by byte, as JavaScript compares the ASCII ids of Redis' recent calls: under
+ * a language collation (a Postgres initialised with en_US.UTF-8) `call_B…` sorts after `call_a…`,
+ * and a page boundary inside one millisecond would repeat some calls and skip others.
+ */
+const callIdBytes = sql`${calls.callId} collate "C"`
 
 /** Narrows activity to one agent (`_owner`: the owner token's own calls), route or slug, outcome. */
 export interface ActivityFilter {
@@ -82,10 +94,11 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
           filter.slug ? eq(calls.slug, filter.slug) : undefined,
           // Any word may be asked for; one outside the outcome table simply matches no row.
           filter.outcome ? eq(calls.outcome, filter.outcome as CallOutcome) : undefined,
-          cursor ? or(lt(calls.at, new Date(cursor.at)), and(eq(calls.at, new Date(cursor.at)), lt(calls.callId, cursor.id))) : undefined,
+          // `at <=` alone bounds the index range; the pair decides within the cursor's millisecond.
+          cursor ? and(lte(calls.at, new Date(cursor.at)), sql`(${calls.at}, ${callIdBytes}) < (${cursor.at}::timestamptz, ${cursor.id})`) : undefined,
         ),
       )
-      .orderBy(desc(calls.at), desc(calls.callId))
+      .orderBy(sql`${calls.at} desc`, sql`${callIdBytes} desc`)
       .limit(limit + 1)
     for (const r of older) if (!merged.has(r.callId)) merged.set(r.callId, recordOfRow(r))
   } catch (e) {
