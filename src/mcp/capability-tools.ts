@@ -3,6 +3,7 @@
  * pick it directly: its params schema is the input, its price is in the description, and a call
  * is POST /v1/call/{slug} with the arguments as the body (the same function, the same debit).
  */
+import { refusalAfterAdmission } from '../auth/first'
 import { callCapability } from '../calls/capability-call'
 import type { Capability } from '../catalog/catalog'
 import { checkText } from '../edge/text'
@@ -23,7 +24,9 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
     async run(call, args) {
       // The edge's check before the arguments are serialised: JSON.stringify overflows the stack on
       // a value nested far past the check's depth limit (an INTERNAL where a BAD_REQUEST belongs).
-      checkText(args ?? {}, 'all')
+      // Its refusal comes before the debit, where a paid call is admitted: answered after the
+      // admission, as POST /v1/call's are (counted; a killed agent hears that).
+      await refusalAfterAdmission(s, call.principal, () => checkText(args ?? {}, 'all'))
       const answer = await callCapability(s, keys, {
         principal: call.principal,
         slug: cap.slug,

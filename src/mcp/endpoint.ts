@@ -62,12 +62,19 @@ export class McpEndpoint {
     // The plain tools/call, answered as the SDK would answer it (./direct-call.ts); the rest is the SDK's.
     const direct = directToolCall(request, body)
     if (direct) return toolCallResponse(direct.id, await this.call(direct.name, direct.args, caller, request.signal, text))
+    // The transport answers each request id once: of two requests of a batch with one id, both ran
+    // (a paid one charged) and one answer was dropped. MCP never reuses an id: refused before any runs.
+    if (reusesRequestId(body)) return invalidBatch('Invalid Request: a batch must not use a request id twice')
     const server = new Server({ name: 'prepaid-api-balance', version: VERSION }, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       jsonSchemaValidator: this.validator,
     })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.registry.list(caller.principal.agentId === null) }))
+    // Stateless, a cancellation can only name a request of its own batch, and the Protocol then
+    // sends that request no answer: the JSON answer waited for it forever, after a paid call's
+    // debit (charged, its call_id never told). Ignored, as MCP allows: every request is answered.
+    server.removeNotificationHandler('notifications/cancelled')
     // tools/call, the hot path, is the SDK's fallback handler: a handler set for it would parse the
     // request with zod twice more and the result once (~50 µs of service CPU a call, measured), for a
     // message the transport has already parsed and a result built here. Its params are checked below.
@@ -132,6 +139,23 @@ function withoutStacks<T>(f: () => T): T {
   } finally {
     Error.stackTraceLimit = limit
   }
+}
+
+/** Whether two requests of a JSON-RPC batch share an id (compared as the transport's map of ids does). */
+function reusesRequestId(body: unknown): boolean {
+  if (!Array.isArray(body)) return false
+  const ids = new Set<unknown>()
+  for (const m of body as unknown[]) {
+    if (typeof m !== 'object' || m === null || !('method' in m) || !('id' in m)) continue
+    if (ids.has(m.id)) return true
+    ids.add(m.id)
+  }
+  return false
+}
+
+/** The transport's own refusal of a message it does not take (HTTP 400, a JSON-RPC error with no id). */
+function invalidBatch(message: string): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest, message }, id: null }, { status: 400 })
 }
 
 /** The JSON-RPC answer the SDK gives a method no handler serves (code -32601, "Method not found"). */

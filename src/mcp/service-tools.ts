@@ -17,7 +17,8 @@ import type { Services } from '../services'
 import { fileProblem, type NewProblem } from '../support/problems'
 import { openVault, requestLink } from '../vault/account-keys'
 import type { ProviderKeys } from '../vault/provider-key'
-import { checkText, FreeJson } from '../edge/text'
+import { FreeJson } from '../edge/text'
+import { refusalAfterAdmission } from '../auth/first'
 import { asWritten, memberText } from '../json-members'
 import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
@@ -54,7 +55,10 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       description: `${summary}${summary.endsWith('.') ? '' : '.'} ${note} (REST: ${route})`.trim(),
       inputSchema: args.jsonSchema,
       async run(call, raw) {
-        const out = await run(call, args.parse(raw))
+        // A paid tool is admitted inside its debit (tool.ts): its arguments refused before it are
+        // answered after the admission, as POST /v1/call's are (counted; a killed agent hears that).
+        const parsed = access === 'paid' ? await refusalAfterAdmission(s, call.principal, () => args.parse(raw)) : args.parse(raw)
+        const out = await run(call, parsed)
         if (out instanceof JsonAnswer) return out
         return answerOf(shape ? (Value.Clean(shape, Value.Clone(out)) as object) : out)
       },
@@ -84,8 +88,8 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       ),
       'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim.',
       async (call, a) => {
-        // The params are the provider's free text, checked as such inside the call; the rest is one line each.
-        checkText({ slug: a.slug, idempotency_key: a.idempotency_key })
+        // The params are the provider's free text, checked as such inside the call; the rest is one
+        // line each (checked with the arguments: params is a FreeJson).
         const answer = await callCapability(s, keys, {
           principal: call.principal,
           slug: a.slug,

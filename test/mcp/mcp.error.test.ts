@@ -167,6 +167,54 @@ describe('the transport', () => {
     expect(noAccept.status).toBe(406)
   })
 
+  test('a batch that cancels its own requests is still answered in full: the paid call with its call_id, charged once (a stateless server has nothing to cancel)', async () => {
+    const a = await rig.t.signup()
+    const auth = { authorization: `Bearer ${a.token}`, 'mcp-protocol-version': '2025-03-26' }
+    const cancel = (requestId: number) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'changed my mind' } })
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'call_capability', arguments: { slug: 'test.echo', params: { q: 'x' } } } },
+      cancel(1),
+      { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+      cancel(2),
+    ]
+    // Honoured, the cancellation left its request unanswered and the JSON answer waiting for it forever,
+    // after the debit: the call was charged and its call_id never told.
+    const r = await fetch(`${rig.base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth },
+      body: JSON.stringify(batch),
+      signal: AbortSignal.timeout(3000),
+    })
+    expect(r.status).toBe(200)
+    const answers = (await r.json()) as any[]
+    expect(answers.map((x) => x.id).sort()).toEqual([1, 2])
+    const paid = answers.find((x) => x.id === 1).result
+    expect(paid.isError).toBeUndefined()
+    expect(paid.structuredContent).toMatchObject({ slug: 'test.echo', charged: 5, balance: 495 })
+    expect(paid.structuredContent.call_id).toMatch(/^call_/)
+    expect(answers.find((x) => x.id === 2).result.tools.length).toBeGreaterThan(0)
+    expect(await redisBalance(rig.t, a.account_id)).toBe(495)
+  })
+
+  test('a batch using one request id twice is refused before anything runs (its second answer was dropped after both were charged)', async () => {
+    const a = await rig.t.signup()
+    const call = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'call_capability', arguments: { slug: 'test.echo' } } })
+    const send = (batch: unknown[]) =>
+      fetch(`${rig.base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26', authorization: `Bearer ${a.token}` },
+        body: JSON.stringify(batch),
+      })
+    const twice = await send([call(1), call(1)])
+    expect(twice.status).toBe(400)
+    expect(await twice.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } })
+    expect(await redisBalance(rig.t, a.account_id)).toBe(500)
+    // 1 and "1" are two ids: both answered, each charged once.
+    const two = (await (await send([call(1), call('1')])).json()) as any[]
+    expect(two.map((x) => x.result.structuredContent.charged)).toEqual([5, 5])
+    expect(await redisBalance(rig.t, a.account_id)).toBe(490)
+  })
+
   test('malformed tools/call params → JSON-RPC invalid params (-32602); a method the server has no handler for → -32601 "Method not found"; nothing charged', async () => {
     const a = await rig.t.signup()
     const auth = { authorization: `Bearer ${a.token}`, 'mcp-protocol-version': '2025-06-18' }

@@ -144,6 +144,77 @@ describe('rate limit', () => {
     }
   })
 
+  test("a paid tool's refused arguments count against the limit once and answer a killed agent AGENT_KILLED, as POST /v1/call's refusals before the debit do", async () => {
+    const limited = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '4' } })
+    try {
+      const url = await limited.listen()
+      const a = await limited.signup()
+      const call = (token: string, name: string, args: string) =>
+        fetch(`${url}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${token}` },
+          body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`,
+        }).then(async (r) => ((await r.json()) as any).result.structuredContent)
+      // Refused by the tool's schema, its text rule, the depth limit: before the debit, where a paid call is counted.
+      const refused: [string, string][] = [
+        ['call_capability', '{"slug":"test.echo","extra":1}'],
+        ['call_capability', '{"slug":"test.echo","idempotency_key":"has space"}'],
+        ['test_echo', '{"x":"nul\\u0000"}'],
+        ['test_echo', `{"x":${'['.repeat(600)}${']'.repeat(600)}}`],
+      ]
+      for (const [name, args] of refused) expect((await call(a.token, name, args)).error, `${name} ${args.slice(0, 60)}`).toBe('BAD_REQUEST')
+      // "Rate limits count every request" (CONTRACT §6): four refusals used up the limit of four.
+      expect((await call(a.token, 'call_capability', '{"slug":"test.echo","extra":1}')).error).toBe('RATE_LIMITED')
+      expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+
+      // A killed agent hears that it is killed, as POST /v1/call answers it, not which argument is wrong.
+      const b = await limited.signup()
+      const agent = (await limited.req('POST', '/v1/agents', { token: b.token, body: { name: 'killed' } })).body
+      expect((await limited.req('POST', `/v1/agents/${agent.id}/kill`, { token: b.token })).status).toBe(200)
+      const rest = await limited.req('POST', '/v1/call/test.echo', { token: agent.token, body: {}, headers: { 'idempotency-key': 'has space' } })
+      expect(rest.body).toMatchObject({ error: 'AGENT_KILLED' })
+      expect(await call(agent.token, 'call_capability', '{"slug":"test.echo","idempotency_key":"has space"}')).toEqual(rest.body)
+      expect(await redisBalance(limited, a.account_id)).toBe(500)
+    } finally {
+      await limited.close()
+    }
+  })
+
+  test('a chunked body past MAX_BODY_BYTES is refused after the admission, as on REST: counted, and a killed agent hears AGENT_KILLED', async () => {
+    const limited = await startTestApp({ env: { RATE_LIMIT_PER_TOKEN: '3', MAX_BODY_BYTES: '1000' } })
+    try {
+      const url = await limited.listen()
+      const send = (token: string) => {
+        const big = new TextEncoder().encode(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"${'a'.repeat(5000)}"}}`)
+        // A stream declares no Content-Length: the body is counted as it is read.
+        const body = new ReadableStream({ start: (c) => (c.enqueue(big), c.close()) })
+        return fetch(`${url}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
+          body,
+          duplex: 'half',
+        } as RequestInit)
+      }
+      const a = await limited.signup()
+      for (let i = 0; i < 3; i++) {
+        const r = await send(a.token)
+        expect(r.status).toBe(413)
+        expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'body' })
+      }
+      expect((await send(a.token)).status).toBe(429)
+      expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
+
+      const b = await limited.signup()
+      const agent = (await limited.req('POST', '/v1/agents', { token: b.token, body: { name: 'killed' } })).body
+      await limited.req('POST', `/v1/agents/${agent.id}/kill`, { token: b.token })
+      const killed = await send(agent.token)
+      expect(killed.status).toBe(403)
+      expect(await killed.json()).toMatchObject({ error: 'AGENT_KILLED', agent_id: agent.id })
+    } finally {
+      await limited.close()
+    }
+  })
+
   test('a tools/call that never reaches a tool (a notification, malformed params, a header or message the transport refuses, a task) counts once, at the route', async () => {
     const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_balance', arguments: {} } }
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }
