@@ -4,7 +4,7 @@
  * serves what Redis has.
  * errors: BAD_REQUEST (cursor).
  */
-import { and, eq, isNull, lte, sql } from 'drizzle-orm'
+import { and, eq, inArray, isNull, lte, sql } from 'drizzle-orm'
 import { calls } from '../db/schema'
 import { ApiError } from '../errors'
 import { recentCalls, type CallRecord } from '../ledger/calls'
@@ -14,6 +14,8 @@ import { accountLinks } from '../payments/payment-required'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { readAccount } from '../redis/account-hash'
 import { withCacheWrites } from '../metering/usage'
+import type { Principal } from '../auth/principal'
+import { subtreeOf } from '../governance/agents'
 
 /** The most calls one page of /v1/activity returns. */
 export const ACTIVITY_MAX_LIMIT = 200
@@ -72,17 +74,32 @@ export interface ActivityFilter {
   outcome?: string
 }
 
-const matches = (r: CallRecord, f: ActivityFilter) =>
-  (!f.agent || (r.agent_id ?? '_owner') === f.agent) && (!f.slug || r.slug === f.slug) && (!f.outcome || r.outcome === f.outcome)
+/**
+ * Whose calls a caller sees: the owner all of the account's (null); an agent token its own and its
+ * descendants' (CONTRACT §8: an agent sees only its own subtree), never its parent's, its
+ * siblings' or the owner token's — a sub-agent handed to another worker reads no more of the fleet
+ * than it could spend as.
+ */
+export type Reach = ReadonlySet<string> | null
 
-export async function activityOf(s: Services, accountId: string, rawLimit: string | undefined, rawCursor: string | undefined, filter: ActivityFilter = {}) {
+export async function reachOf(s: Services, principal: Pick<Principal, 'accountId' | 'agentId'>): Promise<Reach> {
+  return principal.agentId === null ? null : subtreeOf(s.ctx, principal.accountId, principal.agentId)
+}
+
+const matches = (r: CallRecord, f: ActivityFilter, reach: Reach) =>
+  (!f.agent || (r.agent_id ?? '_owner') === f.agent) &&
+  (!f.slug || r.slug === f.slug) &&
+  (!f.outcome || r.outcome === f.outcome) &&
+  (reach === null || (r.agent_id !== null && reach.has(r.agent_id)))
+
+export async function activityOf(s: Services, accountId: string, rawLimit: string | undefined, rawCursor: string | undefined, filter: ActivityFilter = {}, reach: Reach = null) {
   const limit = rawLimit === undefined ? 50 : Number(rawLimit)
   if (!Number.isInteger(limit) || limit < 1 || limit > ACTIVITY_MAX_LIMIT)
     throw new ApiError('BAD_REQUEST', { field: 'limit', expected: `an integer from 1 to ${ACTIVITY_MAX_LIMIT}` })
   const cursor = decodeCursor(rawCursor)
   const [{ balance: bal }, recent] = await Promise.all([readAccount(s.ctx, accountId, 'balance'), recentCalls(s.ctx, accountId)])
   const merged = new Map<string, CallRecord>()
-  for (const r of recent) if (before(r, cursor) && matches(r, filter)) merged.set(r.call_id, r)
+  for (const r of recent) if (before(r, cursor) && matches(r, filter, reach)) merged.set(r.call_id, r)
   try {
     const older = await s.db.db
       .select()
@@ -90,6 +107,7 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
       .where(
         and(
           eq(calls.accountId, accountId),
+          reach === null ? undefined : inArray(calls.agentId, [...reach]),
           filter.agent ? (filter.agent === '_owner' ? isNull(calls.agentId) : eq(calls.agentId, filter.agent)) : undefined,
           filter.slug ? eq(calls.slug, filter.slug) : undefined,
           // Any word may be asked for; one outside the outcome table simply matches no row.
@@ -141,7 +159,7 @@ function recordOfRow(r: typeof calls.$inferSelect): CallRecord {
  * One call of the account (GET /v1/activity/{call_id}): from Redis while it is recent, else from
  * Postgres. Another account's call, or one not filed yet, is NOT_FOUND.
  */
-export async function callOf(s: Services, accountId: string, callId: string) {
+export async function callOf(s: Services, accountId: string, callId: string, reach: Reach = null) {
   let rec = (await recentCalls(s.ctx, accountId)).find((r) => r.call_id === callId)
   if (!rec) {
     const [row] = await s.db.db
@@ -151,7 +169,8 @@ export async function callOf(s: Services, accountId: string, callId: string) {
       .limit(1)
     if (row) rec = recordOfRow(row)
   }
-  if (!rec) throw new ApiError('NOT_FOUND', { resource: 'call' })
+  // Outside the caller's reach it is answered as another account's call is.
+  if (!rec || (reach !== null && (rec.agent_id === null || !reach.has(rec.agent_id)))) throw new ApiError('NOT_FOUND', { resource: 'call' })
   const proxied = rec.slug.startsWith('proxy:')
   return {
     call_id: rec.call_id,

@@ -86,6 +86,12 @@ export async function readSubtree(ctx: RedisContext, acct: string, rootId: strin
   return (await readAgentRows(ctx, acct)).filter((a) => a.chain.includes(rootId)).map(({ chain: _c, ...view }) => view)
 }
 
+/** The agents an agent reaches (CONTRACT §8): itself and its descendants, by their chains. */
+export async function subtreeOf(ctx: RedisContext, acct: string, agentId: string): Promise<Set<string>> {
+  const rows = await readAgentRows(ctx, acct)
+  return new Set([agentId, ...rows.filter((a) => a.chain.includes(agentId)).map((a) => a.id)])
+}
+
 export async function readAgentRows(ctx: RedisContext, acct: string, ids?: string[]): Promise<AgentRow[]> {
   const { redis, keys } = ctx
   const day = windowsAt(ctx.clock.now()).day

@@ -5,7 +5,7 @@
  */
 import { Type as T, type TObject } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf } from '../account/views'
+import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf, reachOf } from '../account/views'
 import { callCapability, IDEMPOTENCY_KEY_PATTERN } from '../calls/capability-call'
 import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
@@ -114,7 +114,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         { additionalProperties: false },
       ),
       '',
-      (call, a) => activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor),
+      async (call, a) => activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor, {}, await reachOf(s, call.principal)),
     ),
     tool<{ amount?: number }>('top_up', 'member', 'POST /v1/topup', 'body', '', (call, a) => topup(s, call.principal.accountId, a.amount)),
     tool<{ provider: string }>('request_vault_link', 'member', 'POST /v1/keys/link', 'body', 'Give the url to your human.', (call, a) =>

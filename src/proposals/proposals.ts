@@ -16,7 +16,7 @@
 import { randomId } from '../auth/tokens'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
-import { readAgent, readAgentRows } from '../governance/agents'
+import { readAgent, subtreeOf } from '../governance/agents'
 import { encodeAllowlist, MAX_PATTERNS } from '../governance/allowlist'
 import { MAX_CREDITS } from '../governance/model'
 import { chargeableProblem } from '../payments/amounts'
@@ -207,12 +207,6 @@ async function targetAgent(ctx: RedisContext, who: Caller, body: NewProposal): P
 function live(agent: { id: string; state: string }): string {
   if (agent.state === 'revoked') throw new ApiError('CONFLICT', { reason: `agent ${agent.id} is revoked for good; its policy no longer matters` })
   return agent.id
-}
-
-/** The agents an agent reaches (CONTRACT §8): itself and its descendants, by their chains. */
-async function subtreeOf(ctx: RedisContext, acct: string, agentId: string): Promise<Set<string>> {
-  const rows = await readAgentRows(ctx, acct)
-  return new Set([agentId, ...rows.filter((a) => a.chain.includes(agentId)).map((a) => a.id)])
 }
 
 // ---- Redis ----

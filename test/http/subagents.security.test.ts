@@ -2,11 +2,14 @@
  * Sub-agent visibility (CONTRACT §8): an agent sees and moves only its own descendants. Its parent,
  * a sibling, itself, another account's agents and made-up ids all answer NOT_FOUND and stay as
  * they were; revive is the operator's alone; a stopped subtree grows no new branches; no agent can
- * use the account's agent limit up for good (it counts live agents: a revoke frees a subtree).
+ * use the account's agent limit up for good (it counts live agents: a revoke frees a subtree). An
+ * agent's activity is its own subtree's calls: its parent's, a sibling's and the owner token's are
+ * not listed, and their call records answer NOT_FOUND.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { MAX_AGENTS } from '../../src/governance/agents'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { flushAll } from '../helpers/ledger'
 
 let t: TestApp
 beforeAll(async () => {
@@ -101,4 +104,33 @@ describe('the agent limit', () => {
     // Every agent stays listed, revoked ones too.
     expect((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents).toHaveLength(MAX_AGENTS + 2)
   }, 60_000)
+})
+
+describe('sub-agent activity', () => {
+  test("an agent lists its own and its descendants' calls only, from Redis and from Postgres alike; other calls' records are NOT_FOUND to it", async () => {
+    const owner = await t.signup()
+    const root = (await create(owner.token, { name: 'root', budget: 1000 })).body
+    const me = (await create(root.token, { name: 'me', budget: 100 })).body
+    const child = (await create(me.token, { name: 'child', budget: 10 })).body
+    const sibling = (await create(root.token, { name: 'sibling', budget: 100 })).body
+    const callBy = async (token: string) => (await t.req('POST', '/v1/call/test.echo', { token, body: { q: 'x' } })).body.call_id as string
+    const ids = { owner: await callBy(owner.token), root: await callBy(root.token), me: await callBy(me.token), child: await callBy(child.token), sibling: await callBy(sibling.token) }
+    const seen = async (token: string) => ((await t.req('GET', '/v1/activity', { token })).body.calls as { call_id: string }[]).map((c) => c.call_id).sort()
+    const check = async () => {
+      expect(await seen(owner.token)).toEqual(Object.values(ids).sort())
+      expect(await seen(root.token)).toEqual([ids.root, ids.me, ids.child, ids.sibling].sort())
+      expect(await seen(me.token)).toEqual([ids.me, ids.child].sort())
+      expect(await seen(child.token)).toEqual([ids.child])
+      for (const other of [ids.owner, ids.root, ids.sibling]) {
+        const r = await t.req('GET', `/v1/activity/${other}`, { token: me.token })
+        expect([other, r.status, r.body.error]).toEqual([other, 404, 'NOT_FOUND'])
+      }
+      expect((await t.req('GET', `/v1/activity/${ids.child}`, { token: me.token })).status).toBe(200)
+    }
+    await check()
+    // The same once the calls have left Redis' recent list for Postgres.
+    await flushAll(t)
+    await t.redis.del(t.s.ctx.keys.recentCalls(owner.account_id))
+    await check()
+  })
 })

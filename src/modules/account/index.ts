@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { ActivityQuery, ActivityResponse, BalanceResponse, CallDetail } from './model'
-import { activityOf, balanceOf, callOf } from '../../account/views'
+import { activityOf, balanceOf, callOf, reachOf } from '../../account/views'
 
 export const accountRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -20,18 +20,18 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
       async (c) => {
         const principal = await h.memberIn(c)
         const { query } = c
-        return activityOf(s, principal.accountId, query.limit, query.cursor)
+        return activityOf(s, principal.accountId, query.limit, query.cursor, {}, await reachOf(s, principal))
       },
-      { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: 'Recent calls (metadata only) and the balance' } },
+      { query: ActivityQuery, response: { 200: ActivityResponse }, detail: { summary: "Recent calls (metadata only) and the balance; an agent token lists its own and its descendants' calls" } },
     )
     .get(
       '/v1/activity/:call_id',
       async (c) => {
         const principal = await h.memberIn(c)
-        return callOf(s, principal.accountId, c.params.call_id)
+        return callOf(s, principal.accountId, c.params.call_id, await reachOf(s, principal))
       },
       {
         response: { 200: CallDetail },
-        detail: { summary: "One call: a metered call's model, tokens, reservation and settled charge (another account's → NOT_FOUND)" },
+        detail: { summary: "One call: a metered call's model, tokens, reservation and settled charge (another account's, or for an agent token one outside its subtree → NOT_FOUND)" },
       },
     )
