@@ -13,7 +13,7 @@
   KEYS[1] account hash                  {s}:acct:<acct>
   KEYS[2] mandate hash                  {s}:mandate:<acct>
   KEYS[3] refills of the charge's month {s}:refills:<acct>:<YYYY-MM>  (`refilled`, `pending`; not written for a pack)
-  KEYS[4] charge record                 {s}:charge:<acct>:<charge_id>
+  KEYS[4] charge record                 {s}:charge:<acct>:<charge_id>  (`state`, `parked`; `credits` when credited)
   KEYS[5] parked payment                {s}:parked:<parked_id>  (written only when parking)
   KEYS[6] parked queue of the shard     {s}:parkedq
   KEYS[7] outbox stream                 {s}:outbox
@@ -96,7 +96,8 @@ if posted + credits > cap then
 end
 
 balance = redis.call('HINCRBY', KEYS[1], 'balance', credits)
-redis.call('HSET', KEYS[4], 'state', 'credited')
+-- `credits`: what a later refund or dispute of the charge takes back (reverse-charge-5).
+redis.call('HSET', KEYS[4], 'state', 'credited', 'credits', credits)
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
 -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
 redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',

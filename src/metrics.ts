@@ -59,7 +59,7 @@ export class Metrics {
 
   readonly ledgerEntries = new Counter({
     name: 'pab_ledger_entries_total',
-    help: 'Money entries committed to Postgres, by kind (grant, debit, refund, referral, topup)',
+    help: 'Money entries committed to Postgres, by kind (grant, debit, refund, referral, topup, reversal)',
     labelNames: ['kind'] as const,
     registers: [this.registry],
   })

@@ -81,6 +81,13 @@ export function renderEvent(ev: OwnerEvent): string {
       const x = d as D<'payment.parked'>
       return `A payment of ${x.credits} credits is parked for review: it would pass the balance cap of ${x.balance_cap} (balance ${x.balance}).`
     }
+    case 'payment.reversed': {
+      const x = d as D<'payment.reversed'>
+      const why = x.cause === 'dispute' ? 'was disputed by the card holder' : 'was refunded'
+      const rest = x.unrecovered > 0 ? ` (${x.unrecovered} credits were already spent)` : ''
+      const card = x.mandate_disabled ? ' Auto-refill is off and its card forgotten: a new consent is needed.' : ''
+      return `Payment ${x.charge_id} ${why}: ${x.taken} credits taken back${rest}, balance ${x.balance}.${card}`
+    }
     case 'support.updated': {
       const x = d as D<'support.updated'>
       return `Support problem ${x.problem_id} is ${x.status}${x.note ? `: ${x.note}` : ''}. ${x.status_url}`

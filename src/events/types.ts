@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   'agent.revoked',
   'capability.paused',
   'payment.parked',
+  'payment.reversed',
   'support.updated',
   'proposal.created',
   'proposal.decided',
@@ -55,6 +56,12 @@ export interface EventData {
   'capability.paused': { slug: string; reason: 'founder' | 'spend_alarm' }
   /** A card payment that would pass the balance cap waits for the founder's review. */
   'payment.parked': { parked_id: string; credits: number; balance: number; balance_cap: number; charge_id?: string }
+  /**
+   * A credited card payment went back to the payer: refunded, or disputed by the card holder
+   * (reverse-charge-5). `credits` is what this amount was worth, `taken` what came off the balance,
+   * `unrecovered` the part already spent; a dispute turns auto-refill off (`mandate_disabled`).
+   */
+  'payment.reversed': { charge_id: string; cause: 'refund' | 'dispute'; credits: number; taken: number; unrecovered: number; balance: number; reversed_cents: number; mandate_disabled: boolean }
   /** The founder moved a support problem of this account, or added a note. */
   'support.updated': { problem_id: string; status: string; note: string | null; status_url: string }
   /** An agent (or the owner) asked for more room (CONTRACT §11); `value` is credits, or the pattern of an `allow`. */
@@ -95,6 +102,7 @@ export const EVENT_DOCS: Record<EventType, string> = {
   'agent.revoked': 'an agent token was revoked for good',
   'capability.paused': 'a capability the account uses was paused',
   'payment.parked': 'a card payment over the balance cap waits for review',
+  'payment.reversed': 'a credited card payment was refunded or disputed: its credits were taken back (a dispute also turns auto-refill off)',
   'support.updated': 'a support problem of the account moved or got a note',
   'proposal.created': 'an agent asked the operator for more room (a cap, a budget, a pattern, a top-up); decide it in the chat or via POST /v1/proposals/{id}/approve',
   'proposal.decided': 'a proposal was approved, declined or expired',

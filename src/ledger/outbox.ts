@@ -32,8 +32,11 @@ export const writtenId = (e: OutboxEntry): string => e.fields.orig_id || e.strea
  */
 export type Sink = (tx: Database, entries: OutboxEntry[], o?: { fresh?: boolean }) => Promise<void>
 
-/** Kinds that move money: one immutable ledger row each. */
-export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup'] as const
+/**
+ * Kinds that move money: one immutable ledger row each. `reversal`: a credited card charge refunded
+ * or disputed at the processor (reverse-charge-5), credits taken back, `ref` the charge.
+ */
+export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup', 'reversal'] as const
 export type MoneyKind = (typeof MONEY_KINDS)[number]
 
 const MONEY = new Set<string>(MONEY_KINDS)
@@ -108,7 +111,7 @@ function settleEntry(streamId: string, call: Record<string, string>, kind: 'debi
 
 const optNum = (v: string | undefined) => (v ? Number(v) : null)
 
-/** A money entry (grant, debit, refund, referral, topup). */
+/** A money entry (grant, debit, refund, referral, topup, reversal). */
 export interface MoneyFields {
   id: string
   kind: string
@@ -121,7 +124,7 @@ export interface MoneyFields {
   callId: string | null
   refId: string | null
   target: string | null
-  /** A referral bonus not (fully) credited: the part left out, and why. */
+  /** A referral bonus not (fully) credited: the part left out, and why; a reversal: the credits it could not take back (reason `unrecovered`). */
   uncredited: number | null
   reason: string | null
   at: number

@@ -8,7 +8,8 @@
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
  * global lookups (token → account, e-mail, public_ref, consent ref), the charge records of the
- * card charges credited or parked in the last 90 days (credit-topup-7's dedupe), and the parked
+ * card charges credited or parked in the last 90 days (credit-topup-7's dedupe), the reversal
+ * records of refunded or disputed charges (reverse-charge-5's dedupe), and the parked
  * payments still awaiting the founder (hash and queue entry). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
@@ -48,7 +49,16 @@ interface ChargeRecord {
   charge: string
   /** The parked payment's id when the charge was parked; null when it was credited. */
   parked: string | null
+  /** Credits credited (a credited charge): what a refund or dispute of it takes back. */
+  credits: number | null
   ttlS: number
+}
+
+/** A reversal record as reverse-charge-5 keeps it (`reversal:<acct>:<charge id>`): credits accounted for, per cause. */
+interface ReversalRecord {
+  charge: string
+  refund: number
+  dispute: number
 }
 
 type ParkedRow = typeof parkedPayments.$inferSelect
@@ -69,6 +79,8 @@ export interface RebuildPlan {
   charges: ChargeRecord[]
   /** The parked payments still awaiting the founder (state parked or refund_unknown in Postgres). */
   parked: ParkedRow[]
+  /** Refunded or disputed charges: a redelivered refund or dispute takes nothing twice. */
+  reversals: ReversalRecord[]
   ledger: { entries: number; postgres: number; outbox: number }
 }
 
@@ -149,14 +161,30 @@ function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: numbe
  */
 function chargeRecords(led: AccountLedger, parked: ParkedRow[], now: number): ChargeRecord[] {
   const out: ChargeRecord[] = []
-  const add = (charge: string, at: number, parkedId: string | null) => {
+  const add = (charge: string, at: number, parkedId: string | null, credits: number | null) => {
     const ttlS = CHARGE_TTL_S - Math.floor((now - at) / 1000)
-    if (ttlS > 0) out.push({ charge, parked: parkedId, ttlS })
+    if (ttlS > 0) out.push({ charge, parked: parkedId, credits, ttlS })
   }
   const parkedCharges = new Set(parked.map((p) => p.chargeId))
-  for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null)
-  for (const p of parked) add(p.chargeId, p.createdAt.getTime(), p.id)
+  for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null, l.amount)
+  for (const p of parked) add(p.chargeId, p.createdAt.getTime(), p.id, null)
   return out
+}
+
+/**
+ * The reversal records reverse-charge-5 wrote: per charge and cause, the credits its entries
+ * accounted for (taken, −amount, plus the unrecovered part). Each entry accounts for what its
+ * application added, so a cause's entries sum to the cause's total.
+ */
+function reversalRecords(led: AccountLedger): ReversalRecord[] {
+  const byCharge = new Map<string, ReversalRecord>()
+  for (const l of led.lines) {
+    if (l.kind !== 'reversal' || !l.refId || (l.target !== 'refund' && l.target !== 'dispute')) continue
+    const r = byCharge.get(l.refId) ?? { charge: l.refId, refund: 0, dispute: 0 }
+    r[l.target] += -l.amount + (l.uncredited ?? 0)
+    byCharge.set(l.refId, r)
+  }
+  return [...byCharge.values()]
 }
 
 export async function planRebuild(ctx: RedisContext, db: Database, account: string): Promise<RebuildPlan> {
@@ -256,6 +284,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
     charges: chargeRecords(led, parkedRows, ctx.clock.now()),
     // refund_unknown too: still the founder's to settle (reject again), never to approve.
     parked: parkedRows.filter((p) => p.state === 'parked' || p.state === 'refund_unknown'),
+    reversals: reversalRecords(led),
     ledger: { entries: led.lines.length, postgres: led.postgres.count, outbox: led.outbox.count },
   }
 }
@@ -323,11 +352,15 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   const shard = keys.shardOf(acct)
   const parked = []
   for (const p of plan.parked) if ((await redis.exists(keys.parked(shard, p.id))) === 0) parked.push(p)
-  if (plan.charges.length > 0 || parked.length > 0) {
+  if (plan.charges.length > 0 || parked.length > 0 || plan.reversals.length > 0) {
     const m = redis.multi()
     for (const c of plan.charges) {
       const key = keys.charge(acct, c.charge)
-      m.del(key).hset(key, c.parked === null ? { state: 'credited' } : { state: 'parked', parked: c.parked }).expire(key, c.ttlS)
+      m.del(key).hset(key, c.parked === null ? { state: 'credited', credits: String(c.credits) } : { state: 'parked', parked: c.parked }).expire(key, c.ttlS)
+    }
+    for (const r of plan.reversals) {
+      const key = keys.reversal(acct, r.charge)
+      m.del(key).hset(key, { refund: String(r.refund), dispute: String(r.dispute) })
     }
     for (const p of parked) {
       const at = p.createdAt.getTime()

@@ -11,7 +11,7 @@ import type { RedisContext } from '../redis/context'
 import { isMoneyKind, moneyFields, scanOutbox, writtenId, type MoneyFields } from './outbox'
 
 /** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
-export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'refId' | 'at' | 'remainder'> & {
+export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'refId' | 'target' | 'uncredited' | 'at' | 'remainder'> & {
   in: 'outbox' | 'postgres' | 'both'
   /** The stream id (`<ms>-<seq>`) its script wrote it under (outbox.ts, writtenId): the order the shard's scripts wrote them in. */
   streamId: string
@@ -32,7 +32,7 @@ export async function outboxLines(ctx: RedisContext, shard: number, accounts: Se
     if (!isMoneyKind(e.kind)) continue
     const m = moneyFields(e)
     if (!accounts.has(m.account)) continue
-    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, refId: m.refId, at: m.at, remainder: m.remainder, in: 'outbox', streamId: writtenId(e) })
+    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, refId: m.refId, target: m.target, uncredited: m.uncredited, at: m.at, remainder: m.remainder, in: 'outbox', streamId: writtenId(e) })
   }
   return out
 }
@@ -49,6 +49,8 @@ export async function postgresLines(db: Database, accounts: string[]): Promise<L
     balanceAfter: r.balanceAfter,
     callId: r.callId,
     refId: r.refId,
+    target: r.target,
+    uncredited: r.uncredited,
     at: r.at.getTime(),
     remainder: r.mcRem,
     in: 'postgres' as const,

@@ -121,6 +121,12 @@ export type GatewayEvent =
   | { type: 'charge_succeeded'; eventId: string; accountId: string; credits: number; chargeId: string; attemptId: string; month: string; purpose: 'refill' | 'topup' }
   /** An off-session charge failed after all (its synchronous answer was unknown, or lost). */
   | { type: 'charge_failed'; eventId: string; accountId: string; attemptId: string; month: string; code: string }
+  /**
+   * A charge of ours went back to the payer: refunded (`reversedCents` = the charge's cumulative
+   * refunded amount) or disputed (the disputed amount). `chargeId` is the id the charge was
+   * credited under (Stripe's PaymentIntent id); `chargeCents` its whole amount.
+   */
+  | { type: 'charge_reversed'; eventId: string; accountId: string; chargeId: string; cause: 'refund' | 'dispute'; reversedCents: number; chargeCents: number }
   | { type: 'ignored'; eventId: string; eventType: string }
 
 export class WebhookSignatureError extends Error {}

@@ -271,8 +271,38 @@ export class StripeGateway implements PaymentGateway {
         const code = pi.last_payment_error?.decline_code ?? pi.last_payment_error?.code ?? 'payment_failed'
         return { type: 'charge_failed', eventId: event.id, accountId: m.acct!, attemptId: m.attempt, month: m.month!, code }
       }
+      case 'charge.refunded': {
+        // amount_refunded is cumulative: each partial refund's event carries the total so far.
+        const charge = event.data.object
+        return (await this.reversal(event.id, idOf(charge.payment_intent), 'refund', charge.amount_refunded)) ?? ignored
+      }
+      case 'charge.dispute.created': {
+        const dispute = event.data.object
+        return (await this.reversal(event.id, idOf(dispute.payment_intent), 'dispute', dispute.amount)) ?? ignored
+      }
       default:
         return ignored
     }
+  }
+
+  /**
+   * A refund or dispute of one of our charges, named by the PaymentIntent we credited. Neither the
+   * charge nor the dispute carries our metadata (the PaymentIntent does), so the PaymentIntent is
+   * read: its `acct` and its amount. Null (ignored) for a charge that is not ours; a Stripe failure
+   * propagates, and Stripe delivers the event again.
+   */
+  private async reversal(eventId: string, paymentIntentId: string | null, cause: 'refund' | 'dispute', cents: number): Promise<GatewayEvent | null> {
+    if (!paymentIntentId || !Number.isSafeInteger(cents) || cents <= 0) return null
+    let pi: Stripe.PaymentIntent
+    try {
+      pi = await this.stripe.paymentIntents.retrieve(paymentIntentId)
+    } catch (e) {
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && (e.code === 'resource_missing' || e.statusCode === 404)) return null
+      throw e
+    }
+    const m = pi.metadata ?? {}
+    if ((m.purpose !== 'refill' && m.purpose !== 'topup' && m.purpose !== 'pack') || !isAccountId(m.acct ?? '')) return null
+    if (!Number.isSafeInteger(pi.amount) || pi.amount <= 0) return null
+    return { type: 'charge_reversed', eventId, accountId: m.acct!, chargeId: pi.id, cause, reversedCents: cents, chargeCents: pi.amount }
   }
 }

@@ -52,6 +52,10 @@ export enum ScriptStatus {
   WRONG_STATE = 48,
   /** A consent from a session that is not the one the owner started last, or started before a forget. */
   CONSENT_STALE = 49,
+  /** A refund or dispute of a charge that was not credited here (parked, or not ours): nothing to take back. */
+  NOT_CREDITED = 50,
+  /** A reversed charge was credited, but its credits are not known yet (its top-up entry is not in Postgres yet). */
+  CREDITS_UNKNOWN = 51,
 
   // Proposals (an agent asks its operator): from 60.
   /** An approval of this proposal is being applied (its top-up is at the card processor). */

@@ -130,6 +130,10 @@ export class Keys {
   charge(acct: string, chargeId: string): string {
     return `${this.acctTag(acct)}:charge:${acct}:${chargeId}`
   }
+  /** Credits already taken back (or found unrecoverable) of a refunded or disputed charge, per cause. */
+  reversal(acct: string, chargeId: string): string {
+    return `${this.acctTag(acct)}:reversal:${acct}:${chargeId}`
+  }
   /**
    * The account's proposals (CONTRACT §11): id → the JSON record. One hash per account, so that
    * propose-3 and decide-proposal-5 name every proposal they touch through one key.

@@ -6,12 +6,15 @@
  *   POST /v1/customers                       POST /v1/checkout/sessions    GET /v1/checkout/sessions/:id
  *   GET  /v1/setup_intents/:id (expand)      POST /v1/payment_intents      POST /v1/payment_methods/:id/detach
  *   POST /v1/refunds                         GET  /v1/payment_intents (customer, created[gte], newest first)
+ *   GET  /v1/payment_intents/:id
  *
  * Cards behave like Stripe's test cards (by the number given to `completeSetup`):
  *   4242424242424242 succeeds · 4000000000000341 attaches, then every charge is declined
  *   4000002760003184 off-session charges need authentication (authentication_required)
  * Tests play the human at Checkout with `completeSetup` / `payCheckout`, and get back the signed
- * webhook delivery Stripe would send (`signedEvent`).
+ * webhook delivery Stripe would send (`signedEvent`). `dashboardRefund` and `dispute` play the
+ * merchant refunding in the dashboard and the card holder disputing: each returns the
+ * `charge.refunded` / `charge.dispute.created` delivery (a charge carries no metadata of ours).
  */
 import Stripe from 'stripe'
 
@@ -38,6 +41,12 @@ export interface FakeStripe {
   completeSetup(sessionId: string, cardNumber: string): Promise<SignedEvent>
   /** The human pays a payment session: returns the checkout.session.completed delivery. */
   payCheckout(sessionId: string): Promise<SignedEvent>
+  /** Refunds `cents` more of a PaymentIntent's charge (as in the dashboard): the charge.refunded delivery. */
+  dashboardRefund(paymentIntentId: string, cents: number): Promise<SignedEvent>
+  /** The card holder disputes `cents` (default the whole charge): the charge.dispute.created delivery. */
+  dispute(paymentIntentId: string, cents?: number): Promise<SignedEvent>
+  /** The charge of a PaymentIntent, as charge events carry it. */
+  chargeOf(paymentIntentId: string): Obj
   /** Any event, signed with the webhook secret (or another secret, to forge one). */
   signedEvent(type: string, object: Obj, opts?: { secret?: string; id?: string }): Promise<SignedEvent>
   stop(): void
@@ -107,6 +116,25 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
       fake.paymentIntents.set(pi.id, pi)
       Object.assign(s, { status: 'complete', payment_status: 'paid', payment_intent: pi.id })
       return fake.signedEvent('checkout.session.completed', s)
+    },
+    chargeOf: (piId) => {
+      const pi = fake.paymentIntents.get(piId)
+      if (!pi) throw new Error(`no payment intent ${piId}`)
+      pi.latest_charge ??= id('ch')
+      const refunds = fake.refunds.filter((r) => r.payment_intent === piId)
+      const refunded = refunds.reduce((a, r) => a + Number(r.amount), 0)
+      return { id: pi.latest_charge, object: 'charge', amount: pi.amount, amount_refunded: refunded, refunded: refunded >= pi.amount, currency: pi.currency, payment_intent: piId, customer: pi.customer ?? null, metadata: {}, status: 'succeeded' }
+    },
+    dashboardRefund: async (piId, cents) => {
+      const pi = fake.paymentIntents.get(piId)
+      if (!pi) throw new Error(`no payment intent ${piId}`)
+      fake.refunds.push({ id: id('re'), object: 'refund', payment_intent: piId, amount: cents, status: 'succeeded' })
+      return fake.signedEvent('charge.refunded', fake.chargeOf(piId))
+    },
+    dispute: async (piId, cents) => {
+      const charge = fake.chargeOf(piId)
+      const du = { id: id('du'), object: 'dispute', amount: cents ?? charge.amount, charge: charge.id, payment_intent: piId, currency: charge.currency, reason: 'fraudulent', status: 'needs_response', is_charge_refundable: false, metadata: {} }
+      return fake.signedEvent('charge.dispute.created', du)
     },
     signedEvent: async (type, object, o = {}) => {
       const eventId = o.id ?? id('evt')
@@ -189,6 +217,10 @@ export function startFakeStripe(opts: { secretKey?: string; webhookSecret?: stri
     }
     if (method === 'POST' && resource === 'payment_intents' && !rid) return paymentIntent(body)
     if (method === 'GET' && resource === 'payment_intents' && !rid) return listPaymentIntents(query)
+    if (method === 'GET' && resource === 'payment_intents' && rid) {
+      const pi = fake.paymentIntents.get(rid)
+      return pi ? Response.json(pi) : missing('payment_intent', rid)
+    }
     if (method === 'POST' && resource === 'refunds' && !rid) {
       const pi = fake.paymentIntents.get(body.payment_intent)
       if (!pi) return missing('payment_intent', body.payment_intent)

@@ -13,7 +13,7 @@ export const ledgerEntries = pgTable(
     id: text('id').primaryKey(),
     accountId: text('account_id').notNull(),
     agentId: text('agent_id'),
-    /** grant | debit | refund | referral | topup */
+    /** grant | debit | refund | referral | topup | reversal */
     kind: text('kind').notNull(),
     /** Signed credits: debits negative. */
     amount: bigint('amount', { mode: 'number' }).notNull(),
@@ -21,9 +21,9 @@ export const ledgerEntries = pgTable(
     callId: text('call_id'),
     refId: text('ref_id'),
     target: text('target'),
-    /** Credits a bonus was worth but did not credit (referral: the balance cap, the referrer's daily limit); null when none. */
+    /** Credits a bonus was worth but did not credit (referral: the balance cap, the referrer's daily limit), or a reversal could not take back (already spent); null when none. */
     uncredited: bigint('uncredited', { mode: 'number' }),
-    /** Why `uncredited`: balance_cap | referrer_daily_limit. */
+    /** Why `uncredited`: balance_cap | referrer_daily_limit | unrecovered. */
     uncreditedReason: text('uncredited_reason'),
     /** Metered calls (CONTRACT §7): the model on the debit and on the settle; the tokens on the settle. */
     model: text('model'),

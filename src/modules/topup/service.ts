@@ -3,12 +3,15 @@
  * which also completes saved-card consents and settles refills whose answer was lost (credited, or
  * released from the month's pending amount) through settleLate, as the refiller's look-up does.
  * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
+ * A refund or dispute of a credited charge takes its credits back through reverse-charge-5
+ * (src/ledger/reversal.ts), once per reversed amount.
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */
 import { notConfigured } from '../../alarms/not-configured'
 import { ApiError } from '../../errors'
 import { hktDay } from '../../clock'
 import { creditCharge, type CreditOutcome } from '../../ledger/topup'
+import { reverseCharge } from '../../ledger/reversal'
 import { WebhookSignatureError, type GatewayEvent } from '../../payments/gateway'
 import type { Services } from '../../services'
 import { applyConsent } from '../../mandate/mandate'
@@ -38,6 +41,14 @@ async function apply(s: Services, ev: GatewayEvent): Promise<string> {
     case 'charge_failed': {
       const attempt = { attemptId: ev.attemptId, month: ev.month, day: hktDay(s.ctx.clock.now()) }
       return settleLate(s.ctx, s.payments.mode, ev.accountId, attempt, { kind: 'declined', code: ev.code })
+    }
+    case 'charge_reversed': {
+      const out = await reverseCharge(s.ctx, s.db.db, { accountId: ev.accountId, chargeId: ev.chargeId, cause: ev.cause, reversedCents: ev.reversedCents, chargeCents: ev.chargeCents })
+      const at = { account_id: ev.accountId, charge_id: ev.chargeId, cause: ev.cause, reversed_cents: ev.reversedCents }
+      // Acknowledged either way (a retry would find the same): logged for the founder to look at.
+      if (out.kind === 'not_credited' || out.kind === 'no_account') s.log.warn(`reversal_${out.kind}`, at)
+      else if (out.kind === 'reversed') s.log.info('payment_reversed', { ...at, taken: out.taken, unrecovered: out.unrecovered, mandate_disabled: out.mandateDisabled })
+      return out.kind === 'reversed' ? 'reversed' : out.kind
     }
     case 'ignored':
       return 'ignored'

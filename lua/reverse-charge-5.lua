@@ -1,0 +1,109 @@
+--[[
+  reverse-charge-5: a card charge we credited was refunded at the processor (its dashboard, or our
+  own refund) or disputed by the card holder: the credits of the money that went back are taken
+  back, exactly once per reversed amount. The processor reports a refund as the charge's
+  cumulative refunded amount and a dispute as its disputed amount, so the reversal record keeps,
+  per cause, the credits already accounted for (taken or unrecovered): each event takes only the
+  difference, and a replayed or out-of-order event takes nothing.
+  Credits of the reversed amount: the charge's own rate, credits credited × cents / charge cents
+  (rounded down), refunds and disputes together never past the credits credited.
+  Only the spendable `balance` is taken, never below 0 and never the `held` credits of metered
+  calls in flight (lua/debit-15.lua); what cannot be taken is recorded as `uncredited` (reason
+  `unrecovered`) on the entry, not chased later.
+  A dispute also disables the mandate and forgets its card here (as an authentication_required
+  refill does, release-refill-5): the card holder disputed a payment to us, so no card of the
+  account is charged again without a new consent.
+  Which credits were credited for the charge: the charge record's (credit-topup-7 keeps them for
+  90 days), else the top-up entry Postgres holds (ARGV[7], read by the caller), else the charge
+  was not credited here (parked, or not ours): nothing to take back.
+  The entry and the owner's `payment.reversed` event ride the same outbox; ids fixed by the charge,
+  the cause and the cumulative credits, so a redelivered stream entry is a no-op.
+
+  KEYS[1] account hash      {s}:acct:<acct>
+  KEYS[2] mandate hash      {s}:mandate:<acct>
+  KEYS[3] charge record     {s}:charge:<acct>:<charge_id>   (read only)
+  KEYS[4] reversal record   {s}:reversal:<acct>:<charge_id>
+  KEYS[5] outbox stream     {s}:outbox
+
+  ARGV[1] now, epoch ms (app clock)
+  ARGV[2] account id
+  ARGV[3] charge id (the one credit-topup-7 credited: Stripe's PaymentIntent id)
+  ARGV[4] cause: 'refund' | 'dispute'
+  ARGV[5] reversed cents: the cumulative refunded amount (refund), the disputed amount (dispute)
+  ARGV[6] the charge's amount, cents
+  ARGV[7] credits of the charge's top-up entry in Postgres; '' when it has none
+
+  Returns {OK, balance, taken, unrecovered, mandate_disabled 0|1}
+        | {ALREADY_APPLIED, balance, mandate_disabled} (nothing more is owed for this amount)
+        | {NOT_CREDITED, mandate_disabled} (the charge was not credited here)
+        | {CREDITS_UNKNOWN} (credited, but its credits are not known yet: the top-up entry has
+          not reached Postgres; nothing written, ask again later)
+        | {NOT_FOUND} (no such account)
+]]
+
+--@include status
+local now, acct, charge, cause = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local cents, amount = tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local a = redis.call('HMGET', KEYS[1], 'balance', 'held')
+if not a[1] then return {S_NOT_FOUND} end
+if cause ~= 'refund' and cause ~= 'dispute' then return redis.error_reply('reverse-charge: unknown cause ' .. tostring(cause)) end
+if not cents or cents < 0 or not amount or amount <= 0 then return redis.error_reply('reverse-charge: bad amounts') end
+
+-- The credits the charge was credited with: the record's (fresh), else the durable ledger's.
+local rec = redis.call('HMGET', KEYS[3], 'state', 'credits')
+local credits = nil
+if rec[1] == 'credited' and rec[2] then
+  credits = tonumber(rec[2])
+elseif ARGV[7] ~= '' then
+  credits = tonumber(ARGV[7])
+elseif rec[1] == 'credited' then
+  -- Credited before the record kept its credits, and the entry is not in Postgres yet.
+  return {S_CREDITS_UNKNOWN}
+end
+
+-- Checked; writes from here on.
+local disabled = 0
+if cause == 'dispute' then
+  local m = redis.call('HMGET', KEYS[2], 'enabled', 'pm')
+  if m[1] == '1' or m[2] then
+    disabled = 1
+    redis.call('HDEL', KEYS[2], 'brand', 'last4', 'pm', 'retry_after', 'consent_id', 'consent_started')
+    redis.call('HSET', KEYS[2], 'enabled', '0', 'disabled_reason', 'card_disputed')
+    redis.call('HDEL', KEYS[1], 'refill_below')
+    local s = redis.call('HMGET', KEYS[2], 'threshold', 'refill', 'ceiling', 'customer', 'gateway')
+    redis.call('XADD', KEYS[5], '*', 'kind', 'mandate', 'id', acct .. ':mandate:' .. now, 'acct', acct,
+      'enabled', '0', 'threshold', s[1] or '', 'refill', s[2] or '', 'ceiling', s[3] or '',
+      'brand', '', 'last4', '', 'customer', s[4] or '', 'gateway', s[5] or '',
+      'reason', 'card_disputed', 'at', now)
+  end
+end
+if not credits then return {S_NOT_CREDITED, disabled} end
+
+local balance, held = tonumber(a[1]), tonumber(a[2] or '0')
+local r = redis.call('HMGET', KEYS[4], 'refund', 'dispute')
+local done = {refund = tonumber(r[1] or '0'), dispute = tonumber(r[2] or '0')}
+local other = cause == 'refund' and done.dispute or done.refund
+
+if cents > amount then cents = amount end
+local target = math.floor(credits * cents / amount)
+if target > credits - other then target = credits - other end
+local owed = target - done[cause]
+if owed <= 0 then return {S_ALREADY_APPLIED, balance, disabled} end
+
+local taken = owed
+if taken > balance then taken = math.max(balance, 0) end
+local unrecovered = owed - taken
+redis.call('HSET', KEYS[4], cause, target, 'at', now)
+if taken > 0 then balance = redis.call('HINCRBY', KEYS[1], 'balance', -taken) end
+-- `bal` is the posted balance (balance + held), as on every entry (lua/debit-15.lua).
+local entry = {'kind', 'reversal', 'id', charge .. ':reversal:' .. cause .. ':' .. target, 'acct', acct, 'agent', '',
+  'amount', -taken, 'bal', balance + held, 'ref', charge, 'target', cause, 'at', now}
+if unrecovered > 0 then
+  for _, v in ipairs({'uncredited', unrecovered, 'reason', 'unrecovered'}) do entry[#entry + 1] = v end
+end
+redis.call('XADD', KEYS[5], '*', unpack(entry))
+redis.call('XADD', KEYS[5], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_reversed_' .. cause .. '_' .. target, 'acct', acct,
+  'type', 'payment.reversed', 'at', now, 'data', cjson.encode({charge_id = charge, cause = cause, credits = owed,
+    taken = taken, unrecovered = unrecovered, balance = balance, reversed_cents = cents, mandate_disabled = disabled == 1}))
+return {S_OK, balance, taken, unrecovered, disabled}

@@ -1,0 +1,49 @@
+/** reverse-charge-5: a credited card charge refunded or disputed at the processor. See its Lua header. */
+import { ScriptStatus as S } from '../redis/codes'
+import type { RedisContext } from '../redis/context'
+import { num, statusOf, unexpected } from './reply'
+
+export type ReversalCause = 'refund' | 'dispute'
+
+export interface ReverseChargeArgs {
+  now: number
+  accountId: string
+  chargeId: string
+  cause: ReversalCause
+  /** Cumulative refunded cents (refund), or the disputed cents (dispute). */
+  reversedCents: number
+  /** The charge's amount, cents. */
+  chargeCents: number
+  /** Credits of the charge's top-up entry in Postgres; null when it has none. */
+  ledgerCredits: number | null
+}
+
+export type ReverseChargeReply =
+  | { status: 'ok'; balance: number; taken: number; unrecovered: number; mandateDisabled: boolean }
+  | { status: 'already_applied'; balance: number; mandateDisabled: boolean }
+  | { status: 'not_credited'; mandateDisabled: boolean }
+  | { status: 'credits_unknown' }
+  | { status: 'not_found' }
+
+export async function runReverseCharge(ctx: RedisContext, a: ReverseChargeArgs): Promise<ReverseChargeReply> {
+  const { keys } = ctx
+  const acct = a.accountId
+  const reply = await ctx.scripts.reverseCharge(
+    [keys.account(acct), keys.mandate(acct), keys.charge(acct, a.chargeId), keys.reversal(acct, a.chargeId), keys.outbox(keys.shardOf(acct))],
+    [a.now, acct, a.chargeId, a.cause, a.reversedCents, a.chargeCents, a.ledgerCredits ?? ''],
+  )
+  switch (statusOf(reply)) {
+    case S.OK:
+      return { status: 'ok', balance: num(reply, 1), taken: num(reply, 2), unrecovered: num(reply, 3), mandateDisabled: num(reply, 4) === 1 }
+    case S.ALREADY_APPLIED:
+      return { status: 'already_applied', balance: num(reply, 1), mandateDisabled: num(reply, 2) === 1 }
+    case S.NOT_CREDITED:
+      return { status: 'not_credited', mandateDisabled: num(reply, 1) === 1 }
+    case S.CREDITS_UNKNOWN:
+      return { status: 'credits_unknown' }
+    case S.NOT_FOUND:
+      return { status: 'not_found' }
+    default:
+      throw unexpected('reverse-charge-5', reply)
+  }
+}
