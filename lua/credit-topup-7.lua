@@ -96,7 +96,7 @@ if posted + credits > cap then
 end
 
 balance = redis.call('HINCRBY', KEYS[1], 'balance', credits)
--- `credits`: what a later refund or dispute of the charge takes back (reverse-charge-5).
+-- `credits`: what a later refund or dispute of the charge takes back (reverse-charge-7).
 redis.call('HSET', KEYS[4], 'state', 'credited', 'credits', credits)
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
 -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).

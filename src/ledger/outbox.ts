@@ -34,7 +34,7 @@ export type Sink = (tx: Database, entries: OutboxEntry[], o?: { fresh?: boolean 
 
 /**
  * Kinds that move money: one immutable ledger row each. `reversal`: a credited card charge refunded
- * or disputed at the processor (reverse-charge-5), credits taken back, `ref` the charge.
+ * or disputed at the processor (reverse-charge-7), credits taken back, `ref` the charge.
  */
 export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup', 'reversal'] as const
 export type MoneyKind = (typeof MONEY_KINDS)[number]

@@ -9,7 +9,7 @@
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
  * global lookups (token → account, e-mail, public_ref, consent ref), the charge records of the
  * card charges credited or parked in the last 90 days (credit-topup-7's dedupe), the reversal
- * records of refunded or disputed charges (reverse-charge-5's dedupe), and the parked
+ * records of refunded or disputed charges (reverse-charge-7's dedupe), and the parked
  * payments still awaiting the founder (hash and queue entry). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
@@ -54,7 +54,7 @@ interface ChargeRecord {
   ttlS: number
 }
 
-/** A reversal record as reverse-charge-5 keeps it (`reversal:<acct>:<charge id>`): credits accounted for, per cause. */
+/** A reversal record as reverse-charge-7 keeps it (`reversal:<acct>:<charge id>`): credits accounted for, per cause. */
 interface ReversalRecord {
   charge: string
   refund: number
@@ -172,7 +172,7 @@ function chargeRecords(led: AccountLedger, parked: ParkedRow[], now: number): Ch
 }
 
 /**
- * The reversal records reverse-charge-5 wrote: per charge and cause, the credits its entries
+ * The reversal records reverse-charge-7 wrote: per charge and cause, the credits its entries
  * accounted for (taken, −amount, plus the unrecovered part). Each entry accounts for what its
  * application added, so a cause's entries sum to the cause's total.
  */

@@ -1,6 +1,6 @@
 /**
  * Money going back out: a card charge we credited was refunded at the processor (in its dashboard,
- * or our own refund of a rejected parked payment) or disputed by the card holder. reverse-charge-5
+ * or our own refund of a rejected parked payment) or disputed by the card holder. reverse-charge-7
  * decides everything — whether the charge was credited, how many credits the reversed amount is,
  * what the balance still has to give — and this file only gathers what the script cannot read in
  * Redis: the credits of the charge's top-up entry in Postgres, for a charge whose Redis record
@@ -30,8 +30,11 @@ export type ReversalOutcome =
   | { kind: 'reversed'; balance: number; taken: number; unrecovered: number; mandateDisabled: boolean }
   /** Nothing more owed for this amount: a replay, or an amount already reversed. */
   | { kind: 'duplicate'; balance: number; mandateDisabled: boolean }
-  /** The charge was never credited here (parked and not approved, or not one of ours). */
-  | { kind: 'not_credited'; mandateDisabled: boolean }
+  /**
+   * The charge was never credited here (parked and not approved, or not one of ours);
+   * `parkedReversed`: it was awaiting the founder, and is now `reversed` (never to be approved).
+   */
+  | { kind: 'not_credited'; mandateDisabled: boolean; parkedReversed: boolean }
   | { kind: 'no_account' }
 
 /** The charge was credited but its credits are not known yet: the caller asks again later. */
@@ -56,6 +59,8 @@ export async function reverseCharge(ctx: RedisContext, db: Database, r: Reversal
     reversedCents: r.reversedCents,
     chargeCents: r.chargeCents,
     ledgerCredits: await ledgerCredits(db, r.accountId, r.chargeId),
+    // Which parked payment the charge record names: read here, checked by the script.
+    parkedId: await ctx.redis.hget(ctx.keys.charge(r.accountId, r.chargeId), 'parked'),
   })
   switch (reply.status) {
     case 'ok':
@@ -63,7 +68,7 @@ export async function reverseCharge(ctx: RedisContext, db: Database, r: Reversal
     case 'already_applied':
       return { kind: 'duplicate', balance: reply.balance, mandateDisabled: reply.mandateDisabled }
     case 'not_credited':
-      return { kind: 'not_credited', mandateDisabled: reply.mandateDisabled }
+      return { kind: 'not_credited', mandateDisabled: reply.mandateDisabled, parkedReversed: reply.parkedReversed }
     case 'not_found':
       return { kind: 'no_account' }
     case 'credits_unknown':

@@ -1,4 +1,4 @@
-/** reverse-charge-5: a credited card charge refunded or disputed at the processor. See its Lua header. */
+/** reverse-charge-7: a credited card charge refunded or disputed at the processor. See its Lua header. */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, unexpected } from './reply'
@@ -16,21 +16,33 @@ export interface ReverseChargeArgs {
   chargeCents: number
   /** Credits of the charge's top-up entry in Postgres; null when it has none. */
   ledgerCredits: number | null
+  /** The parked payment the charge record names (read first; the script checks it); null for none. */
+  parkedId: string | null
 }
 
 export type ReverseChargeReply =
   | { status: 'ok'; balance: number; taken: number; unrecovered: number; mandateDisabled: boolean }
   | { status: 'already_applied'; balance: number; mandateDisabled: boolean }
-  | { status: 'not_credited'; mandateDisabled: boolean }
+  /** `parkedReversed`: the charge was parked, and can no longer be approved (state `reversed`). */
+  | { status: 'not_credited'; mandateDisabled: boolean; parkedReversed: boolean }
   | { status: 'credits_unknown' }
   | { status: 'not_found' }
 
 export async function runReverseCharge(ctx: RedisContext, a: ReverseChargeArgs): Promise<ReverseChargeReply> {
   const { keys } = ctx
   const acct = a.accountId
+  const shard = keys.shardOf(acct)
   const reply = await ctx.scripts.reverseCharge(
-    [keys.account(acct), keys.mandate(acct), keys.charge(acct, a.chargeId), keys.reversal(acct, a.chargeId), keys.outbox(keys.shardOf(acct))],
-    [a.now, acct, a.chargeId, a.cause, a.reversedCents, a.chargeCents, a.ledgerCredits ?? ''],
+    [
+      keys.account(acct),
+      keys.mandate(acct),
+      keys.charge(acct, a.chargeId),
+      keys.reversal(acct, a.chargeId),
+      keys.outbox(shard),
+      a.parkedId ? keys.parked(shard, a.parkedId) : keys.charge(acct, a.chargeId),
+      keys.parkedQueue(shard),
+    ],
+    [a.now, acct, a.chargeId, a.cause, a.reversedCents, a.chargeCents, a.ledgerCredits ?? '', a.parkedId ?? ''],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -38,12 +50,12 @@ export async function runReverseCharge(ctx: RedisContext, a: ReverseChargeArgs):
     case S.ALREADY_APPLIED:
       return { status: 'already_applied', balance: num(reply, 1), mandateDisabled: num(reply, 2) === 1 }
     case S.NOT_CREDITED:
-      return { status: 'not_credited', mandateDisabled: num(reply, 1) === 1 }
+      return { status: 'not_credited', mandateDisabled: num(reply, 1) === 1, parkedReversed: num(reply, 2) === 1 }
     case S.CREDITS_UNKNOWN:
       return { status: 'credits_unknown' }
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('reverse-charge-5', reply)
+      throw unexpected('reverse-charge-7', reply)
   }
 }

@@ -43,7 +43,7 @@ export const mandateSink: Sink = async (tx, entries) => {
 }
 
 /** A parked payment's states in the order they can follow each other; a row only moves forward. */
-const RANK: Record<string, number> = { parked: 0, refund_unknown: 1, approved: 2, rejected: 2 }
+const RANK: Record<string, number> = { parked: 0, refund_unknown: 1, approved: 2, rejected: 2, reversed: 2 }
 /** The states a row may be moved from into `state`: those ranked below it. */
 const before = (state: string) => Object.keys(RANK).filter((k) => RANK[k]! < (RANK[state] ?? 0))
 
@@ -67,7 +67,7 @@ export const parkedSink: Sink = async (tx, entries) => {
       .onConflictDoUpdate({
         target: parkedPayments.id,
         set: { state: f.state!, decidedAt: decided ? at : null },
-        // Only forward: parked → refund_unknown → rejected, parked → approved.
+        // Only forward: parked → refund_unknown → rejected, parked → approved, parked | refund_unknown → reversed.
         setWhere: before(f.state!).length > 0 ? inArray(parkedPayments.state, before(f.state!)) : sql`false`,
       })
   }

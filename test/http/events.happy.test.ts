@@ -82,7 +82,7 @@ describe('owner events over webhooks', () => {
     expect((await t.req('POST', `/v1/proposals/${proposal.body.id}/decline`, { token: owner.token })).body.status).toBe('declined')
     // refill.failed: emit → deliver (its producer's real path needs a declining card: Stripe mode)
     await emitEvent(t.s.ctx, acct, 'refill.failed', { credits: 1000, reason: 'authentication_required', message: 'needs the card holder', mode: 'auto' })
-    // payment.reversed: its producer (reverse-charge-5) runs on a Stripe refund or dispute: test/http/stripe.reversal.test.ts
+    // payment.reversed: its producer (reverse-charge-7) runs on a Stripe refund or dispute: test/http/stripe.reversal.test.ts
     await emitEvent(t.s.ctx, acct, 'payment.reversed', { charge_id: 'pi_x', cause: 'refund', credits: 10, taken: 10, unrecovered: 0, balance: 1185, reversed_cents: 1, mandate_disabled: false })
 
     await deliverAll(t)

@@ -1,5 +1,5 @@
 /**
- * Refunds made in Stripe's dashboard and card disputes, mirrored into the ledger (reverse-charge-5),
+ * Refunds made in Stripe's dashboard and card disputes, mirrored into the ledger (reverse-charge-7),
  * through the webhook with the loopback Stripe fake: a refunded pack's credits are taken back once
  * however Stripe delivers it; a partial refund then the rest take the difference; a dispute after
  * the credits were spent takes what is left (never below 0), records the rest as unrecovered and
@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
-import { events, ledgerEntries } from '../../src/db/schema'
+import { events, ledgerEntries, parkedPayments } from '../../src/db/schema'
 import { restoreMissing } from '../../src/ledger/rebuild'
 import { assertLedger } from '../helpers/invariants'
 import { checkRedisInvariant, flushAll, redisBalance } from '../helpers/ledger'
@@ -37,6 +37,16 @@ async function buyPack(owner: Owner, i = 0): Promise<string> {
   const w = await deliver(t, await stripe.payCheckout(sid))
   expect(w.body).toMatchObject({ result: 'credited' })
   return stripe.sessions.get(sid)!.payment_intent as string
+}
+
+/** Buys the account's second pack (20000 credits) past the balance cap: parked; returns it as /admin/parked lists it. */
+async function parkSecondPack(owner: Owner): Promise<{ id: string; charge_id: string }> {
+  const { t, stripe } = a
+  const b = await t.req('GET', '/v1/balance', { token: owner.token })
+  const r = await get(t, pathOf(b.body.links.packs[1].url))
+  const sid = sessionIdOf(r.headers.get('location')!)
+  expect((await deliver(t, await stripe.payCheckout(sid))).body.result).toBe('parked') // 40500 > 30000
+  return (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.find((p: { account_id: string }) => p.account_id === owner.account_id)
 }
 
 const reversals = (acct: string) =>
@@ -215,11 +225,7 @@ describe('reversals with nothing to take back are acknowledged', () => {
     const { t, stripe } = a
     const owner = await t.signup()
     await buyPack(owner, 1) // 20000
-    const b = await t.req('GET', '/v1/balance', { token: owner.token })
-    const r = await get(t, pathOf(b.body.links.packs[1].url))
-    const sid = sessionIdOf(r.headers.get('location')!)
-    expect((await deliver(t, await stripe.payCheckout(sid))).body.result).toBe('parked') // 40500 > 30000
-    const parked = (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.find((p: { account_id: string }) => p.account_id === owner.account_id)
+    const parked = await parkSecondPack(owner)
     expect((await t.req('POST', `/admin/parked/${parked.id}/reject`, { token: ADMIN })).body.state).toBe('rejected')
     const w = await deliver(t, await stripe.signedEvent('charge.refunded', stripe.chargeOf(parked.charge_id)))
     expect(w.status).toBe(200)
@@ -227,6 +233,45 @@ describe('reversals with nothing to take back are acknowledged', () => {
     expect(await redisBalance(t, owner.account_id)).toBe(20500)
     await assertLedger(stores(), [{ account: owner.account_id, balance: 20500 }])
     expect(await reversals(owner.account_id)).toEqual([])
+  })
+
+  test('a parked payment refunded or disputed before the founder decided: `reversed`, never approvable, written through', async () => {
+    const { t, stripe } = a
+    for (const cause of ['refund', 'dispute'] as const) {
+      const owner = await t.signup()
+      await buyPack(owner, 1) // 20000
+      const parked = await parkSecondPack(owner)
+      const ev = cause === 'refund' ? await stripe.dashboardRefund(parked.charge_id, 100) : await stripe.dispute(parked.charge_id)
+      const w = await deliver(t, ev)
+      expect(w.status).toBe(200)
+      expect(w.body).toMatchObject({ result: 'not_credited' })
+      // The founder can no longer credit money the processor gave back, nor refund it a second time.
+      const listed = (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.map((p: { id: string }) => p.id)
+      expect(listed).not.toContain(parked.id)
+      for (const action of ['approve', 'reject']) {
+        const r = await t.req('POST', `/admin/parked/${parked.id}/${action}`, { token: ADMIN })
+        expect([action, r.status, r.body.error]).toEqual([action, 409, 'CONFLICT'])
+      }
+      expect(await redisBalance(t, owner.account_id)).toBe(20500)
+      await flushAll(t)
+      const [row] = await t.s.db.db.select().from(parkedPayments).where(eq(parkedPayments.id, parked.id))
+      expect(row?.state).toBe('reversed')
+      await assertLedger(stores(), [{ account: owner.account_id, balance: 20500 }])
+      expect(await reversals(owner.account_id)).toEqual([])
+    }
+  })
+
+  test('a parked payment the founder approved, then refunded in the dashboard: its credits are taken back', async () => {
+    const { t, stripe } = a
+    const owner = await t.signup()
+    await buyPack(owner, 1) // 20000
+    const parked = await parkSecondPack(owner)
+    expect((await t.req('POST', `/admin/parked/${parked.id}/approve`, { token: ADMIN })).body.state).toBe('approved')
+    expect(await redisBalance(t, owner.account_id)).toBe(40500)
+    // Before the approval's entry reached Postgres: the parked payment says what was credited.
+    expect((await deliver(t, await stripe.dashboardRefund(parked.charge_id, 2000))).body).toMatchObject({ result: 'reversed' })
+    expect(await redisBalance(t, owner.account_id)).toBe(20500)
+    await assertLedger(stores(), [{ account: owner.account_id, balance: 20500 }])
   })
 
   test('an account that is gone, and a charge that is not ours: 200, nothing applied', async () => {

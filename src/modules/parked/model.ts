@@ -7,7 +7,7 @@ export const ParkedPayment = T.Object({
   credits: T.Integer(),
   kind: T.String({ description: 'pack | refill | topup' }),
   gateway: T.String(),
-  state: T.String({ description: 'parked | rejecting | refund_unknown (reject again to settle) | approved | rejected' }),
+  state: T.String({ description: 'parked | rejecting | refund_unknown (reject again to settle) | approved | rejected | reversed (refunded or disputed at the processor before a decision: nothing to credit or refund)' }),
   at: T.String(),
 })
 

@@ -3,7 +3,7 @@
  * which also completes saved-card consents and settles refills whose answer was lost (credited, or
  * released from the month's pending amount) through settleLate, as the refiller's look-up does.
  * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
- * A refund or dispute of a credited charge takes its credits back through reverse-charge-5
+ * A refund or dispute of a credited charge takes its credits back through reverse-charge-7
  * (src/ledger/reversal.ts), once per reversed amount.
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */

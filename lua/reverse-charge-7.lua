@@ -1,5 +1,5 @@
 --[[
-  reverse-charge-5: a card charge we credited was refunded at the processor (its dashboard, or our
+  reverse-charge-7: a card charge we credited was refunded at the processor (its dashboard, or our
   own refund) or disputed by the card holder: the credits of the money that went back are taken
   back, exactly once per reversed amount. The processor reports a refund as the charge's
   cumulative refunded amount and a dispute as its disputed amount, so the reversal record keeps,
@@ -18,12 +18,20 @@
   was not credited here (parked, or not ours): nothing to take back.
   The entry and the owner's `payment.reversed` event ride the same outbox; ids fixed by the charge,
   the cause and the cumulative credits, so a redelivered stream entry is a no-op.
+  A parked charge (credit-topup-7 parked it past the balance cap; the founder decides it,
+  decide-parked-4): approved, it was credited — its parked credits are the charge's. Still parked
+  (or refund_unknown), the money went back before anyone decided: it can no longer be approved
+  (that would credit money the processor returned) nor needs our refund, so it becomes `reversed`,
+  leaves the founder's queue and is written through like any decision. A partial reversal does this
+  too: the founder settles the rest at the processor (refunds it there), as the parked list says.
 
   KEYS[1] account hash      {s}:acct:<acct>
   KEYS[2] mandate hash      {s}:mandate:<acct>
   KEYS[3] charge record     {s}:charge:<acct>:<charge_id>   (read only)
   KEYS[4] reversal record   {s}:reversal:<acct>:<charge_id>
   KEYS[5] outbox stream     {s}:outbox
+  KEYS[6] parked payment    {s}:parked:<parked_id>   (the charge record's `parked`; else KEYS[3] again, unread)
+  KEYS[7] parked queue      {s}:parkedq
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] account id
@@ -32,10 +40,12 @@
   ARGV[5] reversed cents: the cumulative refunded amount (refund), the disputed amount (dispute)
   ARGV[6] the charge's amount, cents
   ARGV[7] credits of the charge's top-up entry in Postgres; '' when it has none
+  ARGV[8] the parked id the charge record names (read by the caller, checked here); '' for none
 
   Returns {OK, balance, taken, unrecovered, mandate_disabled 0|1}
         | {ALREADY_APPLIED, balance, mandate_disabled} (nothing more is owed for this amount)
-        | {NOT_CREDITED, mandate_disabled} (the charge was not credited here)
+        | {NOT_CREDITED, mandate_disabled, parked_reversed 0|1} (the charge was not credited here;
+          parked_reversed: it was parked, and is now `reversed`)
         | {CREDITS_UNKNOWN} (credited, but its credits are not known yet: the top-up entry has
           not reached Postgres; nothing written, ask again later)
         | {NOT_FOUND} (no such account)
@@ -51,10 +61,14 @@ if cause ~= 'refund' and cause ~= 'dispute' then return redis.error_reply('rever
 if not cents or cents < 0 or not amount or amount <= 0 then return redis.error_reply('reverse-charge: bad amounts') end
 
 -- The credits the charge was credited with: the record's (fresh), else the durable ledger's.
-local rec = redis.call('HMGET', KEYS[3], 'state', 'credits')
+local rec = redis.call('HMGET', KEYS[3], 'state', 'credits', 'parked')
+if (rec[3] or '') ~= ARGV[8] then return redis.error_reply('reverse-charge: parked id ' .. ARGV[8] .. ' is not the charge\'s') end
+local parked = rec[1] == 'parked' and rec[3] and redis.call('HMGET', KEYS[6], 'state', 'credits', 'kind', 'gateway') or nil
 local credits = nil
 if rec[1] == 'credited' and rec[2] then
   credits = tonumber(rec[2])
+elseif parked and parked[1] == 'approved' then
+  credits = tonumber(parked[2])
 elseif ARGV[7] ~= '' then
   credits = tonumber(ARGV[7])
 elseif rec[1] == 'credited' then
@@ -78,7 +92,17 @@ if cause == 'dispute' then
       'reason', 'card_disputed', 'at', now)
   end
 end
-if not credits then return {S_NOT_CREDITED, disabled} end
+if not credits then
+  local cancelled = 0
+  if parked and (parked[1] == 'parked' or parked[1] == 'refund_unknown') then
+    cancelled = 1
+    redis.call('HSET', KEYS[6], 'state', 'reversed', 'decided_at', now)
+    redis.call('ZREM', KEYS[7], ARGV[8])
+    redis.call('XADD', KEYS[5], '*', 'kind', 'parked', 'id', ARGV[8] .. ':reversed', 'pid', ARGV[8], 'acct', acct,
+      'charge', charge, 'credits', parked[2], 'pkind', parked[3], 'gateway', parked[4], 'state', 'reversed', 'at', now)
+  end
+  return {S_NOT_CREDITED, disabled, cancelled}
+end
 
 local balance, held = tonumber(a[1]), tonumber(a[2] or '0')
 local r = redis.call('HMGET', KEYS[4], 'refund', 'dispute')
