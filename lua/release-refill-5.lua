@@ -30,6 +30,8 @@
         | {ALREADY_APPLIED} (neither the lock nor a pending amount is this attempt's)
 ]]
 
+--@include mandate-off
+
 --@include status
 local now, acct, attempt, outcome = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 
@@ -50,14 +52,7 @@ if outcome == 'void' then return {S_OK, mode} end
 redis.call('HSET', KEYS[1], 'last_failure', ARGV[5], 'last_failure_at', now)
 
 if outcome == 'authentication_required' then
-  redis.call('HDEL', KEYS[1], 'brand', 'last4', 'pm', 'retry_after')
-  redis.call('HSET', KEYS[1], 'enabled', '0', 'disabled_reason', 'authentication_required')
-  redis.call('HDEL', KEYS[2], 'refill_below')
-  local s = redis.call('HMGET', KEYS[1], 'threshold', 'refill', 'ceiling', 'customer', 'gateway')
-  redis.call('XADD', KEYS[4], '*', 'kind', 'mandate', 'id', acct .. ':mandate:' .. now, 'acct', acct,
-    'enabled', '0', 'threshold', s[1] or '', 'refill', s[2] or '', 'ceiling', s[3] or '',
-    'brand', '', 'last4', '', 'customer', s[4] or '', 'gateway', s[5] or '',
-    'reason', 'authentication_required', 'at', now)
+  mandate_off(KEYS[1], KEYS[2], KEYS[4], acct, now, 'authentication_required')
 elseif mode == 'auto' then
   redis.call('HSET', KEYS[1], 'retry_after', now + tonumber(ARGV[6]))
 end

@@ -51,6 +51,8 @@
         | {NOT_FOUND} (no such account)
 ]]
 
+--@include mandate-off
+
 --@include status
 local now, acct, charge, cause = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local cents, amount = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -82,14 +84,9 @@ if cause == 'dispute' then
   local m = redis.call('HMGET', KEYS[2], 'enabled', 'pm')
   if m[1] == '1' or m[2] then
     disabled = 1
-    redis.call('HDEL', KEYS[2], 'brand', 'last4', 'pm', 'retry_after', 'consent_id', 'consent_started')
-    redis.call('HSET', KEYS[2], 'enabled', '0', 'disabled_reason', 'card_disputed')
-    redis.call('HDEL', KEYS[1], 'refill_below')
-    local s = redis.call('HMGET', KEYS[2], 'threshold', 'refill', 'ceiling', 'customer', 'gateway')
-    redis.call('XADD', KEYS[5], '*', 'kind', 'mandate', 'id', acct .. ':mandate:' .. now, 'acct', acct,
-      'enabled', '0', 'threshold', s[1] or '', 'refill', s[2] or '', 'ceiling', s[3] or '',
-      'brand', '', 'last4', '', 'customer', s[4] or '', 'gateway', s[5] or '',
-      'reason', 'card_disputed', 'at', now)
+    -- A consent started before the dispute does not complete either.
+    redis.call('HDEL', KEYS[2], 'consent_id', 'consent_started')
+    mandate_off(KEYS[2], KEYS[1], KEYS[5], acct, now, 'card_disputed')
   end
 end
 if not credits then
