@@ -60,9 +60,16 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
   const { cmd, args } = parsed
   if (cmd === 'link' || cmd === 'start') {
     if (!args[0]) return cmd === 'start' ? `Hello. ${NOT_LINKED}` : 'Usage: /link <code> (the code from POST /v1/operator/link)'
-    const acct = await claimLinkCode(d.ctx, args[0])
-    if (!acct) return 'That code is unknown, expired or already used. Ask for a new one with POST /v1/operator/link.'
-    await linkChat(d.db, who, acct, d.ctx.clock.now())
+    const claimed = await claimLinkCode(d.ctx, args[0])
+    if (!claimed) return 'That code is unknown, expired or already used. Ask for a new one with POST /v1/operator/link.'
+    const acct = claimed.accountId
+    try {
+      await linkChat(d.db, who, acct, d.ctx.clock.now())
+    } catch (e) {
+      // Telegram redelivers the failed update: its code must still link then.
+      await claimed.giveBack().catch(() => {})
+      throw e
+    }
     return `Linked to account ${acct}. Its events will arrive here.\n${HELP}`
   }
   if (cmd === 'help') return HELP

@@ -9,23 +9,38 @@ import { hashToken, randomId } from '../auth/tokens'
 import type { Database } from '../db/client'
 import { operatorChats } from '../db/schema'
 import type { RedisContext } from '../redis/context'
+import { readAccount } from '../redis/account-hash'
 
 export const LINK_TTL_S = 600
 export const LINK_CODE = /^[A-Za-z0-9_-]{22}$/
 
-export async function newLinkCode(ctx: RedisContext, accountId: string): Promise<{ code: string; expiresAt: number }> {
+/** `ownerHash`: the SHA-256 of the owner token asking (the account's current owner when not given). */
+export async function newLinkCode(ctx: RedisContext, accountId: string, ownerHash?: string): Promise<{ code: string; expiresAt: number }> {
   const code = randomId(16)
   const expiresAt = ctx.clock.now() + LINK_TTL_S * 1000
-  await ctx.redis.set(ctx.keys.operatorLink(hashToken(code)), `${accountId}|${expiresAt}`, 'EX', LINK_TTL_S)
+  const owner = ownerHash ?? (await readAccount(ctx, accountId, 'owner')).owner ?? ''
+  await ctx.redis.set(ctx.keys.operatorLink(hashToken(code)), `${accountId}|${expiresAt}|${owner}`, 'EX', LINK_TTL_S)
   return { code, expiresAt }
 }
 
-/** The account the code was issued for, once; null when unknown, expired or already used. */
-export async function claimLinkCode(ctx: RedisContext, code: string): Promise<string | null> {
+/**
+ * The account the code was issued for, once; null when unknown, expired, already used, or issued
+ * by an owner token that is no longer the account's.
+ */
+export async function claimLinkCode(ctx: RedisContext, code: string): Promise<{ accountId: string; giveBack: () => Promise<void> } | null> {
   if (!LINK_CODE.test(code)) return null
-  const stored = await ctx.redis.getdel(ctx.keys.operatorLink(hashToken(code)))
-  const [accountId, expiresAt] = (stored ?? '').split('|')
-  return accountId && Number(expiresAt) > ctx.clock.now() ? accountId : null
+  const key = ctx.keys.operatorLink(hashToken(code))
+  const stored = await ctx.redis.getdel(key)
+  const [accountId, expiresAt, ownerHash] = (stored ?? '').split('|')
+  if (!accountId || !(Number(expiresAt) > ctx.clock.now())) return null
+  const { owner } = await readAccount(ctx, accountId, 'owner')
+  if (!ownerHash || owner !== ownerHash) return null
+  // For a link that failed to be written: the code works again for what is left of its life.
+  const giveBack = async () => {
+    const left = Number(expiresAt) - ctx.clock.now()
+    if (left > 0) await ctx.redis.set(key, stored!, 'PX', left, 'NX')
+  }
+  return { accountId, giveBack }
 }
 
 export interface ChatUser {
@@ -55,4 +70,10 @@ export async function unlinkChat(db: Database, who: ChatUser): Promise<boolean> 
     .where(and(eq(operatorChats.chatId, who.chatId), eq(operatorChats.userId, who.userId)))
     .returning({ a: operatorChats.accountId })
   return gone.length > 0
+}
+
+/** Ends every chat link of the account (its owner token was replaced). */
+export async function unlinkAccount(db: Database, accountId: string): Promise<number> {
+  const gone = await db.delete(operatorChats).where(eq(operatorChats.accountId, accountId)).returning({ c: operatorChats.chatId })
+  return gone.length
 }

@@ -11,7 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { notConfigured } from '../alarms/not-configured'
 import type { Services } from '../services'
 import { runCommand } from './commands'
-import { newLinkCode } from './links'
+import { newLinkCode, unlinkAccount } from './links'
 import { proposalDeps } from '../proposals/deps'
 import type { BotApi } from './botapi'
 
@@ -22,17 +22,33 @@ function requireBot(s: Services) {
   return s.bot
 }
 
-export async function operatorLink(s: Services, accountId: string) {
+/** `ownerHash`: the asking owner token's SHA-256 (the account's current owner when not given). */
+export async function operatorLink(s: Services, accountId: string, ownerHash?: string) {
   requireBot(s)
-  const { code, expiresAt } = await newLinkCode(s.ctx, accountId)
+  const { code, expiresAt } = await newLinkCode(s.ctx, accountId, ownerHash)
   return { code, command: `/link ${code}`, expires_at: new Date(expiresAt).toISOString() }
+}
+
+/**
+ * After the owner token was replaced (a rotation, an e-mail recovery): the chats linked with the
+ * old one stop acting for the account and receiving its events, as its console sessions end. A
+ * Postgres failure here is logged, not answered: the rotation itself has happened.
+ */
+export async function endChatLinks(s: Services, accountId: string): Promise<void> {
+  try {
+    const n = await unlinkAccount(s.db.db, accountId)
+    if (n > 0) s.log.info('operator_chats_unlinked', { account_id: accountId, chats: n })
+  } catch (e) {
+    s.log.error('operator_chats_unlink_failed', { account_id: accountId, error: e instanceof Error ? e.message : String(e) })
+  }
 }
 
 const digest = (v: string) => createHash('sha256').update(v).digest()
 
 export interface Update {
   update_id: number
-  message?: { chat: { id: number }; from?: { id: number }; text?: string }
+  /** `sender_chat`: sent as a channel or an anonymous group admin (`from` is then a placeholder bot). */
+  message?: { chat: { id: number }; from?: { id: number }; sender_chat?: { id: number }; text?: string }
   /** A tap on an inline keyboard button (a new proposal's Approve / Decline): its data is a command. */
   callback_query?: { id: string; from: { id: number }; message?: { chat: { id: number } }; data?: string }
 }
@@ -60,6 +76,8 @@ export async function telegramUpdate(s: Services, update: Update): Promise<{ ok:
   }
 }
 
+const AS_YOURSELF = 'Send commands as yourself: a message sent as a channel or an anonymous admin does not say who sent it, so it links nothing and commands nothing.'
+
 async function runUpdate(s: Services, bot: BotApi, update: Update): Promise<{ ok: boolean }> {
   const deps = { ctx: s.ctx, db: s.db.db, proposals: proposalDeps(s) }
   const tap = update.callback_query
@@ -76,7 +94,9 @@ async function runUpdate(s: Services, bot: BotApi, update: Update): Promise<{ ok
   const msg = update.message
   if (!msg?.text || !msg.from) return { ok: true }
   const who = { chatId: String(msg.chat.id), userId: String(msg.from.id) }
-  const reply = await runCommand(deps, who, msg.text)
+  // Sent as a channel or an anonymous admin, a message's `from` is one placeholder bot shared by
+  // every such sender (GroupAnonymousBot, Channel_Bot): no person is known to link or to command.
+  const reply = msg.sender_chat ? AS_YOURSELF : await runCommand(deps, who, msg.text)
   const sent = await bot.sendMessage(who.chatId, reply)
   if (!sent.ok) s.log.warn('telegram_reply_failed', { chat_id: who.chatId, error: sent.error })
   return { ok: true }

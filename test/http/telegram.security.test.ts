@@ -107,4 +107,58 @@ describe('operator channel security', () => {
     expect(await stateOf(other.owner, other.agent.id)).toBe('active')
     expect(await stateOf(mine.owner, mine.agent.id)).toBe('active')
   })
+  test('a rotated owner token ends the chat links it made: the chat no longer commands, and its unused code links nothing', async () => {
+    const { owner, agent } = await linkedOwner(8601, 16)
+    // The stolen token's holder asks for a second code before the owner rotates.
+    const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code as string
+    const rotated = await t.req('POST', '/v1/token/rotate', { token: owner.token })
+    expect(rotated.status).toBe(200)
+    await telegramPost(t, textUpdate(8601, 16, '/kill target'))
+    expect(tg.to(8601).at(-1)).toContain('not linked')
+    await telegramPost(t, textUpdate(8602, 17, `/link ${code}`))
+    expect(tg.to(8602).at(-1)).toContain('unknown, expired or already used')
+    await telegramPost(t, textUpdate(8602, 17, '/kill target'))
+    expect(tg.to(8602).at(-1)).toContain('not linked')
+    expect(await stateOf({ token: rotated.body.token }, agent.id)).toBe('active')
+    // The new token links afresh.
+    const fresh = (await t.req('POST', '/v1/operator/link', { token: rotated.body.token })).body.code as string
+    await telegramPost(t, textUpdate(8601, 16, `/link ${fresh}`))
+    expect(tg.to(8601).at(-1)).toContain('Linked')
+  })
+
+  test('a message sent as a channel or an anonymous group admin links nothing and commands nothing', async () => {
+    // Telegram gives every such message the same \`from\` (GroupAnonymousBot, Channel_Bot): who sent it is unknown.
+    const ANON = 1087968824
+    const asGroup = (text: string) => {
+      const u = textUpdate(-8701, ANON, text) as { message: Record<string, unknown> }
+      u.message.sender_chat = { id: -8701, type: 'supergroup', title: 'ops' }
+      return u
+    }
+    const owner = await t.signup()
+    const agent = (await t.req('POST', '/v1/agents', { token: owner.token, body: { name: 'target' } })).body as { id: string }
+    const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code as string
+    await telegramPost(t, asGroup(`/link ${code}`))
+    expect(tg.to(-8701).at(-1)).toContain('as yourself')
+    await telegramPost(t, asGroup('/kill target'))
+    expect(tg.to(-8701).at(-1)).toContain('as yourself')
+    expect(await stateOf(owner, agent.id)).toBe('active')
+    // The code was not spent on it: the owner, as themself, links with it.
+    await telegramPost(t, textUpdate(-8701, 18, `/link ${code}`))
+    expect(tg.to(-8701).at(-1)).toContain('Linked')
+  })
+  test('a /link whose write failed (a 500) links when Telegram redelivers it: its code is not spent', async () => {
+    const owner = await t.signup()
+    const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code as string
+    const update = textUpdate(8801, 19, `/link ${code}`)
+    const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
+    await sql`ALTER TABLE operator_chats RENAME TO operator_chats_away`
+    try {
+      expect((await telegramPost(t, update)).status).toBe(500)
+    } finally {
+      await sql`ALTER TABLE operator_chats_away RENAME TO operator_chats`
+      await sql.end()
+    }
+    expect((await telegramPost(t, update)).status).toBe(200)
+    expect(tg.to(8801).at(-1)).toContain('Linked')
+  })
 })

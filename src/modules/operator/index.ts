@@ -15,7 +15,7 @@ export const operatorRoutes = (s: Services, h: Http = http(s)) =>
         const principal = await h.operatorIn(c)
         const { set } = c
         set.status = 201
-        return operatorLink(s, principal.accountId)
+        return operatorLink(s, principal.accountId, principal.tokenHash)
       },
       {
         response: { 201: OperatorLink },

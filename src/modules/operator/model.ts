@@ -16,6 +16,7 @@ export const TelegramUpdate = T.Object(
         {
           chat: T.Object({ id: T.Integer() }, { additionalProperties: true }),
           from: T.Optional(T.Object({ id: T.Integer() }, { additionalProperties: true })),
+          sender_chat: T.Optional(T.Object({ id: T.Integer() }, { additionalProperties: true, description: 'Sent as this chat (a channel, an anonymous admin): no person is known' })),
           text: T.Optional(FreeText({ maxLength: 4096 })),
         },
         { additionalProperties: true },

@@ -8,6 +8,7 @@ import { rotateOwnerToken, signup } from './service'
 import { confirmRotatePage, newTokenPage, recoveryErrorPage } from './pages'
 import { inspectRecovery, redeemRecovery, requestRecovery } from './recovery'
 import { noteError } from '../../observe'
+import { endChatLinks } from '../../telegram/operator'
 
 export const signupRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -32,7 +33,9 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
         }
         const { principal, headers } = await h.operator(bearer, request, server)
         set.headers = headers
-        return rotateOwnerToken(s.ctx, s.guard.tokens, principal.accountId, principal.tokenHash)
+        const rotated = await rotateOwnerToken(s.ctx, s.guard.tokens, principal.accountId, principal.tokenHash)
+        await endChatLinks(s, principal.accountId)
+        return rotated
       },
       {
         parse: h.json,

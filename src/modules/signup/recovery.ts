@@ -13,6 +13,7 @@ import { ApiError } from '../../errors'
 import { runClaimLink, runReleaseLink } from '../../lua/links'
 import type { Services } from '../../services'
 import { swapOwnerToken } from './service'
+import { endChatLinks } from '../../telegram/operator'
 import { readAccount } from '../../redis/account-hash'
 
 export const RECOVERY_LINK_TTL_MS = 600_000
@@ -95,6 +96,7 @@ export async function redeemRecovery(s: Services, code: string | undefined): Pro
     const rotated = await swapOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
     if (rotated) {
       s.log.info('token_recovered', { account_id: accountId, attempt })
+      await endChatLinks(s, accountId)
       return { token: rotated.token, email: email ?? '' }
     }
   }
