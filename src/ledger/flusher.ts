@@ -308,9 +308,13 @@ export class Flusher {
       list.push(e)
       byKind.set(e.kind, list)
     }
-    for (const kind of byKind.keys()) if (!SINKS[kind]) throw new PoisonEntry(`outbox: no sink for entry kind "${kind}"`)
+    // Own properties only: `constructor` or `toString` would find Object.prototype's, a "sink" that writes nothing.
+    for (const kind of byKind.keys()) if (!Object.hasOwn(SINKS, kind)) throw new PoisonEntry(`outbox: no sink for entry kind "${kind}"`)
     await this.db.transaction(async (tx) => {
-      for (const [kind, list] of byKind) await SINKS[kind]!(tx as unknown as Database, list, o)
+      // New accounts first: an owner entry of another shard may come earlier in the round, and its
+      // update needs the account's row (a missing one is poison, src/ledger/sinks.ts).
+      const kinds = [...byKind.keys()].sort((a, b) => Number(b === 'account') - Number(a === 'account'))
+      for (const kind of kinds) await SINKS[kind]!(tx as unknown as Database, byKind.get(kind)!, o)
     })
   }
 

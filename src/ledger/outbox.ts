@@ -238,15 +238,37 @@ export function agentFields({ fields: f }: OutboxEntry): AgentFields {
 /** Entries per XRANGE page: one round trip each, never the whole stream at once. */
 const SCAN_PAGE = 1000
 
-/** Every entry of one shard's outbox, oldest first, read in pages. */
-export async function* scanOutbox(ctx: Pick<RedisContext, 'redis' | 'keys'>, shard: number): AsyncGenerator<OutboxEntry> {
-  const key = ctx.keys.outbox(shard)
+/** Every entry of a stream, oldest first, read in pages. */
+async function* scanStream(ctx: Pick<RedisContext, 'redis'>, key: string): AsyncGenerator<[string, string[]]> {
   let from = '-'
   for (;;) {
     const page = await ctx.redis.xrange(key, from, '+', 'COUNT', SCAN_PAGE)
-    for (const [id, raw] of page) yield* parseOutboxEntry(id, raw)
+    yield* page
     if (page.length < SCAN_PAGE) return
     from = '(' + page.at(-1)![0]
+  }
+}
+
+/** Every entry of one shard's outbox, oldest first, read in pages. */
+export async function* scanOutbox(ctx: Pick<RedisContext, 'redis' | 'keys'>, shard: number): AsyncGenerator<OutboxEntry> {
+  for await (const [id, raw] of scanStream(ctx, ctx.keys.outbox(shard))) yield* parseOutboxEntry(id, raw)
+}
+
+/**
+ * Every entry waiting in one shard's dead letters, as the outbox entry it was, under the stream id
+ * it was buried from (lua/dead-letter-2.lua keeps the entry's own fields prefixed `f:`, beside its
+ * `src`). The Redis balance already holds a dead-lettered money entry and Postgres does not: what
+ * sums an account's entries (reconcile, the rebuild) counts it with the outbox's.
+ */
+export async function* scanDeadLetters(ctx: Pick<RedisContext, 'redis' | 'keys'>, shard: number): AsyncGenerator<OutboxEntry> {
+  for await (const [id, raw] of scanStream(ctx, ctx.keys.deadLetters(shard))) {
+    const own: string[] = []
+    let src = id
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (raw[i]!.startsWith('f:')) own.push(raw[i]!.slice(2), raw[i + 1]!)
+      else if (raw[i] === 'src') src = raw[i + 1]!
+    }
+    yield* parseOutboxEntry(src, own)
   }
 }
 

@@ -8,7 +8,7 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { RedisContext } from '../redis/context'
-import { isMoneyKind, moneyFields, scanOutbox, writtenId, type MoneyFields } from './outbox'
+import { isMoneyKind, moneyFields, scanDeadLetters, scanOutbox, writtenId, type MoneyFields } from './outbox'
 
 /** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
 export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'refId' | 'target' | 'uncredited' | 'at' | 'remainder'> & {
@@ -25,15 +25,21 @@ export interface AccountLedger {
   outbox: { count: number; sum: number }
 }
 
-/** Money entries of the given accounts still in one shard's outbox. */
+/**
+ * Money entries of the given accounts that only Redis holds: still in one shard's outbox, or in its
+ * dead letters (refused by Postgres, awaiting the founder's replay; counted `in: 'outbox'`). The
+ * outbox is read first: the flusher moves an entry from it to the dead letters, never back (a
+ * replay, the founder's, is the one move a concurrent read could miss).
+ */
 export async function outboxLines(ctx: RedisContext, shard: number, accounts: Set<string>): Promise<LedgerLine[]> {
   const out: LedgerLine[] = []
-  for await (const e of scanOutbox(ctx, shard)) {
-    if (!isMoneyKind(e.kind)) continue
-    const m = moneyFields(e)
-    if (!accounts.has(m.account)) continue
-    out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, refId: m.refId, target: m.target, uncredited: m.uncredited, at: m.at, remainder: m.remainder, in: 'outbox', streamId: writtenId(e) })
-  }
+  for (const scan of [scanOutbox, scanDeadLetters])
+    for await (const e of scan(ctx, shard)) {
+      if (!isMoneyKind(e.kind)) continue
+      const m = moneyFields(e)
+      if (!accounts.has(m.account)) continue
+      out.push({ id: m.id, kind: m.kind, account: m.account, agent: m.agent, amount: m.amount, balanceAfter: m.balanceAfter, callId: m.callId, refId: m.refId, target: m.target, uncredited: m.uncredited, at: m.at, remainder: m.remainder, in: 'outbox', streamId: writtenId(e) })
+    }
   return out
 }
 

@@ -11,6 +11,7 @@ import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
 import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type Sink } from './outbox'
+import { PoisonEntry } from './poison'
 
 /**
  * One INSERT … SELECT FROM json_to_recordset per batch: the rows travel as a single JSON parameter.
@@ -80,8 +81,11 @@ const ledgerSink: Sink = (tx, entries, o) =>
  * A call entry already carries its record as JSON (CallRecord plus account_id, written by
  * recordCall): the batch is those strings joined, with no parse and no re-serialisation.
  */
-const callSink: Sink = (tx, entries, o) =>
-  insertJsonRows(
+const callSink: Sink = (tx, entries, o) => {
+  // A missing record would join to nothing (`[]`, or `[a,,b]` cut down to it when tried alone): a
+  // write of no row, acked as committed. Poison instead, so the entry waits in the dead letters.
+  for (const e of entries) if (!e.fields.rec) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has no record`)
+  return insertJsonRows(
     tx,
     'calls',
     'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz, model text, tokens jsonb, reserved integer, uncharged integer, usage_source text',
@@ -101,6 +105,7 @@ const callSink: Sink = (tx, entries, o) =>
     `[${entries.map((e) => e.fields.rec!).join(',')}]`,
     o?.fresh,
   )
+}
 
 const accountSink: Sink = async (tx, entries) => {
   await tx
@@ -120,9 +125,18 @@ const accountSink: Sink = async (tx, entries) => {
     .onConflictDoNothing({ target: accounts.id })
 }
 
-/** A rotated owner token: the durable copy follows the newest hash (rotations are rare, row by row). */
+/**
+ * A rotated owner token: the durable copy follows the newest hash (rotations are rare, row by row).
+ * An update that matches no row (the account's own entry not in Postgres: dead-lettered, or a field
+ * missing) is poison, not a no-op: acked, the rotation would be lost, and a rebuild would bring the
+ * revoked token back.
+ */
 const ownerSink: Sink = async (tx, entries) => {
-  for (const o of entries.map(ownerFields)) await tx.update(accounts).set({ ownerTokenHash: o.ownerTokenHash }).where(eq(accounts.id, o.account))
+  for (const o of entries.map(ownerFields)) {
+    if (!o.account || !o.ownerTokenHash) throw new PoisonEntry('outbox: owner entry without its account or token hash')
+    const rows = await tx.update(accounts).set({ ownerTokenHash: o.ownerTokenHash }).where(eq(accounts.id, o.account)).returning({ id: accounts.id })
+    if (rows.length === 0) throw new PoisonEntry(`outbox: owner entry of ${o.account}, an account Postgres does not hold`)
+  }
 }
 
 export const SINKS: Record<string, Sink> = {

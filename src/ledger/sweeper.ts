@@ -50,41 +50,53 @@ export class AbandonedCallSweeper {
     const due = await redis.zrangebyscore(keys.inflight(shard), '-inf', now, 'LIMIT', 0, BATCH)
     let n = 0
     for (const member of due) {
-      const [accountId, callId] = member.split('|') as [string, string]
-      const [agent, day, target, price, at, idem, model] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model')
-      if (day === null) {
-        // The call record expired (2 days): nothing left to reverse.
-        await redis.zrem(keys.inflight(shard), member)
-        continue
+      // One call that cannot be swept (a damaged record refund-11 refuses) is logged and left, never
+      // the end of the pass: it sorts first by deadline, and would hold every later call back.
+      try {
+        if (await this.sweepCall(shard, member, now)) n++
+      } catch (e) {
+        this.onError(e)
       }
-      const agentId = agent || null
-      const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now, at: at === null ? undefined : Number(at) })
-      // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
-      if (r.notDue) continue
-      // Settled since this sweep read the set (by its own request, or by another sweeper): its record
-      // and its Idempotency-Key are that settle's to file, with the outcome that stands. Filed here,
-      // `abandoned` would take the record's place and free a key whose charge was kept.
-      if (!r.applied) continue
-      await recordCall(
-        this.ctx,
-        accountId,
-        {
-          call_id: callId,
-          // Filed as its settle would file it (a metered call under its route, with its model).
-          ...filedAs(target ?? '', model ? { model, reserved: Number(price) } : null),
-          agent_id: agentId,
-          charged: Number(price),
-          refunded: true,
-          outcome: 'abandoned',
-          http_status: null,
-          latency_ms: Math.max(0, now - Number(at)),
-          at: new Date(Number(at)).toISOString(),
-        },
-        { idempotencyKey: idem || undefined },
-      )
-      n++
     }
     return n
+  }
+
+  /** Refunds and files one cut-off call; false when it was not refunded here. */
+  private async sweepCall(shard: number, member: string, now: number): Promise<boolean> {
+    const { redis, keys } = this.ctx
+    const [accountId, callId] = member.split('|') as [string, string]
+    const [agent, day, target, price, at, idem, model] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model')
+    if (day === null) {
+      // The call record expired (2 days): nothing left to reverse.
+      await redis.zrem(keys.inflight(shard), member)
+      return false
+    }
+    const agentId = agent || null
+    const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now, at: at === null ? undefined : Number(at) })
+    // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
+    if (r.notDue) return false
+    // Settled since this sweep read the set (by its own request, or by another sweeper): its record
+    // and its Idempotency-Key are that settle's to file, with the outcome that stands. Filed here,
+    // `abandoned` would take the record's place and free a key whose charge was kept.
+    if (!r.applied) return false
+    await recordCall(
+      this.ctx,
+      accountId,
+      {
+        call_id: callId,
+        // Filed as its settle would file it (a metered call under its route, with its model).
+        ...filedAs(target ?? '', model ? { model, reserved: Number(price) } : null),
+        agent_id: agentId,
+        charged: Number(price),
+        refunded: true,
+        outcome: 'abandoned',
+        http_status: null,
+        latency_ms: Math.max(0, now - Number(at)),
+        at: new Date(Number(at)).toISOString(),
+      },
+      { idempotencyKey: idem || undefined },
+    )
+    return true
   }
 
   stats() {

@@ -90,6 +90,28 @@ describe('the abandoned-call sweeper', () => {
     expect(await ttl(open.callId)).toBeGreaterThan(86400)
   })
 
+  test('a cut-off call the sweeper cannot refund (its record damaged) holds no other call of its shard back', async () => {
+    const a = await t.signup()
+    const principal = await principalOf(a.token)
+    const first = await debit(t.s.ctx, { principal, target: 'test.cheap', price: 1, unpriced: false, abandonAfterMs: 1000 })
+    t.clock.advance(1)
+    await debit(t.s.ctx, { principal, target: 'test.cheap', price: 1, unpriced: false, abandonAfterMs: 1000 })
+    if (first.kind !== 'debited') throw new Error(first.kind)
+    // A bad byte in the first one's record: refund-11 refuses it (the chain it names is not the agent's).
+    await t.redis.hset(t.s.ctx.keys.call(a.account_id, first.callId), 'chain', 'ag_gone')
+    t.clock.advance(1001)
+    const errors: unknown[] = []
+    const sweeper = new AbandonedCallSweeper(t.s.ctx, (e) => errors.push(e))
+    for (let i = 0; i < 3; i++) await sweeper.sweepOnce().catch((e) => errors.push(e))
+    expect(await redisBalance(t, a.account_id)).toBe(499) // the second refunded, the damaged one left
+    expect(errors.length).toBeGreaterThan(0)
+    // Repaired, it is refunded on the next sweep.
+    await t.redis.hset(t.s.ctx.keys.call(a.account_id, first.callId), 'chain', '')
+    expect(await sweeper.sweepOnce()).toBe(1)
+    expect(await redisBalance(t, a.account_id)).toBe(500)
+    await checkRedisInvariant(t, a.account_id)
+  })
+
   test('two sweepers racing: one refund, one activity record', async () => {
     const a = await t.signup()
     const principal = await principalOf(a.token)
