@@ -20,7 +20,8 @@ const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<
 export function buildOpenApi(app: { routes: RouteLike[] }) {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const r of app.routes) {
-    const path = r.path.replace(/:(\w+)/g, '{$1}')
+    // Elysia's wildcard is the spec's `{path}` (POST /proxy/{provider}/{path}); OpenAPI has no `*`.
+    const path = r.path.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}')
     const h = r.hooks ?? {}
     const op: Record<string, unknown> = {
       summary: h.detail?.summary,
@@ -31,11 +32,16 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
         default: { description: 'Structured error (see /errors.md)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
     }
-    const parameters: unknown[] = []
+    const parameters: { name: string; in: 'path' | 'query'; required: boolean; schema: unknown }[] = []
     for (const [where, schema] of [['path', h.params], ['query', h.query]] as const) {
       const props = (schema as { properties?: Record<string, unknown>; required?: string[] } | undefined)?.properties ?? {}
       const required = new Set((schema as { required?: string[] } | undefined)?.required ?? [])
       for (const [name, s] of Object.entries(props)) parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: plain(s) })
+    }
+    // OpenAPI requires every templated parameter to be declared; a route without a params model
+    // (the proxy's {path}, a few ids) gets a plain string.
+    for (const name of [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)) {
+      if (!parameters.some((x) => x.in === 'path' && x.name === name)) parameters.push({ name, in: 'path', required: true, schema: { type: 'string' } })
     }
     if (parameters.length) op.parameters = parameters
     // A body wrapped in T.Optional (POST /v1/topup, POST /v1/token/rotate) may be left out.

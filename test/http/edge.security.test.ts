@@ -158,7 +158,7 @@ describe('auth comes first', () => {
         .replace('{provider}', 'fake')
         .replace('{id}', 'x')
         .replace('{code}', 'x')
-        .replace(/\*$/, 'v1/echo')
+        .replace('{path}', 'v1/echo')
     const bearers: (string | undefined)[] = [undefined, 'sk_' + 'A'.repeat(43), 'ak_' + 'B'.repeat(43), 'garbage']
     const bodies: (string | undefined)[] = [undefined, '{', '{"zz_unknown": "\\u0000", "name": 5}', '[]']
     const wrong: string[] = []
