@@ -16,7 +16,7 @@ import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
 import type { ProviderKeys } from '../vault/provider-key'
 import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
-import { usageOfAnswer, type MeteredUsage } from '../metering/usage'
+import { estimatedUsage, usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
 
 /**
@@ -153,7 +153,7 @@ function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
   const tokens = up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null
   if (tokens) return { tokens, source: 'provider' }
   if (up.kind === 'response' && up.status >= 400) return { tokens: { input: 0, cached: 0, output: 0 }, source: 'provider' }
-  return { tokens: { input: m.inputBound, cached: 0, output: 0 }, source: 'estimated' }
+  return estimatedUsage(m.inputBound, 0)
 }
 
 function outcomeOf(up: UpstreamResult): CallOutcome {

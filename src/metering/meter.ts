@@ -75,8 +75,14 @@ export class JsonMeter implements UsageMeter {
   }
 }
 
-/** Global, to search from `lastIndex`. */
-const EVENT_END = /\r?\n\r?\n/g
+/**
+ * A blank line: two line ends, each \r\n, \n or a lone \r (SSE's three). Global, to search from
+ * `lastIndex`. Only \n-framed streams take the undecoded paths (they look for line feeds); a stream
+ * framed by lone \r's has none and is read here, as text.
+ */
+const EVENT_END = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)/g
+/** One line end of an event's text. */
+const LINE_END = /\r\n|\r|\n/
 
 export class SseMeter implements UsageMeter {
   private readonly decoder = new TextDecoder()
@@ -196,38 +202,54 @@ export class SseMeter implements UsageMeter {
       this.heldTail = probe.slice(-3)
       return new Uint8Array()
     }
-    let from = Math.max(0, this.held.length - 3)
+    const from = Math.max(0, this.held.length - 3)
     this.held += text
-    let out = ''
-    let same = true
-    for (;;) {
-      EVENT_END.lastIndex = from
-      const m = EVENT_END.exec(this.held)
-      if (!m) break
-      from = 0
-      const event = this.held.slice(0, m.index)
-      const end = m[0]
-      this.held = this.held.slice(m.index + end.length)
-      const passed = this.pass(event)
-      if (passed !== event) same = false
-      if (passed !== null) out += passed + end
-    }
+    const { out, same } = this.events(from, false)
     this.heldTail = this.held.slice(-3)
     // A chunk of whole events passed as they came goes on as its own bytes, not encoded again.
     if (same && whole && this.held === '' && this.decoderEmpty) return chunk
     return out ? enc.encode(out) : new Uint8Array()
   }
 
+  /**
+   * Takes the whole events off the start of `held` (the first end searched from `from`) and passes
+   * them: what goes on, and whether every event went as it came. A lone \r ends a line (SSE), so a
+   * \r at the very end of the text may be the start of a \r\n not read yet: an end that closes with
+   * it waits for the next chunk, unless the body has ended (`final`).
+   */
+  private events(from: number, final: boolean): { out: string; same: boolean } {
+    let out = ''
+    let same = true
+    for (;;) {
+      EVENT_END.lastIndex = from
+      const m = EVENT_END.exec(this.held)
+      if (!m) break
+      const end = m[0]
+      const after = m.index + end.length
+      if (!final && after === this.held.length && end.endsWith('\r')) break
+      from = 0
+      const event = this.held.slice(0, m.index)
+      this.held = this.held.slice(after)
+      const passed = this.pass(event)
+      if (passed !== event) same = false
+      if (passed !== null) out += passed + end
+    }
+    return { out, same }
+  }
+
   flush(): Uint8Array {
     const carried = this.carry
     this.carry = null
-    // A carried event's bytes start at an event's start with the decoder empty: decoded whole.
-    const rest = this.held + (carried ? this.decoder.decode(carried) : this.decoder.decode())
+    // A carried event's bytes start at an event's start with the decoder empty: decoded whole. They
+    // may hold events that end in lone \r's (no line feed), as may an end held back for a \n.
+    this.held += carried ? this.decoder.decode(carried) : this.decoder.decode()
+    const { out } = this.held ? this.events(0, true) : { out: '' }
+    const rest = this.held
     this.held = ''
     this.heldTail = ''
-    if (!rest) return new Uint8Array()
-    const passed = this.pass(rest)
-    return passed ? enc.encode(passed) : new Uint8Array()
+    const passed = rest ? this.pass(rest) : null
+    const all = passed ? out + passed : out
+    return all ? enc.encode(all) : new Uint8Array()
   }
 
   usage(): TokenCounts | null {
@@ -288,7 +310,7 @@ export class SseMeter implements UsageMeter {
     // and an Anthropic message_start resets the input side; without any of these (firstMark's
     // marks) the parse below could only answer `event`.
     if (!event.includes('"usage"') && !event.includes('\\u') && (this.kind !== 'messages' || !event.includes('message_start'))) return event
-    const lines = event.split(/\r?\n/)
+    const lines = event.split(LINE_END)
     const dataAt = lines.findIndex((l) => l.startsWith('data:'))
     if (dataAt === -1) return event
     const data = lines.slice(dataAt).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')
@@ -324,9 +346,10 @@ export class SseMeter implements UsageMeter {
       case 'messages':
         if (o.type === 'message_start') this.started = ((o.message as Record<string, unknown> | undefined)?.usage ?? null) as Record<string, unknown> | null
         if (o.type === 'message_delta' && o.usage) {
-          // Cumulative; a field absent or null in the delta (MessageDeltaUsage's input fields are nullable) keeps message_start's.
+          // Cumulative; a field the delta does not give as a number (MessageDeltaUsage's input fields are
+          // nullable; a string or an object is no count either) keeps message_start's.
           const merged: Record<string, unknown> = { ...(this.started ?? {}) }
-          for (const [k, v] of Object.entries(o.usage as Record<string, unknown>)) if (v !== null && v !== undefined) merged[k] = v
+          for (const [k, v] of Object.entries(o.usage as Record<string, unknown>)) if (typeof v === 'number') merged[k] = v
           this.final = anthropicUsage(merged)
         }
         return event
@@ -371,7 +394,7 @@ const PREAMBLE = new Set(['message_start', 'ping', 'response.created', 'response
 /** An event's data (its data lines joined), or null when it has none (a comment). */
 function dataOf(event: string): string | null {
   let data: string | null = null
-  for (const l of event.split(/\r?\n/)) if (l.startsWith('data:')) data = data === null ? l.slice(5).trimStart() : `${data}\n${l.slice(5).trimStart()}`
+  for (const l of event.split(LINE_END)) if (l.startsWith('data:')) data = data === null ? l.slice(5).trimStart() : `${data}\n${l.slice(5).trimStart()}`
   return data
 }
 

@@ -34,7 +34,15 @@ export function apiKindOf(dialect: Dialect, path: string): ApiKind {
   return 'chat'
 }
 
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0)
+/**
+ * The most tokens one count of one call is taken at: a billion, hundreds of times the largest
+ * context window sold. A provider's report past it is not a bill but a fault (or a hostile
+ * upstream): taken as sent, 2^60 tokens overflowed settle-n's integer formatting (a negative
+ * `uncharged`) and the ledger's 32-bit token columns (the call's row and debit dead-lettered).
+ * The charge is the reservation either way; the counts stay exact integers every store can hold.
+ */
+export const MAX_TOKENS = 1_000_000_000
+const count = (v: unknown): number => (typeof v === 'number' && v > 0 ? Math.min(Math.floor(v), MAX_TOKENS) : 0)
 const obj = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null)
 
 /** The usage object of an OpenAI chat / embeddings / Responses answer, or null when it has none. */
@@ -84,6 +92,6 @@ export function usageOfAnswer(kind: ApiKind, answer: unknown): TokenCounts | nul
  */
 export function estimatedUsage(inputBound: number, relayedBytes: number, input: Omit<TokenCounts, 'output'> | null = null): MeteredUsage {
   const output = Math.ceil(relayedBytes / 4)
-  if (!input) return { tokens: { input: inputBound, cached: 0, output }, source: 'estimated' }
+  if (!input) return { tokens: { input: Math.min(inputBound, MAX_TOKENS), cached: 0, output }, source: 'estimated' }
   return { tokens: withCacheWrites({ input: input.input, cached: input.cached, output }, input.cache_write ?? 0, input.cache_write_1h ?? 0), source: 'estimated' }
 }

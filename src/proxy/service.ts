@@ -27,6 +27,8 @@ import { KeyScrubber } from './scrub'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
+/** The bound in force (tests shorten it). */
+export const meteredDrain = { ms: METERED_DRAIN_MS }
 
 export interface ProxyInput {
   /** Provider and path, resolved from the raw request target by resolveProxyTarget. */
@@ -110,6 +112,11 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   // A client that goes away takes its upstream request with it — except a metered one's, which is
   // read to its end so that the usage charged is the usage the provider bills (metered-relay.ts).
   if (!metered) request.signal.addEventListener('abort', abortUpstream, { once: true })
+  // … for the drain's bound at most, from the moment the client left, whatever the upstream is at.
+  // The relay's drain bounds its own reads; before it (the request on its way, the answer's headers
+  // or first bytes awaited) nothing did: an upstream that stalled there held the call for the
+  // runtime's 5-minute idle timeout, and one that trickled header bytes held it unsettled forever.
+  else request.signal.addEventListener('abort', () => setTimeout(abortUpstream, meteredDrain.ms).unref(), { once: true })
 
   const method = request.method
   const withBody = method !== 'GET' && method !== 'HEAD' && request.body !== null
@@ -237,7 +244,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       meter,
       abortUpstream,
       clientSignal: request.signal,
-      drainMs: METERED_DRAIN_MS,
+      drainMs: meteredDrain.ms,
       onEnd: (how, o) => {
         s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'downstream' }, o.relayed)
         const outcome = meteredOutcome(how, o, answered, meter)
