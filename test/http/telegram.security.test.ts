@@ -31,6 +31,18 @@ async function linkedOwner(chat: number, user: number) {
 const stateOf = async (owner: { token: string }, id: string) =>
   ((await t.req('GET', '/v1/agents', { token: owner.token })).body.agents as { id: string; state: string }[]).find((a) => a.id === id)!.state
 
+
+/** Runs `fn` while the chat links' table is renamed away (Postgres refuses every chat read and write). */
+async function whileChatsAway<T>(fn: () => Promise<T>): Promise<T> {
+  const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
+  await sql`ALTER TABLE operator_chats RENAME TO operator_chats_away`
+  try {
+    return await fn()
+  } finally {
+    await sql`ALTER TABLE operator_chats_away RENAME TO operator_chats`
+    await sql.end()
+  }
+}
 describe('operator channel security', () => {
   test('a wrong or missing secret → UNAUTHORIZED before the update is read; nothing runs, nothing is sent', async () => {
     const { owner, agent } = await linkedOwner(8001, 5)
@@ -80,14 +92,7 @@ describe('operator channel security', () => {
     const { owner, agent } = await linkedOwner(8311, 15)
     const update = textUpdate(8311, 15, '/kill target')
     const replies = tg.to(8311).length
-    const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
-    await sql`ALTER TABLE operator_chats RENAME TO operator_chats_away`
-    try {
-      expect((await telegramPost(t, update)).status).toBe(500)
-    } finally {
-      await sql`ALTER TABLE operator_chats_away RENAME TO operator_chats`
-      await sql.end()
-    }
+    expect(await whileChatsAway(() => telegramPost(t, update).then((r) => r.status))).toBe(500)
     expect((await telegramPost(t, update)).status).toBe(200)
     expect(tg.to(8311).slice(replies)).toEqual([expect.stringContaining('is killed')])
     expect(await stateOf(owner, agent.id)).toBe('killed')
@@ -150,14 +155,7 @@ describe('operator channel security', () => {
     const owner = await t.signup()
     const code = (await t.req('POST', '/v1/operator/link', { token: owner.token })).body.code as string
     const update = textUpdate(8801, 19, `/link ${code}`)
-    const sql = postgres(t.db.url, { max: 1, onnotice: () => {} })
-    await sql`ALTER TABLE operator_chats RENAME TO operator_chats_away`
-    try {
-      expect((await telegramPost(t, update)).status).toBe(500)
-    } finally {
-      await sql`ALTER TABLE operator_chats_away RENAME TO operator_chats`
-      await sql.end()
-    }
+    expect(await whileChatsAway(() => telegramPost(t, update).then((r) => r.status))).toBe(500)
     expect((await telegramPost(t, update)).status).toBe(200)
     expect(tg.to(8801).at(-1)).toContain('Linked')
   })
