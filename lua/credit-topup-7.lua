@@ -51,7 +51,7 @@ local holds_lock = attempt ~= '' and redis.call('HGET', KEYS[2], 'pending') == a
 
 -- Decided. Whatever the outcome, the attempt is settled: its lock is released.
 if holds_lock then
-  redis.call('HDEL', KEYS[2], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day')
+  redis.call('HDEL', KEYS[2], 'pending', 'pending_amount', 'pending_until', 'pending_month', 'pending_mode', 'pending_day', 'pending_pm')
 end
 -- The outcome is known: the reservation no longer counts as pending (the credit below counts it).
 local reserved = attempt ~= '' and kind ~= 'pack' and redis.call('HGET', KEYS[3], 'a:' .. attempt)

@@ -8,7 +8,8 @@
   The reserved amount also counts against the month's ceiling as `pending` in KEYS[3] (`a:<attempt>`
   names each one) until the charge's outcome is known, however long that takes: a charge whose
   answer was lost outlives its lock, and may still be paid. So `ceiling - refilled - pending` is
-  what may still be charged; credit-topup-7 moves the amount to `refilled`, release-refill-5 drops it.
+  what may still be charged (and `posted + pending` what the balance may yet become, weighed against
+  the balance cap); credit-topup-7 moves the amount to `refilled`, release-refill-5 drops it.
 
   KEYS[1] account hash               {s}:acct:<acct>
   KEYS[2] mandate hash               {s}:mandate:<acct>
@@ -26,10 +27,12 @@
   ARGV[9] this deployment's gateway: a card saved through another one cannot be charged
   ARGV[10] balance cap when the account has none of its own
   ARGV[11] TTL of KEYS[3], s
+  ARGV[12] declined top-ups a HKT day may make before that day's top-ups are refused
+           (release-refill-5 counts them in the mandate; a new consent clears the count)
 
   Returns {OK, credits, customer, payment_method, balance}
         | {NO_MANDATE} | {REFILL_IN_FLIGHT} | {REFILL_NOT_NEEDED, balance, threshold}
-        | {REFILL_BACKOFF, retry_after_ms} | {TOPUP_TODAY}
+        | {REFILL_BACKOFF, retry_after_ms} (topup: 0, the day's declined top-ups are used up) | {TOPUP_TODAY}
         | {CEILING_REACHED, refilled, ceiling, credits, pending} | {BALANCE_CAP, balance, balance_cap, credits}
         | {NOT_FOUND}
 ]]
@@ -48,7 +51,7 @@ local cap = tonumber(acct[2] or ARGV[10])
 
 -- enabled, limits, card, back-off, and the refill in flight (if any)
 local m = redis.call('HMGET', KEYS[2], 'enabled', 'threshold', 'refill', 'ceiling', 'customer', 'pm',
-  'gateway', 'retry_after', 'pending', 'pending_until')
+  'gateway', 'retry_after', 'pending', 'pending_until', 'topup_declines', 'topup_declines_day')
 if m[1] ~= '1' or not m[6] or m[7] ~= ARGV[9] then return {S_NO_MANDATE} end
 local threshold = tonumber(m[2] or '0')
 local credits = tonumber(ARGV[3] ~= '' and ARGV[3] or (m[3] or '0'))
@@ -61,18 +64,22 @@ if mode == 'auto' then
   if balance >= threshold then return {S_REFILL_NOT_NEEDED, balance, threshold} end
 else
   if redis.call('EXISTS', KEYS[4]) == 1 then return {S_TOPUP_TODAY} end
+  if m[12] == ARGV[6] and tonumber(m[11] or '0') >= tonumber(ARGV[12]) then return {S_REFILL_BACKOFF, 0} end
 end
 local month = redis.call('HMGET', KEYS[3], 'refilled', 'pending')
 local refilled, pending = tonumber(month[1] or '0'), tonumber(month[2] or '0')
 if refilled + pending + credits > ceiling then return {S_CEILING_REACHED, refilled, ceiling, credits, pending} end
 -- Against the posted balance, as credit-topup-7 weighs it (the holds of metered calls in flight come
--- back unless spent); the threshold above weighs what can be spent.
+-- back unless spent); the threshold above weighs what can be spent. Charges whose outcome is not
+-- known yet count too, as for the ceiling: one may still be credited, and this charge would then
+-- only be parked (money taken, a human to decide).
 local posted = balance + tonumber(acct[3] or '0')
-if posted + credits > cap then return {S_BALANCE_CAP, posted, cap, credits} end
+if posted + pending + credits > cap then return {S_BALANCE_CAP, posted, cap, credits} end
 
 -- All checks passed: take the lock.
+-- pending_pm: the card charged, so a refusal is not held against a card saved meanwhile (release-refill-5).
 redis.call('HSET', KEYS[2], 'pending', attempt, 'pending_amount', credits, 'pending_until', now + hold_ms,
-  'pending_month', ARGV[5], 'pending_mode', mode, 'pending_day', ARGV[6])
+  'pending_month', ARGV[5], 'pending_mode', mode, 'pending_day', ARGV[6], 'pending_pm', m[6])
 redis.call('HINCRBY', KEYS[3], 'pending', credits)
 redis.call('HSET', KEYS[3], 'a:' .. attempt, credits)
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[11]))

@@ -76,7 +76,7 @@ if op == 'consent' then
   redis.call('HSETNX', KEYS[1], 'threshold', ARGV[8])
   redis.call('HSETNX', KEYS[1], 'refill', ARGV[9])
   redis.call('HSETNX', KEYS[1], 'ceiling', ARGV[10])
-  redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after')
+  redis.call('HDEL', KEYS[1], 'disabled_reason', 'retry_after', 'topup_declines', 'topup_declines_day')
   mirror()
   snapshot('consent')
   if old_pm == '' then return {S_OK, ARGV[6], ARGV[7], '', '', ''} end

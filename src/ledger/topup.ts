@@ -16,6 +16,11 @@ import { CHARGE_TTL_S, DAY_KEY_TTL_S } from './constants'
 export const REFILL_HOLD_MS = 120_000
 /** After a declined auto-refill, no new auto attempt for this long (an explicit top-up may still try). */
 export const AUTO_REFILL_BACKOFF_MS = 3_600_000
+/**
+ * Declined top-ups one card may take a HKT day: an agent retrying POST /v1/topup must not hammer a
+ * declined card (each try is a charge attempt at the card network). A new card lifts it.
+ */
+export const TOPUP_DECLINES_PER_DAY = 3
 /** A month's refill counter outlives its month. */
 const REFILLS_TTL_S = 62 * 86400
 
@@ -53,6 +58,7 @@ export async function reserveRefill(ctx: RedisContext, acct: string, mode: Refil
     gateway,
     defaultBalanceCap: ctx.cfg.DEFAULT_BALANCE_CAP,
     refillsTtlS: REFILLS_TTL_S,
+    topupDeclinesPerDay: TOPUP_DECLINES_PER_DAY,
   })
   if (reply.status === 'ok')
     return { kind: 'reserved', r: { attemptId, credits: reply.credits, customerId: reply.customerId, paymentMethodId: reply.paymentMethodId, month, day } }
@@ -141,7 +147,8 @@ export async function creditCharge(ctx: RedisContext, c: CreditRequest): Promise
  * The processor refused the charge (or, 'void', never received it): its pending amount no longer
  * counts against the ceiling; if it still holds the lock, free it (and the day's top-up) and maybe
  * disable the mandate. A refusal that arrives late (webhook) names the attempt and month only:
- * `day` is then today's.
+ * `day` is then today's. 'replaced': released, but the card charged was replaced (or forgotten)
+ * meanwhile, so nothing was held against the mandate; 'already': settled before.
  */
 export async function releaseRefill(
   ctx: RedisContext,
@@ -149,7 +156,7 @@ export async function releaseRefill(
   r: Pick<Reservation, 'attemptId' | 'month' | 'day'>,
   outcome: 'declined' | 'authentication_required' | 'void',
   code: string,
-): Promise<boolean> {
+): Promise<'released' | 'replaced' | 'already'> {
   const reply = await runReleaseRefill(ctx, {
     now: ctx.clock.now(),
     accountId: acct,
@@ -160,7 +167,7 @@ export async function releaseRefill(
     code: code.slice(0, 64),
     backoffMs: AUTO_REFILL_BACKOFF_MS,
   })
-  return reply.status === 'ok'
+  return reply.status !== 'ok' ? 'already' : reply.replaced ? 'replaced' : 'released'
 }
 
 export type { ParkedOp }

@@ -21,6 +21,8 @@ export interface ReserveRefillArgs {
   gateway: string
   defaultBalanceCap: number
   refillsTtlS: number
+  /** Declined top-ups a HKT day may make on one card before the day's top-ups are refused. */
+  topupDeclinesPerDay: number
 }
 
 export type ReserveRefillReply =
@@ -39,7 +41,7 @@ export async function runReserveRefill(ctx: RedisContext, a: ReserveRefillArgs):
   const acct = a.accountId
   const reply = await ctx.scripts.reserveRefill(
     [keys.account(acct), keys.mandate(acct), keys.refills(acct, a.month), keys.topupDay(acct, a.day)],
-    [a.now, a.mode, a.credits ?? '', a.attemptId, a.month, a.day, a.holdMs, a.dayKeyTtlS, a.gateway, a.defaultBalanceCap, a.refillsTtlS],
+    [a.now, a.mode, a.credits ?? '', a.attemptId, a.month, a.day, a.holdMs, a.dayKeyTtlS, a.gateway, a.defaultBalanceCap, a.refillsTtlS, a.topupDeclinesPerDay],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -122,8 +124,11 @@ export interface ReleaseRefillArgs {
 }
 
 export type ReleaseRefillReply =
-  /** mode '' when only the pending amount was released (the lock was no longer this attempt's). */
-  { status: 'ok'; mode: string } | { status: 'already_applied' }
+  /**
+   * mode '' when only the pending amount was released (the lock was no longer this attempt's);
+   * replaced: the card charged is no longer the mandate's, so nothing was held against the mandate.
+   */
+  { status: 'ok'; mode: string; replaced: boolean } | { status: 'already_applied' }
 
 export async function runReleaseRefill(ctx: RedisContext, a: ReleaseRefillArgs): Promise<ReleaseRefillReply> {
   const { keys } = ctx
@@ -134,7 +139,7 @@ export async function runReleaseRefill(ctx: RedisContext, a: ReleaseRefillArgs):
   )
   switch (statusOf(reply)) {
     case S.OK:
-      return { status: 'ok', mode: str(reply, 1) }
+      return { status: 'ok', mode: str(reply, 1), replaced: str(reply, 2) === 'replaced' }
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
     default:

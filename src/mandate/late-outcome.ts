@@ -42,7 +42,7 @@ export async function settleLate(
     return out.kind
   }
   const released = o.kind === 'void' ? await releaseRefill(ctx, acct, a, 'void', '') : await releaseRefill(ctx, acct, a, o.kind, o.code)
-  return released ? 'released' : 'already_settled'
+  return released === 'already' ? 'already_settled' : 'released'
 }
 
 /** One look-up per attempt at most this often (app clock): a `processing` charge is not polled on every paid call. */

@@ -12,6 +12,7 @@ import { windowsAt } from '../ledger/windows'
 import { accountLinks, paymentRequired } from '../payments/payment-required'
 import { readMandate, setMandate, type MandateRecord } from './store'
 import { readAccount } from '../redis/account-hash'
+import { TOPUP_DECLINES_PER_DAY } from '../ledger/topup'
 
 /** Limits are credits; a refill must be chargeable (whole cents, the card minimum). */
 export const MAX_LIMIT = 1_000_000_000
@@ -189,6 +190,11 @@ async function refusal(
       return new ApiError('BALANCE_CAP', { balance_cap: b, balance: a, parked: false })
     case S.REFILL_IN_FLIGHT:
       return new ApiError('CONFLICT', { reason: 'a refill of this account is already in flight; check GET /v1/balance in a few seconds' })
+    case S.REFILL_BACKOFF:
+      return new ApiError('CONFLICT', {
+        reason: `the saved card declined this HKT day's top-ups ${TOPUP_DECLINES_PER_DAY} times, so it is not tried again today; the owner can save another card at ${await enableUrl(s, accountId)}, or try after 00:00 HKT`,
+        resets_at: windowsAt(s.ctx.clock.now()).resetsAt,
+      })
     case S.REFILL_NOT_NEEDED:
       return new ApiError('BAD_REQUEST', { field: 'amount', expected: "a positive number of credits (the mandate's refill is 0)" })
     default:

@@ -119,14 +119,16 @@ export class Refiller {
     const r = res.r
     const cents = centsOf(r.credits, this.d.cfg.CREDITS_PER_USD)
     let outcome: ChargeOutcome
+    // The card charged, as the refusal below names it (a consent may replace it meanwhile).
+    const charged = (await readMandate(ctx, accountId)).card
+    const card = charged?.paymentMethodId === r.paymentMethodId ? `${charged.brand} ending ${charged.last4}` : 'saved card'
     if (cents === null) {
       outcome = { kind: 'declined', code: 'amount_not_chargeable', message: `${r.credits} credits is not a whole number of cents` }
     } else {
-      const mandate = await readMandate(ctx, accountId)
       try {
         outcome = await payments.charge({
           accountId,
-          card: { brand: mandate.card?.brand ?? '', last4: mandate.card?.last4 ?? '', customerId: r.customerId, paymentMethodId: r.paymentMethodId },
+          card: { brand: charged?.brand ?? '', last4: charged?.last4 ?? '', customerId: r.customerId, paymentMethodId: r.paymentMethodId },
           credits: r.credits,
           cents,
           attemptId: r.attemptId,
@@ -168,10 +170,8 @@ export class Refiller {
       return outcome
     }
 
-    const mandate = await readMandate(ctx, accountId)
-    const card = mandate.card ? `${mandate.card.brand} ending ${mandate.card.last4}` : 'saved card'
     const code = outcome.kind === 'declined' ? outcome.code : 'authentication_required'
-    await releaseRefill(ctx, accountId, r, outcome.kind, code)
+    const released = await releaseRefill(ctx, accountId, r, outcome.kind, code)
     log.warn('refill_refused', { account_id: accountId, mode, credits: r.credits, outcome: outcome.kind, code })
     // Every channel of the owner (webhook, chat) hears it too; the id is fixed by the attempt.
     const { mref } = await readAccount(ctx, accountId, 'mref')
@@ -182,8 +182,9 @@ export class Refiller {
       { credits: r.credits, reason: outcome.kind, code, message: outcome.message, card, enable_url: accountLinks(this.d, mref ?? '').enable_auto_refill, mode },
       { id: `evt_${r.attemptId}_failed` },
     )
-    // The agent hears about an explicit top-up in its answer; the owner must hear about the rest.
-    if (mode === 'auto' || outcome.kind === 'authentication_required')
+    // The agent hears about an explicit top-up in its answer; the owner must hear about the rest —
+    // unless the card was replaced meanwhile: nothing was held against the new one, nothing to fix.
+    if ((mode === 'auto' || outcome.kind === 'authentication_required') && released !== 'replaced')
       await notifyRefillFailure(this.d, accountId, { kind: outcome.kind, credits: r.credits, card, message: outcome.message })
     return outcome.kind === 'declined'
       ? { kind: 'declined', credits: r.credits, code: outcome.code, message: outcome.message, card }
