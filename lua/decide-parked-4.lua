@@ -3,7 +3,9 @@
   - 'approve': credit it. The founder's review overrides the balance cap — that is what parking
     is for. The ledger entry names the charge, like any other top-up.
   - 'claim':   parked → rejecting, before the refund is asked of the processor, so an approval
-    cannot race the refund. Also refund_unknown → rejecting: a refund asked again.
+    cannot race the refund. Also refund_unknown → rejecting: a refund asked again; and rejecting →
+    rejecting once the claim is CLAIM_LEASE_MS old: its rejection was cut off (the instance died
+    mid-refund), and asking again with the same idempotency key is the same refund, never a second.
   - 'unknown': rejecting → refund_unknown, when the processor did not answer (the refund may have
     been made): never back to `parked`, where an approval would credit it on top of the refund;
     only a new rejection (the same idempotency key: the same refund) moves it on.
@@ -35,7 +37,11 @@ local from = { approve = {parked = true}, claim = {parked = true, refund_unknown
   unclaim = {rejecting = true}, unknown = {rejecting = true} }
 local to = { approve = 'approved', claim = 'rejecting', reject = 'rejected', unclaim = 'parked', unknown = 'refund_unknown' }
 if not from[op] then return redis.error_reply('decide-parked: unknown op ' .. tostring(op)) end
-if not from[op][state] then return {S_WRONG_STATE, state} end
+-- A claim this old outlived every refund request (three tries of 20 s): its rejection is gone.
+local CLAIM_LEASE_MS = 300000
+local stale = op == 'claim' and state == 'rejecting'
+  and tonumber(now) - tonumber(redis.call('HGET', KEYS[1], 'decided_at') or '0') >= CLAIM_LEASE_MS
+if not from[op][state] and not stale then return {S_WRONG_STATE, state} end
 if op == 'approve' and redis.call('EXISTS', KEYS[3]) == 0 then return {S_NOT_FOUND} end
 
 redis.call('HSET', KEYS[1], 'state', to[op], 'decided_at', now)

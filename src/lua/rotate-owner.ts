@@ -9,18 +9,28 @@ export interface RotateOwnerArgs {
   /** The owner hash being replaced: the one the caller was admitted with, or read. */
   expectedHash: string
   newHash: string
+  /** A recovery: when its link was issued (a recovery completed since voids it). Absent for a bearer rotation. */
+  linkIssuedAt?: number
 }
 
-export type RotateOwnerReply = { status: 'ok' } | { status: 'unauthorized' }
+export type RotateOwnerReply = { status: 'ok' } | { status: 'unauthorized' } | { status: 'link_invalid' }
 
 export async function runRotateOwner(ctx: RedisContext, a: RotateOwnerArgs): Promise<RotateOwnerReply> {
   const { keys } = ctx
-  const reply = await ctx.scripts.rotateOwner([keys.account(a.accountId), keys.outbox(keys.shardOf(a.accountId))], [a.now, a.accountId, a.expectedHash, a.newHash])
+  const reply = await ctx.scripts.rotateOwner([keys.account(a.accountId), keys.outbox(keys.shardOf(a.accountId))], [
+    a.now,
+    a.accountId,
+    a.expectedHash,
+    a.newHash,
+    ...(a.linkIssuedAt === undefined ? [] : [a.linkIssuedAt]),
+  ])
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok' }
     case S.UNAUTHORIZED:
       return { status: 'unauthorized' }
+    case S.LINK_INVALID:
+      return { status: 'link_invalid' }
     default:
       throw unexpected('rotate-owner-2', reply)
   }

@@ -36,6 +36,8 @@ const FIELDS = {
   /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, CONTRACT §7). */
   mc_rem: num,
   created: num,
+  /** When the last e-mail recovery replaced the owner token: links issued before it are void (rotate-owner-2). */
+  rec: num,
 } as const
 
 export type AccountField = keyof typeof FIELDS

@@ -4,7 +4,7 @@
  * with optional notes). Not money, so written straight to Postgres.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (a move backwards, or nothing new).
  */
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, desc, eq } from 'drizzle-orm'
 import { randomId } from '../auth/tokens'
 import type { Principal } from '../auth/principal'
 import type { Database } from '../db/client'
@@ -83,6 +83,17 @@ export async function moveProblem(s: Services, id: string, patch: { status?: str
     if (rank(next) < rank(row.status))
       throw new ApiError('CONFLICT', { reason: `the problem is ${row.status}; it only moves forward (open → acknowledged → resolved)` })
     if (next === row.status && patch.note === undefined) throw new ApiError('CONFLICT', { reason: `the problem is already ${row.status}` })
+    // A repeat of the last update (a retry whose reply was lost) is not a new update: no second note, no second event.
+    if (next === row.status) {
+      const [last] = await tx
+        .select({ status: supportUpdates.status, note: supportUpdates.note })
+        .from(supportUpdates)
+        .where(eq(supportUpdates.problemId, id))
+        .orderBy(desc(supportUpdates.id))
+        .limit(1)
+      if (last && last.status === next && last.note === patch.note)
+        throw new ApiError('CONFLICT', { reason: `the problem's last update already says this (${next}, the same note)` })
+    }
     await tx.update(supportProblems).set({ status: next, updatedAt: now }).where(eq(supportProblems.id, id))
     const [update] = await tx.insert(supportUpdates).values({ problemId: id, status: next, note: patch.note ?? null, at: now }).returning({ seq: supportUpdates.id })
     await persistEvents(tx as unknown as Database, [

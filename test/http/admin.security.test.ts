@@ -7,7 +7,7 @@ let t: TestApp
 let victim: { token: string; account_id: string }
 let agentToken: string
 beforeAll(async () => {
-  t = await startTestApp({ env: { ADMIN_TOKEN: ADMIN } })
+  t = await startTestApp({ env: { ADMIN_TOKEN: ADMIN, RATE_LIMIT_PER_TOKEN: '20' } })
   victim = await t.signup()
   agentToken = (await t.req('POST', '/v1/agents', { token: victim.token, body: { name: 'a' } })).body.token
 })
@@ -39,6 +39,15 @@ describe('founder surfaces', () => {
         expect([path, r.status, r.body.error]).toEqual([path, 403, 'FORBIDDEN'])
         expect(r.body.role).toContain('founder')
       }
+  })
+
+  test("a valid token refused on a founder surface is counted in its token's rate window: /admin is no unlimited route", async () => {
+    const a = await t.signup()
+    const limit = t.s.cfg.RATE_LIMIT_PER_TOKEN
+    for (let i = 0; i < limit; i++) expect((await t.req('GET', '/admin/parked', { token: a.token })).status).toBe(403)
+    const over = await t.req('GET', '/admin/parked', { token: a.token })
+    expect([over.status, over.body.error]).toEqual([429, 'RATE_LIMITED'])
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
   })
 
   test('none of the refused requests changed anything', async () => {

@@ -71,6 +71,45 @@ describe('over-cap payments are parked for the founder', () => {
     expect(await redisBalance(t, a.account_id)).toBe(5500)
   })
 
+  test('a rejection cut off mid-refund (its instance died) does not leave the payment stuck: rejected again after 5 minutes, the same refund settles it', async () => {
+    const a = await t.signup()
+    await buyPack(a.token)
+    await buyPack(a.token)
+    const p = (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.find((x: { account_id: string }) => x.account_id === a.account_id)
+    const payments = t.s.payments as { refund: (chargeId: string, key: string) => Promise<void> }
+    const refund = payments.refund
+    const keys: string[] = []
+    // The first rejection's refund never answers: the instance that asked is gone.
+    payments.refund = (_chargeId, key) => {
+      keys.push(key)
+      return new Promise<void>(() => {})
+    }
+    void t.req('POST', `/admin/parked/${p.id}/reject`, { token: ADMIN })
+    try {
+      for (let i = 0; i < 100 && keys.length === 0; i++) await Bun.sleep(5)
+      expect(keys).toHaveLength(1)
+    } finally {
+      payments.refund = async (chargeId, key) => {
+        keys.push(key)
+        return refund.call(t.s.payments, chargeId, key)
+      }
+    }
+    // While it may still be running, a second rejection or an approval is refused.
+    const busy = await t.req('POST', `/admin/parked/${p.id}/reject`, { token: ADMIN })
+    expect(busy.status).toBe(409)
+    expect((await t.req('POST', `/admin/parked/${p.id}/approve`, { token: ADMIN })).status).toBe(409)
+    t.clock.advance(5 * 60_000)
+    // Past the claim's lease: never approvable (the refund may have been made), rejectable again.
+    expect((await t.req('POST', `/admin/parked/${p.id}/approve`, { token: ADMIN })).status).toBe(409)
+    const r = await t.req('POST', `/admin/parked/${p.id}/reject`, { token: ADMIN })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ state: 'rejected', credits: 5000 })
+    expect(keys).toEqual([`refund-${p.id}`, `refund-${p.id}`]) // the same refund, never a second one
+    expect(await redisBalance(t, a.account_id)).toBe(5500)
+    expect((await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.some((x: { id: string }) => x.id === p.id)).toBe(false)
+    payments.refund = refund
+  })
+
   test('founder-only: owner token → FORBIDDEN, none → UNAUTHORIZED, unknown id → NOT_FOUND', async () => {
     const a = await t.signup()
     const owner = await t.req('GET', '/admin/parked', { token: a.token })

@@ -111,6 +111,45 @@ describe('token recovery security', () => {
     expect((await t.req('POST', '/v1/token/rotate', { body: {} })).status).toBe(401)
   })
 
+  test('a completed recovery voids the older links: two links used at once leave one new token and one LINK_INVALID, never a token already dead', async () => {
+    const email = `twolinks-${t.prefix}@example.com`
+    const a = await t.signup(email)
+    t.clock.advance(61_000)
+    const code = (link: string) => /code=([A-Za-z0-9_-]{43})/.exec(link)![1]!
+    const first = code(await mailedLink(email))
+    t.clock.advance(61_000) // the owner asked again a minute later: two live links
+    const second = code(await mailedLink(email))
+    // Both confirm pages submitted at once (two tabs, or both mails opened).
+    const pages = await Promise.all([postForm(t, '/rotate', { code: first }), postForm(t, '/rotate', { code: second })])
+    const tokens = pages.map((p) => /id="token">(sk_[A-Za-z0-9_-]{43})</.exec(p.text)?.[1]).filter((x): x is string => !!x)
+    expect(tokens).toHaveLength(1)
+    expect(pages.map((p) => p.status).sort()).toEqual([200, 400])
+    expect(pages.find((p) => p.status === 400)!.text).toContain('LINK_INVALID')
+    expect((await t.req('GET', '/v1/balance', { token: tokens[0] })).status).toBe(200)
+    expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(401)
+  })
+
+  test('a link mailed before a completed recovery no longer works after it; one mailed after does', async () => {
+    const email = `stale-${t.prefix}@example.com`
+    await t.signup(email)
+    t.clock.advance(61_000)
+    const code = (link: string) => /code=([A-Za-z0-9_-]{43})/.exec(link)![1]!
+    const older = code(await mailedLink(email))
+    t.clock.advance(61_000)
+    const used = await postForm(t, '/rotate', { code: code(await mailedLink(email)) })
+    expect(used.status).toBe(200)
+    const recovered = /id="token">(sk_[A-Za-z0-9_-]{43})</.exec(used.text)![1]!
+    // The older mail, still in the inbox and inside its 10 minutes, cannot take the account again.
+    expect((await get(t, `/rotate?code=${older}`, { accept: 'application/json' })).body.error).toBe('LINK_INVALID')
+    const late = await postForm(t, '/rotate', { code: older }, { accept: 'application/json' })
+    expect(late.body).toMatchObject({ error: 'LINK_INVALID', renew_via: 'POST /v1/token/rotate {"email"}' })
+    expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(200)
+    t.clock.advance(61_000)
+    const fresh = await postForm(t, '/rotate', { code: code(await mailedLink(email)) })
+    expect(fresh.status).toBe(200)
+    expect((await t.req('GET', '/v1/balance', { token: recovered })).status).toBe(401)
+  })
+
   test('a rotation admitted with the old token before a recovery does not outlive it: it is refused, the recovered token stays the owner', async () => {
     const email = `race-${t.prefix}@example.com`
     const stolen = await t.signup(email)

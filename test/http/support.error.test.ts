@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { eq } from 'drizzle-orm'
+import { events } from '../../src/db/schema'
 
 const ADMIN = 'founder-secret-0123456789abcdef'
 let t: TestApp
@@ -65,5 +67,25 @@ describe('support problem errors', () => {
     const final = await t.req('GET', `/v1/support/${id}`, { token: a.token })
     expect(final.body.status).toBe('resolved')
     expect(final.body.updates).toHaveLength(2)
+  })
+
+  test('a retried PATCH (the same status and note as the last update) adds no second update and no second event', async () => {
+    const a = await t.signup()
+    const { id } = (await t.req('POST', '/v1/support', { token: a.token, body: { category: 'bug', summary: 'retried' } })).body
+    const body = { status: 'acknowledged', note: 'looking into it' }
+    expect((await t.req('PATCH', `/admin/support/${id}`, { token: ADMIN, body })).status).toBe(200)
+    // The founder's client lost the reply and sends it again.
+    const again = await t.req('PATCH', `/admin/support/${id}`, { token: ADMIN, body })
+    expect(again.status).toBe(409)
+    expect(again.body.reason).toContain('already')
+    expect((await t.req('PATCH', `/admin/support/${id}`, { token: ADMIN, body: { note: 'looking into it' } })).status).toBe(409)
+    const view = await t.req('GET', `/v1/support/${id}`, { token: a.token })
+    expect(view.body.updates).toHaveLength(1)
+    const rows = await t.s.db.db.select().from(events).where(eq(events.accountId, a.account_id))
+    expect(rows.filter((e) => e.type === 'support.updated')).toHaveLength(1)
+    // A new note, or the same note with a move forward, is a new update.
+    expect((await t.req('PATCH', `/admin/support/${id}`, { token: ADMIN, body: { note: 'found it' } })).status).toBe(200)
+    expect((await t.req('PATCH', `/admin/support/${id}`, { token: ADMIN, body: { status: 'resolved', note: 'found it' } })).status).toBe(200)
+    expect((await t.req('GET', `/v1/support/${id}`, { token: a.token })).body.updates).toHaveLength(3)
   })
 })

@@ -47,7 +47,12 @@ async function load(s: Services, id: string): Promise<Row> {
 
 const decided = (state: string) =>
   new ApiError('CONFLICT', {
-    reason: state === 'refund_unknown' ? 'a refund of this parked payment may have been made (the processor did not answer): reject it again to settle it' : `this parked payment is already ${state}`,
+    reason:
+      state === 'refund_unknown'
+        ? 'a refund of this parked payment may have been made (the processor did not answer): reject it again to settle it'
+        : state === 'rejecting'
+          ? 'a rejection of this parked payment is under way; if it never finished, reject it again 5 minutes after it started (the same refund, never a second)'
+          : `this parked payment is already ${state}`,
   })
 
 export async function approveParked(s: Services, id: string) {

@@ -40,7 +40,8 @@ export function requestRecovery(s: Services, rawEmail: string): { message: strin
     const code = randomBytes(32).toString('base64url')
     const key = keys.recoveryLink(codeHash(code))
     const exp = now + RECOVERY_LINK_TTL_MS
-    await redis.multi().hset(key, 'acct', accountId, 'provider', 'owner-token', 'exp', exp).pexpire(key, RECOVERY_LINK_TTL_MS).exec()
+    // `iat`: a recovery completed after this moment voids the link (rotate-owner-2).
+    await redis.multi().hset(key, 'acct', accountId, 'provider', 'owner-token', 'exp', exp, 'iat', now).pexpire(key, RECOVERY_LINK_TTL_MS).exec()
     s.log.info('token_recovery_mailed', { account_id: accountId })
     return {
       to: email,
@@ -65,11 +66,13 @@ export function requestRecovery(s: Services, rawEmail: string): { message: strin
 export async function inspectRecovery(s: Services, code: string | undefined): Promise<{ email: string }> {
   if (!code || !CODE_RE.test(code)) throw new ApiError('LINK_INVALID')
   const { redis, keys } = s.ctx
-  const [acct, exp, used] = await redis.hmget(keys.recoveryLink(codeHash(code)), 'acct', 'exp', 'used')
+  const [acct, exp, used, iat] = await redis.hmget(keys.recoveryLink(codeHash(code)), 'acct', 'exp', 'used', 'iat')
   if (!acct || !exp) throw new ApiError('LINK_INVALID')
   if (used) throw new ApiError('LINK_USED')
   if (s.ctx.clock.now() >= Number(exp)) throw new ApiError('LINK_INVALID')
-  return { email: (await readAccount(s.ctx, acct, 'email')).email ?? '' }
+  const { email, rec } = await readAccount(s.ctx, acct, 'email', 'rec')
+  if (rec !== null && rec >= Number(iat ?? 0)) throw new ApiError('LINK_INVALID')
+  return { email: email ?? '' }
 }
 
 /** Rotation attempts of one recovery: a lost compare-and-set is retried once with the owner read again. */
@@ -91,9 +94,11 @@ export async function redeemRecovery(s: Services, code: string | undefined): Pro
   if (reply.status === 'link_used') throw new ApiError('LINK_USED')
   if (reply.status !== 'ok') throw new ApiError('LINK_INVALID')
   const accountId = reply.accountId
+  // A link from before `iat` was kept (a deploy ago) counts as issued at 0: any completed recovery voids it.
+  const issuedAt = Number((await s.ctx.redis.hget(linkKey, 'iat')) ?? 0)
   for (let attempt = 1; attempt <= SWAP_ATTEMPTS; attempt++) {
     const { owner: oldHash, email } = await readAccount(s.ctx, accountId, 'owner', 'email')
-    const rotated = await swapOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '')
+    const rotated = await swapOwnerToken(s.ctx, s.guard.tokens, accountId, oldHash ?? '', issuedAt)
     if (rotated) {
       s.log.info('token_recovered', { account_id: accountId, attempt })
       await endChatLinks(s, accountId)

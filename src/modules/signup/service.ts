@@ -53,7 +53,14 @@ export async function signup(ctx: RedisContext, body: { email: string; origin?: 
  * having written nothing that authenticates, when the owner changed since `oldHash` was admitted or
  * read (a recovery or another rotation came first).
  */
-export async function swapOwnerToken(ctx: RedisContext, tokens: TokenResolver, accountId: string, oldHash: string): Promise<{ token: string } | null> {
+export async function swapOwnerToken(
+  ctx: RedisContext,
+  tokens: TokenResolver,
+  accountId: string,
+  oldHash: string,
+  /** A recovery: when its link was issued. Throws LINK_INVALID, having changed nothing, if a recovery completed since. */
+  linkIssuedAt?: number,
+): Promise<{ token: string } | null> {
   const { redis, keys } = ctx
   const token = newToken('owner')
   const hash = hashToken(token)
@@ -61,9 +68,10 @@ export async function swapOwnerToken(ctx: RedisContext, tokens: TokenResolver, a
   // it back. Written after the swap, it could land after a recovery had replaced the new owner and
   // deleted its (not yet written) lookup key, and stay behind for a token that is no one's.
   await redis.set(keys.token(hash), `${accountId}|`)
-  const swap = await runRotateOwner(ctx, { now: ctx.clock.now(), accountId, expectedHash: oldHash, newHash: hash })
+  const swap = await runRotateOwner(ctx, { now: ctx.clock.now(), accountId, expectedHash: oldHash, newHash: hash, linkIssuedAt })
   if (swap.status !== 'ok') {
     await redis.del(keys.token(hash))
+    if (swap.status === 'link_invalid') throw new ApiError('LINK_INVALID')
     return null
   }
   await redis.del(keys.token(oldHash))
