@@ -320,7 +320,8 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
           const format = statementFormat(q.get('format') ?? undefined)
           const lag = await statementLag(s.ctx, sess.accountId)
           return new Response(await statementStream(s.db.db, sess.accountId, range, format), {
-            headers: { ...statementHeaders(sess.accountId, range, format, lag), 'content-security-policy': CONSOLE_HEADERS['content-security-policy']! },
+            // The console's headers (no sniffing, framing or Referer), the statement's type and name.
+            headers: { ...CONSOLE_HEADERS, ...statementHeaders(sess.accountId, range, format, lag) },
           })
         } catch (e) {
           return failurePage(request, e)

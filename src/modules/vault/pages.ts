@@ -4,14 +4,12 @@
  */
 import { ApiError, type ErrorCode } from '../../errors'
 import type { LinkView } from '../../vault/account-keys'
+import { PAGE_HEADERS as SHARED_PAGE_HEADERS } from '../../pages/html'
 
+/** The pages' headers (pages/html.ts), with a CSP whose forms post here only (no Stripe). */
 export const PAGE_HEADERS: Record<string, string> = {
-  'content-type': 'text/html; charset=utf-8',
+  ...SHARED_PAGE_HEADERS,
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  'referrer-policy': 'no-referrer',
-  'cache-control': 'no-store',
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
 }
 
 export function formPage(code: string, v: LinkView): Response {
