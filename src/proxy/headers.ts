@@ -1,8 +1,10 @@
 /**
- * Header policy of the proxy, both directions. Our credentials (`authorization`, `x-api-key`),
- * `host`, cookies, forwarding metadata and hop-by-hop headers (RFC 9110 §7.6.1, plus any named in
- * `Connection`) never cross; the provider key is injected from the catalog's `auth` and its static
- * headers fill in what the client did not send. The key is masked wherever a response would echo it.
+ * Header policy of the proxy, both directions. Every provider-credential header a client SDK sends
+ * (`authorization`, `x-api-key`, `api-key`, `anthropic-api-key`, `x-goog-api-key`: ours, or the
+ * client's own key), `host`, cookies, forwarding metadata (`forwarded`, `x-forwarded-*`) and
+ * hop-by-hop headers (RFC 9110 §7.6.1, any `proxy-*`, plus any named in `Connection`) never cross;
+ * the provider key is injected from the catalog's `auth` and its static headers fill in what the
+ * client did not send. The key is masked wherever a response would echo it.
  */
 import { authHeaders } from '../upstream/call'
 import type { Provider } from '../catalog/catalog'
@@ -25,24 +27,31 @@ const REQUEST_DROP = new Set([
   'host',
   'authorization',
   'x-api-key',
+  // Other SDKs' key headers (Azure, Anthropic's alternative, Google): our token set as the SDK's
+  // key lands there, and a client's own key must not reach the provider beside the one we set.
+  'api-key',
+  'anthropic-api-key',
+  'x-goog-api-key',
   'cookie',
   'expect',
   // The proxy asks for identity encoding so the key scrubber sees plain bytes (see upstreamHeaders).
   'accept-encoding',
   // Who the client is stays with us.
   'forwarded',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
   'x-real-ip',
 ])
+/** Whole families: every `x-forwarded-*` (port, prefix, server, …) and every `proxy-*`. */
+const REQUEST_DROP_PREFIX = /^(x-forwarded-|proxy-)/
 
 const RESPONSE_DROP = new Set([
   ...HOP_BY_HOP,
   'set-cookie',
+  'set-cookie2',
   // Advertises the provider's alternative transports as if they were ours.
   'alt-svc',
 ])
+/** Proxy-* is about the hop to a proxy (Proxy-Authenticate, Proxy-Status), never the client's business. */
+const RESPONSE_DROP_PREFIX = /^proxy-/
 
 function connectionTokens(value: string | null): Set<string> {
   if (!value) return new Set()
@@ -54,7 +63,7 @@ export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: s
   const named = connectionTokens(incoming.get('connection'))
   const authHeader = provider.auth.header.toLowerCase()
   incoming.forEach((value, name) => {
-    if (REQUEST_DROP.has(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
+    if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
     out.set(name, value)
   })
   for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
@@ -72,7 +81,7 @@ export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Reco
   const named = connectionTokens(upstream.get('connection'))
   const spellings = apiKey ? keySpellings(apiKey) : null
   upstream.forEach((value, name) => {
-    if (RESPONSE_DROP.has(name) || named.has(name)) return
+    if (RESPONSE_DROP.has(name) || RESPONSE_DROP_PREFIX.test(name) || named.has(name)) return
     if (decoded && (name === 'content-encoding' || name === 'content-length')) return
     out.set(name, spellings ? maskSpellings(value, spellings) : value)
   })

@@ -57,6 +57,73 @@ describe('request headers', () => {
     expect(JSON.stringify(seen)).not.toContain(a.token)
   })
 
+  test("a client's own key in api-key, anthropic-api-key or x-goog-api-key never reaches the provider beside ours", async () => {
+    const a = await t.signup()
+    t.fake.handler = () => Response.json({ ok: true })
+    const r = await rawRequest(
+      base,
+      '/proxy/fake/v1/chat',
+      {
+        Authorization: `Bearer ${a.token}`,
+        // Azure's SDK sends its key as api-key: ours, set as the agent's base-URL key, goes there too.
+        'Api-Key': a.token,
+        'Anthropic-Api-Key': 'sk-ant-client-own',
+        'X-Goog-Api-Key': 'AIza-client-own',
+        'Content-Type': 'application/json',
+        'Content-Length': '2',
+      },
+      'POST',
+      '{}',
+    )
+    t.fake.handler = null
+    expect(r.status).toBe(200)
+    const seen = t.fake.seen.at(-1)!
+    expect(seen.headers.authorization).toBe(`Bearer ${HOUSE}`)
+    for (const h of ['api-key', 'anthropic-api-key', 'x-goog-api-key']) expect(seen.headers[h]).toBeUndefined()
+    expect(JSON.stringify(seen)).not.toContain(a.token)
+  })
+
+  test('every X-Forwarded-* and Proxy-* request header is dropped', async () => {
+    const a = await t.signup()
+    t.fake.handler = () => Response.json({ ok: true })
+    const r = await rawRequest(
+      base,
+      '/proxy/fake/v1/chat',
+      {
+        Authorization: `Bearer ${a.token}`,
+        'X-Forwarded-Port': '443',
+        'X-Forwarded-Prefix': '/internal',
+        'X-Forwarded-Server': 'edge-1',
+        'Proxy-Foo': 'p',
+        'Content-Length': '2',
+      },
+      'POST',
+      '{}',
+    )
+    t.fake.handler = null
+    expect(r.status).toBe(200)
+    const seen = t.fake.seen.at(-1)!
+    for (const h of ['x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'proxy-foo']) expect(seen.headers[h]).toBeUndefined()
+  })
+
+  test('conflicting Content-Length and Transfer-Encoding, or an obs-fold header, is refused before the provider', async () => {
+    const a = await t.signup()
+    const smuggled = 'GET /v1/admin HTTP/1.1\r\nHost: x\r\n\r\n'
+    const cases: [Record<string, string>, string][] = [
+      [{ 'Content-Length': '4', 'Transfer-Encoding': 'chunked' }, `0\r\n\r\n${smuggled}`],
+      [{ 'Transfer-Encoding': 'chunked', 'Content-Length': '60' }, `2\r\n{}\r\n0\r\n\r\n${smuggled}`],
+      [{ 'Content-Length': '2', 'content-length': '40' }, `{}${smuggled}`],
+      [{ 'Transfer-Encoding': 'identity, chunked' }, `2\r\n{}\r\n0\r\n\r\n${smuggled}`],
+      [{ 'X-Folded': 'a\r\n b', 'Content-Length': '2' }, '{}'],
+    ]
+    const before = t.fake.seen.length
+    for (const [headers, body] of cases) {
+      const r = await rawRequest(base, '/proxy/fake/v1/chat', { Authorization: `Bearer ${a.token}`, ...headers }, 'POST', body)
+      expect(r.status).toBe(400)
+    }
+    expect(t.fake.seen.length).toBe(before)
+  })
+
   test('our token in x-api-key alone authenticates (the Anthropic SDK style)', async () => {
     const a = await t.signup()
     t.fake.handler = () => Response.json({ ok: true })
@@ -119,6 +186,16 @@ describe('response headers and body', () => {
     expect(r.headers.get('x-pab-call-id')).toMatch(/^call_/)
     expect(r.headers.get('x-pab-charged')).toBe('3')
     expect(r.headers.get('x-pab-balance')).toBe('497')
+  })
+
+  test('Proxy-* and Set-Cookie2 from the provider are dropped', async () => {
+    const a = await t.signup()
+    t.fake.handler = () => Response.json({ ok: true }, { headers: { 'proxy-foo': '1', 'proxy-status': 'upstream', 'set-cookie2': 'c=3', 'x-request-id': 'req_2' } })
+    const r = await fetch(`${base}/proxy/fake/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: `Bearer ${a.token}` } })
+    t.fake.handler = null
+    expect(await r.json()).toEqual({ ok: true })
+    for (const h of ['proxy-foo', 'proxy-status', 'set-cookie2']) expect(r.headers.get(h)).toBeNull()
+    expect(r.headers.get('x-request-id')).toBe('req_2')
   })
 
   test('a provider echoing the key — in a header, in a JSON error, split across streamed chunks — shows only a mask', async () => {
