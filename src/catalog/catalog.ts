@@ -73,6 +73,8 @@ export class Catalog {
       if (cap.metered !== true) checkPrices(`${where}/${i}/metered`, cap.metered)
       if (cap.metered === true && !this.providers.get(cap.provider)!.proxy?.metered)
         throw new CatalogError(`${where}/${i}/metered: true needs the provider's proxy.metered prices`)
+      // The call debits a metered capability by its tokens only: a flat price beside them would be shown and never charged.
+      if (cap.metered && cap.price !== 0) throw new CatalogError(`${where}/${i}/price: a metered capability is charged by its tokens (credits per 1,000,000); its price must be 0`)
       if (cap.metered && cap.method !== 'POST') throw new CatalogError(`${where}/${i}/metered: a metered capability is a POST`)
       this.capabilities.set(cap.slug, { ...cap, validate, demo: isDemo })
     }
@@ -133,11 +135,13 @@ export class Catalog {
 
   /** Ranked by where the words match: slug first, then description. */
   search(q: string): Capability[] {
-    const words = q.toLowerCase().split(/[\s,]+/).filter(Boolean)
+    // NFKC then lower case: a full-width or decomposed query matches the catalog's plain text.
+    const fold = (s: string) => s.normalize('NFKC').toLowerCase()
+    const words = fold(q).split(/[\s,]+/).filter(Boolean)
     const scored: [number, Capability][] = []
     for (const cap of this.capabilities.values()) {
-      const slug = cap.slug.toLowerCase()
-      const text = `${cap.description} ${cap.provider} ${cap.lane}`.toLowerCase()
+      const slug = cap.slug
+      const text = fold(`${cap.description} ${cap.provider} ${cap.lane}`)
       let score = 0
       for (const w of words) {
         if (slug === w) score += 10

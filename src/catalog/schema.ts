@@ -36,7 +36,8 @@ export const MeteredSchema = T.Object(
     routes: T.Optional(T.Array(T.String({ pattern: '^/' }), { minItems: 1 })),
     /** The smallest output ceiling a clamp may write into a request. */
     min_output: T.Integer({ minimum: 1, default: 16 }),
-    models: T.Record(T.String({ pattern: '^[a-z0-9][a-z0-9._:-]{0,79}$' }), ModelPriceSchema),
+    /** At least one: a metered route without a priced model refuses every request on it. */
+    models: T.Record(T.String({ pattern: '^[a-z0-9][a-z0-9._:-]{0,79}$' }), ModelPriceSchema, { minProperties: 1 }),
   },
   { additionalProperties: false },
 )

@@ -18,7 +18,7 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
   return {
     name: capabilityToolName(cap.slug),
     access: 'paid',
-    description: `${cap.description.replace(/\.?$/, '.')} ${priceNote(cap)} The answer: call_id, charged, balance, provider_status and the provider's result. (REST: POST /v1/call/${cap.slug})`,
+    description: `${cap.description.replace(/\.?$/, '.')} ${s.catalog.meteredCapability(cap) ? meteredNote(s, cap) : priceNote(cap)} The answer: call_id, charged, balance, provider_status and the provider's result. (REST: POST /v1/call/${cap.slug})`,
     // MCP wants an object schema; a catalog entry that leaves `type` out still describes an object body.
     inputSchema: { type: 'object', ...cap.params },
     async run(call, args) {
@@ -49,4 +49,12 @@ function priceNote(cap: Capability): string {
     case 'free':
       return 'Price: free (counted against the daily request cap of unpriced calls).'
   }
+}
+
+/** A metered capability is charged by its tokens (CONTRACT §7), not by a flat price: its models' prices. */
+function meteredNote(s: Services, cap: Capability): string {
+  const models = Object.entries(s.catalog.meteredCapability(cap)!.spec.models)
+    .map(([id, p]) => `${id} ${p.input} in / ${p.output} out, max output ${p.max_output}`)
+    .join('; ')
+  return `Price: by the tokens used, credits per 1,000,000 tokens: ${models} (a model not listed is refused; exact prices in GET /v1/search).`
 }

@@ -143,7 +143,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
     ...mcpConfigLines(base),
     '## Other surfaces',
     '',
-    '- Capabilities with a flat per-call price: GET /v1/search?q=… then POST /v1/call/{slug}.',
+    '- Capabilities: GET /v1/search?q=… then POST /v1/call/{slug}. A result\'s `price` is debited per call; a metered one (price 0) carries `metered.models`, charged by the tokens as above.',
     '- Balance and caps: GET /v1/balance, GET /v1/policies. Everything: /openapi.json.',
     '',
   )

@@ -31,7 +31,7 @@ export function meteredCatalog(fakeUrl: string) {
       slug: 'llm.test.chat',
       provider: 'openai',
       lane: 'house',
-      price: 10,
+      price: 0,
       metered: true,
       method: 'POST',
       path: '/v1/chat/completions',

@@ -1,6 +1,6 @@
 /** The search and capabilities answers. */
 import { Type as T } from '@sinclair/typebox'
-import { Lane } from '../../catalog/schema'
+import { Lane, ModelPriceSchema } from '../../catalog/schema'
 
 export const CapabilityStatus = T.Union([T.Literal('live'), T.Literal('paused'), T.Literal('unavailable')])
 
@@ -12,6 +12,15 @@ export const SearchResult = T.Object({
   provider: T.String(),
   description: T.String(),
   status: CapabilityStatus,
+  /** Present on a metered capability (CONTRACT §7): charged by its tokens at these prices, not by `price` (0). */
+  metered: T.Optional(
+    T.Object({
+      dialect: T.Union([T.Literal('openai'), T.Literal('anthropic')]),
+      unit: T.Literal('credits per 1,000,000 tokens'),
+      min_output: T.Integer(),
+      models: T.Record(T.String(), ModelPriceSchema),
+    }),
+  ),
   /** Present on the built-in demo provider's capabilities (DEMO_PROVIDER): served by this service, nothing real. */
   demo: T.Optional(T.Literal(true)),
 })
