@@ -121,6 +121,19 @@ export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }
 
 export class ConfigError extends Error {}
 
+/** Settings whose value is a secret: a refusal names them, never quotes them (stderr is a log). */
+const SECRET_SETTINGS = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN', 'VAULT_MASTER_KEY', 'VAULT_PREVIOUS_MASTER_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'])
+
+/** A URL as it may be printed: its password (REDIS_URL, DATABASE_URL, SMTP_URL may carry one) hidden. */
+export function withoutPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@')
+}
+
+function shown(key: string, value: unknown): string {
+  if (SECRET_SETTINGS.has(key)) return '(hidden)'
+  return JSON.stringify(typeof value === 'string' ? withoutPassword(value) : value)
+}
+
 /** Parses an env-like record; throws ConfigError naming every bad variable. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const known = Object.keys(ConfigSchema.properties)
@@ -129,7 +142,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw))
   const errors = [...Value.Errors(ConfigSchema, withDefaults)]
   if (errors.length > 0) {
-    const lines = errors.map((e) => `  ${e.path.slice(1)}=${JSON.stringify(raw[e.path.slice(1)])}: ${e.message}`)
+    const lines = errors.map((e) => `  ${e.path.slice(1)}=${shown(e.path.slice(1), raw[e.path.slice(1)])}: ${e.message}`)
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)
   }
   const cfg = withDefaults as Static<typeof ConfigSchema>

@@ -1,9 +1,32 @@
+/**
+ * What a log line never carries, whatever a field quotes (an SMTP server's refusal, a driver's
+ * message): e-mail addresses, owner/agent tokens, Stripe, webhook and `sk-` provider keys,
+ * vault-link codes, one-time `code=`/`ref=` query values, a failed query's parameters. Applied to
+ * the whole line, so it is the one place; the fields are chosen not to need it.
+ */
+const REDACT: [hints: string[], re: RegExp, to: string][] = [
+  [['@'], /[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/g, '[email]'],
+  [['k_', 'sk-', 'whsec_'], /\b((?:sk|ak|rk|whsec)_|sk-)[A-Za-z0-9_+/=-]{16,}/g, '$1[redacted]'],
+  [['/vault/'], /\/vault\/(?![:{])[^/?#"\\\s]+/g, '/vault/{code}'],
+  [['code=', 'ref='], /\b(code|ref)=[^&#"\\\s]+/g, '$1=[redacted]'],
+  [['params: '], /params: (?:[^"\\]|\\.)*/g, 'params: [redacted]'],
+]
+
+/**
+ * A rule's regular expression runs only when the line holds one of its hints (a substring every
+ * match contains): a request's log line holds none, and five scans of it cost ~2.6 µs a line.
+ */
+export function redact(text: string): string {
+  for (const [hints, re, to] of REDACT) if (hints.some((h) => text.includes(h))) text = text.replace(re, to)
+  return text
+}
+
 /** Structured JSON log lines on stdout. Never payloads, never keys or tokens. */
 export class Log {
   constructor(private mode: 'json' | 'silent') {}
   private line(level: string, msg: string, fields: Record<string, unknown>): void {
     if (this.mode === 'silent') return
-    console.log(JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields }))
+    console.log(redact(JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })))
   }
   info(msg: string, fields: Record<string, unknown> = {}): void {
     this.line('info', msg, fields)

@@ -183,15 +183,16 @@ export class LedgerAvailability {
       const r = await restoreMissing(ctx, this.d.db)
       if (r.failed.length > 0) {
         const first = r.failed[0]!
-        health.set('ledger_rebuild_failed', `${r.failed.length} account(s) could not be restored (first: ${first.account}: ${first.error}); retried every ${this.d.checkMs} ms, or run bun run ledger:rebuild -- --all`)
-        log.error('ledger_rebuild_failed', { restored: r.restored, present: r.present, failed: r.failed.length, first_error: first.error })
+        // /status is public: the count only; the account and the error are for the log.
+        health.set('ledger_rebuild_failed', `${r.failed.length} account(s) could not be restored (log: ledger_rebuild_failed); retried every ${this.d.checkMs} ms, or run bun run ledger:rebuild -- --all`)
+        log.error('ledger_rebuild_failed', { restored: r.restored, present: r.present, failed: r.failed.length, first_account: first.account, first_error: first.error })
         return
       }
       await writeMarks(ctx)
       log.warn('ledger_rebuilt', { restored: r.restored, present: r.present, ms: Date.now() - started })
       this.setOpen()
     } catch (e) {
-      health.set('ledger_rebuild_failed', `the rebuild failed (${e instanceof Error ? e.message : String(e)}); retried every ${this.d.checkMs} ms`)
+      health.set('ledger_rebuild_failed', `the rebuild failed (log: ledger_rebuild_failed); retried every ${this.d.checkMs} ms`)
       log.error('ledger_rebuild_failed', { error: e instanceof Error ? e.message : String(e) })
     } finally {
       clearInterval(renew)

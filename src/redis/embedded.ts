@@ -8,7 +8,7 @@
 import { mkdirSync } from 'node:fs'
 import { connect } from 'node:net'
 import { resolve } from 'node:path'
-import type { Config } from '../config'
+import { withoutPassword, type Config } from '../config'
 
 function reachable(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
@@ -36,12 +36,12 @@ export async function ensureRedis(cfg: Config): Promise<EmbeddedRedis | null> {
   const port = Number(url.port || 6379)
   if (await reachable(host, port)) return null
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    console.error(`Redis is not reachable at ${cfg.REDIS_URL}. Start it, or point REDIS_URL at a running Redis.`)
+    console.error(`Redis is not reachable at ${withoutPassword(cfg.REDIS_URL)}. Start it, or point REDIS_URL at a running Redis.`)
     process.exit(2)
   }
   const bin = Bun.which('redis-server')
   if (!bin) {
-    console.error(`No Redis at ${cfg.REDIS_URL} and no redis-server on the PATH. Install Redis (e.g. apt-get install redis-server) or set REDIS_URL.`)
+    console.error(`No Redis at ${withoutPassword(cfg.REDIS_URL)} and no redis-server on the PATH. Install Redis (e.g. apt-get install redis-server) or set REDIS_URL.`)
     process.exit(2)
   }
   const dir = resolve(cfg.REDIS_DATA_DIR)
