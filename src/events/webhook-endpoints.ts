@@ -44,10 +44,19 @@ export async function getWebhook(s: Services, acct: string) {
   return view(row)
 }
 
-/** Pending deliveries to the removed endpoint are cancelled when the worker reaches them. */
+/**
+ * Pending deliveries to the removed endpoint are cancelled with it, in one transaction: an endpoint
+ * set again later never receives them (the worker also cancels what it finds with no endpoint).
+ */
 export async function deleteWebhook(s: Services, acct: string): Promise<void> {
-  const gone = await s.db.db.delete(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct)).returning({ a: webhookEndpoints.accountId })
-  if (gone.length === 0) throw notFound()
+  await s.db.db.transaction(async (tx) => {
+    const gone = await tx.delete(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct)).returning({ a: webhookEndpoints.accountId })
+    if (gone.length === 0) throw notFound()
+    await tx
+      .update(eventDeliveries)
+      .set({ status: 'cancelled', lastError: 'webhook endpoint removed' })
+      .where(and(eq(eventDeliveries.accountId, acct), eq(eventDeliveries.channel, 'webhook'), eq(eventDeliveries.status, 'pending')))
+  })
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)

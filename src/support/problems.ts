@@ -4,7 +4,7 @@
  * with optional notes). Not money, so written straight to Postgres.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (a move backwards, or nothing new).
  */
-import { and, asc, desc, eq } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, sql } from 'drizzle-orm'
 import { randomId } from '../auth/tokens'
 import type { Principal } from '../auth/principal'
 import type { Database } from '../db/client'
@@ -27,10 +27,26 @@ export interface NewProblem {
   summary: string
 }
 
+/** Problems an account may file in any 24 h: a runaway agent or a leaked token cannot fill the founder's queue. */
+export const MAX_PROBLEMS_PER_DAY = 20
+const DAY_MS = 24 * 3600_000
+
 export async function fileProblem(s: Services, p: Principal, body: NewProblem) {
   const id = 'sup_' + randomId()
   const now = new Date(s.ctx.clock.now())
-  await s.db.db.insert(supportProblems).values({
+  // Counted and inserted under the account's transaction-scoped lock, so concurrent filings cannot all pass the count.
+  await s.db.db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${'support:' + p.accountId}))`)
+    const recent = await tx
+      .select({ at: supportProblems.createdAt })
+      .from(supportProblems)
+      .where(and(eq(supportProblems.accountId, p.accountId), gt(supportProblems.createdAt, new Date(now.getTime() - DAY_MS))))
+      .orderBy(asc(supportProblems.createdAt))
+    if (recent.length >= MAX_PROBLEMS_PER_DAY) {
+      const retry = Math.max(1, Math.ceil((recent[recent.length - MAX_PROBLEMS_PER_DAY]!.at.getTime() + DAY_MS - now.getTime()) / 1000))
+      throw new ApiError('RATE_LIMITED', { retry_after_s: retry, reason: `at most ${MAX_PROBLEMS_PER_DAY} support problems per account in 24 hours` }, { 'retry-after': String(retry) })
+    }
+    await tx.insert(supportProblems).values({
     id,
     accountId: p.accountId,
     agentId: p.agentId,
@@ -43,13 +59,18 @@ export async function fileProblem(s: Services, p: Principal, body: NewProblem) {
     status: 'open',
     createdAt: now,
     updatedAt: now,
+    })
   })
   return { id, status: 'open' as const, status_url: `${s.cfg.BASE_URL}/v1/support/${id}` }
 }
 
-/** The problem as its status_url shows it; `accountId` null = the founder's view. */
-export async function problemView(db: Database, id: string, accountId: string | null) {
-  const where = accountId === null ? eq(supportProblems.id, id) : and(eq(supportProblems.id, id), eq(supportProblems.accountId, accountId))
+/**
+ * The problem as its status_url shows it; `accountId` null = the founder's view. `reach` (an agent
+ * token's subtree, CONTRACT §8) limits it to problems that subtree filed; null = the whole account.
+ */
+export async function problemView(db: Database, id: string, accountId: string | null, reach: ReadonlySet<string> | null = null) {
+  const mine = accountId === null ? eq(supportProblems.id, id) : and(eq(supportProblems.id, id), eq(supportProblems.accountId, accountId))
+  const where = reach === null ? mine : and(mine, reach.size ? inArray(supportProblems.agentId, [...reach]) : sql`false`)
   const [row] = await db.select().from(supportProblems).where(where)
   if (!row) throw new ApiError('NOT_FOUND', { resource: 'support problem' })
   const updates = await db.select().from(supportUpdates).where(eq(supportUpdates.problemId, id)).orderBy(asc(supportUpdates.id))

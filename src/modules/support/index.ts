@@ -5,6 +5,7 @@ import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
 import { SupportBody, SupportCreated, SupportParams, SupportPatch, SupportProblem } from './model'
 import { fileProblem, moveProblem, problemView } from '../../support/problems'
+import { reachOf } from '../../account/views'
 
 export const supportRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia()
@@ -24,7 +25,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
       async (c) => {
         const principal = await h.memberIn(c)
         const { params } = c
-        return problemView(s.db.db, params.id, principal.accountId)
+        return problemView(s.db.db, params.id, principal.accountId, await reachOf(s, principal))
       },
       { params: SupportParams, response: { 200: SupportProblem }, detail: { summary: 'A support problem of this account: status and updates' } },
     )
