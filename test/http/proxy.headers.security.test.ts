@@ -19,35 +19,33 @@ afterAll(async () => {
   await t.close()
 })
 
+/** A raw POST of `{}` through the proxy with these headers, the provider answering 200: what it saw. */
+async function seenUpstream(headers: Record<string, string>): Promise<Record<string, any>> {
+  t.fake.handler = () => Response.json({ ok: true })
+  const r = await rawRequest(base, '/proxy/fake/v1/chat', { ...headers, 'Content-Length': '2' }, 'POST', '{}')
+  t.fake.handler = null
+  expect(r.status).toBe(200)
+  return t.fake.seen.at(-1)!
+}
+
 describe('request headers', () => {
   test('ours, cookies, host, forwarding and hop-by-hop headers are dropped; the provider key is injected', async () => {
     const a = await t.signup()
-    t.fake.handler = () => Response.json({ ok: true })
-    const r = await rawRequest(
-      base,
-      '/proxy/fake/v1/chat',
-      {
-        Authorization: `Bearer ${a.token}`,
-        'X-Api-Key': a.token,
-        Cookie: 'session=abc',
-        Connection: 'keep-alive, X-Hop-Custom',
-        'X-Hop-Custom': 'must-not-pass',
-        'Keep-Alive': 'timeout=5',
-        'Proxy-Authorization': 'Basic Zm9vOmJhcg==',
-        TE: 'trailers',
-        'X-Forwarded-For': '10.0.0.1',
-        Forwarded: 'for=10.0.0.1',
-        'X-Pab-Internal': 'x',
-        'OpenAI-Organization': 'org-kept',
-        'Content-Type': 'application/json',
-        'Content-Length': '2',
-      },
-      'POST',
-      '{}',
-    )
-    t.fake.handler = null
-    expect(r.status).toBe(200)
-    const seen = t.fake.seen.at(-1)!
+    const seen = await seenUpstream({
+      Authorization: `Bearer ${a.token}`,
+      'X-Api-Key': a.token,
+      Cookie: 'session=abc',
+      Connection: 'keep-alive, X-Hop-Custom',
+      'X-Hop-Custom': 'must-not-pass',
+      'Keep-Alive': 'timeout=5',
+      'Proxy-Authorization': 'Basic Zm9vOmJhcg==',
+      TE: 'trailers',
+      'X-Forwarded-For': '10.0.0.1',
+      Forwarded: 'for=10.0.0.1',
+      'X-Pab-Internal': 'x',
+      'OpenAI-Organization': 'org-kept',
+      'Content-Type': 'application/json',
+    })
     expect(seen.headers.authorization).toBe(`Bearer ${HOUSE}`)
     for (const h of ['x-api-key', 'cookie', 'x-hop-custom', 'keep-alive', 'proxy-authorization', 'te', 'x-forwarded-for', 'forwarded', 'x-pab-internal'])
       expect(seen.headers[h]).toBeUndefined()
@@ -59,25 +57,14 @@ describe('request headers', () => {
 
   test("a client's own key in api-key, anthropic-api-key or x-goog-api-key never reaches the provider beside ours", async () => {
     const a = await t.signup()
-    t.fake.handler = () => Response.json({ ok: true })
-    const r = await rawRequest(
-      base,
-      '/proxy/fake/v1/chat',
-      {
-        Authorization: `Bearer ${a.token}`,
-        // Azure's SDK sends its key as api-key: ours, set as the agent's base-URL key, goes there too.
-        'Api-Key': a.token,
-        'Anthropic-Api-Key': 'sk-ant-client-own',
-        'X-Goog-Api-Key': 'AIza-client-own',
-        'Content-Type': 'application/json',
-        'Content-Length': '2',
-      },
-      'POST',
-      '{}',
-    )
-    t.fake.handler = null
-    expect(r.status).toBe(200)
-    const seen = t.fake.seen.at(-1)!
+    const seen = await seenUpstream({
+      Authorization: `Bearer ${a.token}`,
+      // Azure's SDK sends its key as api-key: ours, set as the agent's base-URL key, goes there too.
+      'Api-Key': a.token,
+      'Anthropic-Api-Key': 'sk-ant-client-own',
+      'X-Goog-Api-Key': 'AIza-client-own',
+      'Content-Type': 'application/json',
+    })
     expect(seen.headers.authorization).toBe(`Bearer ${HOUSE}`)
     for (const h of ['api-key', 'anthropic-api-key', 'x-goog-api-key']) expect(seen.headers[h]).toBeUndefined()
     expect(JSON.stringify(seen)).not.toContain(a.token)
@@ -85,24 +72,13 @@ describe('request headers', () => {
 
   test('every X-Forwarded-* and Proxy-* request header is dropped', async () => {
     const a = await t.signup()
-    t.fake.handler = () => Response.json({ ok: true })
-    const r = await rawRequest(
-      base,
-      '/proxy/fake/v1/chat',
-      {
-        Authorization: `Bearer ${a.token}`,
-        'X-Forwarded-Port': '443',
-        'X-Forwarded-Prefix': '/internal',
-        'X-Forwarded-Server': 'edge-1',
-        'Proxy-Foo': 'p',
-        'Content-Length': '2',
-      },
-      'POST',
-      '{}',
-    )
-    t.fake.handler = null
-    expect(r.status).toBe(200)
-    const seen = t.fake.seen.at(-1)!
+    const seen = await seenUpstream({
+      Authorization: `Bearer ${a.token}`,
+      'X-Forwarded-Port': '443',
+      'X-Forwarded-Prefix': '/internal',
+      'X-Forwarded-Server': 'edge-1',
+      'Proxy-Foo': 'p',
+    })
     for (const h of ['x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'proxy-foo']) expect(seen.headers[h]).toBeUndefined()
   })
 
