@@ -9,7 +9,7 @@ import { VERSION } from './version'
 import type { RouteLike } from './route-table'
 
 
-export const PUBLIC = new Set(['/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
+export const PUBLIC = new Set(['/', '/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
 /** Console routes anyone may load: the sign-in form (and its post) and the stylesheet. */
 export const CONSOLE_PUBLIC: ReadonlySet<string> = new Set(['/console/sign-in', '/console/console.css'])

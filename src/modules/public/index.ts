@@ -4,6 +4,7 @@ import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { PublicStatsResponse, StatusResponse } from './model'
 import { publicStats, serviceStatus } from './service'
+import { homeAnswer } from './home'
 
 export const publicRoutes = (s: Services, openapi: () => unknown, h: Http = http(s)) =>
   new Elysia()
@@ -17,6 +18,14 @@ export const publicRoutes = (s: Services, openapi: () => unknown, h: Http = http
         return publicStats(s)
       },
       { response: { 200: PublicStatsResponse }, detail: { summary: 'Organic calls routed, credits honored' } },
+    )
+    .get(
+      '/',
+      async ({ bearer, request, server, set }) => {
+        set.headers = await h.anonymous(request, server, bearer)
+        return homeAnswer(request, s.cfg.BASE_URL)
+      },
+      { detail: { summary: 'Where to go from here: the console for a person, the route list and the OpenAPI document for a program' } },
     )
     .get(
       '/errors.md',
