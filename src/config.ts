@@ -27,11 +27,11 @@ export const ConfigSchema = T.Object({
   REDIS_DATA_DIR: T.String({ default: './data/redis' }),
   /** How often every instance checks that Redis still holds the whole ledger (its marks), ms. @default 5000 */
   LEDGER_CHECK_MS: Int(5000, 100),
-  /** Providers and capabilities (CONTRACT §4). @default built-in catalog.json */
+  /** Path of the catalog file: providers, capabilities and proxy routes with their prices (docs/catalog.md). @default built-in catalog.json */
   CATALOG_FILE: T.Optional(T.String()),
-  /** Founder bearer for /admin/*; unset → founder surfaces answer NOT_CONFIGURED. */
+  /** Founder (service owner) bearer for /admin/* (16+ characters); unset → founder surfaces answer NOT_CONFIGURED. */
   ADMIN_TOKEN: T.Optional(T.String({ minLength: 16 })),
-  /** 32 bytes, base64: the vault's key-encryption key. */
+  /** The vault's key-encryption key: 32 random bytes, base64 (`openssl rand -base64 32`); unset → the vault answers NOT_CONFIGURED. */
   VAULT_MASTER_KEY: T.Optional(T.String()),
   /**
    * 32 bytes, base64: the master key being rotated away from. Rows it wrapped stay readable (new
@@ -47,8 +47,11 @@ export const ConfigSchema = T.Object({
    * in sandbox mode without this opt-in. @default 0
    */
   PAYMENTS_SANDBOX_PUBLIC: T.Union([T.Literal('0'), T.Literal('1')], { default: '0' }),
+  /** Stripe secret key (`sk_live_…` / `sk_test_…`); required with PAYMENTS=stripe. */
   STRIPE_SECRET_KEY: T.Optional(T.String()),
+  /** Signing secret of the Stripe webhook endpoint `{BASE_URL}/webhooks/stripe` (`whsec_…`); required with PAYMENTS=stripe. */
   STRIPE_WEBHOOK_SECRET: T.Optional(T.String()),
+  /** Points the Stripe SDK at another host (tests use a loopback fake). @default Stripe's API */
   STRIPE_API_BASE: T.Optional(T.String()),
   /** Requests per minute per token. @default 60 */
   RATE_LIMIT_PER_TOKEN: Int(60, 1),
