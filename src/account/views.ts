@@ -142,7 +142,7 @@ function recordOfRow(r: typeof calls.$inferSelect): CallRecord {
     agent_id: r.agentId,
     charged: r.charged,
     refunded: r.refunded === 1,
-    outcome: r.outcome,
+    outcome: r.outcome as CallOutcome,
     http_status: r.httpStatus,
     latency_ms: r.latencyMs,
     at: r.at.toISOString(),

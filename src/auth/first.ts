@@ -21,7 +21,7 @@
 import { ApiError } from '../errors'
 import { bearerOf, type Http } from '../http'
 import { CONSOLE_PUBLIC, PUBLIC } from '../openapi'
-import { cookieOf, readSession, SESSION_COOKIE } from '../console/session'
+import { cookieOf, readSession, SESSION_COOKIE } from './console-session'
 import type { Services } from '../services'
 import { admitFounder } from './founder'
 import type { Principal } from './principal'

@@ -11,7 +11,7 @@ import { Value } from '@sinclair/typebox/value'
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
 import { ApiError } from '../errors'
 import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type MeteredSpec, type ProviderSpec } from './schema'
-import { apiKindOf, type ApiKind } from '../metering/usage'
+import { apiKindOf, type ApiKind } from './api-kind'
 
 /** A metered route or capability: its prices and which API it speaks (CONTRACT §7). */
 export interface Metering {

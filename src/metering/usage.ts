@@ -3,9 +3,9 @@
  * events of a stream, per API: OpenAI chat completions, Responses, embeddings; Anthropic messages.
  * Cached tokens are counted apart from input, never in both.
  */
-export type Dialect = 'openai' | 'anthropic'
-/** Which API a metered route speaks: where its ceiling is named and its usage reported. */
-export type ApiKind = 'chat' | 'responses' | 'embeddings' | 'messages'
+import type { ApiKind } from '../catalog/api-kind'
+
+export type { ApiKind, Dialect } from '../catalog/api-kind'
 
 export interface TokenCounts {
   /** Input tokens neither read from nor written to the provider's cache. */
@@ -25,13 +25,6 @@ export type UsageSource = 'provider' | 'estimated'
 export interface MeteredUsage {
   tokens: TokenCounts
   source: UsageSource
-}
-
-export function apiKindOf(dialect: Dialect, path: string): ApiKind {
-  if (dialect === 'anthropic') return 'messages'
-  if (path.endsWith('/responses')) return 'responses'
-  if (path.endsWith('/embeddings')) return 'embeddings'
-  return 'chat'
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { authHeaders } from '../upstream/call'
 import type { Provider } from '../catalog/catalog'
-import { keySpellings, maskSpellings } from './scrub'
+import { keySpellings, maskSpellings } from '../upstream/scrub'
 
 const HOP_BY_HOP = [
   'connection',

@@ -12,7 +12,7 @@
  */
 import { concat, type UsageMeter } from '../metering/meter'
 import { cutAtCap, RelayCutError, type ChunkReader, type RelayEnd } from './relay'
-import { KeyScrubber } from './scrub'
+import { KeyScrubber } from '../upstream/scrub'
 
 export interface MeteredRelayOptions {
   cap: number

@@ -11,7 +11,7 @@
  * `onEnd` runs before the client's body closes or errors, so a refund is applied by the time the
  * client sees the cut.
  */
-import { KeyScrubber } from './scrub'
+import { KeyScrubber } from '../upstream/scrub'
 
 export type RelayEnd = 'complete' | 'too_large' | 'upstream_error' | 'client_closed'
 

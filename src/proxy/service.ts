@@ -23,7 +23,7 @@ import { debitMetering, meteredForward, readMeteredProxyRequest, usageAtEnd, typ
 import { meteredRelay } from './metered-relay'
 import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
-import { KeyScrubber } from './scrub'
+import { KeyScrubber } from '../upstream/scrub'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000

@@ -153,7 +153,7 @@ export class Keys {
     return `${this.acctTag(acct)}:csess:${acct}:${idHash}`
   }
   /**
-   * A console form already posted (its one-time token's nonce, src/console/session.ts): claimed
+   * A console form already posted (its one-time token's nonce, src/auth/console-session.ts): claimed
    * with SET NX, so the same rendered form acts once. In the account's slot, beside its sessions.
    */
   consoleForm(acct: string, nonce: string): string {

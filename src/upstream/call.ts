@@ -6,7 +6,7 @@
  * The provider key is masked in the decoded text, as the proxy masks it.
  */
 import { decodeBody, decodersFor } from './content-encoding'
-import { maskKey } from '../proxy/scrub'
+import { maskKey } from './scrub'
 import { asWritten, memberText } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
 

@@ -8,7 +8,7 @@
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { relay, type RelayEnd } from '../../src/proxy/relay'
-import { keySpellings, maskKey } from '../../src/proxy/scrub'
+import { keySpellings, maskKey } from '../../src/upstream/scrub'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()

@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm'
 import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
-import type { CallOutcome } from '../../ledger/paid-call/outcome'
 
 /**
  * The durable copy of the Redis ledger. Entries are immutable; a refund or a bonus is a new row
@@ -60,8 +59,8 @@ export const calls = pgTable(
     slug: text('slug').notNull(),
     charged: integer('charged').notNull(),
     refunded: integer('refunded').notNull(),
-    /** Written only from a CallRecord (ledger/sinks.ts), so only the words of the outcome table. */
-    outcome: text('outcome').$type<CallOutcome>().notNull(),
+    /** Written only from a CallRecord (ledger/sinks.ts), so only the words of the outcome table (ledger/paid-call/outcome.ts). */
+    outcome: text('outcome').notNull(),
     httpStatus: integer('http_status'),
     latencyMs: integer('latency_ms').notNull(),
     /** Metered calls (CONTRACT §7); null for flat-priced ones. */

@@ -1,9 +1,9 @@
 /**
  * The owner console (CONTRACT §9): server-rendered pages under /console, signed in with the owner
- * token (console/session.ts), one stylesheet, no script. Every action calls the service the REST
+ * token (auth/console-session.ts), one stylesheet, no script. Every action calls the service the REST
  * route calls (governance, account views, mandate, vault, webhook endpoints, operator chat); a POST
  * answers with the page it acted on, so a token or secret shown once never passes through a URL.
- * Each rendered form carries a one-time token of its own (console/session.ts): posted twice, it acts once.
+ * Each rendered form carries a one-time token of its own (auth/console-session.ts): posted twice, it acts once.
  * errors (as pages): UNAUTHORIZED / FORBIDDEN (sign-in), FORBIDDEN (a form without its CSRF token),
  *         CONFLICT 409 (a form posted again), RATE_LIMITED (sign-in, per IP), and whatever the
  *         called service refuses (shown on the page).
@@ -36,7 +36,7 @@ import {
   SIGNIN_COOKIE,
   signinCookie,
   type ConsoleSession,
-} from '../../console/session'
+} from '../../auth/console-session'
 import { activityOf, balanceOf } from '../../account/views'
 import { spendHistory } from '../../account/spend-history'
 import { changeAgentState, readAgents, type AgentAction } from '../../governance/agents'

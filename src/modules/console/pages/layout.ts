@@ -29,7 +29,7 @@ export const NAV = [
 
 export type PageName = (typeof NAV)[number][0]
 
-/** Mints a form's one-time token (console/session.ts formTokens): one call per rendered form. */
+/** Mints a form's one-time token (auth/console-session.ts formTokens): one call per rendered form. */
 export type FormToken = () => string
 
 /** A hidden CSRF field: every console form carries one, with a token of its own that acts once. */
