@@ -13,7 +13,7 @@ import type { RedisContext } from '../redis/context'
 import type { Principal } from '../auth/principal'
 import { runConsoleSession } from '../lua/console-session'
 import { denial } from '../ledger/denials'
-import { windowsAt } from '../ledger/windows'
+import { windowsAt } from '../windows'
 
 export const SESSION_TTL_MS = 12 * 3600 * 1000
 export const SESSION_COOKIE = 'pab_console'

@@ -7,7 +7,7 @@
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { denial } from '../ledger/denials'
-import { rateHeaders, windowsAt } from '../ledger/windows'
+import { rateHeaders, windowsAt } from '../windows'
 import { runAuthorize, runRateLimit } from '../lua/admission'
 import { trustedProxies } from '../edge/client-ip'
 import type { Principal, TokenResolver } from './principal'

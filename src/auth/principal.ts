@@ -7,7 +7,7 @@
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
 import { hashToken, TOKEN_RE } from './tokens'
-import { rememberChain } from '../ledger/chain'
+import { rememberChain } from '../redis/agent-chain'
 
 export interface Principal {
   accountId: string

@@ -8,7 +8,7 @@
 import { hashToken, newToken, randomId } from '../auth/tokens'
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
-import { windowsAt } from '../ledger/windows'
+import { windowsAt } from '../windows'
 import { runAgentState, runCreateAgent, runRecountAgents, type CreateAgentArgs } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { denial } from '../ledger/denials'

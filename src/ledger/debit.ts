@@ -9,7 +9,7 @@ import { runDebit, type DebitMetering } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
 import { denial } from './denials'
-import { windowsAt } from './windows'
+import { windowsAt } from '../windows'
 
 export interface DebitRequest {
   principal: Principal

@@ -4,7 +4,7 @@
  */
 import { ApiError } from '../errors'
 import type { Refusal } from '../lua/refusal'
-import { rateHeaders } from './windows'
+import { rateHeaders } from '../windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
 /** A refusal that an operator's approval could lift names the proposal (CONTRACT §11) that would help. */

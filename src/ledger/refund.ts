@@ -3,7 +3,7 @@
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { runRefund } from '../lua/refund'
-import { chainOf } from './chain'
+import { chainOf } from '../redis/agent-chain'
 import type { RedisContext } from '../redis/context'
 
 export interface RefundRequest {

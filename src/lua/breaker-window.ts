@@ -3,7 +3,7 @@
  * of the minute its debit fell in, and that minute, which the script checks against the call
  * record. Without an agent or a debit instant: the filler key given (never written) and no minute.
  */
-import { RATE_WINDOW_MS } from '../ledger/windows'
+import { RATE_WINDOW_MS } from '../windows'
 import type { Keys } from '../redis/keys'
 
 export function breakerWindowOfDebit(keys: Keys, accountId: string, agentId: string | null, at: number | undefined, filler: string): { key: string; minute: string } {

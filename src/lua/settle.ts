@@ -10,7 +10,7 @@ import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected, type Reply } from './reply'
-import { chainOf } from '../ledger/chain'
+import { chainOf } from '../redis/agent-chain'
 import { TurnBatch } from '../redis/turn-batch'
 import { breakerWindowOfDebit } from './breaker-window'
 

@@ -19,7 +19,7 @@ import { changeAgentState, readAgents, type AgentView } from '../governance/agen
 import { applyPolicyChange, readAccountPolicy } from '../governance/policies'
 import { MAX_CREDITS } from '../governance/model'
 import type { RedisContext } from '../redis/context'
-import { windowsAt } from '../ledger/windows'
+import { windowsAt } from '../windows'
 import type { Database } from '../db/client'
 import { claimLinkCode, linkChat, linkedAccount, unlinkChat, type ChatUser } from './links'
 import { approveProposal, declineProposal, listProposals, type ProposalDeps } from '../proposals/proposals'

@@ -6,7 +6,7 @@
  * account's ledger entries in Redis and, after the flush, in Postgres.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { windowsAt } from '../../src/ledger/windows'
+import { windowsAt } from '../../src/windows'
 import { readAccount } from '../../src/redis/account-hash'
 import { createLlmFake, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'

@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm'
 import { hashToken } from '../../src/auth/tokens'
 import { agents } from '../../src/db/schema'
 import { restoreMissing } from '../../src/ledger/rebuild'
-import { windowsAt } from '../../src/ledger/windows'
+import { windowsAt } from '../../src/windows'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll } from '../helpers/ledger'
 

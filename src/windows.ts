@@ -1,5 +1,5 @@
 /** The time windows of the ledger keys, all derived from one `now`. */
-import { hktDay, nextHktMidnight } from '../clock'
+import { hktDay, nextHktMidnight } from './clock'
 
 export const RATE_WINDOW_MS = 60_000
 

@@ -5,7 +5,7 @@
  * the refund of a call this instance debited costs no lookup; any other (the sweeper's, another
  * instance's) reads the agent hash once. The scripts check it against the call record anyway.
  */
-import type { RedisContext } from '../redis/context'
+import type { RedisContext } from './context'
 
 const CACHE_MAX = 100_000
 const cache = new Map<string, readonly string[]>()
