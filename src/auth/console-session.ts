@@ -12,7 +12,7 @@ import { isAccountId } from '../redis/keys'
 import type { RedisContext } from '../redis/context'
 import type { Principal } from '../auth/principal'
 import { runConsoleSession } from '../lua/console-session'
-import { denial } from '../ledger/denials'
+import { denial } from '../lua/denials'
 import { windowsAt } from '../windows'
 
 export const SESSION_TTL_MS = 12 * 3600 * 1000

@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'
-import { denial } from '../ledger/denials'
+import { denial } from '../lua/denials'
 import { rateHeaders, windowsAt } from '../windows'
 import { runAuthorize, runRateLimit } from '../lua/admission'
 import { trustedProxies } from '../edge/client-ip'

@@ -11,7 +11,7 @@ import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../windows'
 import { runAgentState, runCreateAgent, runRecountAgents, type CreateAgentArgs } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
-import { denial } from '../ledger/denials'
+import { denial } from '../lua/denials'
 
 /**
  * The most live agents one account may hold: revoked ones (and their subtrees) and expired ones do

@@ -8,7 +8,7 @@ import { randomId } from '../auth/tokens'
 import { runDebit, type DebitMetering } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from './constants'
-import { denial } from './denials'
+import { denial } from '../lua/denials'
 import { windowsAt } from '../windows'
 
 export interface DebitRequest {

@@ -3,7 +3,7 @@
  * ApiError, so every route that runs debit-15 or authorize-7 answers the same codes and context.
  */
 import { ApiError } from '../errors'
-import type { Refusal } from '../lua/refusal'
+import type { Refusal } from './refusal'
 import { rateHeaders } from '../windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
