@@ -14,8 +14,8 @@
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import { openDatabase, type Database } from '../src/db/client'
-import type { OutboxEntry } from '../src/ledger/outbox'
-import { SINKS } from '../src/ledger/sinks'
+import type { OutboxEntry } from '../src/write-behind/outbox'
+import { SINKS } from '../src/sinks'
 import { pidsByComm } from './lib/proc'
 import { readFileSync } from 'node:fs'
 

@@ -9,8 +9,8 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { FEATURES } from './alarms/not-configured'
-import type { Flusher } from './ledger/flusher'
-import { MONEY_KINDS, type OutboxEntry } from './ledger/outbox'
+import type { Flusher } from './write-behind/flusher'
+import { MONEY_KINDS, type OutboxEntry } from './write-behind/outbox'
 
 const MONEY = new Set<string>(MONEY_KINDS)
 

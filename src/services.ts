@@ -8,7 +8,9 @@ import { connectPostgres, openDatabase, type DbHandle } from './db/client'
 import { TokenResolver } from './auth/principal'
 import { Guard } from './auth/guard'
 import type { RedisContext } from './redis/context'
-import { Flusher } from './ledger/flusher'
+import { Flusher } from './write-behind/flusher'
+import { registerSinks } from './write-behind/sink-registry'
+import { SINKS } from './sinks'
 import { InFlightLeases } from './ledger/leases'
 import { AbandonedCallSweeper } from './ledger/sweeper'
 import { Catalog } from './catalog/catalog'
@@ -30,8 +32,8 @@ import { notifyCapabilityPaused } from './events/capability-paused'
 import { BotApi } from './telegram/botapi'
 import { Health } from './health'
 import { NotConfiguredAlarm } from './alarms/not-configured'
-import { ledgerHealthProbe } from './ledger/ledger-health'
-import { LedgerAvailability } from './ledger/availability'
+import { ledgerHealthProbe } from './write-behind/health'
+import { LedgerAvailability } from './recovery/availability'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -82,6 +84,7 @@ export interface BuildOptions {
 }
 
 export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promise<Services> {
+  registerSinks(SINKS)
   const log = new Log(cfg.LOG)
   const catalog = Catalog.load(cfg.CATALOG_FILE, opt.env ?? process.env, demoEnabled(cfg) ? demoCatalog(cfg.BASE_URL) : undefined)
   const redis = createRedis(cfg)

@@ -11,7 +11,7 @@
  * errors / metrics: a trip is logged as `spend_alarm_tripped`.
  */
 import type { RedisContext } from '../redis/context'
-import type { OutboxEntry } from '../ledger/outbox'
+import type { OutboxEntry } from '../write-behind/outbox'
 
 const HOUR_MS = 3_600_000
 /** Hour buckets live long enough to serve as "previous hour" and a little more. */

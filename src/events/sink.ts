@@ -6,7 +6,7 @@
  */
 import { nextHktMidnight } from '../clock'
 import type { Database } from '../db/client'
-import type { OutboxEntry } from '../ledger/outbox'
+import type { OutboxEntry } from '../write-behind/outbox'
 import { persistEvents } from './store'
 import type { EventType, OwnerEvent } from './types'
 

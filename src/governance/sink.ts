@@ -8,7 +8,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accountPolicies, agents } from '../db/schema'
-import { accountPolicyFields, agentFields, type Sink } from '../ledger/outbox'
+import { accountPolicyFields, agentFields, type Sink } from '../write-behind/outbox'
 
 /** Field absent = null (no list); present = the patterns, possibly none. */
 const list = (v: string | null) => (v === null ? null : v.split('\n').filter(Boolean))

@@ -1,17 +1,15 @@
 /**
- * Where each kind of outbox entry lands in Postgres. Every insert is idempotent on the entry's own
- * id, so redelivery after a crash between commit and ack changes nothing.
+ * Where the ledger's own outbox entries land in Postgres (money entries, calls, accounts, owner
+ * rotations); the other domains keep theirs beside them, and src/sinks.ts hands them all to the
+ * write-behind. Every insert is idempotent on the entry's own id, so redelivery after a crash
+ * between commit and ack changes nothing.
  */
 import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
-import { accountPolicySink, agentSink } from '../governance/sink'
-import { eventSink } from '../events/sink'
-import { proposalSink } from '../proposals/sink'
-import { mandateSink, parkedSink } from '../payments/sink'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type Sink } from './outbox'
-import { PoisonEntry } from './poison'
+import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type Sink } from '../write-behind/outbox'
+import { PoisonEntry } from '../write-behind/poison'
 
 /**
  * One INSERT … SELECT FROM json_to_recordset per batch: the rows travel as a single JSON parameter.
@@ -139,15 +137,9 @@ const ownerSink: Sink = async (tx, entries) => {
   }
 }
 
-export const SINKS: Record<string, Sink> = {
+export const LEDGER_SINKS: Record<string, Sink> = {
   ...Object.fromEntries(MONEY_KINDS.map((k) => [k, ledgerSink])),
   call: callSink,
   account: accountSink,
   owner: ownerSink,
-  agent: agentSink,
-  account_policy: accountPolicySink,
-  mandate: mandateSink,
-  parked: parkedSink,
-  event: eventSink,
-  proposal: proposalSink,
 }

@@ -5,7 +5,7 @@
  */
 import { inArray, sql } from 'drizzle-orm'
 import { mandates, parkedPayments } from '../db/schema'
-import { writtenId, type Sink } from '../ledger/outbox'
+import { writtenId, type Sink } from '../write-behind/outbox'
 
 /** Stream ids ("ms-seq") of one shard's stream, as one increasing number. */
 function version(streamId: string): bigint {

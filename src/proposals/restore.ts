@@ -8,7 +8,7 @@
 import { eq } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { proposals } from '../db/schema'
-import { scanOutbox } from '../ledger/outbox'
+import { scanOutbox } from '../write-behind/outbox'
 import type { RedisContext } from '../redis/context'
 import type { ProposalKind, ProposalRecord, ProposalStatus } from './record'
 import { proposalOfEntry } from './sink'

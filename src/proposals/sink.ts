@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { proposals } from '../db/schema'
-import type { OutboxEntry, Sink } from '../ledger/outbox'
+import type { OutboxEntry, Sink } from '../write-behind/outbox'
 import { parseRecord, type ProposalRecord } from './record'
 
 /** The record an entry carries, with its account. */

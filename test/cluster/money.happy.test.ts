@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Cluster } from 'ioredis'
-import { Flusher } from '../../src/ledger/flusher'
+import { Flusher } from '../../src/write-behind/flusher'
 import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
 import { consentSandbox } from '../helpers/money'
 import { assertLedger, type Expectation } from '../helpers/invariants'

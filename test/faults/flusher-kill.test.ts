@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { Flusher } from '../../src/ledger/flusher'
-import { accountLedger } from '../../src/ledger/reconcile'
+import { Flusher } from '../../src/write-behind/flusher'
+import { accountLedger } from '../../src/recovery/reconcile'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'
 

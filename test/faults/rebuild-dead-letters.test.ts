@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { accountLedger } from '../../src/ledger/reconcile'
-import { applyRebuild, planRebuild } from '../../src/ledger/rebuild'
-import { listDeadLetters, replayDeadLetter } from '../../src/ledger/dead-letters'
+import { accountLedger } from '../../src/recovery/reconcile'
+import { applyRebuild, planRebuild } from '../../src/recovery/rebuild'
+import { listDeadLetters, replayDeadLetter } from '../../src/write-behind/dead-letters'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll, outboxMoney, pgLedger, redisBalance } from '../helpers/ledger'
 

@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { buryEntry, listDeadLetters, replayDeadLetter } from '../../src/ledger/dead-letters'
+import { buryEntry, listDeadLetters, replayDeadLetter } from '../../src/write-behind/dead-letters'
 import { decideParked } from '../../src/ledger/topup'
 import { SHARDS } from '../../src/redis/keys'
 import { startTestApp, type TestApp } from '../helpers/harness'

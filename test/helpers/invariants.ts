@@ -11,8 +11,8 @@ import { expect } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/client'
 import type { RedisContext } from '../../src/redis/context'
-import type { Flusher } from '../../src/ledger/flusher'
-import { accountLedgers, type AccountLedger } from '../../src/ledger/reconcile'
+import type { Flusher } from '../../src/write-behind/flusher'
+import { accountLedgers, type AccountLedger } from '../../src/recovery/reconcile'
 
 export interface Expectation {
   account: string

@@ -5,7 +5,7 @@
  */
 import { eq, sql } from 'drizzle-orm'
 import { ledgerEntries } from '../../src/db/schema'
-import { MONEY_KINDS, scanOutbox } from '../../src/ledger/outbox'
+import { MONEY_KINDS, scanOutbox } from '../../src/write-behind/outbox'
 import type { TestApp } from './harness'
 
 export interface StreamEntry {

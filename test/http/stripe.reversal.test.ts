@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
 import { events, ledgerEntries, parkedPayments } from '../../src/db/schema'
-import { restoreMissing } from '../../src/ledger/rebuild'
+import { restoreMissing } from '../../src/recovery/rebuild'
 import { assertLedger } from '../helpers/invariants'
 import { checkRedisInvariant, flushAll, redisBalance } from '../helpers/ledger'
 import { get, pathOf } from '../helpers/money'

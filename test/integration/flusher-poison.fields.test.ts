@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
-import { Flusher } from '../../src/ledger/flusher'
+import { Flusher } from '../../src/write-behind/flusher'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { pgLedger, redisBalance } from '../helpers/ledger'
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { inArray } from 'drizzle-orm'
 import fc from 'fast-check'
 import { accounts, calls, ledgerEntries } from '../../src/db/schema'
-import { Flusher } from '../../src/ledger/flusher'
+import { Flusher } from '../../src/write-behind/flusher'
 import { SHARDS } from '../../src/redis/keys'
 import { startTestApp, type TestApp } from '../helpers/harness'
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll } from '../helpers/ledger'
-import { restoreMissing } from '../../src/ledger/rebuild'
+import { restoreMissing } from '../../src/recovery/rebuild'
 
 let t: TestApp
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { assertLedger } from '../helpers/invariants'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { accountLedgers } from '../../src/ledger/reconcile'
+import { accountLedgers } from '../../src/recovery/reconcile'
 
 let t: TestApp
 beforeAll(async () => {

@@ -4,7 +4,7 @@
  * errors: NOT_FOUND (no such dead letter: already replayed or discarded).
  */
 import { ApiError } from '../../errors'
-import { countDeadLetters, discardDeadLetter, listDeadLetters, replayDeadLetter } from '../../ledger/dead-letters'
+import { countDeadLetters, discardDeadLetter, listDeadLetters, replayDeadLetter } from '../../write-behind/dead-letters'
 import type { Services } from '../../services'
 
 export async function listDead(s: Services, limit: string | undefined) {

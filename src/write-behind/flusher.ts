@@ -24,7 +24,7 @@ import { runAckOutbox } from '../lua/ack-outbox'
 import { buryEntry, countDeadLetters } from './dead-letters'
 import { readOutboxGroup, type OutboxEntry } from './outbox'
 import { classifyFlushError, describeFlushError, PoisonEntry } from './poison'
-import { SINKS } from './sinks'
+import { sinkOf } from './sink-registry'
 
 const GROUP = 'flusher'
 const MAX_BACKOFF_MS = 5_000
@@ -308,13 +308,12 @@ export class Flusher {
       list.push(e)
       byKind.set(e.kind, list)
     }
-    // Own properties only: `constructor` or `toString` would find Object.prototype's, a "sink" that writes nothing.
-    for (const kind of byKind.keys()) if (!Object.hasOwn(SINKS, kind)) throw new PoisonEntry(`outbox: no sink for entry kind "${kind}"`)
+    for (const kind of byKind.keys()) if (!sinkOf(kind)) throw new PoisonEntry(`outbox: no sink for entry kind "${kind}"`)
     await this.db.transaction(async (tx) => {
       // New accounts first: an owner entry of another shard may come earlier in the round, and its
-      // update needs the account's row (a missing one is poison, src/ledger/sinks.ts).
+      // update needs the account's row (a missing one is poison: ledger/sinks.ts, ownerSink).
       const kinds = [...byKind.keys()].sort((a, b) => Number(b === 'account') - Number(a === 'account'))
-      for (const kind of kinds) await SINKS[kind]!(tx as unknown as Database, byKind.get(kind)!, o)
+      for (const kind of kinds) await sinkOf(kind)!(tx as unknown as Database, byKind.get(kind)!, o)
     })
   }
 

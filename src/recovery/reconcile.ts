@@ -8,7 +8,7 @@ import { eq, inArray } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { ledgerEntries } from '../db/schema'
 import type { RedisContext } from '../redis/context'
-import { isMoneyKind, moneyFields, scanDeadLetters, scanOutbox, writtenId, type MoneyFields } from './outbox'
+import { isMoneyKind, moneyFields, scanDeadLetters, scanOutbox, writtenId, type MoneyFields } from '../write-behind/outbox'
 
 /** A money entry as reconcile sees it, and where it was found: still in the outbox, in Postgres, or both (committed, not yet acked). */
 export type LedgerLine = Pick<MoneyFields, 'id' | 'kind' | 'account' | 'agent' | 'amount' | 'balanceAfter' | 'callId' | 'refId' | 'target' | 'uncredited' | 'at' | 'remainder'> & {
