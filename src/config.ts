@@ -118,6 +118,11 @@ export const ConfigSchema = T.Object({
    * `auto` turns it on only when BASE_URL is loopback (a local quick start), `on`/`off` force it. @default auto
    */
   DEMO_PROVIDER: T.Union([T.Literal('auto'), T.Literal('on'), T.Literal('off')], { default: 'auto' }),
+  /**
+   * Comma-separated origins (`https://app.example.com`) whose browser pages may call /mcp besides
+   * BASE_URL's own; any other `Origin` is refused 403 (docs/api.md §10). @default '' (none)
+   */
+  MCP_ALLOWED_ORIGINS: T.String({ default: '' }),
 })
 
 export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }
@@ -162,6 +167,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   } catch (e) {
     throw new ConfigError(`invalid configuration:\n  ${(e as Error).message}`)
   }
+  try {
+    allowedOrigins(cfg.MCP_ALLOWED_ORIGINS)
+  } catch (e) {
+    throw new ConfigError(`invalid configuration:\n  ${(e as Error).message}`)
+  }
   const baseUrl = (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '')
   if (cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1' && !isLoopback(baseUrl))
     throw new ConfigError(
@@ -175,6 +185,20 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 export function isLoopback(url: string): boolean {
   const host = new URL(url).hostname
   return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+}
+
+/** MCP_ALLOWED_ORIGINS as serialized origins; throws naming the first entry that is not `scheme://host[:port]`. */
+export function allowedOrigins(list: string): string[] {
+  return list
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
+    .map((entry) => {
+      const url = URL.canParse(entry) ? new URL(entry) : null
+      if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username)
+        throw new Error(`MCP_ALLOWED_ORIGINS: ${JSON.stringify(entry)} is not an origin like https://app.example.com`)
+      return url.origin
+    })
 }
 
 /** For the entry point: parse process.env or exit with the message. */

@@ -129,10 +129,16 @@ export async function activityOf(s: Services, accountId: string, rawLimit: strin
   return { balance: Number(bal ?? 0), calls: items.map(activityRow), next_cursor: next }
 }
 
+/**
+ * What a call cost in the end (0 once refunded) and what its debit took when it started: one
+ * meaning of `charged` for the list, the call's own record, MCP and the console (docs/api.md §5, §7).
+ */
+const chargesOf = (r: CallRecord) => ({ reserved: r.reserved ?? r.charged, charged: r.refunded ? 0 : r.charged })
+
 /** An activity row: the list's fields, a metered call's model and tokens (null for a flat one). */
 const activityRow = (r: CallRecord) => {
   const { reserved: _r, uncharged: _u, usage_source: _s, ...row } = r
-  return { ...row, model: r.model ?? null, tokens: r.tokens ?? null }
+  return { ...row, ...chargesOf(r), model: r.model ?? null, tokens: r.tokens ?? null }
 }
 
 function recordOfRow(r: typeof calls.$inferSelect): CallRecord {
@@ -178,8 +184,7 @@ export async function callOf(s: Services, accountId: string, callId: string, rea
     agent_id: rec.agent_id,
     model: rec.model ?? null,
     tokens: rec.tokens ?? null,
-    reserved: rec.reserved ?? rec.charged,
-    charged: rec.refunded ? 0 : rec.charged,
+    ...chargesOf(rec),
     uncharged: rec.uncharged ?? 0,
     usage_source: rec.usage_source ?? null,
     outcome: rec.outcome,

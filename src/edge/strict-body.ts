@@ -15,10 +15,11 @@ export function rejectUnknownFields(schema: TSchema) {
     for (const e of Value.Errors(schema, body)) {
       const field = e.path.slice(1).replace(/\//g, '.')
       if (e.type === ValueErrorType.ObjectAdditionalProperties) throw new ApiError('BAD_REQUEST', { field, expected: 'absent (not a known field)' })
-      // A member that must be an object, sent as null: the normaliser drops it too, and the request
-      // answered 200 having done nothing of what it asked (`{"agents": {"<id>": null}}`). The body
-      // itself (an empty path) is left to the route: an optional body may be absent.
-      if (e.type === ValueErrorType.Object && field !== '' && e.value === null) throw new ApiError('BAD_REQUEST', { field, expected: 'an object' })
+      // A member that must be an object, sent as anything else (null, a number, 1e309, a string, an
+      // array): the normaliser drops it too, and the request answered 200 having done nothing of
+      // what it asked (`{"agents": {"<id>": null}}`, `{"account": 1e309}`). The body itself (an
+      // empty path) is left to the route: an optional body may be absent.
+      if (e.type === ValueErrorType.Object && field !== '') throw new ApiError('BAD_REQUEST', { field, expected: 'an object' })
     }
   }
 }

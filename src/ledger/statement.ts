@@ -49,8 +49,14 @@ export const STATEMENT_PAGE = 500
 // server's zone, and a statement must not depend on where it is printed.
 const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
-/** Whether YYYY-MM-DD names a day of the calendar: Date.parse rolls 2025-02-31 over into March. */
-const realDay = (date: string) => new Date(`${date}T00:00:00Z`).toISOString().slice(0, 10) === date
+/**
+ * Whether YYYY-MM-DD names a day of the calendar: Date.parse rolls 2025-02-31 over into March, and
+ * gives no date at all for month 13 or day 32 (whose toISOString threw: a 500).
+ */
+function realDay(date: string): boolean {
+  const ms = Date.parse(`${date}T00:00:00Z`)
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === date
+}
 
 // The instants a statement can name: Postgres reads no year 0 and no "+010000-…" (a zone offset
 // can carry 9999-12-31 past it). Outside them the query failed after the 200 had been sent.

@@ -3,7 +3,7 @@
  * model and its prices, the output ceiling it names, whether it streams, and a bound on its input
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.
- * errors: BAD_REQUEST (body, model, the ceiling field, `n` past 1, a file, document or audio part,
+ * errors: BAD_REQUEST (body, model, the ceiling field — not a positive integer, or past the model's max_output —, `n` past 1, a file, document or audio part,
  *         audio output, a server-side tool, a priority service tier, a predicted output, input the provider holds:
  *         an earlier response, a conversation, a stored prompt or item, a background response).
  */
@@ -82,6 +82,8 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     const v = b[f]
     if (v === undefined || v === null) continue
     if (!Number.isSafeInteger(v) || (v as number) < 1) throw new ApiError('BAD_REQUEST', { field: f, expected: 'a positive integer' })
+    // Past the model's limit the provider refuses it anyway; reserved, it held credits a concurrent call needed.
+    if ((v as number) > price.max_output) throw new ApiError('BAD_REQUEST', { field: f, expected: `≤ ${price.max_output} (the model's max_output)` })
     ceiling = Math.max(ceiling ?? 0, v as number)
   }
   return {

@@ -88,12 +88,22 @@ export async function createProposal(d: ProposalDeps, who: Caller, body: NewProp
   return (await readView(d, who.accountId, id))!
 }
 
-/** One proposal of the caller's account (any of its tokens); another account's → NOT_FOUND. */
+/**
+ * One proposal of the caller's account; another account's → NOT_FOUND. An agent reads those of its
+ * own subtree only, as its list shows (a sibling's value and reason are not its to read).
+ */
 export async function getProposal(d: ProposalDeps, who: Caller, id: string): Promise<ProposalView> {
   if (!PROPOSAL_ID.test(id)) throw notFound()
   const view = await readView(d, who.accountId, id)
-  if (!view) throw notFound()
+  if (!view || !(await reachOf(d.ctx, who))(view.agent_id)) throw notFound()
   return view
+}
+
+/** Which proposals the caller reaches, by the agent they are for (null: the account's own, the operator's alone). */
+async function reachOf(ctx: RedisContext, who: Caller): Promise<(agentId: string | null | undefined) => boolean> {
+  if (who.agentId === null) return () => true
+  const subtree = await subtreeOf(ctx, who.accountId, who.agentId)
+  return (agentId) => agentId !== undefined && agentId !== null && subtree.has(agentId)
 }
 
 /** The owner sees every proposal of the account; an agent those for its subtree. Newest first. */
@@ -105,9 +115,9 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
     await Promise.all(due.map((r) => decide(ctx, who.accountId, r, 'expire', 'api', '')))
     records = await readRecords(ctx, who.accountId)
   }
-  const reach = who.agentId === null ? null : await subtreeOf(ctx, who.accountId, who.agentId)
+  const reaches = await reachOf(ctx, who)
   return records
-    .filter((r) => reach === null || (r.agent_id !== undefined && r.agent_id !== null && reach.has(r.agent_id)))
+    .filter((r) => reaches(r.agent_id))
     .filter((r) => status === undefined || r.status === status)
     .sort((a, b) => b.created - a.created || b.id.localeCompare(a.id))
     .map((r) => viewOf(r, ctx.cfg.BASE_URL))

@@ -88,7 +88,7 @@ describe('activity', () => {
     expect(new Set(seen).size).toBe(7)
     const all = (await t.req('GET', '/v1/activity?limit=200', { token: a.token })).body
     expect(all.calls.map((c: { call_id: string }) => c.call_id)).toEqual(seen)
-    expect(all.calls[0]).toMatchObject({ slug: 'test.fail', refunded: true, charged: 5, outcome: 'provider_error', http_status: 500 })
+    expect(all.calls[0]).toMatchObject({ slug: 'test.fail', refunded: true, charged: 0, reserved: 5, outcome: 'provider_error', http_status: 500 })
     expect(all.calls[1]).toMatchObject({ slug: 'test.cheap', refunded: false, charged: 1, outcome: 'ok', agent_id: null })
     expect(all.balance).toBe(496)
   })

@@ -37,20 +37,20 @@ describe('a metered call that straddles the HKT midnight', () => {
       await gate
       return answer.call(llm, req, seen)
     }
-    llm.usage = { input: 100, cached: 0, output: 20_000 } // 100×150 + 20000×600 = 12.015M µcredits → 12
+    llm.usage = { input: 100, cached: 0, output: 16_000 } // 100×150 + 16000×600 = 9.615M µcredits → 9
     try {
       const call = t.req('POST', '/v1/call/llm.test.chat', {
         token: owner.token,
-        body: { model: 'gpt-test', max_tokens: 50_000, messages: [{ role: 'user', content: 'hi' }] },
+        body: { model: 'gpt-test', max_tokens: 16_384, messages: [{ role: 'user', content: 'hi' }] },
       })
       await Bun.sleep(100)
       // The reservation is in day 1's window.
-      expect((await t.req('GET', '/v1/balance', { token: owner.token })).body.spent_today).toBeGreaterThan(12)
+      expect((await t.req('GET', '/v1/balance', { token: owner.token })).body.spent_today).toBeGreaterThan(9)
       t.clock.set(Date.UTC(2026, 2, 9, 16, 0, 2)) // 00:00:02 HKT, 2026-03-10
       release()
       const r = await call
       expect(r.status).toBe(200)
-      expect(r.body.charged).toBe(12)
+      expect(r.body.charged).toBe(9)
     } finally {
       t.fake.handler = llm.handler
     }
@@ -62,7 +62,7 @@ describe('a metered call that straddles the HKT midnight', () => {
     await c.signIn(owner.token)
     const page = await c.get('/console')
     expect(page.status).toBe(200)
-    expect(bars(page.text)).toEqual({ '2026-03-09': 12 })
+    expect(bars(page.text)).toEqual({ '2026-03-09': 9 })
   })
 })
 

@@ -36,6 +36,20 @@ describe('GET /v1/ledger: a range it cannot honour', () => {
     })
   }
 
+  // Each used to answer 500 INTERNAL: the calendar check threw on a month or a day no Date holds.
+  const badDays = ['2026-13-01', '2026-00-10', '2026-01-32', '2026-01-00', '2026-02-30', '2026-04-31', '2025-02-29', '2026-13-01T00:00:00Z', '2026-01-00T10:00:00+08:00']
+  const notDates = ['yesterday', '2026-1-1', '2026/01/01', '20260101', '2026-01-01T10:00', '2026-01-01T25:00Z', '2026-01-01T23:60Z', '2026-01-01T23:59:60Z', '2026-01-01T10:00+25:00', ' 2026-01-01', '2026-01-01\n', '１２３４-01-01']
+  for (const field of ['from', 'to'] as const) {
+    test(`${field}: every day the calendar lacks and every non-date → 400 BAD_REQUEST naming ${field} with what is expected`, async () => {
+      for (const raw of [...badDays, ...notDates]) {
+        const r = await t.req('GET', `/v1/ledger?${field}=${encodeURIComponent(raw)}`, { token: owner.token })
+        expect(r.status, raw).toBe(400)
+        expect(r.body, raw).toMatchObject({ error: 'BAD_REQUEST', field })
+        expect(typeof r.body.expected, raw).toBe('string')
+      }
+    })
+  }
+
   for (const [q, field] of [
     ['from=0000-01-01', 'from'],
     ['to=9999-12-31T23:59:59.999-14:00', 'to'],

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { openaiUsageFrames, type LlmFake } from '../fakes/llm'
 import type { TestApp } from '../helpers/harness'
-import { BIG, costMicro, GPT, PIXELS, reservation, startMeteredApp } from '../helpers/metering'
+import { BIG, CLAUDE, costMicro, GPT, PIXELS, reservation, startMeteredApp } from '../helpers/metering'
 import { readMeteredRequest } from '../../src/metering/request'
 import shipped from '../../catalog.json'
 import { IMAGE_TOKENS_BOUND, TOOLS_PROMPT_BOUND } from '../../src/metering/media'
@@ -82,6 +82,54 @@ describe('the clamp and the 402', () => {
     const body = (await r.json()) as any
     expect(body).toMatchObject({ error: 'PAYMENT_REQUIRED', affordable_max_tokens: 0 })
     expect(r.status).toBe(402)
+  })
+})
+
+describe("a ceiling above the model's max_output", () => {
+  // Each was reserved for the whole ceiling (a concurrent call starved meanwhile), while a larger
+  // one answered 402 naming affordable_max_tokens: the model's own limit.
+  const post = (token: string, path: string, body: Record<string, unknown>) =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) })
+  const openaiChat = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }
+  const cases: [string, string, Record<string, unknown>, number][] = [
+    ['/proxy/openai/v1/chat/completions', 'max_tokens', openaiChat, GPT.max_output],
+    ['/proxy/openai/v1/chat/completions', 'max_completion_tokens', openaiChat, GPT.max_output],
+    ['/proxy/openai/v1/responses', 'max_output_tokens', { model: 'gpt-test', input: 'hi' }, GPT.max_output],
+    ['/proxy/anthropic/v1/messages', 'max_tokens', { model: 'claude-test', messages: [{ role: 'user', content: 'hi' }] }, CLAUDE.max_output],
+  ]
+  for (const [path, field, body, max] of cases) {
+    test(`${path} ${field}: max_output + 1 → 400 BAD_REQUEST naming ${field} and the limit; nothing debited or sent`, async () => {
+      const a = await t.signup()
+      // Anthropic is the owner's own key here (the test catalog's byok provider).
+      if (path.includes('anthropic')) await vaultKey(t, a.token, 'sk-ant-vaulted-key-0123456789-ABCD', 'anthropic')
+      const before = t.fake.seen.length
+      for (const over of [max + 1, max * 4]) {
+        const r = await post(a.token, path, { ...body, [field]: over })
+        expect(r.status).toBe(400)
+        expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field, expected: `≤ ${max} (the model's max_output)` })
+      }
+      expect(t.fake.seen.length).toBe(before)
+      expect(await balance(a.token)).toBe(500)
+      expect((await t.req('GET', '/v1/activity', { token: a.token })).body.calls).toEqual([])
+      // The model's own limit is still served.
+      const ok = await post(a.token, path, { ...body, [field]: max })
+      expect(ok.status).toBe(200)
+      await ok.text()
+    })
+  }
+
+  test('a chat request naming both ceilings is refused when either passes the limit', async () => {
+    const a = await t.signup()
+    const r = await post(a.token, '/proxy/openai/v1/chat/completions', { ...openaiChat, max_tokens: 10, max_completion_tokens: GPT.max_output + 1 })
+    expect(await r.json()).toMatchObject({ error: 'BAD_REQUEST', field: 'max_completion_tokens' })
+  })
+
+  test('the paid call of a metered capability is refused the same way', async () => {
+    const a = await t.signup()
+    const r = await t.req('POST', '/v1/call/llm.test.chat', { token: a.token, body: { ...openaiChat, max_tokens: GPT.max_output + 1 } })
+    expect(r.status).toBe(400)
+    expect(r.body).toMatchObject({ error: 'BAD_REQUEST', field: 'max_tokens', expected: `≤ ${GPT.max_output} (the model's max_output)` })
+    expect(await balance(a.token)).toBe(500)
   })
 })
 

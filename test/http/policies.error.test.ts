@@ -77,6 +77,26 @@ describe('policy errors', () => {
     await unchanged()
   })
 
+  test('a non-object where an object belongs (a number, 1e309, a string, an array, true, null) → BAD_REQUEST naming it; nothing applies', async () => {
+    const { owner, agent, unchanged } = await setup()
+    const others = ['5', '1e309', '-1e309', '"x"', '[]', '[{"daily_cap":1}]', 'true', '0']
+    const cases: [string, string][] = [
+      ['{"account": 1e309, "agents": 1e309}', 'account'],
+      ...others.map((v): [string, string] => [`{"account": ${v}}`, 'account']),
+      ...[...others, 'null'].map((v): [string, string] => [`{"agents": ${v}}`, 'agents']),
+      ...[...others, 'null'].map((v): [string, string] => [`{"agents": {"${agent.id}": ${v}}}`, `agents.${agent.id}`]),
+      ...others.map((v): [string, string] => [`{"agents": {"${agent.id}": {"breaker": ${v}}}}`, `agents.${agent.id}.breaker`]),
+      // Valid beside it does not make it pass: all or nothing.
+      ['{"account": {"daily_cap": 1}, "agents": 1e309}', 'agents'],
+    ]
+    for (const [body, field] of cases) {
+      const r = await t.req('PUT', '/v1/policies', { token: owner.token, body })
+      expect([body, r.status, r.body.error, r.body.field]).toEqual([body, 400, 'BAD_REQUEST', field])
+      expect(typeof r.body.expected, body).toBe('string')
+    }
+    await unchanged()
+  })
+
   test('GET /v1/policies needs a bearer', async () => {
     expect((await t.req('GET', '/v1/policies')).status).toBe(401)
   })

@@ -69,6 +69,38 @@ describe('proposals: who may do what', () => {
     expect((await policies(o.token)).agents[a.id].daily_cap).toBe(5)
   })
 
+  test("an agent reads only its own subtree's proposals: a sibling's, its parent's or the account's own → NOT_FOUND, as the list shows", async () => {
+    const o = await owner()
+    const parent = await o.mk('orchestrator', { budget: 100 })
+    const child = (await t.req('POST', '/v1/agents', { token: parent.token, body: { name: 'worker', budget: 40 } })).body as { id: string; token: string }
+    const sibling = await o.mk('sibling')
+    const ofParent = (await cap(parent.token, 'the parent wants more')).body
+    const ofChild = (await cap(child.token, 'the child wants more')).body
+    const ofSibling = (await cap(sibling.token, 'the sibling wants more')).body
+    const ofAccount = (await propose(o.token, { kind: 'raise_daily_cap', value: 30000, reason: 'the account wants more' })).body
+    const read = async (token: string, id: string) => (await t.req('GET', `/v1/proposals/${id}`, { token }))
+    const reach = async (token: string) => {
+      const seen: string[] = []
+      for (const p of [ofParent, ofChild, ofSibling, ofAccount]) {
+        const r = await read(token, p.id)
+        if (r.status === 200) {
+          seen.push(p.id)
+          continue
+        }
+        expect(r.body).toMatchObject({ error: 'NOT_FOUND', resource: 'proposal' })
+        expect(r.text).not.toContain('wants more')
+      }
+      return seen.sort()
+    }
+    const listed = async (token: string) => (await t.req('GET', '/v1/proposals', { token })).body.proposals.map((x: { id: string }) => x.id).sort()
+    expect(await reach(parent.token)).toEqual([ofParent.id, ofChild.id].sort())
+    expect(await reach(child.token)).toEqual([ofChild.id])
+    expect(await reach(sibling.token)).toEqual([ofSibling.id])
+    for (const a of [parent, child, sibling]) expect(await reach(a.token)).toEqual(await listed(a.token))
+    // The operator reads all four.
+    for (const p of [ofParent, ofChild, ofSibling, ofAccount]) expect((await read(o.token, p.id)).status).toBe(200)
+  })
+
   test('at most 10 pending per agent (RATE_LIMITED); a decision frees a slot; other agents are not counted', async () => {
     const o = await owner()
     const a = await o.mk('greedy')

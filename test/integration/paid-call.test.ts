@@ -52,7 +52,7 @@ describe('settle ends a call exactly once', () => {
       expect(s).toMatchObject({ outcome, refunded: isRefunded(outcome), balance: isRefunded(outcome) ? 500 : 495 })
       expect(await redisBalance(t, a.account_id)).toBe(s.balance)
       const act = await eventually(() => t.req('GET', '/v1/activity', { token: a.token }), (x) => x.body.calls?.length === 1)
-      expect(act.body.calls[0]).toMatchObject({ call_id: call.callId, outcome, refunded: isRefunded(outcome), charged: 5 })
+      expect(act.body.calls[0]).toMatchObject({ call_id: call.callId, outcome, refunded: isRefunded(outcome), charged: isRefunded(outcome) ? 0 : 5, reserved: 5 })
       expect(await inFlight(a.account_id)).toHaveLength(0)
     })
   }

@@ -7,6 +7,7 @@ import { refusalAfterAdmission } from '../../auth/first'
 import { requestId } from '../../observe'
 import { McpEndpoint, type McpCaller } from '../../mcp/endpoint'
 import { admittedByTool } from '../../mcp/tool-admission'
+import { originPolicy, refuseForeignOrigin } from '../../mcp/origin'
 import type { RouteLike } from '../../route-table'
 
 type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Http['ip']>[1] }
@@ -17,9 +18,11 @@ type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Ht
  * call inside its debit, counted once); every other request (initialize, tools/list, notifications,
  * a tools/call that never reaches a tool: mcp/tool-admission.ts) is admitted here as any REST request
  * is, so a killed or revoked token is refused the same way and every request counts.
+ * Before all of it, a foreign Origin (or, on a loopback BASE_URL, a foreign Host) → 403 (mcp/origin.ts).
  */
 export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http(s)) => {
   const endpoint = new McpEndpoint(s, routes)
+  const origins = originPolicy(s.cfg)
   const resolve = async ({ bearer, request, server }: Ctx) => {
     const principal = await s.guard.tokens.resolve(bearer)
     if (principal) return principal
@@ -28,6 +31,7 @@ export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http
   }
   return new Elysia()
     .use(bearerAuth)
+    .onBeforeHandle(({ request }) => refuseForeignOrigin(request, origins))
     .post(
       '/mcp',
       async (c) => {
