@@ -24,10 +24,10 @@ const ADMIN = 'founder-token-0123456789abcdef'
 let a: StripeTestApp
 beforeAll(async () => {
   a = await startStripeApp({ ADMIN_TOKEN: ADMIN, DEFAULT_BALANCE_CAP: '30000' })
-})
+}, 30_000)
 afterAll(async () => {
   await a.close()
-})
+}, 30_000)
 
 type Owner = { token: string; account_id: string }
 type Name = 'credit' | 'second' | 'third'
@@ -232,7 +232,7 @@ async function rebuildAndReplay(runs: Run[]): Promise<void> {
   )
 }
 
-expect(ALL).toHaveLength(90)
+if (ALL.length !== 90) throw new Error(`${ALL.length} orders, expected 6!/2³ = 90`)
 
 for (const kind of ['pack', 'refill', 'parked'] as const) {
   describe(`every order of one ${kind === 'parked' ? 'parked pack' : kind}'s events, each delivered twice`, () => {
