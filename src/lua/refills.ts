@@ -1,6 +1,6 @@
 /**
- * Money in: reserve-refill-4 (before a charge), credit-topup-7 (after it), release-refill-5 (the
- * processor refused it, or never received it), decide-parked-4 (the founder's decision). See their
+ * Money in: reserve-refill-4 (before a charge), credit-topup-8 (after it), release-refill-5 (the
+ * processor refused it, or never received it), decide-parked-5 (the founder's decision). See their
  * Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -94,7 +94,16 @@ export async function runCreditTopup(ctx: RedisContext, a: CreditTopupArgs): Pro
   const acct = a.accountId
   const shard = keys.shardOf(acct)
   const reply = await ctx.scripts.creditTopup(
-    [keys.account(acct), keys.mandate(acct), keys.refills(acct, a.month), keys.charge(acct, a.chargeId), keys.parked(shard, a.parkedId), keys.parkedQueue(shard), keys.outbox(shard)],
+    [
+      keys.account(acct),
+      keys.mandate(acct),
+      keys.refills(acct, a.month),
+      keys.charge(acct, a.chargeId),
+      keys.parked(shard, a.parkedId),
+      keys.parkedQueue(shard),
+      keys.outbox(shard),
+      keys.reversal(acct, a.chargeId),
+    ],
     [a.now, acct, a.chargeId, a.credits, a.kind, a.attemptId ?? '', a.parkedId, a.gateway, a.chargeTtlS, a.refillsTtlS],
   )
   switch (statusOf(reply)) {
@@ -107,7 +116,7 @@ export async function runCreditTopup(ctx: RedisContext, a: CreditTopupArgs): Pro
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('credit-topup-7', reply)
+      throw unexpected('credit-topup-8', reply)
   }
 }
 
@@ -157,7 +166,13 @@ export type DecideParkedReply =
 export async function runDecideParked(ctx: RedisContext, a: { now: number; parkedId: string; accountId: string; op: ParkedOp }): Promise<DecideParkedReply> {
   const { keys } = ctx
   const shard = keys.shardOf(a.accountId)
-  const reply = await ctx.scripts.decideParked([keys.parked(shard, a.parkedId), keys.parkedQueue(shard), keys.account(a.accountId), keys.outbox(shard)], [a.now, a.parkedId, a.op])
+  const parked = keys.parked(shard, a.parkedId)
+  // The charge names the reversal record an approval deducts: read here, checked by the script.
+  const chargeId = (await ctx.redis.hget(parked, 'charge')) ?? ''
+  const reply = await ctx.scripts.decideParked(
+    [parked, keys.parkedQueue(shard), keys.account(a.accountId), keys.outbox(shard), keys.reversal(a.accountId, chargeId)],
+    [a.now, a.parkedId, a.op, chargeId],
+  )
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok', balance: num(reply, 1), credits: num(reply, 2), chargeId: str(reply, 3) }
@@ -166,6 +181,6 @@ export async function runDecideParked(ctx: RedisContext, a: { now: number; parke
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('decide-parked-4', reply)
+      throw unexpected('decide-parked-5', reply)
   }
 }

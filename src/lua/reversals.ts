@@ -18,13 +18,16 @@ export interface ReverseChargeArgs {
   ledgerCredits: number | null
   /** The parked payment the charge record names (read first; the script checks it); null for none. */
   parkedId: string | null
+  /** The credits the charge pays for (its metadata): a reversal before the credit is reckoned in them; null when unknown. */
+  chargeCredits: number | null
 }
 
 export type ReverseChargeReply =
   | { status: 'ok'; balance: number; taken: number; unrecovered: number; mandateDisabled: boolean }
   | { status: 'already_applied'; balance: number; mandateDisabled: boolean }
-  /** `parkedReversed`: the charge was parked, and can no longer be approved (state `reversed`). */
-  | { status: 'not_credited'; mandateDisabled: boolean; parkedReversed: boolean }
+  /** Not credited yet: recorded for the credit to deduct. `parkedReversed`: it was parked, is reversed in full, and can no longer be approved (state `reversed`). */
+  | { status: 'recorded'; mandateDisabled: boolean; parkedReversed: boolean }
+  | { status: 'not_credited'; mandateDisabled: boolean }
   | { status: 'credits_unknown' }
   | { status: 'not_found' }
 
@@ -42,15 +45,17 @@ export async function runReverseCharge(ctx: RedisContext, a: ReverseChargeArgs):
       a.parkedId ? keys.parked(shard, a.parkedId) : keys.charge(acct, a.chargeId),
       keys.parkedQueue(shard),
     ],
-    [a.now, acct, a.chargeId, a.cause, a.reversedCents, a.chargeCents, a.ledgerCredits ?? '', a.parkedId ?? ''],
+    [a.now, acct, a.chargeId, a.cause, a.reversedCents, a.chargeCents, a.ledgerCredits ?? '', a.parkedId ?? '', a.chargeCredits ?? ''],
   )
   switch (statusOf(reply)) {
     case S.OK:
       return { status: 'ok', balance: num(reply, 1), taken: num(reply, 2), unrecovered: num(reply, 3), mandateDisabled: num(reply, 4) === 1 }
     case S.ALREADY_APPLIED:
       return { status: 'already_applied', balance: num(reply, 1), mandateDisabled: num(reply, 2) === 1 }
+    case S.RECORDED:
+      return { status: 'recorded', mandateDisabled: num(reply, 1) === 1, parkedReversed: num(reply, 2) === 1 }
     case S.NOT_CREDITED:
-      return { status: 'not_credited', mandateDisabled: num(reply, 1) === 1, parkedReversed: num(reply, 2) === 1 }
+      return { status: 'not_credited', mandateDisabled: num(reply, 1) === 1 }
     case S.CREDITS_UNKNOWN:
       return { status: 'credits_unknown' }
     case S.NOT_FOUND:

@@ -7,7 +7,7 @@
  * ceiling until the month ended.
  *
  * Both paths settle through `settleLate`, i.e. the scripts that settle a charge once:
- * credit-topup-7 (paid; deduped by charge id, so the webhook and the look-up of one charge credit
+ * credit-topup-8 (paid; deduped by charge id, so the webhook and the look-up of one charge credit
  * it once) and release-refill-5 (declined, or `void`: the processor holds no such charge; a second
  * release of the same attempt is ALREADY_APPLIED).
  * errors: none thrown by `LapsedAttempts.settle` for the processor (a failed look-up is asked again

@@ -2,7 +2,7 @@
  * One refill under the mandate, and the background auto-refill loop.
  *
  * A refill is: reserve-refill-4 (every rule, then the account's refill lock) → the off-session
- * charge at the processor (idempotency key = attempt id) → credit-topup-7 (credited once per
+ * charge at the processor (idempotency key = attempt id) → credit-topup-8 (credited once per
  * charge id, or parked over the cap) or release-refill-5 (refused). When the charge's outcome is
  * unknown (network, `processing`), the lock is left to lapse but the amount stays pending against
  * the month's ceiling until its outcome is known: Stripe's `payment_intent.succeeded` (credited) or

@@ -124,9 +124,11 @@ export type GatewayEvent =
   /**
    * A charge of ours went back to the payer: refunded (`reversedCents` = the charge's cumulative
    * refunded amount) or disputed (the disputed amount). `chargeId` is the id the charge was
-   * credited under (Stripe's PaymentIntent id); `chargeCents` its whole amount.
+   * credited under (Stripe's PaymentIntent id); `chargeCents` its whole amount; `chargeCredits` the
+   * credits it pays for (the PaymentIntent's metadata; null when it has none), what a reversal that
+   * arrives before the charge's credit event is reckoned in.
    */
-  | { type: 'charge_reversed'; eventId: string; accountId: string; chargeId: string; cause: 'refund' | 'dispute'; reversedCents: number; chargeCents: number }
+  | { type: 'charge_reversed'; eventId: string; accountId: string; chargeId: string; cause: 'refund' | 'dispute'; reversedCents: number; chargeCents: number; chargeCredits: number | null }
   | { type: 'ignored'; eventId: string; eventType: string }
 
 export class WebhookSignatureError extends Error {}

@@ -288,7 +288,7 @@ export class StripeGateway implements PaymentGateway {
   /**
    * A refund or dispute of one of our charges, named by the PaymentIntent we credited. Neither the
    * charge nor the dispute carries our metadata (the PaymentIntent does), so the PaymentIntent is
-   * read: its `acct` and its amount. Null (ignored) for a charge that is not ours; a Stripe failure
+   * read: its `acct`, its amount and its credits. Null (ignored) for a charge that is not ours; a Stripe failure
    * propagates, and Stripe delivers the event again.
    */
   private async reversal(eventId: string, paymentIntentId: string | null, cause: 'refund' | 'dispute', cents: number): Promise<GatewayEvent | null> {
@@ -303,6 +303,9 @@ export class StripeGateway implements PaymentGateway {
     const m = pi.metadata ?? {}
     if ((m.purpose !== 'refill' && m.purpose !== 'topup' && m.purpose !== 'pack') || !isAccountId(m.acct ?? '')) return null
     if (!Number.isSafeInteger(pi.amount) || pi.amount <= 0) return null
-    return { type: 'charge_reversed', eventId, accountId: m.acct!, chargeId: pi.id, cause, reversedCents: cents, chargeCents: pi.amount }
+    // The credits the charge pays for, as its credit event will say (metadata `credits`).
+    const credits = Number(m.credits)
+    const chargeCredits = Number.isSafeInteger(credits) && credits > 0 ? credits : null
+    return { type: 'charge_reversed', eventId, accountId: m.acct!, chargeId: pi.id, cause, reversedCents: cents, chargeCents: pi.amount, chargeCredits }
   }
 }

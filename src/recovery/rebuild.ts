@@ -8,7 +8,7 @@
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
  * global lookups (token → account, e-mail, public_ref, consent ref), the charge records of the
- * card charges credited or parked in the last 90 days (credit-topup-7's dedupe), the reversal
+ * card charges credited or parked in the last 90 days (credit-topup-8's dedupe), the reversal
  * records of refunded or disputed charges (reverse-charge-7's dedupe), and the parked
  * payments still awaiting the founder (hash and queue entry). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
@@ -44,7 +44,7 @@ type AgentRow = Omit<AgentFields, 'account' | 'agent' | 'created' | 'at'> & {
   carveFreed?: boolean
 }
 
-/** A charge record as credit-topup-7 keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
+/** A charge record as credit-topup-8 keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
 interface ChargeRecord {
   charge: string
   /** The parked payment's id when the charge was parked; null when it was credited. */
@@ -155,7 +155,7 @@ function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: numbe
 }
 
 /**
- * The charge records credit-topup-7 wrote that would still be alive. A parked charge's record says
+ * The charge records credit-topup-8 wrote that would still be alive. A parked charge's record says
  * `parked` whatever the founder decided since (an approval's top-up entry names the same charge);
  * every other top-up entry's ref (the processor's charge id) was `credited`.
  */
@@ -166,15 +166,18 @@ function chargeRecords(led: AccountLedger, parked: ParkedRow[], now: number): Ch
     if (ttlS > 0) out.push({ charge, parked: parkedId, credits, ttlS })
   }
   const parkedCharges = new Set(parked.map((p) => p.chargeId))
-  for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null, l.amount)
+  // The record keeps the charge's whole credits: what the entry credited plus what a reversal
+  // before it left uncredited (credit-topup-8).
+  for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null, l.amount + (l.uncredited ?? 0))
   for (const p of parked) add(p.chargeId, p.createdAt.getTime(), p.id, null)
   return out
 }
 
 /**
  * The reversal records reverse-charge-7 wrote: per charge and cause, the credits its entries
- * accounted for (taken, −amount, plus the unrecovered part). Each entry accounts for what its
- * application added, so a cause's entries sum to the cause's total.
+ * accounted for (taken, −amount, plus the unrecovered part, or all of it `uncredited` when it came
+ * before the charge's credit). Each entry accounts for what its application added, so a cause's
+ * entries sum to the cause's total.
  */
 function reversalRecords(led: AccountLedger): ReversalRecord[] {
   const byCharge = new Map<string, ReversalRecord>()
@@ -347,7 +350,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   await runRecountAgents(ctx, acct, { now: ctx.clock.now(), replace: true })
   await restoreProposals(ctx, acct, plan.proposals)
   // Money paid in that only Redis held: the charge records, and the parked payments awaiting the
-  // founder as credit-topup-7 parked them. A parked hash Redis still holds (--force) may carry a
+  // founder as credit-topup-8 parked them. A parked hash Redis still holds (--force) may carry a
   // decision not yet flushed: it is left alone.
   const shard = keys.shardOf(acct)
   const parked = []

@@ -56,6 +56,11 @@ export enum ScriptStatus {
   NOT_CREDITED = 50,
   /** A reversed charge was credited, but its credits are not known yet (its top-up entry is not in Postgres yet). */
   CREDITS_UNKNOWN = 51,
+  /**
+   * A refund or dispute of a charge not credited yet (its credit event is still to come, or it is
+   * parked): recorded, and the credit (or the founder's approval) credits only what was not reversed.
+   */
+  RECORDED = 52,
 
   // Proposals (an agent asks its operator): from 60.
   /** An approval of this proposal is being applied (its top-up is at the card processor). */

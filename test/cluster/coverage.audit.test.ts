@@ -1,7 +1,7 @@
 /**
  * Audit of the paths the other cluster tests never ran on a real 3-master Redis Cluster: the
  * console session (console-session-4) and the owner-token rotation (rotate-owner-2) that ends it,
- * the recovery and vault links (claim-link-1 / release-link-1), parked payments (decide-parked-4),
+ * the recovery and vault links (claim-link-1 / release-link-1), parked payments (decide-parked-5),
  * dead letters and their replay (dead-letter-2, replay-dead-letter-2, ack-outbox-1), the sweeper,
  * recount-agents-n, release-expired-n, metered settles of several accounts in one turn (settle-n), the rate limits
  * (rate-limit-2, authorize-7), and the rebuild of a master that lost its data (restore-account-2,

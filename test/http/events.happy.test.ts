@@ -3,7 +3,7 @@
  * Standard Webhooks spec (verified by the receiver with the `standardwebhooks` library), each
  * produced by its real state change: agent kill/revive/revoke (agent-state-4), a breaker-free
  * low balance and a cap refusal (debit-15), a sandbox auto-refill and a parked pack
- * (credit-topup-7), a founder's capability pause and support move. `refill.failed` is produced
+ * (credit-topup-8), a founder's capability pause and support move. `refill.failed` is produced
  * here through emitEvent() (the sandbox never declines a saved card); its real path, a Stripe
  * decline, is in events.stripe.happy.test.ts.
  */

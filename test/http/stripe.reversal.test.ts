@@ -6,7 +6,9 @@
  * turns auto-refill off; the Postgres ledger after the flush matches Redis, the statement lists
  * the entries, and a rebuild after Redis lost the account restores the same balance and the same
  * dedupe. A reversal of a charge never credited (a rejected parked payment), of an account that is
- * gone, or of a charge not ours is acknowledged (200) and nothing is taken.
+ * gone, or of a charge not ours is acknowledged (200) and nothing is taken; one of a charge parked
+ * and not decided yet is recorded, and the approval credits only the rest (the event orders:
+ * test/http/stripe.event-order.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { and, eq } from 'drizzle-orm'
@@ -235,16 +237,17 @@ describe('reversals with nothing to take back are acknowledged', () => {
     expect(await reversals(owner.account_id)).toEqual([])
   })
 
-  test('a parked payment refunded or disputed before the founder decided: `reversed`, never approvable, written through', async () => {
+  test('a parked payment refunded or disputed in full before the founder decided: `reversed`, never approvable, written through', async () => {
     const { t, stripe } = a
     for (const cause of ['refund', 'dispute'] as const) {
       const owner = await t.signup()
       await buyPack(owner, 1) // 20000
       const parked = await parkSecondPack(owner)
-      const ev = cause === 'refund' ? await stripe.dashboardRefund(parked.charge_id, 100) : await stripe.dispute(parked.charge_id)
+      const ev = cause === 'refund' ? await stripe.dashboardRefund(parked.charge_id, 2000) : await stripe.dispute(parked.charge_id)
       const w = await deliver(t, ev)
       expect(w.status).toBe(200)
-      expect(w.body).toMatchObject({ result: 'not_credited' })
+      // Recorded before any credit (an amount-0 entry carries it to Postgres), and nothing is left to approve.
+      expect(w.body).toMatchObject({ result: 'recorded' })
       // The founder can no longer credit money the processor gave back, nor refund it a second time.
       const listed = (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.map((p: { id: string }) => p.id)
       expect(listed).not.toContain(parked.id)
@@ -257,8 +260,24 @@ describe('reversals with nothing to take back are acknowledged', () => {
       const [row] = await t.s.db.db.select().from(parkedPayments).where(eq(parkedPayments.id, parked.id))
       expect(row?.state).toBe('reversed')
       await assertLedger(stores(), [{ account: owner.account_id, balance: 20500 }])
-      expect(await reversals(owner.account_id)).toEqual([])
+      expect((await reversals(owner.account_id)).map((r) => [r.amount, r.target, r.uncredited, r.uncreditedReason])).toEqual([[0, cause, 20000, 'before_credit']])
     }
+  })
+
+  test('a parked payment partly refunded before the founder decided: still parked, and its approval credits only the rest', async () => {
+    const { t, stripe } = a
+    const owner = await t.signup()
+    await buyPack(owner, 1) // 20000
+    const parked = await parkSecondPack(owner)
+    expect((await deliver(t, await stripe.dashboardRefund(parked.charge_id, 500))).body).toMatchObject({ result: 'recorded' }) // 500 of 2000 cents
+    const listed = (await t.req('GET', '/admin/parked', { token: ADMIN })).body.parked.map((p: { id: string }) => p.id)
+    expect(listed).toContain(parked.id)
+    expect((await t.req('POST', `/admin/parked/${parked.id}/approve`, { token: ADMIN })).body.state).toBe('approved')
+    expect(await redisBalance(t, owner.account_id)).toBe(20500 + 15000)
+    // The rest refunded later: the difference is taken back from the balance.
+    expect((await deliver(t, await stripe.dashboardRefund(parked.charge_id, 1500))).body).toMatchObject({ result: 'reversed' })
+    expect(await redisBalance(t, owner.account_id)).toBe(20500)
+    await assertLedger(stores(), [{ account: owner.account_id, balance: 20500 }])
   })
 
   test('a parked payment the founder approved, then refunded in the dashboard: its credits are taken back', async () => {

@@ -148,7 +148,7 @@ test('entries written while a call holds credits carry the posted balance, and a
   expect(Number(await redis.hget(keys.account(a.account_id), 'balance'))).toBe(500 - 2 - 2 * held.price)
   // What the owner reads: the spendable balance, and the holds that make up the posted one.
   expect((await t.req('GET', '/v1/balance', { token: a.token })).body).toMatchObject({ balance: 500 - 2 - 2 * held.price, held: 2 * held.price })
-  // A top-up (credit-topup-7) likewise.
+  // A top-up (credit-topup-8) likewise.
   const chargeId = `ch_${a.account_id}`
   expect(await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId, credits: 100, kind: 'pack', gateway: 'sandbox' })).toMatchObject({ kind: 'credited' })
   const [topupEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${chargeId}:topup`)

@@ -20,9 +20,13 @@ export const ledgerEntries = pgTable(
     callId: text('call_id'),
     refId: text('ref_id'),
     target: text('target'),
-    /** Credits a bonus was worth but did not credit (referral: the balance cap, the referrer's daily limit), or a reversal could not take back (already spent); null when none. */
+    /**
+     * Credits a bonus was worth but did not credit (referral: the balance cap, the referrer's daily
+     * limit), a reversal could not take back (already spent) or recorded before its charge's credit,
+     * or a top-up did not credit (reversed before it); null when none.
+     */
     uncredited: bigint('uncredited', { mode: 'number' }),
-    /** Why `uncredited`: balance_cap | referrer_daily_limit | unrecovered. */
+    /** Why `uncredited`: balance_cap | referrer_daily_limit | unrecovered | before_credit | reversed. */
     uncreditedReason: text('uncredited_reason'),
     /** Metered calls (CONTRACT §7): the model on the debit and on the settle; the tokens on the settle. */
     model: text('model'),

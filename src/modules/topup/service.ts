@@ -2,9 +2,10 @@
  * Money a human pays in: credit packs (Stripe Checkout, or the sandbox form) and Stripe's webhook,
  * which also completes saved-card consents and settles refills whose answer was lost (credited, or
  * released from the month's pending amount) through settleLate, as the refiller's look-up does.
- * Every credit goes through credit-topup-7: once per charge id, parked when past the balance cap.
+ * Every credit goes through credit-topup-8: once per charge id, parked when past the balance cap.
  * A refund or dispute of a credited charge takes its credits back through reverse-charge-7
- * (src/ledger/reversal.ts), once per reversed amount.
+ * (src/ledger/reversal.ts), once per reversed amount; one that arrives before the charge's credit
+ * is recorded, and the credit deducts it (credit-topup-8, decide-parked-5).
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */
 import { notConfigured } from '../../alarms/not-configured'
@@ -43,11 +44,20 @@ async function apply(s: Services, ev: GatewayEvent): Promise<string> {
       return settleLate(s.ctx, s.payments.mode, ev.accountId, attempt, { kind: 'declined', code: ev.code })
     }
     case 'charge_reversed': {
-      const out = await reverseCharge(s.ctx, s.db.db, { accountId: ev.accountId, chargeId: ev.chargeId, cause: ev.cause, reversedCents: ev.reversedCents, chargeCents: ev.chargeCents })
+      const out = await reverseCharge(s.ctx, s.db.db, {
+        accountId: ev.accountId,
+        chargeId: ev.chargeId,
+        cause: ev.cause,
+        reversedCents: ev.reversedCents,
+        chargeCents: ev.chargeCents,
+        chargeCredits: ev.chargeCredits,
+      })
       const at = { account_id: ev.accountId, charge_id: ev.chargeId, cause: ev.cause, reversed_cents: ev.reversedCents }
       // Acknowledged either way (a retry would find the same): logged for the founder to look at.
       if (out.kind === 'not_credited' || out.kind === 'no_account') s.log.warn(`reversal_${out.kind}`, at)
       else if (out.kind === 'reversed') s.log.info('payment_reversed', { ...at, taken: out.taken, unrecovered: out.unrecovered, mandate_disabled: out.mandateDisabled })
+      // Before the charge's credit: the credit (or the founder's approval) deducts it.
+      else if (out.kind === 'recorded') s.log.info('reversal_before_credit', { ...at, parked_reversed: out.parkedReversed, mandate_disabled: out.mandateDisabled })
       return out.kind === 'reversed' ? 'reversed' : out.kind
     }
     case 'ignored':

@@ -1,5 +1,5 @@
 --[[
-  credit-topup-7: credit one paid card charge — an auto-refill, an agent's top-up, or a credit pack
+  credit-topup-8: credit one paid card charge — an auto-refill, an agent's top-up, or a credit pack
   a human bought — exactly once and within the balance cap. The charge id is the dedupe key: the
   synchronous refill path, Stripe's webhook and every replay of it credit one charge once between
   them. A charge that would take the balance past the cap is not credited but parked for the
@@ -7,6 +7,13 @@
   A refill or top-up also counts against its month's ceiling and releases the refill lock it held;
   its reservation's `pending` amount (reserve-refill-4) becomes `refilled` — also for a charge
   whose lock lapsed long ago (its outcome was unknown until now).
+  A refund or dispute of the charge may have come first (the processor does not order its events;
+  reverse-charge-7 recorded it in the reversal record, per cause the credits reversed): only what
+  was not reversed is credited (`net`), and it is `net` that the balance cap weighs. The top-up
+  entry says what was left out (`uncredited`, reason `reversed`), and the charge record keeps the
+  whole credits: the rate a later, larger reversal is reckoned at. Reversed in full: nothing to
+  credit or park, the entry is of amount 0. A parked charge keeps its whole credits too:
+  decide-parked-5 deducts what is reversed by the time the founder approves it.
   The owner's event rides the same outbox (src/events/): `refill.succeeded` (mode auto, topup or
   pack) when credited, `payment.parked` when parked; ids fixed by the charge id.
 
@@ -17,6 +24,7 @@
   KEYS[5] parked payment                {s}:parked:<parked_id>  (written only when parking)
   KEYS[6] parked queue of the shard     {s}:parkedq
   KEYS[7] outbox stream                 {s}:outbox
+  KEYS[8] reversal record               {s}:reversal:<acct>:<charge_id>  (read only: reverse-charge-7 writes it)
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] account id
@@ -29,7 +37,7 @@
   ARGV[9] TTL of the charge record, s
   ARGV[10] TTL of the month's refills, s
 
-  Returns {OK, balance, credits} | {PARKED, balance, balance_cap, parked_id}
+  Returns {OK, balance, credits credited (net of reversals)} | {PARKED, balance, balance_cap, parked_id}
   (PARKED's balance is the posted one, balance + held: the one the cap weighs)
         | {ALREADY_APPLIED, balance (posted when parked), 'credited'|'parked', parked_id or '', balance_cap}
         | {NOT_FOUND}
@@ -67,7 +75,12 @@ if seen[1] then
   return {S_ALREADY_APPLIED, shown, seen[1], seen[2] or '', cap}
 end
 
--- Credit or park: both count against the month's ceiling.
+-- Refunded or disputed before this credit: only the rest is the account's.
+local rv = redis.call('HMGET', KEYS[8], 'refund', 'dispute')
+local reversed = math.min(credits, tonumber(rv[1] or '0') + tonumber(rv[2] or '0'))
+local net = credits - reversed
+
+-- Credit or park: both count against the month's ceiling (the card was charged either way).
 if kind ~= 'pack' then
   redis.call('HINCRBY', KEYS[3], 'refilled', credits)
   redis.call('HINCRBY', KEYS[3], 'count', 1)
@@ -79,7 +92,7 @@ end
 -- they settle. The balance the refusal reports is that one.
 local held = tonumber(a[3] or '0')
 local posted = balance + held
-if posted + credits > cap then
+if net > 0 and posted + net > cap then
   balance = posted
   redis.call('HSET', KEYS[5], 'acct', acct, 'charge', charge, 'credits', credits, 'kind', kind,
     'gateway', ARGV[8], 'state', 'parked', 'at', now)
@@ -95,14 +108,18 @@ if posted + credits > cap then
   return {S_PARKED, balance, cap, parked_id}
 end
 
-balance = redis.call('HINCRBY', KEYS[1], 'balance', credits)
--- `credits`: what a later refund or dispute of the charge takes back (reverse-charge-7).
+balance = redis.call('HINCRBY', KEYS[1], 'balance', net)
+-- `credits`: the whole charge's, the rate a later refund or dispute is reckoned at (reverse-charge-7).
 redis.call('HSET', KEYS[4], 'state', 'credited', 'credits', credits)
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
 -- `bal` is the posted balance: balance + what metered calls in flight hold (lua/debit-15.lua).
-redis.call('XADD', KEYS[7], '*', 'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
-  'amount', credits, 'bal', balance + held, 'ref', charge, 'target', kind, 'at', now)
+local entry = {'kind', 'topup', 'id', charge .. ':topup', 'acct', acct, 'agent', '',
+  'amount', net, 'bal', balance + held, 'ref', charge, 'target', kind, 'at', now}
+if reversed > 0 then
+  for _, v in ipairs({'uncredited', reversed, 'reason', 'reversed'}) do entry[#entry + 1] = v end
+end
+redis.call('XADD', KEYS[7], '*', unpack(entry))
 redis.call('XADD', KEYS[7], '*', 'kind', 'event', 'id', 'evt_' .. charge .. '_credited', 'acct', acct,
-  'type', 'refill.succeeded', 'at', now, 'data', cjson.encode({credits = credits, balance = balance,
+  'type', 'refill.succeeded', 'at', now, 'data', cjson.encode({credits = net, balance = balance,
     charge_id = charge, mode = kind == 'refill' and 'auto' or kind}))
-return {S_OK, balance, credits}
+return {S_OK, balance, net}
