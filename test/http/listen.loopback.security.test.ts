@@ -1,5 +1,5 @@
 /**
- * The service as `npm start` runs it on the quick start's defaults (no BASE_URL, so a loopback
+ * The service process on the quick start's defaults (no BASE_URL, so a loopback
  * one; PAYMENTS=sandbox; the demo provider on) listens on loopback only: 127.0.0.1 and ::1 answer,
  * this machine's other addresses refuse the connection. LISTEN_HOST opens it on purpose, and the
  * sandbox then needs its own opt-in to boot at all.
