@@ -7,7 +7,11 @@ RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM oven/bun:1.4-slim AS runtime
 WORKDIR /app
-ENV NODE_ENV=production PORT=8080
+# A container publishes its port, so it binds every interface (LISTEN_HOST) and never runs the
+# sandbox, which credits any balance for the public test card: PAYMENTS=stripe refuses to start
+# until STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set (and BASE_URL names the public URL).
+# PAYMENTS=sandbox here is refused too, unless PAYMENTS_SANDBOX_PUBLIC=1 says it is meant.
+ENV NODE_ENV=production PORT=8080 LISTEN_HOST=0.0.0.0 PAYMENTS=stripe
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json catalog.json ./
 COPY src ./src
@@ -20,5 +24,6 @@ USER bun
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=2s --retries=3 \
   CMD bun -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/status').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-# Configure with the env vars of CONTRACT §1; without DATABASE_URL it uses PGlite in /app/data/pg.
+# Configure with the env vars of the README's Configuration; without DATABASE_URL it uses PGlite in /app/data/pg.
+# Exec form: the service is PID 1 and gets docker stop's SIGTERM itself (it drains, then exits).
 CMD ["bun", "run", "src/index.ts"]

@@ -4,7 +4,8 @@
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { trustedProxies } from './edge/client-ip'
+import { isIP } from 'node:net'
+import { isLoopbackAddress, trustedProxies } from './edge/client-ip'
 
 const Int = (def: number, min = 0) => T.Integer({ default: def, minimum: min })
 
@@ -13,6 +14,13 @@ export const ConfigSchema = T.Object({
   PORT: Int(8080, 0),
   /** Absolute base used in enable_url, status_url and vault links. @default http://localhost:$PORT */
   BASE_URL: T.Optional(T.String({ pattern: '^https?://' })),
+  /**
+   * The address the HTTP server binds (`0.0.0.0`: every IPv4 interface, `::`: every interface,
+   * or one address). Unset: loopback only (127.0.0.1 and ::1) while BASE_URL is loopback, since a
+   * local quick start runs the sandbox and the demo provider; every interface otherwise.
+   * @default loopback for a loopback BASE_URL, else every interface
+   */
+  LISTEN_HOST: T.Optional(T.String({ minLength: 2 })),
   /** Primary ledger. @default redis://127.0.0.1:6379 */
   REDIS_URL: T.String({ default: 'redis://127.0.0.1:6379', pattern: '^rediss?://' }),
   /** `host:port,...` selects Redis Cluster instead of REDIS_URL. */
@@ -42,9 +50,10 @@ export const ConfigSchema = T.Object({
   /** `sandbox` (development only) or `stripe`. @default sandbox */
   PAYMENTS: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { default: 'sandbox' }),
   /**
-   * `1` lets sandbox payments run on a BASE_URL that is not loopback (a shared staging host). The
-   * sandbox credits any balance for the public test card, so a public deployment refuses to boot
-   * in sandbox mode without this opt-in. @default 0
+   * `1` lets sandbox payments run on a BASE_URL or LISTEN_HOST that is not loopback (a shared
+   * staging host). The sandbox credits any balance for the public test card, so a deployment
+   * reachable from elsewhere refuses to boot in sandbox mode without this opt-in, and without it
+   * the sandbox's pages answer only clients on this machine. @default 0
    */
   PAYMENTS_SANDBOX_PUBLIC: T.Union([T.Literal('0'), T.Literal('1')], { default: '0' }),
   /** Stripe secret key (`sk_live_…` / `sk_test_…`); required with PAYMENTS=stripe. */
@@ -172,13 +181,32 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   } catch (e) {
     throw new ConfigError(`invalid configuration:\n  ${(e as Error).message}`)
   }
+  if (cfg.LISTEN_HOST !== undefined && isIP(cfg.LISTEN_HOST) === 0)
+    throw new ConfigError(`invalid configuration:\n  LISTEN_HOST=${JSON.stringify(cfg.LISTEN_HOST)}: expected an IP address (0.0.0.0, ::, 127.0.0.1, ...)`)
   const baseUrl = (cfg.BASE_URL ?? `http://localhost:${cfg.PORT}`).replace(/\/$/, '')
+  const parsed = { ...cfg, BASE_URL: baseUrl }
   if (cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1' && !isLoopback(baseUrl))
     throw new ConfigError(
       `invalid configuration:\n  PAYMENTS=sandbox on BASE_URL=${baseUrl}: the sandbox credits any balance for the public test card; ` +
         'set PAYMENTS=stripe, or PAYMENTS_SANDBOX_PUBLIC=1 to run the sandbox on a non-loopback host anyway',
     )
-  return { ...cfg, BASE_URL: baseUrl }
+  if (cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1' && !listensOnLoopbackOnly(parsed))
+    throw new ConfigError(
+      `invalid configuration:\n  PAYMENTS=sandbox with LISTEN_HOST=${cfg.LISTEN_HOST}: the sandbox credits any balance for the public test card ` +
+        'and this listener is reachable from other machines; set PAYMENTS=stripe, or PAYMENTS_SANDBOX_PUBLIC=1 to run the sandbox there anyway',
+    )
+  return parsed
+}
+
+/** The addresses the HTTP server binds (listen.ts); undefined: every interface (Bun's default). */
+export function listenHosts(cfg: Pick<Config, 'LISTEN_HOST' | 'BASE_URL'>): string[] | undefined {
+  if (cfg.LISTEN_HOST !== undefined) return [cfg.LISTEN_HOST]
+  return isLoopback(cfg.BASE_URL) ? ['127.0.0.1', '::1'] : undefined
+}
+
+/** True when only this machine can reach the listener. */
+export function listensOnLoopbackOnly(cfg: Pick<Config, 'LISTEN_HOST' | 'BASE_URL'>): boolean {
+  return listenHosts(cfg)?.every(isLoopbackAddress) ?? false
 }
 
 /** localhost (and *.localhost), 127.0.0.0/8 or ::1: only this machine can reach the pages. */

@@ -19,7 +19,7 @@ services.flusher.start()
 services.log.info('flusher_started', { consumer: services.flusher.consumer })
 
 let stopping = false
-for (const sig of ['SIGINT', 'SIGTERM'] as const)
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
   process.on(sig, async () => {
     if (stopping) return
     stopping = true

@@ -9,6 +9,7 @@ import type { Admitted } from './auth/guard'
 import type { Principal } from './auth/principal'
 import { jsonObjectParser } from './edge/body'
 import { canonicalIp, rateKeyOf } from './edge/client-ip'
+import { refuseRemoteClient, type LocalSurface } from './edge/local-only'
 
 // The auth scheme is case-insensitive (RFC 7235 §2.1): `bearer sk_…` is as good as `Bearer sk_…`.
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i
@@ -35,6 +36,8 @@ export interface RouteContext {
 export interface Http {
   /** The client for the per-IP limit: an IPv4 address or an IPv6 /64 (edge/client-ip.ts). */
   ip(request: Request, server: MaybeServer): string
+  /** Refuses (FORBIDDEN) a client not on this machine while `surface` is local-only (edge/local-only.ts). */
+  requireLocal(surface: LocalSurface, request: Request, server: MaybeServer): void
   /** No bearer needed: counted per token if one comes along, else per IP. Returns rate headers. */
   anonymous(request: Request, server: MaybeServer, bearer?: string): Promise<Record<string, string>>
   /** Owner or agent token. */
@@ -52,12 +55,14 @@ export interface Http {
 export function http(s: Services): Http {
   // The socket's address in one spelling first (an IPv4 proxy on a dual-stack socket arrives as
   // `::ffff:…` and would match no TRUSTED_PROXIES entry), then the client counted as edge/client-ip.ts says.
-  const ip = (request: Request, server: MaybeServer) => {
+  const client = (request: Request, server: MaybeServer) => {
     const socket = server?.requestIP(request)?.address
-    return rateKeyOf(s.guard.clientIp(request, socket === undefined ? undefined : canonicalIp(socket)))
+    return s.guard.clientIp(request, socket === undefined ? undefined : canonicalIp(socket))
   }
+  const ip = (request: Request, server: MaybeServer) => rateKeyOf(client(request, server))
   return {
     ip,
+    requireLocal: (surface, request, server) => refuseRemoteClient(s.cfg, surface, client(request, server)),
     anonymous: (request, server, bearer) => s.guard.admitAny(bearer, ip(request, server)),
     member: (bearer, request, server) => s.guard.admit(bearer, ip(request, server)),
     operator: (bearer, request, server) => s.guard.admitOperator(bearer, ip(request, server)),

@@ -15,7 +15,13 @@ import { rememberRawPath } from './proxy/raw-target'
 
 export interface ListenOptions {
   port: number
+  /** One address to bind (the tests' loopback listener). */
   hostname?: string
+  /**
+   * The addresses to bind, all on one port (the first may pick it: port 0); absent: every
+   * interface. Past the first, an address this host lacks (`::1` without IPv6) is skipped.
+   */
+  hostnames?: string[]
   /** Request bodies past this size are refused by the app (edge/body.ts), not by Bun. */
   maxBodyBytes: number
 }
@@ -23,6 +29,8 @@ export interface ListenOptions {
 export interface Listener {
   port: number
   url: string
+  /** `host:port` of each bound socket (`*:port`: every interface). */
+  addresses: string[]
   stop(closeActiveConnections?: boolean): Promise<void>
 }
 
@@ -49,26 +57,49 @@ export async function listen(app: App, opt: ListenOptions): Promise<Listener> {
     routes[`${pattern}/`] = viaProxyRoute(true)
     pattern += `/:p${i}`
   }
-  const server = Bun.serve({
-    port: opt.port,
-    hostname: opt.hostname,
-    development: false,
-    idleTimeout: IDLE_TIMEOUT_S,
-    // Bun's own refusal is an empty 413 that no client can read; the app refuses at exactly
-    // maxBodyBytes with the JSON error, a declared length on arrival and a chunked body as it reads
-    // it (edge/body.ts). Bun's limit is only a backstop so far above that it never speaks first.
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    routes,
-    fetch(req) {
-      rememberRawPath(req, null)
-      return app.handle(req)
-    },
-  })
-  // Elysia hands `app.server` to handlers as `server` (the client address for the per-IP limit).
+  const serve = (hostname: string | undefined, port: number) =>
+    Bun.serve({
+      port,
+      hostname,
+      development: false,
+      idleTimeout: IDLE_TIMEOUT_S,
+      // Bun's own refusal is an empty 413 that no client can read; the app refuses at exactly
+      // maxBodyBytes with the JSON error, a declared length on arrival and a chunked body as it reads
+      // it (edge/body.ts). Bun's limit is only a backstop so far above that it never speaks first.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      routes,
+      fetch(req) {
+        rememberRawPath(req, null)
+        return app.handle(req)
+      },
+    })
+  const [first, ...rest] = opt.hostnames ?? (opt.hostname ? [opt.hostname] : [undefined])
+  const server = serve(first, opt.port)
+  const port = server.port!
+  const servers = [server]
+  const addresses = [`${hostPart(first ?? '*')}:${port}`]
+  for (const hostname of rest) {
+    try {
+      servers.push(serve(hostname, port))
+      addresses.push(`${hostPart(hostname!)}:${port}`)
+    } catch {
+      // This host has no such address (IPv6 off): the others still serve.
+    }
+  }
+  // Elysia hands `app.server` to handlers as `server` (the client address for the per-IP limit);
+  // Bun's requestIP reads the request's own socket, whichever of the servers accepted it.
   app.server = server as unknown as typeof app.server
   return {
-    port: server.port!,
-    url: `http://${opt.hostname ?? '127.0.0.1'}:${server.port}`,
-    stop: (closeActive = false) => server.stop(closeActive),
+    port,
+    url: `http://${hostPart(first ?? '127.0.0.1')}:${port}`,
+    addresses,
+    stop: async (closeActive = false) => {
+      await Promise.all(servers.map((s) => s.stop(closeActive)))
+    },
   }
+}
+
+/** An IPv6 address in brackets, as a URL or `host:port` writes it. */
+function hostPart(host: string): string {
+  return host.includes(':') ? `[${host}]` : host
 }

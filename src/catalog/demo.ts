@@ -1,17 +1,17 @@
 /**
  * The built-in demo provider: two capabilities this service answers itself under /demo/, so a
  * quick start without provider keys or internet still shows a debit, a refund and a 402.
- * On for a loopback BASE_URL (DEMO_PROVIDER=auto); a public deployment must opt in with `on`,
- * since a demo capability there would sell nothing real.
+ * On for a loopback BASE_URL served on loopback only (DEMO_PROVIDER=auto); a deployment reachable
+ * from elsewhere must opt in with `on`, since a demo capability there would sell nothing real.
  */
-import { isLoopback, type Config } from '../config'
+import { isLoopback, listensOnLoopbackOnly, type Config } from '../config'
 
 /** Priced so that the 500 signup credits run out in 20 calls, well inside the default 60 calls a minute. */
 export const DEMO_ECHO_PRICE = 25
 
-export function demoEnabled(cfg: Pick<Config, 'DEMO_PROVIDER' | 'BASE_URL'>): boolean {
+export function demoEnabled(cfg: Pick<Config, 'DEMO_PROVIDER' | 'BASE_URL' | 'LISTEN_HOST'>): boolean {
   if (cfg.DEMO_PROVIDER !== 'auto') return cfg.DEMO_PROVIDER === 'on'
-  return isLoopback(cfg.BASE_URL)
+  return isLoopback(cfg.BASE_URL) && listensOnLoopbackOnly(cfg)
 }
 
 /** Catalog entries (CONTRACT §4 format) whose provider is this service at BASE_URL. */

@@ -83,6 +83,13 @@ export function trustedProxies(list: string): (address: string) => boolean {
   }
 }
 
+/** 127.0.0.0/8 or ::1, in any spelling `canonicalIp` reads: a client on this very machine. */
+export function isLoopbackAddress(address: string): boolean {
+  const a = canonicalIp(address)
+  if (isIPv4(a)) return a.startsWith('127.')
+  return isIPv6(a) && groupsOf(a).every((g, i) => g === (i === 7 ? 1 : 0))
+}
+
 /** The identity the per-IP limit counts: an IPv4 address, or an IPv6 address's /64. */
 export function rateKeyOf(address: string): string {
   const a = canonicalIp(address)

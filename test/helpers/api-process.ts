@@ -25,6 +25,8 @@ export interface ApiProcess {
   log(): Promise<string>
   /** Kills the process and removes its catalog and logs. */
   dispose(): Promise<void>
+  /** The running process's pid (undefined when stopped), for tests that signal it themselves. */
+  readonly pid: number | undefined
 }
 
 export interface ApiProcessOptions {
@@ -97,6 +99,9 @@ export async function apiProcess(o: ApiProcessOptions): Promise<ApiProcess> {
       clearTimeout(t)
       untrack()
       proc = null
+    },
+    get pid() {
+      return proc?.pid
     },
     log: async () => (await Promise.all(logs.map((f) => Bun.file(f).text().catch(() => '')))).join('\n'),
     async dispose() {

@@ -35,6 +35,7 @@ const LIMITS_CHANGED =
 export const consentRoutes = (s: Services, h: Http = http(s)) => {
   /** What both the consent page and its form post start from: the link's account and mandate. */
   const consentView = async (request: Request, server: MaybeServer, refParam: string | undefined) => {
+    h.requireLocal('sandbox', request, server)
     const rate = await h.anonymous(request, server)
     const ref = await resolveRef(s, refParam)
     const m = await readMandate(s.ctx, ref.accountId)
@@ -83,6 +84,7 @@ export const consentRoutes = (s: Services, h: Http = http(s)) => {
       '/mandate/done',
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
+          h.requireLocal('sandbox', request, server)
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
           const lookup = query.session_id && s.payments.mode === 'stripe' ? await s.payments.completeConsent(query.session_id) : null

@@ -42,6 +42,7 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
       '/topup',
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
+          h.requireLocal('sandbox', request, server)
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
           const p = packOf(query.pack)
@@ -58,6 +59,7 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
       '/topup',
       ({ query, request, server }) =>
         pageAnswer(s.log, request, async () => {
+          h.requireLocal('sandbox', request, server)
           const rate = await h.anonymous(request, server)
           const ref = await resolveRef(s, query.ref)
           const p = packOf(query.pack)
@@ -75,7 +77,10 @@ export const topupRoutes = (s: Services, h: Http = http(s)) => {
     .get(
       '/topup/done',
       ({ request, server }) =>
-        pageAnswer(s.log, request, async () => withHeaders(checkoutDonePage(), await h.anonymous(request, server))),
+        pageAnswer(s.log, request, async () => {
+          h.requireLocal('sandbox', request, server)
+          return withHeaders(checkoutDonePage(), await h.anonymous(request, server))
+        }),
       { query: PackQuery, detail: { summary: "HTML: Stripe Checkout's return page of a credit pack" } },
     )
     .post(
