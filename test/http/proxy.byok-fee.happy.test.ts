@@ -287,3 +287,8 @@ describe("the owner's lane at 0 %", () => {
     expect(zero.t.fake.seen.length).toBe(before + 1)
   })
 })
+
+test('/llms-full.txt tells the caller what the owner’s lane is charged', async () => {
+  expect((await five.t.req('GET', '/llms-full.txt')).text).toContain('With your own vaulted key for openai (POST /v1/keys/link) the provider bills you, and a metered call is charged 5 % of the exact cost above')
+  expect((await zero.t.req('GET', '/llms-full.txt')).text).toContain('With your own vaulted key for anthropic (POST /v1/keys/link) the provider bills you, and a metered call is not charged')
+})
