@@ -24,6 +24,8 @@ const OWNER_ANTHROPIC_KEY = 'sk-ant-owner-0123456789-ABCD'
 const GPT_FEE = { input: 151, cached_input: 77, output: 601, max_output: 16384 }
 const CLAUDE_FEE = { input: 3001, cached_input: 301, output: 15001, max_output: 8192 }
 const REQUEST_CAP = 6
+/** Its max_output costs ~65,500 credits on the house lane, ~3,280 at 5 %: a 500-credit signup is clamped on both. */
+const GPT_DEAR = { input: 150, output: 4_000_000, max_output: 16384 }
 
 /** Both providers with a house key (neither is `byok`), so each has both lanes; one fee for both. */
 function feeCatalog(pct: number) {
@@ -36,7 +38,7 @@ function feeCatalog(pct: number) {
         proxy: {
           price: 3,
           paths: ['/v1/'],
-          metered: { dialect: 'openai', routes: ['/v1/chat/completions', '/v1/responses'], min_output: 16, byok_fee_pct: pct, models: { 'gpt-fee': GPT_FEE, 'gpt-other': GPT_FEE } },
+          metered: { dialect: 'openai', routes: ['/v1/chat/completions', '/v1/responses'], min_output: 16, byok_fee_pct: pct, models: { 'gpt-fee': GPT_FEE, 'gpt-other': GPT_FEE, 'gpt-dear': GPT_DEAR } },
         },
       },
       anthropic: {
@@ -291,4 +293,23 @@ describe("the owner's lane at 0 %", () => {
 test('/llms-full.txt tells the caller what the owner’s lane is charged', async () => {
   expect((await five.t.req('GET', '/llms-full.txt')).text).toContain('With your own vaulted key for openai (POST /v1/keys/link) the provider bills you, and a metered call is charged 5 % of the exact cost above')
   expect((await zero.t.req('GET', '/llms-full.txt')).text).toContain('With your own vaulted key for anthropic (POST /v1/keys/link) the provider bills you, and a metered call is not charged')
+})
+
+test('the clamp weighs the fee: the largest ceiling whose fee reservation fits, on the owner’s lane', async () => {
+  const a = await five.t.signup()
+  await vaultKey(five.t, a.token, OWNER_OPENAI_KEY, 'openai')
+  five.llm.usage = { input: 10, cached: 0, output: 100 }
+  const body = JSON.stringify({ model: 'gpt-dear', messages: [{ role: 'user', content: 'hi' }] })
+  const r = await fetch(`${five.base}/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body })
+  expect(r.status).toBe(200)
+  await r.text()
+  const bytes = Buffer.byteLength(body)
+  const fee = (out: number) => Math.ceil(((Math.ceil((bytes * 150 + out * 4_000_000) / 1e6) + 1) * 5) / 100)
+  const clamped = Number(r.headers.get('x-pab-max-tokens-clamped'))
+  // The largest that fits in 500 credits at 5 %: twenty times what the house lane's 500 credits buy.
+  expect(fee(clamped)).toBeLessThanOrEqual(500)
+  expect(fee(clamped + 1)).toBeGreaterThan(500)
+  expect(clamped).toBeGreaterThan(2000)
+  expect(Number(r.headers.get('x-pab-reserved'))).toBe(fee(clamped))
+  expect(JSON.parse(five.t.fake.seen.at(-1)!.body).max_completion_tokens).toBe(clamped)
 })
