@@ -6,7 +6,8 @@
  * streamed → settle once, by the outcome table the paid call shares (ledger/paid-call). A metered
  * route reads its key before the debit instead: its lane (lane.ts) decides what it is charged.
  * errors: UNAUTHORIZED, every denial of debit-15, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
- *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded), PROVIDER_ERROR
+ *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded; on a metered
+ *         route, refused before its debit), PROVIDER_ERROR
  *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { refusalAfterAdmission } from '../auth/first'
