@@ -97,6 +97,11 @@
            reserved at (in place of `input` in the reservation above), and the prices of a cache
            write with the 5-minute and with the 1-hour lifetime, kept on the call record for the
            settle. Absent: `input`, all three.
+  ARGV[32] the owner's lane (docs/api.md §12: the account's vaulted key, which the provider bills
+           directly): the fee percent, 0..100, of the exact cost; absent on the house lane (and
+           then ARGV[29..31] may be too). The reservation is then ceil(R × pct / 100), R the house
+           lane's reservation above, and the clamp weighs that; the percent goes on the call record
+           (`metered` = 'fee:<pct>' where the house lane's is '1') for the settle. At 0 the reservation is 0 (the call is unpriced: ARGV[6]).
   ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
   flat call with ancestors: read as ''. The chain comes first so that a sub-agent's flat call, the
   fleet's common one, sends one argument more than the owner's, not nine.
@@ -282,7 +287,14 @@ if metered then
   local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
   -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
   local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
-  local function reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
+  -- The owner's lane charges fee_pct percent of the cost: its reservation is that percent of the
+  -- house lane's, rounded up, which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+  local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
+  local function house_reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
+  local function reservation(out)
+    if not fee_pct then return house_reservation(out) end
+    return math.floor((house_reservation(out) * fee_pct + 99) / 100)
+  end
   local room = balance
   for i, r in ipairs(rows) do
     if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
@@ -290,9 +302,12 @@ if metered then
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
   room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
+  -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
+  local house_room = room
+  if fee_pct and fee_pct > 0 then house_room = math.floor(room * 100 / fee_pct) end
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
-  if p_out > 0 then fits = math.floor(((room - 1) * 1000000 - input_bound * p_bound) / p_out) end
+  if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
   if reservation(0) > room then fits = 0 end
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
@@ -482,7 +497,8 @@ redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', targe
   'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
-  redis.call('HSET', KEYS[7], 'metered', '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+  -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
+  redis.call('HSET', KEYS[7], 'metered', ARGV[32] and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
     'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
   if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
 end

@@ -15,7 +15,10 @@
   without p_cw prices its writes as input, one without p_cw1h as p_cw). The account carries a remainder
   0 ≤ r < 1e6 micro-credits (`mc_rem`): the charge is floor((r + cost) / 1e6) credits and the rest
   is the new r, so nothing is rounded away and nothing is charged twice (two calls of one account
-  in a batch: the second reads the remainder the first left). The charge never passes the
+  in a batch: the second reads the remainder the first left). On the owner's lane (the call
+  record's `metered` is 'fee:<pct>', docs/api.md §12) the cost is cost × pct / 100, which may end in
+  hundredths of a micro-credit: those are carried in `mc_rem_c` (0..99) beside r, the charge being
+  floor((100 r + mc_rem_c + cost × pct) / 1e8), all integers. The charge never passes the
   reservation: past it, the reservation is charged, r is kept, and the excess is recorded as
   `uncharged` (micro-credits) on the entry.
 
@@ -108,7 +111,9 @@ for i = 1, n do
   k = k + 6 + #ids
 
   local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
-  if not call[1] or call[5] ~= '1' then
+  -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit-15.lua).
+  local fee = call[5] and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
+  if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
     out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
@@ -124,8 +129,11 @@ for i = 1, n do
       local p_cw = p[1] or call[7]
       cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
     end
-    local acc = redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
+    local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
     local r = tonumber(acc[1] or '0')
+    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
+    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
+    local q = fee and tonumber(acc[4] or '0') or 0
     -- The hold is debit-15's (`hold` on the call record); a call debited before the hold existed (a
     -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
@@ -137,13 +145,32 @@ for i = 1, n do
       found = math.min(tonumber(acc[2] or '0'), reserved)
       limit = math.min(reserved, tonumber(acc[3] or '0') + found)
     end
-    local charged = math.floor((r + cost) / MICRO)
-    local uncharged = 0
-    if charged > limit then
-      charged = limit
-      uncharged = cost - limit * MICRO
+    local charged, uncharged
+    if fee then
+      -- The owner's lane: floor((r + q/100 + cost × fee / 100) / 1e6), counted in hundredths of a
+      -- micro-credit so that every number stays an exact integer; the rest is the new r and q.
+      local CENTI = MICRO * 100
+      local total = r * 100 + q + cost * fee
+      charged = math.floor(total / CENTI)
+      -- A quotient the division rounded up to the next integer is taken back (integers below 2^53).
+      if charged * CENTI > total then charged = charged - 1 end
+      if charged > limit then
+        charged = limit
+        uncharged = math.ceil((cost * fee - limit * CENTI) / 100)
+      else
+        local rest = total - charged * CENTI
+        uncharged, r = 0, math.floor(rest / 100)
+        q = rest - r * 100
+      end
     else
-      r = r + cost - charged * MICRO
+      charged = math.floor((r + cost) / MICRO)
+      uncharged = 0
+      if charged > limit then
+        charged = limit
+        uncharged = cost - limit * MICRO
+      else
+        r = r + cost - charged * MICRO
+      end
     end
     -- `released` comes off the windows the debit counted the reservation in; `back` goes to the
     -- balance (the same, unless the hold was lost).
@@ -166,7 +193,10 @@ for i = 1, n do
     local balance = tonumber(acc[3] or '0') + found - charged
     local held = tonumber(acc[2] or '0')
     local balance_s = string.format('%d', balance)
-    if hold then
+    if fee then
+      held = held - found
+      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
+    elseif hold then
       held = held - found
       redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s)
     else

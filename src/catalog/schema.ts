@@ -36,6 +36,14 @@ export const MeteredSchema = T.Object(
     routes: T.Optional(T.Array(T.String({ pattern: '^/' }), { minItems: 1 })),
     /** The smallest output ceiling a clamp may write into a request. */
     min_output: T.Integer({ minimum: 1, default: 16 }),
+    /**
+     * On the owner's lane (the account's vaulted key, which the provider bills directly) a call is
+     * charged this percent of its exact token cost, not the whole of it (docs/api.md §12,
+     * docs/metering.md); 0 or absent: unpriced, counted against the daily request cap. At most
+     * 100: past the cost itself a fee would charge the owner more than the house lane for tokens
+     * the house never pays.
+     */
+    byok_fee_pct: T.Optional(T.Integer({ minimum: 0, maximum: 100 })),
     /** At least one: a metered route without a priced model refuses every request on it. */
     models: T.Record(T.String({ pattern: '^[a-z0-9][a-z0-9._:-]{0,79}$' }), ModelPriceSchema, { minProperties: 1 }),
   },

@@ -56,6 +56,11 @@ export interface DebitMetering {
   ceiling: number | null
   maxOutput: number
   minOutput: number
+  /**
+   * The owner's lane (docs/api.md §12): the percent of the exact cost charged, 0..100; absent on
+   * the house lane (the whole cost). Reserved as that percent of the house-lane reservation.
+   */
+  feePct?: number
 }
 
 export type DebitReply =
@@ -154,10 +159,11 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
 }
 
 /**
- * ARGV[20..31]: the chain (20) and the metering (21..31). A flat call sends only what it has: none of
+ * ARGV[20..32]: the chain (20) and the metering (21..32). A flat call sends only what it has: none of
  * them without ancestors (the common call), the chain alone with them (the script reads the absent
  * ones as ''): each argument costs ioredis an encoding per call. Likewise a model whose input tokens
- * all cost the input price (every OpenAI one) sends no 29..31.
+ * all cost the input price (every OpenAI one) sends no 29..31 on the house lane; the owner's lane
+ * sends them all and its fee percent (32).
  */
 function tailArgs(a: DebitArgs): (string | number)[] {
   const chain = (a.chain ?? []).join(',')
@@ -165,6 +171,7 @@ function tailArgs(a: DebitArgs): (string | number)[] {
   if (!m) return chain === '' ? [] : [chain]
   const args = [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
   const [bound, write, write1h] = [m.boundInput ?? m.input, m.cacheWrite ?? m.input, m.cacheWrite1h ?? m.input]
-  if (bound !== m.input || write !== m.input || write1h !== m.input) args.push(bound, write, write1h)
+  if (bound !== m.input || write !== m.input || write1h !== m.input || m.feePct !== undefined) args.push(bound, write, write1h)
+  if (m.feePct !== undefined) args.push(m.feePct)
   return args
 }

@@ -36,6 +36,10 @@ function meteredLines(p: Provider, cfg: Config): string[] {
     ...(m.dialect === 'anthropic'
       ? ['Prompt-cache writes are charged at their own prices (below, 5-minute / 1-hour lifetime), and the reservation weighs each input byte at the highest of input and those.']
       : []),
+    // The owner's lane (docs/api.md §12): with your own vaulted key the provider bills you, and this is our part.
+    (m.byok_fee_pct ?? 0) > 0
+      ? `With your own vaulted key for ${p.id} (POST /v1/keys/link) the provider bills you, and a metered call is charged ${m.byok_fee_pct} % of the exact cost above (reserved: ${m.byok_fee_pct} % of the reservation, rounded up).`
+      : `With your own vaulted key for ${p.id} (POST /v1/keys/link) the provider bills you, and a metered call is not charged (counted against the daily request cap instead).`,
     `A model not listed → BAD_REQUEST (field model). Allowlist one model: \`proxy:${p.id}/<model-glob>\`.`,
     '',
     '| model | input | cached input | cache write (5 min / 1 h) | output | max output | image bound |',

@@ -34,8 +34,10 @@ export async function readMeteredProxyRequest(request: Request, m: Metering, max
   return { raw, req: readMeteredRequest(raw, m.spec, m.kind) }
 }
 
-export function debitMetering(r: MeteredRequest): DebitMetering {
+/** `feePct`: the owner's lane's percent of the cost (docs/api.md §12); absent on the house lane. */
+export function debitMetering(r: MeteredRequest, feePct?: number): DebitMetering {
   return {
+    ...(feePct === undefined ? {} : { feePct }),
     model: r.model,
     inputBound: r.inputBound,
     input: r.price.input,

@@ -3,9 +3,11 @@
  * request (debit-15: token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps,
  * request cap for unpriced routes, balance; with a lease, since a stream has no natural end) → the
  * provider key, read only now (none: the call settles as no_key) → the upstream request, both bodies
- * streamed → settle once, by the outcome table the paid call shares (ledger/paid-call).
+ * streamed → settle once, by the outcome table the paid call shares (ledger/paid-call). A metered
+ * route reads its key before the debit instead: its lane (lane.ts) decides what it is charged.
  * errors: UNAUTHORIZED, every denial of debit-15, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
- *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded), PROVIDER_ERROR
+ *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded; on a metered
+ *         route, refused before its debit), PROVIDER_ERROR
  *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { refusalAfterAdmission } from '../auth/first'
@@ -24,6 +26,7 @@ import { meteredRelay } from './metered-relay'
 import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
 import { KeyScrubber } from '../upstream/scrub'
+import { resolveLane } from './lane'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -45,20 +48,29 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
 
-  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
+  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any
+  // debit. Its lane prices it (docs/api.md §12), so its key is read before the debit too.
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
-  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES)) : null
+  const pre = metering
+    ? await refusalAfterAdmission(s, principal, async () => ({
+        metered: await readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES),
+        lane: await resolveLane(keys, provider, principal.accountId),
+      }))
+    : null
+  const metered = pre?.metered ?? null
+  // The owner's lane is billed by the provider: it pays the route's fee percent of the cost.
+  const feePct = pre?.lane.lane === 'owner' ? (metering!.spec.byok_fee_pct ?? 0) : undefined
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
   const opened = await openPaidCall(
     s,
     metered
-      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: false, lease: true, metered: debitMetering(metered.req) }
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct) }
       : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true },
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
-  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
+  const apiKey = pre ? pre.lane.key : await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
   try {
     return await relayDebited(s, request, { target, apiKey, call, metered })
   } catch (e) {

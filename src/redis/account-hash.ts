@@ -35,6 +35,8 @@ const FIELDS = {
   policy_v: num,
   /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, CONTRACT §7). */
   mc_rem: num,
+  /** Hundredths of a micro-credit an owner's-lane fee left beside mc_rem, 0..99 (settle-n, docs/metering.md). */
+  mc_rem_c: num,
   created: num,
   /** When the last e-mail recovery replaced the owner token: links issued before it are void (rotate-owner-2). */
   rec: num,

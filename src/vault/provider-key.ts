@@ -35,6 +35,15 @@ export type KeyTarget = { kind: 'capability'; capability: Capability; provider: 
 
 type Source = 'vault_only' | 'vault_first' | 'house_only'
 
+/**
+ * A key and its lane (docs/api.md §12): `house` when it is the provider's `key_env` (the operator's
+ * provider account pays), `owner` when it is the account's vaulted key (the owner's account pays).
+ */
+export interface LaneKey {
+  lane: 'house' | 'owner'
+  key: string
+}
+
 function sourceOf(t: KeyTarget): Source {
   if (t.kind === 'capability') return t.capability.lane === 'byok' ? 'vault_only' : 'house_only'
   return t.provider.byok ? 'vault_only' : 'vault_first'
@@ -51,13 +60,18 @@ export class ProviderKeys {
   ) {}
 
   async keyFor(t: KeyTarget, accountId: string): Promise<string> {
+    return (await this.laneKeyFor(t, accountId)).key
+  }
+
+  /** The key and whose it is: the house's (`key_env`) or the account's own, vaulted one. */
+  async laneKeyFor(t: KeyTarget, accountId: string): Promise<LaneKey> {
     const { provider } = t
     const source = sourceOf(t)
-    if (source === 'house_only') return this.house(t)
+    if (source === 'house_only') return { lane: 'house', key: this.house(t) }
     if (source === 'vault_only') {
       const key = await lookupWithin(this.vaulted(), accountId, provider.id, GIVE_UP_AFTER_MS)
       if (key === VAULT_UNAVAILABLE) throw this.vaultDown(provider)
-      if (key) return key
+      if (key) return { lane: 'owner', key }
       if (t.kind === 'capability') throw new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
       throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     }
@@ -68,16 +82,16 @@ export class ProviderKeys {
       if (key === VAULT_UNAVAILABLE) {
         if (!provider.houseKey) throw this.vaultDown(provider)
         this.log.warn('vault_unavailable', { provider: provider.id, fallback: 'house_key' })
-        return provider.houseKey
+        return { lane: 'house', key: provider.houseKey }
       }
       if (key) {
         this.absent.delete(id)
-        return key
+        return { lane: 'owner', key }
       }
       if (this.absent.size >= MAX_ENTRIES) this.absent.delete(this.absent.keys().next().value!)
       this.absent.set(id, performance.now())
     }
-    return this.house(t)
+    return { lane: 'house', key: this.house(t) }
   }
 
   private vaultDown(provider: Provider): ApiError {

@@ -40,7 +40,10 @@ export function meteredCatalog(fakeUrl: string) {
       params: { type: 'object', required: ['model', 'messages'], properties: { model: { type: 'string' }, messages: { type: 'array' } } },
     },
   ]
-  c.providers.anthropic.proxy.metered = { dialect: 'anthropic', routes: ['/v1/messages'], min_output: 16, models: { 'claude-test': CLAUDE } }
+  // Anthropic is a byok provider: every call is on the owner's lane. At 100 % its fee is the whole
+  // cost, so the metering tests that use it check the house lane's arithmetic on it unchanged
+  // (the fee itself: test/http/proxy.byok-fee.happy.test.ts).
+  c.providers.anthropic.proxy.metered = { dialect: 'anthropic', routes: ['/v1/messages'], min_output: 16, byok_fee_pct: 100, models: { 'claude-test': CLAUDE } }
   return c
 }
 
