@@ -237,3 +237,41 @@ describe('a metered capability', () => {
     }
   })
 })
+
+describe('the response cap and the key scrubber', () => {
+  test('an answer of exactly the cap passes with the cost (the cap counts the provider\'s bytes); a key it echoes is masked, the cost written after it', async () => {
+    const { OPENAI_HOUSE_KEY } = await import('../helpers/proxy')
+    const body = (pad: string) =>
+      `{"id":"c","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"${pad}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":15000,"completion_tokens":2500,"prompt_tokens_details":{"cached_tokens":3000},"echo":"${OPENAI_HOUSE_KEY}"}}`
+    const CAP = 4096
+    const exact = body('p'.repeat(CAP - Buffer.byteLength(body(''))))
+    expect(Buffer.byteLength(exact)).toBe(CAP)
+    const capped = await startMeteredApp({ CREDITS_PER_USD: String(CREDITS_PER_USD), PROXY_MAX_RESPONSE_BYTES: String(CAP) })
+    try {
+      capped.t.fake.handler = () => new Response(exact, { headers: { 'content-type': 'application/json' } })
+      const a = await capped.t.signup()
+      const e = expected(GPT, usage)
+      const res = await fetch(`${capped.base}/proxy/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-test', max_tokens: 1000, messages: msgs }),
+      })
+      expect(res.status).toBe(200)
+      const text = await res.text()
+      const mask = '*'.repeat(OPENAI_HOUSE_KEY.length)
+      expect(text).toBe(exact.replace(OPENAI_HOUSE_KEY, mask).slice(0, -2) + `,"cost":${JSON.stringify(e.cost)},"cost_details":{"credits":"${e.credits}"}}}`)
+      expect(Buffer.byteLength(text)).toBeGreaterThan(CAP)
+      // One byte past the cap is refused as before, and refunded.
+      capped.t.fake.handler = () => new Response(exact + ' ', { headers: { 'content-type': 'application/json' } })
+      const over = await fetch(`${capped.base}/proxy/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-test', max_tokens: 1000, messages: msgs }),
+      })
+      expect(over.status).toBe(502)
+      expect(((await over.json()) as { error: string }).error).toBe('RESPONSE_TOO_LARGE')
+    } finally {
+      await capped.t.close()
+    }
+  }, 30_000)
+})
