@@ -18,6 +18,7 @@ import type { ProviderKeys } from '../vault/provider-key'
 import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
+import { costFields, exactCostMicro, type TokenPrices } from '../metering/cost'
 
 /**
  * An Idempotency-Key (the header on POST /v1/call, `idempotency_key` over MCP): 1 to 255 printable
@@ -124,8 +125,9 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
   // A metered call's charge is known only once settled: the settle hands it to the answer.
   // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
+  const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
   const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status }
+    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}) }
     return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
@@ -146,6 +148,14 @@ async function storedAnswer(s: Services, input: CallInput): Promise<string | nul
   const { accountId, agentId } = input.principal
   const [fp, state, response] = await s.ctx.redis.hmget(s.ctx.keys.idempotency(accountId, agentId, input.idempotencyKey), 'fp', 'state', 'response')
   return state === 'done' && fp === fingerprint(input.slug, input.rawBody) ? (response ?? null) : null
+}
+
+/**
+ * The usage a metered call is settled with, as its answer shows it (docs/api.md §7 and §10): the
+ * counts, where they came from, and the exact cost they are charged from (before the remainder).
+ */
+function usageWithCost(u: MeteredUsage, prices: TokenPrices, creditsPerUsd: number) {
+  return { ...u.tokens, source: u.source, ...costFields(exactCostMicro(u.tokens, prices), creditsPerUsd) }
 }
 
 /** The provider's usage in its answer; a 4xx without one used nothing; else an estimate (never above the reservation). */

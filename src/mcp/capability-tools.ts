@@ -18,7 +18,7 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
   return {
     name: capabilityToolName(cap.slug),
     access: 'paid',
-    description: `${cap.description.replace(/\.?$/, '.')} ${s.catalog.meteredCapability(cap) ? meteredNote(s, cap) : priceNote(cap)} The answer: call_id, charged, balance, provider_status and the provider's result. (REST: POST /v1/call/${cap.slug})`,
+    description: `${cap.description.replace(/\.?$/, '.')} ${s.catalog.meteredCapability(cap) ? meteredNote(s, cap) : priceNote(cap)} The answer: call_id, charged, balance, provider_status${s.catalog.meteredCapability(cap) ? ', usage (the tokens charged and their exact cost: usage.cost in USD, usage.cost_details.credits)' : ''} and the provider's result. (REST: POST /v1/call/${cap.slug})`,
     // MCP wants an object schema; a catalog entry that leaves `type` out still describes an object body.
     inputSchema: { type: 'object', ...cap.params },
     async run(call, args) {

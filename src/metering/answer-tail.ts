@@ -27,6 +27,14 @@ const isSpace = (b: number | undefined) => b === 0x20 || b === 0x0a || b === 0x0
 
 /** The answer's `usage` value (undefined: not readable from the end; the caller parses it all). */
 export function usageFromEnd(chunks: Uint8Array[]): unknown {
+  return usageAtTail(chunks)?.value
+}
+
+/**
+ * usageFromEnd's value, with the offset in the whole answer of the usage object's closing brace
+ * (where the cost is written: docs/api.md §7); undefined where usageFromEnd declines.
+ */
+export function usageAtTail(chunks: Uint8Array[]): { value: unknown; close: number } | undefined {
   const tail = lastBytes(chunks, TAIL_WINDOW)
   const key = tail.lastIndexOf(USAGE_KEY)
   if (key === -1) return undefined
@@ -38,8 +46,10 @@ export function usageFromEnd(chunks: Uint8Array[]): unknown {
   if (tail[i] !== OPEN) return undefined
   const end = closingOf(tail, i)
   if (end === -1 || !SCALAR_MEMBERS_TO_END.test(tail.toString('latin1', end + 1))) return undefined
+  let total = 0
+  for (const c of chunks) total += c.byteLength
   try {
-    return JSON.parse(tail.toString('utf8', i, end + 1))
+    return { value: JSON.parse(tail.toString('utf8', i, end + 1)), close: total - tail.byteLength + end }
   } catch {
     return undefined
   }

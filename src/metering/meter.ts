@@ -10,11 +10,13 @@
  * option adds to every other chunk is taken out again.
  * A stream is passed on an event at a time: a partial event waits for its end (at most the event).
  */
-import { usageFromEnd } from './answer-tail'
+import { usageAtTail } from './answer-tail'
+import type { CostWriter } from './cost'
+import { insertionAt, objectEndAt } from './usage-object'
 import { injectedNulls, withoutInjectedNull, withoutSkips } from './injected-usage'
 import { CR, ESCAPE, LF, MESSAGE_START, USAGE_KEY } from './sse-marks'
 import { anthropicUsage, openaiUsage, usageOfAnswer, type ApiKind, type TokenCounts } from './usage'
-import { bytesAt, indexOfBytes } from '../bytes'
+import { asBuffer, bytesAt, indexOfBytes } from '../bytes'
 
 export interface UsageMeter {
   /**
@@ -41,23 +43,40 @@ const enc = new TextEncoder()
 export class JsonMeter implements UsageMeter {
   private chunks: Uint8Array[] = []
   private read: TokenCounts | null = null
-  constructor(private readonly kind: ApiKind) {}
+  /**
+   * `costs`: the answer's usage object gains the call's cost (docs/api.md §7). The answer is then
+   * held to its end (its bytes are kept for the usage anyway, bounded by the response cap) and
+   * passed on whole by flush(), the cost written into it.
+   */
+  constructor(
+    private readonly kind: ApiKind,
+    private readonly costs: CostWriter | null = null,
+  ) {}
 
   push(chunk: Uint8Array): Uint8Array {
     this.chunks.push(chunk)
-    return chunk
+    return this.costs ? EMPTY : chunk
   }
 
   flush(): Uint8Array {
+    const chunks = this.chunks
+    this.chunks = []
     // Read from the answer's end when that is exact (answer-tail.ts), else parsed whole.
-    const fromEnd = usageFromEnd(this.chunks)
+    const fromEnd = usageAtTail(chunks)
+    let whole: Buffer | null = null
     try {
-      this.read = usageOfAnswer(this.kind, fromEnd === undefined ? JSON.parse(Buffer.concat(this.chunks).toString('utf8')) : { usage: fromEnd })
+      if (fromEnd) this.read = usageOfAnswer(this.kind, { usage: fromEnd.value })
+      else this.read = usageOfAnswer(this.kind, JSON.parse((whole = Buffer.concat(chunks)).toString('utf8')))
     } catch {
       this.read = null
     }
-    this.chunks = []
-    return new Uint8Array()
+    if (!this.costs) return EMPTY
+    const body = whole ?? (chunks.length === 1 ? asBuffer(chunks[0]!) : Buffer.concat(chunks))
+    if (!this.read) return body
+    // Where the usage object closes: known from the end, else found by walking the answer's members.
+    const close = fromEnd ? fromEnd.close : objectEndAt(body.toString('latin1'), 0, ['usage'])
+    if (close === -1) return body
+    return spliced(body, close, this.costs(this.read))
   }
 
   usage(): TokenCounts | null {
@@ -111,6 +130,8 @@ export class SseMeter implements UsageMeter {
     private readonly kind: ApiKind,
     /** The proxy added `stream_options.include_usage`: hide what it added from the client. */
     private readonly stripInjected: boolean,
+    /** Each usage object passed on gains the call's cost so far (docs/api.md §7). */
+    private readonly costs: CostWriter | null = null,
   ) {}
 
   push(chunk: Uint8Array): Uint8Array {
@@ -330,7 +351,9 @@ export class SseMeter implements UsageMeter {
     switch (this.kind) {
       case 'chat':
         if (o.usage) this.final = openaiUsage('chat', o.usage)
-        if (!this.stripInjected || !('usage' in o)) return event
+        // A usage the client asked for itself carries the cost; one the proxy asked for goes below.
+        if (!this.stripInjected) return o.usage ? this.costed(event, USAGE_PATH) : event
+        if (!('usage' in o)) return event
         // The usage chunk itself goes; a chunk without choices for another reason (Azure's prompt
         // filter results) reached the client before the option too, only its `usage: null` goes.
         if (isUsageChunk(o)) return null
@@ -340,7 +363,10 @@ export class SseMeter implements UsageMeter {
       case 'responses':
         if (o.type === 'response.completed' || o.type === 'response.incomplete' || o.type === 'response.failed') {
           const r = o.response as Record<string, unknown> | undefined
-          if (r?.usage) this.final = openaiUsage('responses', r.usage)
+          if (r?.usage) {
+            this.final = openaiUsage('responses', r.usage)
+            return this.costed(event, RESPONSE_USAGE_PATH)
+          }
         }
         return event
       case 'messages':
@@ -351,13 +377,58 @@ export class SseMeter implements UsageMeter {
           const merged: Record<string, unknown> = { ...(this.started ?? {}) }
           for (const [k, v] of Object.entries(o.usage as Record<string, unknown>)) if (typeof v === 'number') merged[k] = v
           this.final = anthropicUsage(merged)
+          // The cost of the whole usage so far: message_start's input with this delta's output.
+          return this.costed(event, USAGE_PATH)
         }
         return event
       default:
         return event
     }
   }
+
+  /**
+   * The event with the call's cost written into its usage object at `path` of its data (the usage
+   * just read), every other character as it came; the event itself where there is none to write.
+   */
+  private costed(event: string, path: readonly string[]): string {
+    if (!this.costs || !this.final) return event
+    // The data's characters, each with its offset in the event (data lines joined by '\n', as inspect reads them).
+    let data = ''
+    const offsets: number[] = []
+    for (let pos = 0; pos < event.length; ) {
+      LINE_END_FROM.lastIndex = pos
+      const m = LINE_END_FROM.exec(event)
+      const end = m ? m.index : event.length
+      const line = event.slice(pos, end)
+      if (line.startsWith('data:')) {
+        const text = line.slice(5).trimStart()
+        if (offsets.length) data += '\n'
+        offsets.push(end - text.length - data.length)
+        data += text
+      }
+      pos = m ? end + m[0].length : end
+    }
+    const close = objectEndAt(data, 0, path)
+    if (close === -1) return event
+    const { at, text } = insertionAt(data, close, this.costs(this.final))
+    // The members go where data[at] sits, on that character's own line.
+    const lineOf = dataLineAt(data, at)
+    const where = at + offsets[lineOf]!
+    return event.slice(0, where) + text + event.slice(where)
+  }
 }
+
+/** The index of the data line (0: the first) that the data's character at `at` lies on (or ends). */
+function dataLineAt(data: string, at: number): number {
+  let line = 0
+  for (let i = data.indexOf('\n'); i !== -1 && i < at; i = data.indexOf('\n', i + 1)) line++
+  return line
+}
+
+const USAGE_PATH = ['usage'] as const
+const RESPONSE_USAGE_PATH = ['response', 'usage'] as const
+/** A line end (SSE's three), searched from `lastIndex`. */
+const LINE_END_FROM = /\r\n|\r|\n/g
 
 /**
  * Whether the event c[from, end) is one notePreamble would find to be output of an OpenAI chat
@@ -469,6 +540,19 @@ export function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out
 }
 
-export function meterFor(kind: ApiKind, stream: boolean, stripInjected: boolean): UsageMeter {
-  return stream ? new SseMeter(kind, stripInjected) : new JsonMeter(kind)
+/**
+ * The body with `members` written into the usage object whose closing brace is at `close`, after
+ * its last member (as insertionAt places them in a text): everything else as it came.
+ */
+function spliced(body: Buffer, close: number, members: string): Buffer {
+  let at = close
+  while (at > 0 && isSpaceByte(body[at - 1]!)) at--
+  const text = body[at - 1] === 0x7b ? members : `,${members}`
+  return Buffer.concat([body.subarray(0, at), Buffer.from(text, 'latin1'), body.subarray(at)])
+}
+const isSpaceByte = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09
+
+/** `costs`: every usage object passed on to the client gains the call's cost (docs/api.md §7). */
+export function meterFor(kind: ApiKind, stream: boolean, stripInjected: boolean, costs: CostWriter | null = null): UsageMeter {
+  return stream ? new SseMeter(kind, stripInjected, costs) : new JsonMeter(kind, costs)
 }

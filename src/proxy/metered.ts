@@ -11,6 +11,7 @@ import { ApiError } from '../errors'
 import { readText } from '../edge/body'
 import type { DebitMetering } from '../lua/debit'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
+import { costWriter } from '../metering/cost'
 import { meterFor, type UsageMeter } from '../metering/meter'
 import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, type MeteredUsage } from '../metering/usage'
@@ -52,10 +53,15 @@ export function debitMetering(r: MeteredRequest, feePct?: number): DebitMetering
   }
 }
 
-/** What goes upstream once the debit answered, and the meter that reads the answer's usage. */
-export function meteredForward(m: MeteredProxyRequest, clampTo: number | null): { body: string; meter: UsageMeter } {
+/**
+ * What goes upstream once the debit answered, and the meter that reads the answer's usage and
+ * writes the call's cost into each usage object the client gets (docs/api.md §7), at the prices
+ * the debit reserved at: the settle's.
+ */
+export function meteredForward(m: MeteredProxyRequest, clampTo: number | null, creditsPerUsd: number): { body: string; meter: UsageMeter } {
   const injectUsage = needsUsageChunk(m.req)
-  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage }), meter: meterFor(m.req.kind, m.req.stream, injectUsage) }
+  const costs = costWriter(debitMetering(m.req), creditsPerUsd)
+  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage }), meter: meterFor(m.req.kind, m.req.stream, injectUsage, costs) }
 }
 
 const NO_TOKENS = { input: 0, cached: 0, output: 0 }

@@ -96,7 +96,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
-  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null) : null
+  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD) : null
   const meter: UsageMeter | null = forward?.meter ?? null
   const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
   const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
@@ -204,6 +204,8 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     },
     decoders.length > 0,
   )
+  // A metered answer's usage gains the cost (docs/api.md §7): the provider's length is no longer the body's.
+  if (meter) headers.delete('content-length')
   if (!res.body) {
     void settle(answered).catch((e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
     return new Response(null, { status: res.status, headers })
