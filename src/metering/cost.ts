@@ -48,4 +48,11 @@ function creditsText(micro: number): string {
 /** Writes a call's cost into the usage objects a meter passes on: the members for the counts read. */
 export type CostWriter = (t: TokenCounts) => string
 
-export const costWriter = (p: TokenPrices, creditsPerUsd: number): CostWriter => (t) => costMembers(exactCostMicro(t, p), creditsPerUsd)
+/**
+ * `feePct`: on the owner's lane the call costs the route's fee percent of the token cost (settle-n
+ * charges from cost × pct / 100, docs/api.md §12); absent on the house lane.
+ */
+export const costWriter =
+  (p: TokenPrices, creditsPerUsd: number, feePct?: number): CostWriter =>
+  (t) =>
+    costMembers(feePct === undefined ? exactCostMicro(t, p) : (exactCostMicro(t, p) * feePct) / 100, creditsPerUsd)

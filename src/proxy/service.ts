@@ -72,7 +72,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { call } = opened
   const apiKey = pre ? pre.lane.key : await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
   try {
-    return await relayDebited(s, request, { target, apiKey, call, metered })
+    return await relayDebited(s, request, { target, apiKey, call, metered, feePct })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
@@ -86,17 +86,19 @@ interface Debited {
   target: ProxyTarget
   apiKey: string
   call: DebitedCall
-  /** A metered request, its body already read (CONTRACT §7). */
+  /** A metered request, its body already read (docs/api.md §7). */
   metered: MeteredProxyRequest | null
+  /** The owner's lane's fee percent of a metered call's cost; undefined on the house lane. */
+  feePct: number | undefined
 }
 
 /** Forwards a debited request and settles it by the shared outcome table (ledger/paid-call). */
 async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
-  const { target, apiKey, call, metered } = x
+  const { target, apiKey, call, metered, feePct } = x
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
-  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD) : null
+  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD, feePct) : null
   const meter: UsageMeter | null = forward?.meter ?? null
   const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
   const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
