@@ -51,9 +51,10 @@ export function debitMetering(r: MeteredRequest): DebitMetering {
 }
 
 /** What goes upstream once the debit answered, and the meter that reads the answer's usage. */
-export function meteredForward(m: MeteredProxyRequest, clampTo: number | null): { body: string; meter: UsageMeter } {
+/** `endUser`: the house lane's end-user id, written into the body (docs/api.md §12); null on the owner's lane. */
+export function meteredForward(m: MeteredProxyRequest, clampTo: number | null, endUser: string | null = null): { body: string; meter: UsageMeter } {
   const injectUsage = needsUsageChunk(m.req)
-  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage }), meter: meterFor(m.req.kind, m.req.stream, injectUsage) }
+  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage, endUser }), meter: meterFor(m.req.kind, m.req.stream, injectUsage) }
 }
 
 const NO_TOKENS = { input: 0, cached: 0, output: 0 }

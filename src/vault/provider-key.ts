@@ -35,6 +35,16 @@ export type KeyTarget = { kind: 'capability'; capability: Capability; provider: 
 
 type Source = 'vault_only' | 'vault_first' | 'house_only'
 
+/**
+ * A key and its lane: `house` (the provider's `key_env`) or `owner` (the account's vaulted key).
+ * `vaultDown`: the house key stands in for a vault that did not answer, so the owner's key may exist.
+ */
+export interface LaneKey {
+  key: string
+  lane: 'house' | 'owner'
+  vaultDown: boolean
+}
+
 function sourceOf(t: KeyTarget): Source {
   if (t.kind === 'capability') return t.capability.lane === 'byok' ? 'vault_only' : 'house_only'
   return t.provider.byok ? 'vault_only' : 'vault_first'
@@ -51,13 +61,18 @@ export class ProviderKeys {
   ) {}
 
   async keyFor(t: KeyTarget, accountId: string): Promise<string> {
+    return (await this.laneKeyFor(t, accountId)).key
+  }
+
+  /** The key, and which lane it puts the request on (docs/api.md §12): the house's or the owner's own. */
+  async laneKeyFor(t: KeyTarget, accountId: string): Promise<LaneKey> {
     const { provider } = t
     const source = sourceOf(t)
-    if (source === 'house_only') return this.house(t)
+    if (source === 'house_only') return { key: this.house(t), lane: 'house', vaultDown: false }
     if (source === 'vault_only') {
       const key = await lookupWithin(this.vaulted(), accountId, provider.id, GIVE_UP_AFTER_MS)
       if (key === VAULT_UNAVAILABLE) throw this.vaultDown(provider)
-      if (key) return key
+      if (key) return { key, lane: 'owner', vaultDown: false }
       if (t.kind === 'capability') throw new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
       throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     }
@@ -68,19 +83,20 @@ export class ProviderKeys {
       if (key === VAULT_UNAVAILABLE) {
         if (!provider.houseKey) throw this.vaultDown(provider)
         this.log.warn('vault_unavailable', { provider: provider.id, fallback: 'house_key' })
-        return provider.houseKey
+        return { key: provider.houseKey, lane: 'house', vaultDown: true }
       }
       if (key) {
         this.absent.delete(id)
-        return key
+        return { key, lane: 'owner', vaultDown: false }
       }
       if (this.absent.size >= MAX_ENTRIES) this.absent.delete(this.absent.keys().next().value!)
       this.absent.set(id, performance.now())
     }
-    return this.house(t)
+    return { key: this.house(t), lane: 'house', vaultDown: false }
   }
 
-  private vaultDown(provider: Provider): ApiError {
+  /** VAULT_UNAVAILABLE for a provider whose vault did not answer in time. */
+  vaultDown(provider: Provider): ApiError {
     this.log.warn('vault_unavailable', { provider: provider.id, fallback: 'none' })
     return new ApiError(
       'VAULT_UNAVAILABLE',
