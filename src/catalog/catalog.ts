@@ -209,7 +209,7 @@ function checkHouse(where: string, proxy: ProviderSpec['proxy']): void {
       if (!proxy.paths.some((p) => prefix.startsWith(p) || `${prefix}/`.startsWith(p)))
         throw new CatalogError(`${where}/${field}/${i}: "${entry}" is not under the route's paths (${proxy.paths.join(', ')})`)
     })
-  check('allow', house.allow)
+  check('allow', house.allow ?? [])
   check('owned', house.owned ?? [])
 }
 

@@ -55,7 +55,7 @@ const HouseAllowEntry = T.String({ pattern: '^((GET|POST|PUT|PATCH|DELETE) )?' +
  */
 export const HouseSchema = T.Object(
   {
-    allow: T.Array(HouseAllowEntry, { default: [] }),
+    allow: T.Optional(T.Array(HouseAllowEntry, { default: [] })),
     owned: T.Optional(T.Array(HousePrefix)),
   },
   { additionalProperties: false },

@@ -48,7 +48,7 @@ export function houseOpening(provider: ProxyTarget['provider'], target: Pick<Pro
   const house = provider.proxy.house
   if (!house) return null
   const both = (prefix: string) => under(target.path, prefix) && under(target.decodedPath, prefix)
-  for (const entry of house.allow) {
+  for (const entry of house.allow ?? []) {
     const a = parseAllowEntry(entry)
     if ((a.method === null || a.method === method) && both(a.prefix)) return 'allowed'
   }
@@ -91,7 +91,8 @@ export function endUserId(secret: string, accountId: string): string {
  * Request headers that choose the provider-side account, organisation, project or workspace a key
  * acts in (`OpenAI-Organization`, `OpenAI-Project`, Google's `X-Goog-User-Project`, …): on the house
  * lane the client never picks which of the operator's scopes pays; the catalog's `headers` may pin one.
+ * OpenAI's `OpenAI-Safety-Identifier` header too: the end user on the house lane is the service's to name.
  */
-const SCOPE_HEADER = /(organization|organisation|project|workspace|account|tenant)/i
+const SCOPE_HEADER = /(organization|organisation|project|workspace|account|tenant|safety-identifier)/i
 
 export const isScopeHeader = (name: string): boolean => SCOPE_HEADER.test(name)
