@@ -12,7 +12,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
 import { ApiError } from '../errors'
 import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type MeteredSpec, type ProviderSpec } from './schema'
 import { apiKindOf, type ApiKind } from '../metering/usage'
-import { parseAllowEntry } from '../proxy/house'
+import { parseAllowEntry } from './house-paths'
 
 /** A metered route or capability: its prices and which API it speaks (CONTRACT §7). */
 export interface Metering {

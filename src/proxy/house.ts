@@ -12,31 +12,10 @@ import type { Principal } from '../auth/principal'
 import type { Provider } from '../catalog/catalog'
 import { ApiError } from '../errors'
 import type { ProxyTarget } from './path'
+import { parseAllowEntry, under } from '../catalog/house-paths'
 
 /** Which rule opens a path on the house lane. */
 export type HouseOpening = 'metered' | 'allowed' | 'owned'
-
-/** A `house.allow` entry: a path prefix, optionally scoped to one method (`GET /v1/models`). */
-interface AllowEntry {
-  method: string | null
-  prefix: string
-}
-
-export function parseAllowEntry(entry: string): AllowEntry {
-  const space = entry.indexOf(' ')
-  return space === -1 ? { method: null, prefix: entry } : { method: entry.slice(0, space), prefix: entry.slice(space + 1) }
-}
-
-/**
- * `path` equals `prefix` or lies below it, segment-wise, trailing slashes aside: `/v1/models` covers
- * `/v1/models/` and `/v1/models/x`, never `/v1/modelsx` or `/v1/models;x`. Case-sensitive, so no
- * other capitalisation of an opened path is opened with it.
- */
-export function under(path: string, prefix: string): boolean {
-  const p = prefix.replace(/\/+$/, '')
-  const q = path.replace(/\/+$/, '')
-  return q === p || q.startsWith(p + '/')
-}
 
 /**
  * Which house rule opens this request, or null when the house key must not serve it. The path is
