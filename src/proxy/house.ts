@@ -7,7 +7,6 @@
  * errors: BYOK_REQUIRED (the account could bring its own key), PROXY_UNKNOWN_PROVIDER (context
  *         `house_allow`: what the house key does serve).
  */
-import { createHmac } from 'node:crypto'
 import type { Principal } from '../auth/principal'
 import type { Provider } from '../catalog/catalog'
 import { ApiError } from '../errors'
@@ -56,15 +55,6 @@ export function houseRefusal(provider: Provider, vaultConfigured: boolean): ApiE
  * For now it allows everything.
  */
 export async function houseObjectCheck(_x: { principal: Principal; provider: Provider; target: ProxyTarget; method: string; body: Record<string, unknown> | null }): Promise<void> {}
-
-/**
- * The account's end-user id on the house lane (docs/api.md §12): `pab_` + 32 hex digits of
- * HMAC-SHA256(secret, account id). Stable per account, unlinkable across deployments, and it names
- * no account id to the provider.
- */
-export function endUserId(secret: string, accountId: string): string {
-  return 'pab_' + createHmac('sha256', secret).update(accountId).digest('hex').slice(0, 32)
-}
 
 /**
  * Request headers that choose the provider-side account, organisation, project or workspace a key

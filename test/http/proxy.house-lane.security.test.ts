@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { Catalog, CatalogError, DEFAULT_CATALOG } from '../../src/catalog/catalog'
-import { endUserId } from '../../src/proxy/house'
+import { endUserId } from '../../src/metering/end-user'
 import { createLlmFake, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { eventually, rawRequest } from '../helpers/proxy'
@@ -378,6 +378,13 @@ describe('the end user on the house lane', () => {
     for await (const _ of stream) void _
     expect(lastBody().safety_identifier).toBe(id)
     expect(lastBody().stream_options).toEqual({ include_usage: true })
+  })
+
+  test('a metered capability on the house key (the shipped llm.openai.chat) carries it too', async () => {
+    const a = await t.signup()
+    const r = await t.req('POST', '/v1/call/llm.openai.chat', { token: a.token, body: { model: 'gpt-4o-mini', max_tokens: 16, safety_identifier: 'someone-else', messages: [{ role: 'user', content: 'hi' }] } })
+    expect(r.status).toBe(200)
+    expect(lastBody().safety_identifier).toBe(endUserId(t.s.endUserSecret, a.account_id))
   })
 
   test('Anthropic on a house key: metadata.user_id replaced, the rest of metadata kept', async () => {
