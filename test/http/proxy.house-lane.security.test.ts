@@ -436,3 +436,29 @@ describe('the catalog at start', () => {
     expect(load({ owned: ['/v1/responses'] })).not.toThrow()
   })
 })
+
+describe('a deployment without a vault', () => {
+  let t2: TestApp
+  beforeAll(async () => {
+    t2 = await startTestApp({
+      env: { OPENAI_API_KEY: HOUSE_KEY },
+      catalog: (fakeUrl) => {
+        const c = shipped()
+        c.providers.openai.base_url = fakeUrl
+        return c
+      },
+    })
+  })
+  afterAll(async () => {
+    await t2?.close()
+  })
+
+  test('a closed path → 404 PROXY_UNKNOWN_PROVIDER naming what the house key serves (house_allow); the provider sees nothing', async () => {
+    const a = await t2.signup()
+    const r = await t2.req('POST', '/proxy/openai/v1/images/generations', { token: a.token, body: { prompt: 'a cat' } })
+    expect(r.status).toBe(404)
+    expect(r.body).toMatchObject({ error: 'PROXY_UNKNOWN_PROVIDER', provider: 'openai', house_allow: ['/v1/chat/completions', '/v1/responses', '/v1/embeddings', 'GET /v1/models'] })
+    expect(t2.fake.seen).toHaveLength(0)
+    expect((await t2.req('GET', '/v1/balance', { token: a.token })).body.balance).toBe(a.balance)
+  })
+})
