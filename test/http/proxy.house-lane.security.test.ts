@@ -324,6 +324,27 @@ describe("the owner's lane", () => {
   })
 })
 
+describe('a vault that does not answer', () => {
+  test('a closed path → 503 VAULT_UNAVAILABLE (the owner may hold a key), not BYOK_REQUIRED; an opened one falls back to the house key', async () => {
+    const a = await t.signup()
+    const real = t.s.vaultedKey
+    t.s.vaultedKey = () => new Promise(() => {})
+    try {
+      const seen = t.fake.seen.length
+      const r = await send(a.token, 'POST', '/proxy/openai/v1/images/generations', { prompt: 'a cat' })
+      expect(r.status).toBe(503)
+      expect(r.body.error).toBe('VAULT_UNAVAILABLE')
+      expect(t.fake.seen.length).toBe(seen)
+      const open = await send(a.token, 'GET', '/proxy/openai/v1/models')
+      expect(open.status).toBe(200)
+      expect(t.fake.seen.at(-1)!.headers.authorization).toBe(`Bearer ${HOUSE_KEY}`)
+    } finally {
+      t.s.vaultedKey = real
+    }
+    expect(await balance(a.token)).toBe(a.balance)
+  })
+})
+
 describe('scope headers on the house lane', () => {
   test("the client's organisation, project and safety-identifier headers never reach the provider; the operator's pinned project does", async () => {
     const a = await t.signup()
