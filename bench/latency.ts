@@ -60,7 +60,7 @@ const KEPT = 0.98
 /** The bench catalog with its provider also open as a proxy route at the paid call's price. */
 function catalog(upstreamUrl: string) {
   const c = benchCatalog(upstreamUrl)
-  return { ...c, providers: { benchsearch: { ...c.providers.benchsearch, proxy: { price: BENCH_PRICE, paths: ['/'] } } } }
+  return { ...c, providers: { benchsearch: { ...c.providers.benchsearch, proxy: { price: BENCH_PRICE, paths: ['/'], house: { allow: ['/'] } } } } }
 }
 
 interface Row {

@@ -151,7 +151,7 @@ async function main() {
   for (const [c, port] of [[upstream, ports.up], [pass, ports.pass], [floor, ports.floor], [pkNode, ports.pkNode], [pkBun, ports.pkBun]] as const)
     await waitHttp(`http://127.0.0.1:${port}/`, c)
 
-  const flat = { base_url: up, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'] } }
+  const flat = { base_url: up, key_env: 'BENCH_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'], house: { allow: ['/v1/'] } } }
   const service = await startService({
     port: ports.svc,
     upstreamUrl: up,

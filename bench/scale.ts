@@ -53,7 +53,7 @@ const PERSISTENCE_RUNS = [
 /** The bench catalog, with the same provider also open as a proxy route at the paid call's price. */
 function catalog(upstreamUrl: string) {
   const c = benchCatalog(upstreamUrl)
-  return { ...c, providers: { benchsearch: { ...c.providers.benchsearch, proxy: { price: BENCH_PRICE, paths: ['/'] } } } }
+  return { ...c, providers: { benchsearch: { ...c.providers.benchsearch, proxy: { price: BENCH_PRICE, paths: ['/'], house: { allow: ['/'] } } } } }
 }
 
 const children: Child[] = []

@@ -47,6 +47,12 @@ export const ConfigSchema = T.Object({
    * and runs `vault:rotate` after, with no moment where vaulted keys cannot be read.
    */
   VAULT_PREVIOUS_MASTER_KEY: T.Optional(T.String()),
+  /**
+   * Key of the end-user id the house lane of the proxy sends to the provider (docs/house-lane.md):
+   * `pab_` + HMAC-SHA256(this, account id). Unset → one is generated on first start and kept in
+   * Redis (shared by every instance); set it to keep the ids across a Redis rebuilt from Postgres.
+   */
+  END_USER_ID_SECRET: T.Optional(T.String({ minLength: 32 })),
   /** `sandbox` (development only) or `stripe`. @default sandbox */
   PAYMENTS: T.Union([T.Literal('sandbox'), T.Literal('stripe')], { default: 'sandbox' }),
   /**
@@ -139,7 +145,7 @@ export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }
 export class ConfigError extends Error {}
 
 /** Settings whose value is a secret: a refusal names them, never quotes them (stderr is a log). */
-const SECRET_SETTINGS = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN', 'VAULT_MASTER_KEY', 'VAULT_PREVIOUS_MASTER_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'])
+const SECRET_SETTINGS = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN', 'END_USER_ID_SECRET', 'VAULT_MASTER_KEY', 'VAULT_PREVIOUS_MASTER_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'])
 
 /** A URL as it may be printed: its password (REDIS_URL, DATABASE_URL, SMTP_URL may carry one) hidden. */
 export function withoutPassword(url: string): string {

@@ -69,7 +69,8 @@ export const ERRORS = {
   },
   BYOK_REQUIRED: {
     status: 402,
-    message: 'This capability needs your own {provider} key. Request a one-time vault link with POST /v1/keys/link and give it to the key owner.',
+    message:
+      'This capability or proxy path needs your own {provider} key (the house key serves only priced or opened paths, listed in /llms-full.txt). Request a one-time vault link with POST /v1/keys/link and give it to the key owner.',
     context: ['provider', 'link_via'],
   },
   VAULT_KEY_MISSING: {
@@ -112,8 +113,8 @@ export const ERRORS = {
   },
   PROXY_UNKNOWN_PROVIDER: {
     status: 404,
-    message: 'No proxy route for provider "{provider}". Proxy routes are listed in /llms-full.txt.',
-    context: ['provider'],
+    message: 'No proxy route for provider "{provider}" at this path (on the house key only house_allow is served, when set). Proxy routes are listed in /llms-full.txt.',
+    context: ['provider', 'house_allow'],
   },
   PROXY_BAD_PATH: {
     status: 400,

@@ -34,6 +34,7 @@ import { Health } from './health'
 import { NotConfiguredAlarm } from './alarms/not-configured'
 import { ledgerHealthProbe } from './write-behind/health'
 import { LedgerAvailability } from './recovery/availability'
+import { loadEndUserSecret } from './proxy/end-user-secret'
 
 /**
  * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
@@ -63,6 +64,8 @@ export interface Services {
   /** Raised by every NOT_CONFIGURED answer: the operator signal that answer promises. */
   notConfigured: NotConfiguredAlarm
   vaultedKey: KeyLookup
+  /** The key of the house lane's end-user ids (END_USER_ID_SECRET, else generated once: proxy/end-user-secret.ts). */
+  endUserSecret: string
   /** The card processor (PAYMENTS: sandbox or stripe). */
   payments: PaymentGateway
   mailer: Mailer
@@ -92,6 +95,9 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
   const scripts = loadScripts(redis)
   const ctx: RedisContext = { redis, keys, scripts, clock: opt.clock ?? systemClock, cfg }
   const db = await openDatabase(cfg)
+  // An unpriced path opened on the house key is served to every signup for nothing but the request cap.
+  for (const w of catalog.unpricedHouseOpenings()) log.warn('house_path_unpriced', w)
+  const endUserSecret = await loadEndUserSecret(ctx)
   const health = new Health()
   const ledger = new LedgerAvailability({ ctx, db: db.db, health, log, checkMs: cfg.LEDGER_CHECK_MS })
   ctx.scripts = ledger.gate(scripts)
@@ -150,6 +156,7 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     metrics,
     notConfigured,
     vaultedKey: (accountId, provider) => vault.lookup(accountId, provider),
+    endUserSecret,
     payments,
     mailer,
     refiller,

@@ -15,6 +15,7 @@ import { isRefunded, openPaidCall, outcomeOfAnswer, providerFailure, type CallOu
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
 import type { ProviderKeys } from '../vault/provider-key'
+import { endUserId } from '../metering/end-user'
 import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
@@ -98,7 +99,9 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
   // A body goes to the provider as the caller wrote it (a 64-bit id parsed and serialised again
   // would arrive rounded), the clamp spliced in as the proxy splices it.
-  const json = clampTo !== null && metered ? forwardedBody(input.rawBody, metered, { clampTo, injectUsage: false }) : input.rawBody.trim() === '' ? '{}' : input.rawBody
+  // A metered call on the house key carries the account's end-user id, not the caller's (docs/api.md §12).
+  const endUser = metered && cap.lane === 'house' ? endUserId(s.endUserSecret, principal.accountId) : null
+  const json = metered && (clampTo !== null || endUser) ? forwardedBody(input.rawBody, metered, { clampTo, injectUsage: false, endUser }) : input.rawBody.trim() === '' ? '{}' : input.rawBody
   // A client that sent an Idempotency-Key means to retry what it does not hear: the call runs to its
   // end when the client goes away, and its answer is stored for that retry. Aborted instead, it was
   // charged (client_closed) and its key freed, so the retry was charged a second time.

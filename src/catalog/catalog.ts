@@ -12,6 +12,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv'
 import { ApiError } from '../errors'
 import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type MeteredSpec, type ProviderSpec } from './schema'
 import { apiKindOf, type ApiKind } from './api-kind'
+import { parseAllowEntry } from './house-paths'
 
 /** A metered route or capability: its prices and which API it speaks (CONTRACT §7). */
 export interface Metering {
@@ -55,6 +56,7 @@ export class Catalog {
       })
     }
     for (const [id, spec] of Object.entries(file.providers)) checkPrices(`/providers/${id}/proxy/metered`, spec.proxy?.metered)
+    for (const [id, spec] of Object.entries(file.providers)) checkHouse(`/providers/${id}/proxy/house`, spec.proxy)
     for (const [id, spec] of Object.entries(demo?.providers ?? {})) {
       if (this.providers.has(id)) throw new CatalogError(`/providers/${id}: the id is taken by the built-in demo provider (set DEMO_PROVIDER=off)`)
       // The demo provider is this service itself and takes no key; a marker keeps its house lane live.
@@ -120,6 +122,19 @@ export class Catalog {
     return { spec, kind: apiKindOf(spec.dialect, path) }
   }
 
+  /**
+   * Each proxy route whose `house.allow` opens a path at price 0 on a provider with a house key
+   * variable: served to every signup for nothing but the request cap (docs/house-lane.md).
+   */
+  unpricedHouseOpenings(): { provider: string; allow: string[]; price: 0 }[] {
+    const out: { provider: string; allow: string[]; price: 0 }[] = []
+    for (const p of this.providers.values()) {
+      const allow = p.proxy?.house?.allow ?? []
+      if (p.proxy && p.proxy.price === 0 && !p.byok && p.key_env && allow.length) out.push({ provider: p.id, allow, price: 0 })
+    }
+    return out
+  }
+
   /** The metering of a capability (`metered: true` borrows its provider's proxy prices). */
   meteredCapability(cap: Capability): Metering | null {
     if (!cap.metered) return null
@@ -178,6 +193,24 @@ export class Catalog {
 function checkPrices(where: string, spec: MeteredSpec | undefined): void {
   for (const [model, p] of Object.entries(spec?.models ?? {}))
     if (p.cached_input !== undefined && p.cached_input > p.input) throw new CatalogError(`${where}/models/${model}/cached_input: above input (the reservation bounds input tokens at the input price)`)
+}
+
+/**
+ * A `house` block's prefixes lie under the route's `paths` (else they open nothing) and hold no
+ * spelling the proxy refuses (`//`, `.` or `..` segments): an entry that can never match is a typo.
+ */
+function checkHouse(where: string, proxy: ProviderSpec['proxy']): void {
+  const house = proxy?.house
+  if (!house) return
+  const check = (field: string, entries: string[]) =>
+    entries.forEach((entry, i) => {
+      const prefix = parseAllowEntry(entry).prefix
+      if (prefix.includes('//') || /(^|\/)\.\.?(\/|$)/.test(prefix)) throw new CatalogError(`${where}/${field}/${i}: "${entry}" holds "//" or a dot segment, which the proxy refuses`)
+      if (!proxy.paths.some((p) => prefix.startsWith(p) || `${prefix}/`.startsWith(p)))
+        throw new CatalogError(`${where}/${field}/${i}: "${entry}" is not under the route's paths (${proxy.paths.join(', ')})`)
+    })
+  check('allow', house.allow ?? [])
+  check('owned', house.owned ?? [])
 }
 
 function validFile(name: string, raw: unknown): CatalogFile {

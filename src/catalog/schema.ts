@@ -50,6 +50,25 @@ export const MeteredSchema = T.Object(
   { additionalProperties: false },
 )
 
+/** A path prefix on the house lane: absolute, and free of the spellings the proxy refuses anyway. */
+const HOUSE_PATH = '/[^%;?#\\\\\\s]*$'
+const HousePrefix = T.String({ pattern: '^' + HOUSE_PATH, maxLength: 512 })
+/** An `allow` entry: a prefix, or a method and a prefix (`GET /v1/models`: reads only). */
+const HouseAllowEntry = T.String({ pattern: '^((GET|POST|PUT|PATCH|DELETE) )?' + HOUSE_PATH, maxLength: 520 })
+
+/**
+ * What a proxy route serves on the house key besides its metered routes (docs/house-lane.md):
+ * closed by default. `allow`: path prefixes forwarded at the route's flat price; `owned`: prefixes
+ * whose objects are the account's that made them (docs/api.md §12).
+ */
+export const HouseSchema = T.Object(
+  {
+    allow: T.Optional(T.Array(HouseAllowEntry, { default: [] })),
+    owned: T.Optional(T.Array(HousePrefix)),
+  },
+  { additionalProperties: false },
+)
+
 export const ProviderSchema = T.Object(
   {
     base_url: T.String({ pattern: '^https?://[^/]+' }),
@@ -59,7 +78,12 @@ export const ProviderSchema = T.Object(
     headers: T.Optional(T.Record(T.String(), T.String())),
     byok: T.Optional(T.Boolean()),
     proxy: T.Optional(
-      T.Object({ price: T.Integer({ minimum: 0 }), paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }), metered: T.Optional(MeteredSchema) }),
+      T.Object({
+        price: T.Integer({ minimum: 0 }),
+        paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }),
+        metered: T.Optional(MeteredSchema),
+        house: T.Optional(HouseSchema),
+      }),
     ),
   },
   { additionalProperties: false },
@@ -96,3 +120,4 @@ export type CapabilitySpec = Static<typeof CapabilitySchema>
 export type CatalogFile = Static<typeof CatalogFileSchema>
 export type ModelPrice = Static<typeof ModelPriceSchema>
 export type MeteredSpec = Static<typeof MeteredSchema>
+export type HouseSpec = Static<typeof HouseSchema>

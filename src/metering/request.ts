@@ -143,26 +143,42 @@ export function needsUsageChunk(r: MeteredRequest): boolean {
   return !(opts && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true)
 }
 
-/** The body to forward: the raw one unless a clamped ceiling or the usage request must be added. */
-export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: number | null; injectUsage: boolean }): string {
-  if (o.clampTo === null && !o.injectUsage) return raw
-  const clamp = o.clampTo !== null && r.ceilingField !== null
+/**
+ * The end-user members a house-lane body carries (docs/api.md §12), replacing the client's: OpenAI's
+ * `safety_identifier` (and `user`, its older name, when the client set it), `user` on embeddings
+ * (its only field), Anthropic's `metadata.user_id` (the rest of `metadata` kept).
+ */
+function endUserMembers(r: MeteredRequest, id: string): [string, string][] {
+  const value = JSON.stringify(id)
+  if (r.kind === 'embeddings') return [['user', value]]
+  if (r.kind === 'messages') {
+    const meta = r.body.metadata
+    const kept = meta && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {}
+    return [['metadata', JSON.stringify({ ...kept, user_id: id })]]
+  }
+  return [['safety_identifier', value], ...(Object.hasOwn(r.body, 'user') ? [['user', value] as [string, string]] : [])]
+}
+
+/**
+ * The body to forward: the raw one unless a clamped ceiling, the usage request or the house lane's
+ * end-user id (`endUser`) must be written in.
+ */
+export function forwardedBody(raw: string, r: MeteredRequest, o: { clampTo: number | null; injectUsage: boolean; endUser?: string | null }): string {
+  // Top-level members to set, each with its JSON text.
+  const set: [string, string][] = []
+  if (o.clampTo !== null && r.ceilingField !== null) set.push([r.ceilingField, String(o.clampTo)])
+  if (o.injectUsage) set.push(['stream_options', JSON.stringify({ ...(r.body.stream_options as object | undefined), include_usage: true })])
+  if (o.endUser) set.push(...endUserMembers(r, o.endUser))
+  if (set.length === 0) return raw
   // Fields the body lacks are spliced in after its opening brace: no second serialisation of the
   // whole body (a JSON object's members have no order). A field it has is replaced by re-serialising.
-  if ((!clamp || !Object.hasOwn(r.body, r.ceilingField!)) && (!o.injectUsage || !Object.hasOwn(r.body, 'stream_options'))) {
-    const add: string[] = []
-    if (clamp) add.push(`${JSON.stringify(r.ceilingField)}:${o.clampTo}`)
-    if (o.injectUsage) add.push('"stream_options":{"include_usage":true}')
-    return withMembersAdded(raw, add)
-  }
+  if (set.every(([k]) => !Object.hasOwn(r.body, k))) return withMembersAdded(raw, set.map(([k, v]) => `${JSON.stringify(k)}:${v}`))
   const b: Record<string, unknown> = { ...r.body }
-  if (o.clampTo !== null && r.ceilingField) b[r.ceilingField] = o.clampTo
-  if (o.injectUsage) b.stream_options = { ...(b.stream_options as object | undefined), include_usage: true }
+  for (const [k, v] of set) b[k] = JSON.parse(v)
   // A field it has gets its value replaced in the text, the rest kept as the client wrote it (a
   // 64-bit seed serialised again would be rounded); kept only if it parses to the intended body.
   let text: string | null = raw
-  if (clamp) text = withValue(text, r.ceilingField!, String(o.clampTo))
-  if (o.injectUsage && text !== null) text = withValue(text, 'stream_options', JSON.stringify(b.stream_options))
+  for (const [k, v] of set) if (text !== null) text = withValue(text, k, v)
   return text !== null && parsesTo(text, b) ? text : JSON.stringify(b)
 }
 

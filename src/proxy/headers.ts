@@ -8,6 +8,7 @@
  */
 import { authHeaders } from '../upstream/call'
 import type { Provider } from '../catalog/catalog'
+import { isScopeHeader } from './house'
 import { keySpellings, maskSpellings } from '../upstream/scrub'
 
 const HOP_BY_HOP = [
@@ -58,12 +59,14 @@ function connectionTokens(value: string | null): Set<string> {
   return new Set(value.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean))
 }
 
-export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string): Headers {
+/** `lane`: on the house key the client's scope headers are dropped (docs/api.md §12); the catalog's `headers` may pin them. */
+export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string, lane: 'house' | 'owner' = 'house'): Headers {
   const out = new Headers()
   const named = connectionTokens(incoming.get('connection'))
   const authHeader = provider.auth.header.toLowerCase()
   incoming.forEach((value, name) => {
     if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
+    if (lane === 'house' && isScopeHeader(name)) return
     out.set(name, value)
   })
   for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {

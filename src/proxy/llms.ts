@@ -22,6 +22,28 @@ function cost(p: Provider, cfg: Config): string {
   return `${price} credits per request ($${(price / cfg.CREDITS_PER_USD).toFixed(3)}), flat, debited before forwarding`
 }
 
+/**
+ * What the house key serves on a route (docs/api.md §12): its metered paths, the prefixes opened by
+ * `house.allow` and those under `house.owned`; everything else needs the caller's own key.
+ */
+function houseLines(p: Provider, cfg: Config): string[] {
+  if (p.byok || !p.key_env) return []
+  const px = p.proxy!
+  const code = (xs: string[]) => xs.map((x) => `\`${x}\``).join(', ')
+  const metered = px.metered?.routes ?? []
+  const allow = px.house?.allow ?? []
+  const owned = px.house?.owned ?? []
+  const refused = cfg.VAULT_MASTER_KEY !== undefined ? 'BYOK_REQUIRED (402): link your own key with POST /v1/keys/link, which serves every allowed path prefix' : 'PROXY_UNKNOWN_PROVIDER (404, with house_allow)'
+  return [
+    '- On the house key (no vaulted key of yours) this route serves only:',
+    ...(metered.length ? [`  - metered paths, charged by the tokens used (below): ${code(metered)}`] : []),
+    ...(allow.length ? [`  - opened paths, at the cost above: ${code(allow)} (a leading method limits an entry to that method)`] : []),
+    ...(owned.length ? [`  - your own objects (ones this account created through the house key) under: ${code(owned)}`] : []),
+    `  - everything else needs your own key: ${refused}. Nothing is sent to the provider and nothing is charged.`,
+    "- On the house key the provider account, organisation and project are the operator's: scope headers you send (OpenAI-Organization, OpenAI-Project, …) are dropped, and metered requests carry this account's end-user id (OpenAI `safety_identifier`, embeddings `user`, Anthropic `metadata.user_id`) in place of yours.",
+  ]
+}
+
 /** A metered route's models and prices (CONTRACT §7): what a request reserves and is charged. */
 function meteredLines(p: Provider, cfg: Config): string[] {
   const m = p.proxy!.metered
@@ -85,6 +107,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
       `- Allowed path prefixes: ${p.proxy!.paths.map((x) => `\`${x}\``).join(', ')}`,
       `- Cost: ${cost(p, cfg)}`,
       `- Provider key: ${keyStyle(p)}`,
+      ...houseLines(p, cfg),
       `- Injected as: \`${p.auth.header}: ${p.auth.scheme ? `${p.auth.scheme} ` : ''}<key>\`${p.headers ? `; plus, if you do not send them: ${Object.keys(p.headers).map((h) => `\`${h}\``).join(', ')}` : ''}`,
       `- Allowlist pattern: \`proxy:${p.id}\``,
       `- Example: curl ${base}/proxy/${p.id}${p.proxy!.paths[0]}… -H "Authorization: Bearer $TOKEN"`,

@@ -57,11 +57,18 @@ export function debitMetering(r: MeteredRequest, feePct?: number): DebitMetering
  * What goes upstream once the debit answered, and the meter that reads the answer's usage and
  * writes the call's cost into each usage object the client gets (docs/api.md §7), at the prices
  * the debit reserved at and, on the owner's lane, the route's fee percent of it: the settle's.
+ * `lane.endUser`: the house lane's end-user id, written into the body (docs/api.md §12); null on
+ * the owner's lane, whose `feePct` prices it.
  */
-export function meteredForward(m: MeteredProxyRequest, clampTo: number | null, creditsPerUsd: number, feePct?: number): { body: string; meter: UsageMeter } {
+export function meteredForward(
+  m: MeteredProxyRequest,
+  clampTo: number | null,
+  creditsPerUsd: number,
+  lane: { endUser: string | null; feePct?: number },
+): { body: string; meter: UsageMeter } {
   const injectUsage = needsUsageChunk(m.req)
-  const costs = costWriter(debitMetering(m.req), creditsPerUsd, feePct)
-  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage }), meter: meterFor(m.req.kind, m.req.stream, injectUsage, costs) }
+  const costs = costWriter(debitMetering(m.req), creditsPerUsd, lane.feePct)
+  return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage, endUser: lane.endUser }), meter: meterFor(m.req.kind, m.req.stream, injectUsage, costs) }
 }
 
 const NO_TOKENS = { input: 0, cached: 0, output: 0 }

@@ -16,7 +16,10 @@ import { ApiError } from '../errors'
 import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { decodeBody, decodersFor } from '../upstream/content-encoding'
-import type { ProviderKeys } from '../vault/provider-key'
+import type { LaneKey, ProviderKeys } from '../vault/provider-key'
+import { under } from '../catalog/house-paths'
+import { endUserId } from '../metering/end-user'
+import { houseObjectCheck, houseOpening, houseRefusal } from './house'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
@@ -26,7 +29,6 @@ import { meteredRelay } from './metered-relay'
 import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
 import { KeyScrubber } from '../upstream/scrub'
-import { resolveLane } from './lane'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -48,18 +50,28 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
 
-  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any
-  // debit. Its lane prices it (docs/api.md §12), so its key is read before the debit too.
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
-  const pre = metering
-    ? await refusalAfterAdmission(s, principal, async () => ({
-        metered: await readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES),
-        lane: await resolveLane(keys, provider, principal.accountId),
-      }))
-    : null
-  const metered = pre?.metered ?? null
-  // The owner's lane is billed by the provider: it pays the route's fee percent of the cost.
-  const feePct = pre?.lane.lane === 'owner' ? (metering!.spec.byok_fee_pct ?? 0) : undefined
+  // The lane decides what may pass, so the key is looked up before the debit (docs/api.md §12). A
+  // byok provider is always the owner's lane; its lookup, and any lookup's failure, wait for the
+  // debit as before, so that the failure is answered after the checks the debit makes, refunded.
+  const looked = provider.byok ? null : await settled(keys.laneKeyFor({ kind: 'proxy', provider }, principal.accountId))
+  const house = looked !== null && 'value' in looked && looked.value.lane === 'house'
+  const opening = house ? houseOpening(provider, target, request.method, metering !== null) : null
+  if (house && opening === null)
+    await refusalAfterAdmission(s, principal, () => {
+      // A vault that did not answer may hold the owner's key: the path is not refused for want of one.
+      throw looked.value.vaultDown ? keys.vaultDown(provider) : houseRefusal(provider, s.cfg.VAULT_MASTER_KEY !== undefined)
+    })
+
+  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
+  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES)) : null
+  if (house && opening !== null && provider.proxy.house?.owned?.some((p) => under(target.decodedPath, p)))
+    await refusalAfterAdmission(s, principal, () => houseObjectCheck({ principal, provider, target, method: request.method, body: metered?.req.body ?? null }))
+  // The owner's lane is billed by the provider: a metered call pays the route's fee percent of its
+  // cost (docs/api.md §12). A byok provider is always the owner's lane; a failed lookup is answered
+  // after the debit, refunded, so its pricing does not matter.
+  const ownersLane = provider.byok || (looked !== null && 'value' in looked && looked.value.lane === 'owner')
+  const feePct = metering && ownersLane ? (metering.spec.byok_fee_pct ?? 0) : undefined
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
   const opened = await openPaidCall(
@@ -70,9 +82,14 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
-  const apiKey = pre ? pre.lane.key : await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
+  const laneKey = await call.keyOrVoid(async () => {
+    if (looked === null) return keys.laneKeyFor({ kind: 'proxy', provider }, principal.accountId)
+    if ('error' in looked) throw looked.error
+    return looked.value
+  })
+  const endUser = laneKey.lane === 'house' ? endUserId(s.endUserSecret, principal.accountId) : null
   try {
-    return await relayDebited(s, request, { target, apiKey, call, metered, feePct })
+    return await relayDebited(s, request, { target, apiKey: laneKey.key, lane: laneKey.lane, endUser, call, metered, feePct })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
@@ -85,6 +102,10 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
 interface Debited {
   target: ProxyTarget
   apiKey: string
+  /** The house's key or the owner's own (docs/api.md §12): the scope headers and the end-user id follow it. */
+  lane: LaneKey['lane']
+  /** The end-user id the house lane writes into a metered body; null on the owner's lane. */
+  endUser: string | null
   call: DebitedCall
   /** A metered request, its body already read (docs/api.md §7). */
   metered: MeteredProxyRequest | null
@@ -98,7 +119,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
-  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD, feePct) : null
+  const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD, { endUser: x.endUser, feePct }) : null
   const meter: UsageMeter | null = forward?.meter ?? null
   const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
   const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
@@ -141,7 +162,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     return bodyTooLarge(s.cfg.MAX_BODY_BYTES)
   }
   let res: Response
-  const headersUp = upstreamHeaders(request.headers, provider, apiKey)
+  const headersUp = upstreamHeaders(request.headers, provider, apiKey, x.lane)
   // The forwarded body of a metered request may differ from the one received (a clamp, the usage option).
   if (forward) headersUp.delete('content-length')
   if (forward) s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, Buffer.byteLength(forward.body))
@@ -306,6 +327,15 @@ function wholeAnswer(chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter |
   if (!o.apiKey) return passed
   const scrubber = new KeyScrubber(o.apiKey)
   return concat(scrubber.push(passed), scrubber.flush())
+}
+
+/** A promise's outcome as a value: held across the debit without an unhandled rejection. */
+async function settled<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  try {
+    return { value: await p }
+  } catch (error) {
+    return { error }
+  }
 }
 
 /** Our token in `Authorization: Bearer` (OpenAI-style SDKs) or `x-api-key` (Anthropic's SDK). */

@@ -59,6 +59,12 @@ export class Keys {
     return this.tag(shardOfAccount(acct))
   }
 
+  // ---- deployment-wide ----
+  /** The generated key of the house lane's end-user ids (END_USER_ID_SECRET unset; docs/house-lane.md). */
+  endUserSecret(): string {
+    return `${this.prefix}:end-user-secret`
+  }
+
   // ---- per account (one slot) ----
   account(acct: string): string {
     return `${this.acctTag(acct)}:acct:${acct}`

@@ -36,12 +36,13 @@ export type KeyTarget = { kind: 'capability'; capability: Capability; provider: 
 type Source = 'vault_only' | 'vault_first' | 'house_only'
 
 /**
- * A key and its lane (docs/api.md §12): `house` when it is the provider's `key_env` (the operator's
- * provider account pays), `owner` when it is the account's vaulted key (the owner's account pays).
+ * A key and its lane: `house` (the provider's `key_env`) or `owner` (the account's vaulted key).
+ * `vaultDown`: the house key stands in for a vault that did not answer, so the owner's key may exist.
  */
 export interface LaneKey {
-  lane: 'house' | 'owner'
   key: string
+  lane: 'house' | 'owner'
+  vaultDown: boolean
 }
 
 function sourceOf(t: KeyTarget): Source {
@@ -63,15 +64,15 @@ export class ProviderKeys {
     return (await this.laneKeyFor(t, accountId)).key
   }
 
-  /** The key and whose it is: the house's (`key_env`) or the account's own, vaulted one. */
+  /** The key, and which lane it puts the request on (docs/api.md §12): the house's or the owner's own. */
   async laneKeyFor(t: KeyTarget, accountId: string): Promise<LaneKey> {
     const { provider } = t
     const source = sourceOf(t)
-    if (source === 'house_only') return { lane: 'house', key: this.house(t) }
+    if (source === 'house_only') return { key: this.house(t), lane: 'house', vaultDown: false }
     if (source === 'vault_only') {
       const key = await lookupWithin(this.vaulted(), accountId, provider.id, GIVE_UP_AFTER_MS)
       if (key === VAULT_UNAVAILABLE) throw this.vaultDown(provider)
-      if (key) return { lane: 'owner', key }
+      if (key) return { key, lane: 'owner', vaultDown: false }
       if (t.kind === 'capability') throw new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
       throw new ApiError('VAULT_KEY_MISSING', { provider: provider.id, link_via: 'POST /v1/keys/link' })
     }
@@ -82,19 +83,20 @@ export class ProviderKeys {
       if (key === VAULT_UNAVAILABLE) {
         if (!provider.houseKey) throw this.vaultDown(provider)
         this.log.warn('vault_unavailable', { provider: provider.id, fallback: 'house_key' })
-        return { lane: 'house', key: provider.houseKey }
+        return { key: provider.houseKey, lane: 'house', vaultDown: true }
       }
       if (key) {
         this.absent.delete(id)
-        return { lane: 'owner', key }
+        return { key, lane: 'owner', vaultDown: false }
       }
       if (this.absent.size >= MAX_ENTRIES) this.absent.delete(this.absent.keys().next().value!)
       this.absent.set(id, performance.now())
     }
-    return { lane: 'house', key: this.house(t) }
+    return { key: this.house(t), lane: 'house', vaultDown: false }
   }
 
-  private vaultDown(provider: Provider): ApiError {
+  /** VAULT_UNAVAILABLE for a provider whose vault did not answer in time. */
+  vaultDown(provider: Provider): ApiError {
     this.log.warn('vault_unavailable', { provider: provider.id, fallback: 'none' })
     return new ApiError(
       'VAULT_UNAVAILABLE',

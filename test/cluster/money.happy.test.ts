@@ -25,7 +25,7 @@ beforeAll(async () => {
     // A proxy route whose provider refuses connections (port 1), for the proxy's refund.
     catalog: (fakeUrl) => {
       const c = testCatalog(fakeUrl)
-      const dead = { base_url: 'http://127.0.0.1:1', key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'] } }
+      const dead = { base_url: 'http://127.0.0.1:1', key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'], house: { allow: ['/v1/'] } } }
       return { ...c, providers: { ...c.providers, deadproxy: dead } }
     },
   })

@@ -36,7 +36,7 @@ function startResetter(): Promise<Server> {
 function catalog(fakeUrl: string) {
   const c = testCatalog(fakeUrl)
   const auth = { key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' } }
-  const p = (base_url: string) => ({ base_url, ...auth, proxy: { price: 2, paths: ['/'] } })
+  const p = (base_url: string) => ({ base_url, ...auth, proxy: { price: 2, paths: ['/'], house: { allow: ['/'] } } })
   const resetCap = { ...c.capabilities.find((x) => x.slug === 'test.echo')!, slug: 'fault.reset', provider: 'resetter', path: '/any' }
   return {
     providers: { ...c.providers, anypath: p(fakeUrl), deadproxy: p('http://127.0.0.1:1'), resetter: p(resetUrl) },

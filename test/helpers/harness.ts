@@ -58,7 +58,8 @@ export function testCatalog(fakeUrl: string) {
   })
   return {
     providers: {
-      fake: { base_url: fakeUrl, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'] } },
+      // Its flat-priced route is opened on the house key explicitly (the house lane is closed by default: docs/house-lane.md).
+      fake: { base_url: fakeUrl, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'], house: { allow: ['/v1/'] } } },
       fakebyok: { base_url: fakeUrl, auth: { header: 'x-api-key' }, byok: true, proxy: { price: 2, paths: ['/v1/'] } },
       dead: { base_url: 'http://127.0.0.1:1', key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' } },
       nokey: { base_url: fakeUrl, key_env: 'NOKEY_NEVER_SET', auth: { header: 'authorization', scheme: 'Bearer' } },

@@ -7,7 +7,8 @@ export const OPENAI_HOUSE_KEY = 'sk-house-openai-0123456789abcdef'
 export function llmCatalog(fakeUrl: string) {
   return {
     providers: {
-      openai: { base_url: fakeUrl, key_env: 'OPENAI_TEST_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'] } },
+      // Its flat-priced route is opened on the house key explicitly (the house lane is closed by default: docs/house-lane.md).
+      openai: { base_url: fakeUrl, key_env: 'OPENAI_TEST_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 3, paths: ['/v1/'], house: { allow: ['/v1/'] } } },
       anthropic: {
         base_url: fakeUrl,
         auth: { header: 'x-api-key' },

@@ -8,7 +8,7 @@ beforeAll(async () => {
   t = await startTestApp({
     catalog: (url) => {
       const c = llmCatalog(url)
-      return { ...c, providers: { ...c.providers, openai: { ...c.providers.openai, proxy: { price: 0, paths: ['/v1/'] } } } }
+      return { ...c, providers: { ...c.providers, openai: { ...c.providers.openai, proxy: { price: 0, paths: ['/v1/'], house: { allow: ['GET /v1/models'], owned: ['/v1/responses'] } } } } }
     },
     env: { OPENAI_TEST_KEY: OPENAI_HOUSE_KEY, UNPRICED_DAILY_REQUEST_CAP: '1000' },
   })
@@ -33,6 +33,19 @@ describe('GET /llms-full.txt', () => {
     expect(txt).toContain('`x-api-key: <token>`')
     expect(txt).toContain('Allowlist pattern: `proxy:openai`')
     expect(txt).not.toContain(OPENAI_HOUSE_KEY)
+  })
+
+  test('says what the house key serves on each route and that everything else needs your own key', async () => {
+    const txt = (await t.req('GET', '/llms-full.txt')).text
+    const openai = txt.slice(txt.indexOf('### proxy:openai'), txt.indexOf('### proxy:anthropic'))
+    expect(openai).toContain('On the house key (no vaulted key of yours) this route serves only:')
+    expect(openai).toContain('opened paths, at the cost above: `GET /v1/models`')
+    expect(openai).toContain('your own objects (ones this account created through the house key) under: `/v1/responses`')
+    // No vault on this deployment: a closed path is simply not served.
+    expect(openai).toContain('everything else needs your own key: PROXY_UNKNOWN_PROVIDER (404, with house_allow)')
+    expect(openai).toContain('scope headers you send (OpenAI-Organization, OpenAI-Project, …) are dropped')
+    // A byok route has no house lane to describe.
+    expect(txt.slice(txt.indexOf('### proxy:anthropic'))).not.toContain('On the house key')
   })
 
   test('carries copy-paste SDK settings for OpenAI and Anthropic with our token as the api key', async () => {

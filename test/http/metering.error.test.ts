@@ -259,7 +259,7 @@ describe('breaks', () => {
       const ac = new AbortController()
       const pending = chat(a.token, { model: 'gpt-big', max_tokens: 2000, stream: true, messages: [{ role: 'user', content: 'never-sent' }] }, ac.signal).res.catch(() => 'aborted')
       await reached
-      // A metered route's key is read before its debit (its lane prices it: docs/api.md §12).
+      // The lane is read before the debit (docs/api.md §12), so nothing is reserved yet while it is held.
       expect(await balance(a.token)).toBe(500)
       ac.abort()
       expect(await pending).toBe('aborted')

@@ -13,16 +13,17 @@ beforeAll(async () => {
     env: { RATE_LIMIT_PER_TOKEN: '100000', UNPRICED_DAILY_REQUEST_CAP: '2' },
     catalog: (fakeUrl) => {
       const c = testCatalog(fakeUrl)
+      // Each route's paths are opened on the house key explicitly (the house lane is closed by default).
       const p = (extra: Record<string, unknown>) => ({ base_url: fakeUrl, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, ...extra })
       return {
         ...c,
         providers: {
           ...c.providers,
-          pricey: p({ proxy: { price: 600, paths: ['/v1/'] } }),
-          free: p({ proxy: { price: 0, paths: ['/v1/'] } }),
-          nohouse: p({ key_env: 'NEVER_SET_IN_TESTS', proxy: { price: 1, paths: ['/v1/'] } }),
+          pricey: p({ proxy: { price: 600, paths: ['/v1/'], house: { allow: ['/v1/'] } } }),
+          free: p({ proxy: { price: 0, paths: ['/v1/'], house: { allow: ['/v1/'] } } }),
+          nohouse: p({ key_env: 'NEVER_SET_IN_TESTS', proxy: { price: 1, paths: ['/v1/'], house: { allow: ['/v1/'] } } }),
           // Port 1 on loopback: nothing listens, the connection is refused.
-          dead: p({ base_url: 'http://127.0.0.1:1', proxy: { price: 3, paths: ['/v1/'] } }),
+          dead: p({ base_url: 'http://127.0.0.1:1', proxy: { price: 3, paths: ['/v1/'], house: { allow: ['/v1/'] } } }),
         },
       }
     },

@@ -43,14 +43,15 @@ describe('request headers', () => {
       'X-Forwarded-For': '10.0.0.1',
       Forwarded: 'for=10.0.0.1',
       'X-Pab-Internal': 'x',
-      'OpenAI-Organization': 'org-kept',
+      'OpenAI-Organization': 'org-client-picked',
       'Content-Type': 'application/json',
     })
     expect(seen.headers.authorization).toBe(`Bearer ${HOUSE}`)
     for (const h of ['x-api-key', 'cookie', 'x-hop-custom', 'keep-alive', 'proxy-authorization', 'te', 'x-forwarded-for', 'forwarded', 'x-pab-internal'])
       expect(seen.headers[h]).toBeUndefined()
     expect(seen.headers.host).toBe(new URL(t.fake.url).host)
-    expect(seen.headers['openai-organization']).toBe('org-kept')
+    // The house key's scope is the operator's (docs/api.md §12; the owner's lane: proxy.house-lane.security.test.ts).
+    expect(seen.headers['openai-organization']).toBeUndefined()
     expect(seen.headers['accept-encoding']).toBe('identity')
     expect(JSON.stringify(seen)).not.toContain(a.token)
   })

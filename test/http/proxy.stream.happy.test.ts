@@ -60,8 +60,8 @@ beforeAll(async () => {
   t = await startTestApp({
     catalog: () => ({
       providers: {
-        up: { base_url: `http://127.0.0.1:${upstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 1, paths: ['/v1/'] } },
-        whole: { base_url: `http://127.0.0.1:${wholeUpstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 1, paths: ['/v1/'] } },
+        up: { base_url: `http://127.0.0.1:${upstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 1, paths: ['/v1/'], house: { allow: ['/v1/'] } } },
+        whole: { base_url: `http://127.0.0.1:${wholeUpstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: 1, paths: ['/v1/'], house: { allow: ['/v1/'] } } },
       },
       capabilities: [],
     }),

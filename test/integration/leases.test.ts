@@ -38,7 +38,7 @@ beforeAll(async () => {
   t = await startTestApp({
     catalog: () => ({
       providers: {
-        llm: { base_url: `http://127.0.0.1:${upstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'] } },
+        llm: { base_url: `http://127.0.0.1:${upstream.port}`, key_env: 'FAKE_HOUSE_KEY', auth: { header: 'authorization', scheme: 'Bearer' }, proxy: { price: PRICE, paths: ['/v1/'], house: { allow: ['/v1/'] } } },
       },
       capabilities: [],
     }),

@@ -131,7 +131,7 @@ export class DebitedCall {
    * balance (a refused token never reaches the vault). Without one the call settles as `no_key`
    * and the lookup's own error passes on.
    */
-  async keyOrVoid(lookup: () => Promise<string>): Promise<string> {
+  async keyOrVoid<K>(lookup: () => Promise<K>): Promise<K> {
     try {
       return await lookup()
     } catch (e) {
