@@ -42,6 +42,18 @@ export const MeteredSchema = T.Object(
   { additionalProperties: false },
 )
 
+/**
+ * The house lane of a proxy route (docs/house-objects.md): `allow` opens path prefixes on the house key;
+ * `owned` names the prefixes whose objects belong to the account that created them.
+ */
+export const HouseSchema = T.Object(
+  {
+    allow: T.Optional(T.Array(T.String({ pattern: '^/' }))),
+    owned: T.Optional(T.Array(T.String({ pattern: '^/[^?#]*[^/?#]$' }))),
+  },
+  { additionalProperties: false },
+)
+
 export const ProviderSchema = T.Object(
   {
     base_url: T.String({ pattern: '^https?://[^/]+' }),
@@ -51,7 +63,13 @@ export const ProviderSchema = T.Object(
     headers: T.Optional(T.Record(T.String(), T.String())),
     byok: T.Optional(T.Boolean()),
     proxy: T.Optional(
-      T.Object({ price: T.Integer({ minimum: 0 }), paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }), metered: T.Optional(MeteredSchema) }),
+      T.Object({
+        price: T.Integer({ minimum: 0 }),
+        paths: T.Array(T.String({ pattern: '^/' }), { minItems: 1 }),
+        metered: T.Optional(MeteredSchema),
+        /** What the house key serves beyond the metered routes (docs/house-objects.md). */
+        house: T.Optional(HouseSchema),
+      }),
     ),
   },
   { additionalProperties: false },

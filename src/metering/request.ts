@@ -61,7 +61,8 @@ const CEILING_FIELDS: Record<ApiKind, string[]> = {
   embeddings: [],
 }
 
-export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind): MeteredRequest {
+/** A metered request's body, parsed once: the proxy's ownership check reads it too (proxy/house-objects.ts). */
+export function parseMeteredBody(raw: string): Record<string, unknown> {
   let body: unknown
   try {
     body = JSON.parse(raw)
@@ -69,7 +70,11 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     body = null
   }
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON object (a metered route reads its model and output ceiling)' })
-  const b = body as Record<string, unknown>
+  return body as Record<string, unknown>
+}
+
+export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind, parsed?: Record<string, unknown>): MeteredRequest {
+  const b = parsed ?? parseMeteredBody(raw)
   const model = typeof b.model === 'string' ? b.model : ''
   const price = Object.hasOwn(spec.models, model) ? spec.models[model] : undefined
   if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })

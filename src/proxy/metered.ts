@@ -12,7 +12,7 @@ import { readText } from '../edge/body'
 import type { DebitMetering } from '../lua/debit'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { meterFor, type UsageMeter } from '../metering/meter'
-import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, readMeteredRequest, type MeteredRequest } from '../metering/request'
+import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, parseMeteredBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, type MeteredUsage } from '../metering/usage'
 
 export interface MeteredProxyRequest {
@@ -27,11 +27,22 @@ export interface MeteredProxyRequest {
  */
 const LONG_CONTEXT_BETA = /(^|,)\s*context-1m/i
 
-export async function readMeteredProxyRequest(request: Request, m: Metering, maxBodyBytes: number): Promise<MeteredProxyRequest> {
+/**
+ * `checkBody`: a decision on the parsed body taken before the metering reads it (the house lane's
+ * ownership of the objects it names: proxy/house-objects.ts), so that it is parsed once.
+ */
+export async function readMeteredProxyRequest(
+  request: Request,
+  m: Metering,
+  maxBodyBytes: number,
+  checkBody?: (body: Record<string, unknown>, kind: Metering['kind'], raw: string) => Promise<void>,
+): Promise<MeteredProxyRequest> {
   if (m.spec.dialect === 'anthropic' && LONG_CONTEXT_BETA.test(request.headers.get('anthropic-beta') ?? ''))
     throw new ApiError('BAD_REQUEST', { field: 'anthropic-beta', expected: 'no context-1m beta (a metered route holds the standard prices, not the long-context ones)' })
   const raw = await readText(request, maxBodyBytes)
-  return { raw, req: readMeteredRequest(raw, m.spec, m.kind) }
+  const body = parseMeteredBody(raw)
+  if (checkBody) await checkBody(body, m.kind, raw)
+  return { raw, req: readMeteredRequest(raw, m.spec, m.kind, body) }
 }
 
 export function debitMetering(r: MeteredRequest): DebitMetering {

@@ -24,6 +24,8 @@ import { meteredRelay } from './metered-relay'
 import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
 import { KeyScrubber } from './scrub'
+import { recordingAnswerId } from './answer-id'
+import { admitOwned, ownedPrefixOf, type OwnedScope } from './house-objects'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -45,9 +47,12 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
 
+  // On the house lane an owned prefix's objects are the account's: decided before the debit, so a
+  // refusal moves no money and reaches no provider (house-objects.ts).
+  const { owned, apiKey: laneKey } = await refusalAfterAdmission(s, principal, () => houseOwnership(s, keys, request.method, target, principal.accountId))
   // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
-  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES)) : null
+  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES, owned?.checkBody)) : null
   const price = provider.proxy.price
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
   const opened = await openPaidCall(
@@ -58,15 +63,29 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
-  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
+  const apiKey = await call.keyOrVoid(async () => laneKey ?? keys.keyFor({ kind: 'proxy', provider }, principal.accountId))
   try {
-    return await relayDebited(s, request, { target, apiKey, call, metered })
+    return await relayDebited(s, request, { target, apiKey, call, metered, recordId: owned?.record ?? null })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
     call.leaveToSweeper()
     throw e
   }
+}
+
+/**
+ * Which lane an owned prefix's request is on, read before the debit: the key it will go out with
+ * (reused past the debit, so the vault is read once), and on the house lane its ownership scope.
+ * A provider without a house key, or a byok one, has no house lane.
+ */
+async function houseOwnership(s: Services, keys: ProviderKeys, method: string, target: ProxyTarget, accountId: string): Promise<{ owned: OwnedScope | null; apiKey: string | null }> {
+  const { provider } = target
+  const prefix = ownedPrefixOf(provider, target.decodedPath)
+  if (!prefix || !provider.houseKey || provider.byok) return { owned: null, apiKey: null }
+  const apiKey = await keys.keyFor({ kind: 'proxy', provider }, accountId)
+  if (apiKey !== provider.houseKey) return { owned: null, apiKey }
+  return { owned: await admitOwned({ ctx: s.ctx, log: s.log }, { provider, accountId, prefix, method, decodedPath: target.decodedPath }), apiKey }
 }
 
 /** A proxied request past its debit: what the relay needs to forward it and settle it. */
@@ -76,16 +95,22 @@ interface Debited {
   call: DebitedCall
   /** A metered request, its body already read (CONTRACT §7). */
   metered: MeteredProxyRequest | null
+  /** A create on the house lane's owned prefix: told the id its answer carries (house-objects.ts). */
+  recordId: ((objectId: string) => void) | null
 }
 
 /** Forwards a debited request and settles it by the shared outcome table (ledger/paid-call). */
 async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
-  const { target, apiKey, call, metered } = x
+  const { target, apiKey, call, metered, recordId } = x
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
   const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null) : null
-  const meter: UsageMeter | null = forward?.meter ?? null
+  // Only an answer that created something names an object of the account's (an error body has no id of ours).
+  const recordCreated = (id: string) => {
+    if (httpStatus !== null && httpStatus >= 200 && httpStatus < 300) recordId!(id)
+  }
+  const meter: UsageMeter | null = forward && recordId ? recordingAnswerId(forward.meter, metered!.req.stream, recordCreated) : (forward?.meter ?? null)
   const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
   const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
   /**
