@@ -17,7 +17,8 @@ const EVENT_END = /\r?\n\r?\n|\r\r/
 export function recordingAnswerId(meter: UsageMeter, stream: boolean, onId: (id: string) => void): UsageMeter {
   let done = false
   const found = (id: unknown) => {
-    if (done || typeof id !== 'string') return
+    // An empty id (Azure's prompt-filter chunk opens a chat stream with one) is no object's: read on.
+    if (done || typeof id !== 'string' || id === '') return
     done = true
     onId(id)
   }
