@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
+import { responsesFrames } from '../fakes/llm'
 import { createOpenAIStore, type OpenAIStore } from '../fakes/openai-store'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { meteredCatalog } from '../helpers/metering'
@@ -202,6 +203,36 @@ describe('house lane: provider objects are the account’s', () => {
     expect(await t.redis.exists(t.s.ctx.keys.ownedObject(owner.account_id, 'openai', created.id))).toBe(0)
     const seen = t.fake.seen.at(-1)!
     expect(seen.headers.authorization).toBe('Bearer sk-owner-own-openai-key-0123456789')
+  })
+
+  test('a stream cut anywhere, its events ended by CRLF, still has its id recorded from its first event', async () => {
+    const a = await t.signup()
+    const handler = t.fake.handler
+    const id = 'resp_cut7x' + Math.random().toString(36).slice(2, 8)
+    t.fake.handler = () => {
+      const text = responsesFrames('gpt-test', 3, { input: 5, cached: 0, output: 5 })
+        .map((f) => f.replaceAll('resp_fake', id).replaceAll('\n', '\r\n'))
+        .join('')
+      const bytes = new TextEncoder().encode(text)
+      let at = 0
+      return new Response(
+        new ReadableStream({
+          pull(c) {
+            if (at >= bytes.length) return c.close()
+            c.enqueue(bytes.slice(at, (at += 7)))
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      )
+    }
+    try {
+      let created = ''
+      for await (const ev of await openai(a.token).responses.create({ ...ask, stream: true })) if (ev.type === 'response.created') created = ev.response.id
+      expect(created).toBe(id)
+    } finally {
+      t.fake.handler = handler
+    }
+    expect(await t.redis.exists(t.s.ctx.keys.ownedObject(a.account_id, 'openai', id))).toBe(1)
   })
 
   test('the record lives in the account’s slot with a 30-day TTL, and only a 2xx answer is recorded', async () => {
