@@ -175,8 +175,9 @@ export const ERRORS = {
   NOT_FOUND: {
     status: 404,
     message: 'No such {resource} on this account.',
-    // agent_id: the unknown id of a PUT /v1/policies naming several agents.
-    context: ['resource', 'agent_id'],
+    // agent_id: the unknown id of a PUT /v1/policies naming several agents; field: where a proxied
+    // request named a provider object the account does not own (docs/house-objects.md).
+    context: ['resource', 'agent_id', 'field'],
   },
   INTERNAL: {
     status: 500,

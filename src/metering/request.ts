@@ -61,7 +61,8 @@ const CEILING_FIELDS: Record<ApiKind, string[]> = {
   embeddings: [],
 }
 
-export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind): MeteredRequest {
+/** A metered request's body, parsed once: the proxy's ownership check reads it too (proxy/house-objects.ts). */
+export function parseMeteredBody(raw: string): Record<string, unknown> {
   let body: unknown
   try {
     body = JSON.parse(raw)
@@ -69,11 +70,19 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     body = null
   }
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('BAD_REQUEST', { field: 'body', expected: 'a JSON object (a metered route reads its model and output ceiling)' })
-  const b = body as Record<string, unknown>
+  return body as Record<string, unknown>
+}
+
+/**
+ * `heldInput`: the tokens of a `previous_response_id` the account owns, from its record
+ * (proxy/house-objects.ts); only then may a Responses request chain, its input bound grown by them.
+ */
+export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind, parsed?: Record<string, unknown>, heldInput = 0): MeteredRequest {
+  const b = parsed ?? parseMeteredBody(raw)
   const model = typeof b.model === 'string' ? b.model : ''
   const price = Object.hasOwn(spec.models, model) ? spec.models[model] : undefined
   if (!price) throw new ApiError('BAD_REQUEST', { field: 'model', expected: `a model this route prices (listed at ${PRICES_SHOWN_AT})` })
-  const media = refuseUnbounded(b, kind)
+  const media = refuseUnbounded(b, kind, heldInput > 0)
   const tools = kind === 'embeddings' ? 0 : toolsBound(b)
   let ceiling: number | null = kind === 'embeddings' ? 0 : null
   // Chat has two names for the ceiling; a request that sets both is reserved for the larger, since
@@ -93,7 +102,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
     ceiling,
     ceilingField: CEILING_FIELDS[kind][0] ?? null,
     stream: b.stream === true,
-    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * imageBound(price) + tools,
+    inputBound: Buffer.byteLength(raw, 'utf8') + media.images * imageBound(price) + tools + heldInput,
     minOutput: spec.min_output,
     body: b,
   }
@@ -103,7 +112,7 @@ export function readMeteredRequest(raw: string, spec: MeteredSpec, kind: ApiKind
  * Refuses what a metered request can cost that neither its bytes bound nor the catalog prices
  * (docs/metering.md, the reservation); answers the image parts, which the input bound weighs.
  */
-function refuseUnbounded(b: Record<string, unknown>, kind: ApiKind): MediaParts {
+function refuseUnbounded(b: Record<string, unknown>, kind: ApiKind, chainBounded: boolean): MediaParts {
   // The reservation bounds one completion's output: n of them could cost n times it.
   if (kind === 'chat' && b.n !== undefined && b.n !== null && b.n !== 1) throw new ApiError('BAD_REQUEST', { field: 'n', expected: '1 or absent (a metered route reserves one completion; send n requests)' })
   // Only where content lives: a tool's parameter schema may say `"type": "file"` (OpenAPI 2) and mean no file.
@@ -116,7 +125,7 @@ function refuseUnbounded(b: Record<string, unknown>, kind: ApiKind): MediaParts 
   // A predicted output's rejected tokens are billed at the output rate, and OpenAI does not say the
   // ceiling bounds them; the prediction's bytes only weigh in the input bound, at the input rate.
   if (kind === 'chat' && b.prediction !== undefined && b.prediction !== null) throw new ApiError('BAD_REQUEST', { field: 'prediction', expected: 'absent (its rejected tokens are billed as output, and the ceiling a metered route reserves is not known to bound them)' })
-  if (kind === 'responses') refuseStoredInput(b)
+  if (kind === 'responses') refuseStoredInput(b, chainBounded)
   // An assistant turn's `audio` names an earlier audio answer by id: audio input, at the audio rate.
   if (kind === 'chat' && Array.isArray(b.messages) && b.messages.some((m) => m && typeof m === 'object' && (m as Record<string, unknown>).audio != null))
     throw new ApiError('BAD_REQUEST', { field: 'messages', expected: 'no audio in the messages (a metered route prices text and images only)' })
@@ -129,9 +138,9 @@ function refuseUnbounded(b: Record<string, unknown>, kind: ApiKind): MediaParts 
  * background response, which answers before it is generated and carries no usage: the call would
  * settle on an estimate of a few bytes while the provider bills the whole generation later.
  */
-function refuseStoredInput(b: Record<string, unknown>): void {
+function refuseStoredInput(b: Record<string, unknown>, chainBounded: boolean): void {
   for (const field of ['previous_response_id', 'conversation', 'prompt'])
-    if (b[field] !== undefined && b[field] !== null)
+    if (b[field] !== undefined && b[field] !== null && !(field === 'previous_response_id' && chainBounded))
       throw new ApiError('BAD_REQUEST', { field, expected: 'absent: send the whole input in the request (input the provider holds is billed, and nothing in the request bounds it)' })
   if (b.background === true) throw new ApiError('BAD_REQUEST', { field: 'background', expected: 'false or absent (a background response is billed after it answers, past its settle)' })
 }

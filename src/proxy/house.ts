@@ -2,12 +2,11 @@
  * The house lane of the proxy (docs/api.md §12, docs/house-lane.md): the operator's own provider
  * key, shared by every signup, serves only what is priced or explicitly opened. A path is open on
  * it when it is a metered route, lies under `proxy.house.allow`, or lies under `proxy.house.owned`
- * (whose objects are then checked per account by houseObjectCheck). Everything else is refused
+ * (whose objects are then checked per account: house-objects.ts). Everything else is refused
  * before any debit, and no byte of it reaches the provider.
  * errors: BYOK_REQUIRED (the account could bring its own key), PROXY_UNKNOWN_PROVIDER (context
  *         `house_allow`: what the house key does serve).
  */
-import type { Principal } from '../auth/principal'
 import type { Provider } from '../catalog/catalog'
 import { ApiError } from '../errors'
 import type { ProxyTarget } from './path'
@@ -47,14 +46,6 @@ export function houseRefusal(provider: Provider, vaultConfigured: boolean): ApiE
   if (vaultConfigured) return new ApiError('BYOK_REQUIRED', { provider: provider.id, link_via: 'POST /v1/keys/link' })
   return new ApiError('PROXY_UNKNOWN_PROVIDER', { provider: provider.id, house_allow: houseServes(provider) })
 }
-
-/**
- * Where the per-account ownership of provider objects plugs in (docs/api.md §12): called on the
- * house lane, before the debit, for every request under a `house.owned` prefix, with the metered
- * body when one was read. It throws NOT_FOUND (with `field`) for an id the account does not own.
- * For now it allows everything.
- */
-export async function houseObjectCheck(_x: { principal: Principal; provider: Provider; target: ProxyTarget; method: string; body: Record<string, unknown> | null }): Promise<void> {}
 
 /**
  * Request headers that choose the provider-side account, organisation, project or workspace a key

@@ -13,7 +13,7 @@ import type { DebitMetering } from '../lua/debit'
 import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { costWriter } from '../metering/cost'
 import { meterFor, type UsageMeter } from '../metering/meter'
-import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, readMeteredRequest, type MeteredRequest } from '../metering/request'
+import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, parseMeteredBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
 import { estimatedUsage, type MeteredUsage } from '../metering/usage'
 
 export interface MeteredProxyRequest {
@@ -28,11 +28,24 @@ export interface MeteredProxyRequest {
  */
 const LONG_CONTEXT_BETA = /(^|,)\s*context-1m/i
 
-export async function readMeteredProxyRequest(request: Request, m: Metering, maxBodyBytes: number): Promise<MeteredProxyRequest> {
+/**
+ * `checkBody`: a decision on the parsed body taken before the metering reads it (the house lane's
+ * ownership of the objects it names: proxy/house-objects.ts), so that it is parsed once; it
+ * answers the input tokens a chained `previous_response_id` carries, which the input bound adds.
+ */
+export async function readMeteredProxyRequest(
+  request: Request,
+  m: Metering,
+  maxBodyBytes: number,
+  checkBody?: (body: Record<string, unknown>, kind: Metering['kind'], raw: string) => Promise<number>,
+): Promise<MeteredProxyRequest> {
   if (m.spec.dialect === 'anthropic' && LONG_CONTEXT_BETA.test(request.headers.get('anthropic-beta') ?? ''))
     throw new ApiError('BAD_REQUEST', { field: 'anthropic-beta', expected: 'no context-1m beta (a metered route holds the standard prices, not the long-context ones)' })
   const raw = await readText(request, maxBodyBytes)
-  return { raw, req: readMeteredRequest(raw, m.spec, m.kind) }
+  const body = parseMeteredBody(raw)
+  // A chained response's input is held by the provider: what the account's record of it says it carries.
+  const held = checkBody ? await checkBody(body, m.kind, raw) : 0
+  return { raw, req: readMeteredRequest(raw, m.spec, m.kind, body, held) }
 }
 
 /** `feePct`: the owner's lane's percent of the cost (docs/api.md §12); absent on the house lane. */

@@ -17,9 +17,8 @@ import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type 
 import type { Services } from '../services'
 import { decodeBody, decodersFor } from '../upstream/content-encoding'
 import type { LaneKey, ProviderKeys } from '../vault/provider-key'
-import { under } from '../catalog/house-paths'
 import { endUserId } from '../metering/end-user'
-import { houseObjectCheck, houseOpening, houseRefusal } from './house'
+import { houseOpening, houseRefusal } from './house'
 import { downstreamHeaders, upstreamHeaders } from './headers'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
@@ -28,7 +27,10 @@ import { debitMetering, meteredForward, readMeteredProxyRequest, usageAtEnd, typ
 import { meteredRelay } from './metered-relay'
 import { afterFirst } from './read-ahead'
 import { concat, type UsageMeter } from '../metering/meter'
+import type { TokenCounts } from '../metering/usage'
 import { KeyScrubber } from '../upstream/scrub'
+import { recordingAnswerId } from './answer-id'
+import { admitOwned, ownedPrefixOf } from './house-objects'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -63,10 +65,17 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
       throw looked.value.vaultDown ? keys.vaultDown(provider) : houseRefusal(provider, s.cfg.VAULT_MASTER_KEY !== undefined)
     })
 
-  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any debit.
-  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES)) : null
-  if (house && opening !== null && provider.proxy.house?.owned?.some((p) => under(target.decodedPath, p)))
-    await refusalAfterAdmission(s, principal, () => houseObjectCheck({ principal, provider, target, method: request.method, body: metered?.req.body ?? null }))
+  // On the house lane an owned prefix's objects are the account's: decided before the debit, so a
+  // refusal moves no money and reaches no provider (house-objects.ts).
+  const prefix = house ? ownedPrefixOf(provider, target.decodedPath) : null
+  const owned = prefix
+    ? await refusalAfterAdmission(s, principal, () =>
+        admitOwned({ ctx: s.ctx, log: s.log }, { provider, accountId: principal.accountId, prefix, method: request.method, decodedPath: target.decodedPath }),
+      )
+    : null
+  // A metered route reads the body first (model, ceiling): an unpriced model is refused before any
+  // debit, and so is a body naming an object the account does not own.
+  const metered = metering ? await refusalAfterAdmission(s, principal, () => readMeteredProxyRequest(request, metering, s.cfg.MAX_BODY_BYTES, owned?.checkBody)) : null
   // The owner's lane is billed by the provider: a metered call pays the route's fee percent of its
   // cost (docs/api.md §12). A byok provider is always the owner's lane; a failed lookup is answered
   // after the debit, refunded, so its pricing does not matter.
@@ -89,7 +98,7 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   })
   const endUser = laneKey.lane === 'house' ? endUserId(s.endUserSecret, principal.accountId) : null
   try {
-    return await relayDebited(s, request, { target, apiKey: laneKey.key, lane: laneKey.lane, endUser, call, metered, feePct })
+    return await relayDebited(s, request, { target, apiKey: laneKey.key, lane: laneKey.lane, endUser, call, metered, feePct, created: owned?.record && owned.settled ? { record: owned.record, settled: owned.settled } : null })
   } catch (e) {
     // Settled paths released the lease already; an unexpected error leaves the call to the sweeper,
     // which refunds it once the lease lapses, as it would after a crash.
@@ -111,17 +120,34 @@ interface Debited {
   metered: MeteredProxyRequest | null
   /** The owner's lane's fee percent of a metered call's cost; undefined on the house lane. */
   feePct: number | undefined
+  /**
+   * A create on the house lane's owned prefix: told the id its answer carries, then the tokens a
+   * response chained from it carries once its usage is the provider's (house-objects.ts).
+   */
+  created: { record: (objectId: string) => void; settled: (objectId: string, contextTokens: number) => void } | null
 }
 
 /** Forwards a debited request and settles it by the shared outcome table (ledger/paid-call). */
 async function relayDebited(s: Services, request: Request, x: Debited): Promise<Response> {
-  const { target, apiKey, call, metered, feePct } = x
+  const { target, apiKey, call, metered, feePct, created } = x
   const { provider } = target
   const cap = s.cfg.PROXY_MAX_RESPONSE_BYTES
   let httpStatus: number | null = null
   const forward = metered ? meteredForward(metered, call.metered?.clamped ? call.metered.maxOut : null, s.cfg.CREDITS_PER_USD, { endUser: x.endUser, feePct }) : null
-  const meter: UsageMeter | null = forward?.meter ?? null
-  const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => ({ httpStatus, usage: metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined })
+  // Only an answer that created something names an object of the account's (an error body has no id of ours).
+  let createdId: string | null = null
+  const recordCreated = (id: string) => {
+    if (httpStatus === null || httpStatus < 200 || httpStatus >= 300) return
+    createdId = id
+    created!.record(id)
+  }
+  const meter: UsageMeter | null = forward && created ? recordingAnswerId(forward.meter, metered!.req.stream, recordCreated) : (forward?.meter ?? null)
+  const facts = (outcome: CallOutcome, upstreamBytes: number): SettleFacts => {
+    const usage = metered && meter ? usageAtEnd(metered, meter, outcome, upstreamBytes) : undefined
+    // An estimate could under-count what a chained request carries: only the provider's count bounds it.
+    if (createdId && usage?.source === 'provider') created!.settled(createdId, contextTokens(usage.tokens))
+    return { httpStatus, usage }
+  }
   const settle = (outcome: CallOutcome, upstreamBytes = 0) => call.settle(outcome, facts(outcome, upstreamBytes))
   /**
    * How a metered answer that reached its end is settled: the answer ends once the settle is queued
@@ -360,4 +386,9 @@ function countedBody(request: Request, limit: number, count: (bytes: number) => 
     return request.body
   }
   return request.body ? limitedStream(request.body, limit, count, over) : null
+}
+
+/** The tokens a response chained from this one carries as input: all of its own, input and output. */
+function contextTokens(t: TokenCounts): number {
+  return t.input + t.cached + t.output + (t.cache_write ?? 0) + (t.cache_write_1h ?? 0)
 }

@@ -117,6 +117,13 @@ export class Keys {
   idempotency(acct: string, agentId: string | null, key: string | null): string {
     return `${this.acctTag(acct)}:idem:${acct}:${agentId ?? OWNER}:${key ?? ''}`
   }
+  /**
+   * A provider object (a stored response, a stored chat completion) the account created on the
+   * house lane: only its creator's requests may name it (docs/house-objects.md). Lives 30 days.
+   */
+  ownedObject(acct: string, provider: string, objectId: string): string {
+    return `${this.acctTag(acct)}:owned:${acct}:${provider}:${objectId}`
+  }
   recentCalls(acct: string): string {
     return `${this.acctTag(acct)}:calls:${acct}`
   }
