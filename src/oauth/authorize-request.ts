@@ -7,6 +7,7 @@
  * endpoint (RFC 8707); `scope`, when sent, may only ask for `mcp`.
  */
 import type { RedisContext } from '../redis/context'
+import { esc, htmlPage } from '../pages/html'
 import { findClient, type OAuthClient } from './clients'
 import type { OAuthErrorCode } from './errors'
 import { CODE_CHALLENGE } from './pkce'
@@ -68,3 +69,20 @@ export function clientRedirect(redirectUri: string, params: Record<string, strin
 export function errorRedirect(redirectUri: string, issuer: string, error: OAuthErrorCode, description: string, state: string | null): string {
   return clientRedirect(redirectUri, { error, error_description: description, state, iss: issuer })
 }
+
+/** An authorization request that cannot be answered by a redirect: a page, never a redirect. */
+export const refusalPage = (message: string) =>
+  htmlPage(400, 'Authorization refused', `<h1 class="error">This connection request cannot be used</h1><p>${esc(message)}</p><p class="note">Nothing was shared. Go back to the application and connect again.</p>`)
+
+/** RFC 6749's authorization responses are 302 redirects. */
+export function found(location: string): Response {
+  return new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+}
+
+/** The answer to a request that is not OK (its page or its error redirect), or null. */
+export const answerUnlessOk = (c: CheckedRequest): Response | null => (c.kind === 'page' ? refusalPage(c.message) : c.kind === 'redirect' ? found(c.location) : null)
+
+export const protectedResourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource/mcp`
+
+/** The 401 challenge of /mcp (RFC 9728 §5.1): where a client learns how to get a token. */
+export const mcpChallenge = (baseUrl: string) => `Bearer resource_metadata="${protectedResourceMetadataUrl(baseUrl)}", scope="mcp"`

@@ -26,7 +26,7 @@ let context: BrowserContext
 let base: string
 let owner: { token: string; account_id: string }
 let callback: ReturnType<typeof Bun.serve>
-/** What the client's redirect URI received, by state. */
+/** What the client's redirect URI received, in order. */
 const received: URLSearchParams[] = []
 
 beforeAll(async () => {
@@ -39,7 +39,9 @@ beforeAll(async () => {
     hostname: '127.0.0.1',
     port: 0,
     fetch(req) {
-      received.push(new URL(req.url).searchParams)
+      const url = new URL(req.url)
+      // Only the redirect itself (the browser also asks for /favicon.ico).
+      if (url.pathname === '/callback') received.push(url.searchParams)
       return new Response('<p>You can close this window.</p>', { headers: { 'content-type': 'text/html' } })
     },
   })

@@ -10,7 +10,7 @@ import { admittedByTool } from '../../mcp/tool-admission'
 import type { RouteLike } from '../../route-table'
 import type { Principal } from '../../auth/principal'
 import { resolveAccessToken } from '../../oauth/grants'
-import { mcpChallenge } from '../oauth'
+import { mcpChallenge } from '../../oauth/authorize-request'
 
 type Ctx = { bearer: string | undefined; request: Request; server: Parameters<Http['ip']>[1] }
 

@@ -2,28 +2,18 @@
  * OAuth 2.1 for MCP clients that connect by URL alone (docs/api.md §10a, docs/mcp-oauth.md): the
  * service is both the protected resource (/mcp) and its authorization server. Metadata (RFC 9728,
  * RFC 8414), registration (RFC 7591), the authorization endpoint (which sends the person to the
- * consent page, /console/authorize, under the console's session cookie), the token endpoint (code
- * with PKCE, refresh with rotation) and revocation (RFC 7009). The consent's Allow creates a capped
- * agent through the service POST /v1/agents uses (governance/create-agent.ts).
- * errors: OAuth's own (oauth/errors.ts) on /oauth/*; on the consent page the console's.
+ * consent page, /console/authorize in modules/console/authorize.ts, under the console's session cookie), the token endpoint (code
+ * with PKCE, refresh with rotation) and revocation (RFC 7009).
+ * errors: OAuth's own (oauth/errors.ts).
  */
 import { Elysia } from 'elysia'
-import { ApiError } from '../../errors'
 import { http, type Http } from '../../http'
 import { readText } from '../../edge/body'
-import { checkText } from '../../edge/text'
-import { hashToken } from '../../auth/tokens'
-import { createAgentFor } from '../../governance/create-agent'
-import { htmlPage, esc, redirect } from '../../pages/html'
 import type { Services } from '../../services'
-import { claimFormToken, cookieOf, formNonce, formTokens, newSigninToken, readSession, SESSION_COOKIE, signinCookie } from '../../console/session'
-import { consoleErrorPage } from '../console'
-import { signinPage } from '../console/pages/signin'
-import { consentPage, type ConsentValues } from '../console/pages/consent'
 import { MAX_REGISTRATION_BYTES, registerClient } from '../../oauth/clients'
 import { OAuthError } from '../../oauth/errors'
-import { checkAuthorizationRequest, clientRedirect, errorRedirect, mcpResource, type CheckedRequest } from '../../oauth/authorize-request'
-import { issueCode, redeemCode, refreshGrant, revokeToken } from '../../oauth/grants'
+import { answerUnlessOk, checkAuthorizationRequest, found, mcpResource } from '../../oauth/authorize-request'
+import { redeemCode, refreshGrant, revokeToken } from '../../oauth/grants'
 import { CODE_VERIFIER } from '../../oauth/pkce'
 
 /** What the token and revocation endpoints read (application/x-www-form-urlencoded, RFC 6749 §4.1.3). */
@@ -32,14 +22,7 @@ const MAX_FORM_BYTES = 8192
 /** The metadata and the token endpoints are read by browser-based clients too (an MCP inspector). */
 const CORS = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version' }
 
-export const protectedResourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource/mcp`
-
-/** The 401 challenge of /mcp (RFC 9728 §5.1): where a client learns how to get a token. */
-export const mcpChallenge = (baseUrl: string) => `Bearer resource_metadata="${protectedResourceMetadataUrl(baseUrl)}", scope="mcp"`
-
 export const oauthRoutes = (s: Services, h: Http = http(s)) => {
-  const cookie = { secure: s.cfg.BASE_URL.startsWith('https:') }
-
   const resourceMetadata = () =>
     Response.json(
       {
@@ -86,14 +69,6 @@ export const oauthRoutes = (s: Services, h: Http = http(s)) => {
 
   const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' }
 
-  /** An authorization request that cannot be answered by a redirect: a page, never a redirect. */
-  const refusalPage = (message: string) =>
-    htmlPage(400, 'Authorization refused', `<h1 class="error">This connection request cannot be used</h1><p>${esc(message)}</p><p class="note">Nothing was shared. Go back to the application and connect again.</p>`)
-
-  /** The consent page's query: the authorization request as it came. */
-  const checkedFrom = (params: URLSearchParams) => checkAuthorizationRequest(s.ctx, (n) => params.get(n))
-
-  const answerUnlessOk = (c: CheckedRequest): Response | null => (c.kind === 'page' ? refusalPage(c.message) : c.kind === 'redirect' ? found(c.location) : null)
 
   return (
     new Elysia()
@@ -146,7 +121,7 @@ export const oauthRoutes = (s: Services, h: Http = http(s)) => {
         async ({ request, server }) => {
           await h.anonymous(request, server)
           const url = new URL(request.url)
-          const checked = await checkedFrom(url.searchParams)
+          const checked = await checkAuthorizationRequest(s.ctx, (n) => url.searchParams.get(n))
           // The consent page lives under /console, where the console's session cookie is sent.
           return answerUnlessOk(checked) ?? found(`/console/authorize${url.search}`)
         },
@@ -194,100 +169,6 @@ export const oauthRoutes = (s: Services, h: Http = http(s)) => {
       .options('/oauth/token', () => new Response(null, { status: 204, headers: { ...CORS, 'access-control-allow-methods': 'POST' } }), { detail: { hide: true } })
       .options('/oauth/register', () => new Response(null, { status: 204, headers: { ...CORS, 'access-control-allow-methods': 'POST' } }), { detail: { hide: true } })
       .options('/oauth/revoke', () => new Response(null, { status: 204, headers: { ...CORS, 'access-control-allow-methods': 'POST' } }), { detail: { hide: true } })
-      // ---- the consent page (under /console: the session cookie's path) ----
-      .get(
-        '/console/authorize',
-        async ({ request }) => {
-          try {
-            const url = new URL(request.url)
-            const checked = await checkedFrom(url.searchParams)
-            const early = answerUnlessOk(checked)
-            if (early || checked.kind !== 'ok') return early!
-            const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
-            if (!sess) {
-              const csrf = newSigninToken()
-              return signinPage(csrf, { setCookie: signinCookie(csrf, cookie), next: `/console/authorize${url.search}` })
-            }
-            return consentPage(checked.request, formTokens(sess))
-          } catch (e) {
-            if (e instanceof ApiError) return consoleErrorPage(e)
-            throw e
-          }
-        },
-        { detail: { summary: 'HTML: the OAuth consent page (Allow creates a capped agent for the MCP client)' } },
-      )
-      .post(
-        '/console/authorize',
-        async ({ request }) => {
-          try {
-            const form = await readConsentForm(request)
-            const checked = await checkAuthorizationRequest(s.ctx, (n) => form.get(n))
-            const early = answerUnlessOk(checked)
-            if (early || checked.kind !== 'ok') return early!
-            const req = checked.request
-            const sess = await readSession(s.ctx, cookieOf(request, SESSION_COOKIE))
-            if (!sess) return redirect('/console/sign-in')
-            const nonce = formNonce(sess, form.get('csrf') ?? undefined)
-            if (!nonce) throw new ApiError('FORBIDDEN', { role: 'console form that carries its own CSRF token: reload the page and submit again' })
-            if (!(await claimFormToken(s.ctx, sess, nonce)))
-              return consentPage(req, formTokens(sess), { status: 409, flash: { error: 'Already submitted: this form acts once. Go back to the application and connect again if it did not connect.' } })
-            if (form.get('decision') !== 'allow')
-              return redirect(errorRedirect(req.redirectUri, s.cfg.BASE_URL, 'access_denied', 'the owner denied the request', req.state))
-            const values: ConsentValues = Object.fromEntries(['agent_name', 'budget', 'daily_cap', 'allowlist', 'expires_days'].map((k) => [k, form.get(k) ?? '']))
-            try {
-              const budget = wholeNumber(values.budget, 'budget', true)!
-              const days = wholeNumber(values.expires_days, 'expires_days', true)!
-              if (days < 1 || days > 3650) throw new ApiError('BAD_REQUEST', { field: 'expires_days', expected: 'a whole number of days, 1 to 3650' })
-              const allowlist = (values.allowlist ?? '').split('\n').map((l) => l.trim()).filter(Boolean)
-              const agent = await createAgentFor(s.ctx, sess.accountId, {
-                name: (values.agent_name ?? '').trim(),
-                budget,
-                daily_cap: wholeNumber(values.daily_cap, 'daily_cap', false),
-                allowlist: allowlist.length ? allowlist : null,
-                ttl_s: days * 86400,
-              })
-              // Shown in GET /v1/agents and the console: which client this agent is.
-              await s.ctx.redis.hset(s.ctx.keys.agent(sess.accountId, agent.id), 'oauth_client', req.client.client_name)
-              const code = await issueCode(s.ctx, {
-                accountId: sess.accountId,
-                clientId: req.client.client_id,
-                redirectUri: req.redirectUri,
-                codeChallenge: req.codeChallenge,
-                resource: req.resource,
-                agentId: agent.id,
-                agentTokenHash: hashToken(agent.token),
-              })
-              return redirect(clientRedirect(req.redirectUri, { code, state: req.state, iss: s.cfg.BASE_URL }))
-            } catch (e) {
-              if (!(e instanceof ApiError) || e.status >= 500) throw e
-              return consentPage(req, formTokens(sess), { values, status: e.status, flash: { error: `${e.code}: ${String(e.body().message)}` } })
-            }
-          } catch (e) {
-            if (e instanceof ApiError) return consoleErrorPage(e)
-            throw e
-          }
-        },
-        { parse: 'none', detail: { summary: 'HTML form post: Allow (creates the capped agent, redirects with a code) or Deny (access_denied)' } },
-      )
   )
-
-  async function readConsentForm(request: Request): Promise<URLSearchParams> {
-    const form = new URLSearchParams(await readText(request, s.cfg.MAX_BODY_BYTES))
-    const fields: Record<string, string> = {}
-    for (const [k, v] of form) fields[k] = k === 'allowlist' ? v.replace(/\r\n?/g, '\n') : v
-    checkText(fields, new Set(['allowlist']))
-    return new URLSearchParams(fields)
-  }
 }
 
-function wholeNumber(raw: string | undefined, field: string, required: boolean): number | null {
-  const v = (raw ?? '').trim()
-  if (v === '' && !required) return null
-  if (!/^\d{1,15}$/.test(v)) throw new ApiError('BAD_REQUEST', { field, expected: required ? 'a whole number' : 'a whole number, or empty' })
-  return Number(v)
-}
-
-/** RFC 6749's authorization responses are 302 redirects. */
-function found(location: string): Response {
-  return new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
-}
