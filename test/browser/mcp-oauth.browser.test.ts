@@ -150,6 +150,14 @@ describe('an MCP client connected by URL alone', () => {
       const rest = await fetch(`${base}/v1/balance`, { headers: { authorization: `Bearer ${provider.saved!.access_token}` } })
       expect(rest.status).toBe(401)
 
+      // The console names the client on the agent's row, beside its Kill and Revoke buttons.
+      const consolePage = await context.newPage()
+      await consolePage.goto(`${base}/console/agents`)
+      const row = consolePage.locator(`li[data-agent="${agent.id}"]`)
+      expect(await row.getByText('OAuth client: Browser Chat').count()).toBe(1)
+      expect(await row.getByRole('button', { name: 'Revoke' }).count()).toBe(1)
+      await consolePage.close()
+
       const kill = await fetch(`${base}/v1/agents/${agent.id}/kill`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } })
       expect(kill.status).toBe(200)
       const killed = await callTool(client, 'get_balance')

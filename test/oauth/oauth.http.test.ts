@@ -229,3 +229,27 @@ describe('tokens', () => {
     expect(await res.json()).toMatchObject({ error: 'unsupported_grant_type' })
   })
 })
+
+describe('client-id metadata documents and registration bounds', () => {
+  test('a metadata document on a loopback or private address is never fetched: an error page', async () => {
+    const { challenge } = pkce()
+    for (const clientId of ['https://127.0.0.1/client.json', 'https://10.0.0.5/client.json', 'https://localhost/client.json', 'https://[::1]/client.json']) {
+      const res = await raw(t, 'GET', `/oauth/authorize?${authorizeQuery(t, clientId, challenge)}`)
+      expect(res.status).toBe(400)
+      expect(res.headers.get('location')).toBeNull()
+    }
+  })
+
+  test('at most 20 registrations per address per hour: then 429 with Retry-After', async () => {
+    const t0 = t.clock.now()
+    // A fresh clock hour: the count is the hour's.
+    t.clock.set(Math.ceil(t0 / 3_600_000) * 3_600_000 + 1000)
+    for (let i = 0; i < 20; i++) await registerClient(t)
+    const res = await raw(t, 'POST', '/oauth/register', { json: { client_name: 'one too many', redirect_uris: [REDIRECT] } })
+    expect(res.status).toBe(429)
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(await res.json()).toMatchObject({ error: 'rate_limited' })
+    t.clock.advance(3_600_000)
+    expect((await registerClient(t)).client_id).toMatch(/^mcpc_/)
+  })
+})
