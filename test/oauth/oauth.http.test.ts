@@ -140,6 +140,41 @@ describe('authorization', () => {
   })
 })
 
+describe('the consent form', () => {
+  test('Allow without a budget, or with a control character in the name: refused (BAD_REQUEST naming the field), no agent, no redirect', async () => {
+    const before = (await agents()).length
+    const client = await registerClient(t)
+    const c = new ConsoleClient(t)
+    await c.signIn(owner.token)
+    const q = authorizeQuery(t, client.client_id, pkce().challenge)
+    const { formOf } = await import('../helpers/console')
+    for (const [fields, field] of [
+      [{ budget: '' }, 'budget'],
+      [{ budget: '5', agent_name: 'bad\u0007name' }, 'agent_name'],
+    ] as const) {
+      const page = await c.get(`/console/authorize?${q}`)
+      const res = await c.post('/console/authorize', { ...formOf(page.text, 'value="allow"'), ...fields, decision: 'allow' })
+      expect(res.status).toBe(400)
+      expect(res.headers.get('location')).toBeNull()
+      expect(res.text).toContain('BAD_REQUEST')
+      expect(res.text).toContain(field)
+    }
+    expect((await agents()).length).toBe(before)
+  })
+
+  test('a consent form posted twice acts once', async () => {
+    const client = await registerClient(t)
+    const c = new ConsoleClient(t)
+    await c.signIn(owner.token)
+    const { formOf } = await import('../helpers/console')
+    const page = await c.get(`/console/authorize?${authorizeQuery(t, client.client_id, pkce().challenge)}`)
+    const fields = { ...formOf(page.text, 'value="allow"'), budget: '3', decision: 'allow' }
+    expect((await c.post('/console/authorize', fields)).status).toBe(303)
+    expect((await c.post('/console/authorize', fields)).status).toBe(409)
+    expect((await agents()).filter((a) => a.oauth_client === 'Test Chat' && a.budget === 3).length).toBe(1)
+  })
+})
+
 describe('tokens', () => {
   test('Allow creates the capped agent; the code buys tokens that act as it at /mcp only', async () => {
     const { client, verifier, code, back } = await connectClient(t, owner.token, { budget: '12', daily_cap: '10', allowlist: 'test.*', expires_days: '7' })
