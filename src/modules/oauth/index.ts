@@ -1,9 +1,10 @@
 /**
  * OAuth 2.1 for MCP clients that connect by URL alone (docs/api.md §10a, docs/mcp-oauth.md): the
  * service is both the protected resource (/mcp) and its authorization server. Metadata (RFC 9728,
- * RFC 8414), registration (RFC 7591), the authorization endpoint (which sends the person to the
- * consent page, /console/authorize in modules/console/authorize.ts, under the console's session cookie), the token endpoint (code
- * with PKCE, refresh with rotation) and revocation (RFC 7009).
+ * RFC 8414), registration (RFC 7591), the authorization endpoint (which checks the request and
+ * sends the person to the consent page, /console/authorize in modules/console/authorize.ts, where
+ * the console's session cookie is sent), the token endpoint (code with PKCE, refresh with
+ * rotation) and revocation (RFC 7009).
  * errors: OAuth's own (oauth/errors.ts).
  */
 import { Elysia } from 'elysia'
