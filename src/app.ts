@@ -38,6 +38,8 @@ import { ledgerRoutes } from './modules/ledger'
 import { consoleErrorPage, consoleRoutes } from './modules/console'
 import { browserSurface, errorPage, wantsJson } from './pages/html'
 import { mcpRoutes } from './modules/mcp'
+import { oauthRoutes } from './modules/oauth'
+import { authorizeRoutes } from './modules/console/authorize'
 
 /**
  * `proxyRouted`: the proxy's requests through Elysia's router as well, instead of its direct path
@@ -92,6 +94,8 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     .use(operatorRoutes(s))
     .use(demoRoutes(s))
     .use(ledgerRoutes(s))
+    .use(oauthRoutes(s))
+    .use(authorizeRoutes(s))
     .use(consoleRoutes(s))
     .use(mcpRoutes(s, () => routes.routes))
     .use(publicRoutes(s, () => (openapi ??= buildOpenApi(routes))))

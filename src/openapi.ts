@@ -9,10 +9,10 @@ import { VERSION } from './version'
 import type { RouteLike } from './route-table'
 
 
-export const PUBLIC = new Set(['/', '/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
+export const PUBLIC = new Set(['/', '/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server', '/oauth/register', '/oauth/authorize', '/oauth/token', '/oauth/revoke'])
 
 /** Console routes anyone may load: the sign-in form (and its post) and the stylesheet. */
-export const CONSOLE_PUBLIC: ReadonlySet<string> = new Set(['/console/sign-in', '/console/console.css'])
+export const CONSOLE_PUBLIC: ReadonlySet<string> = new Set(['/console/sign-in', '/console/console.css', '/console/authorize'])
 
 /** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
 const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>

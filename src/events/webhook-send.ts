@@ -67,14 +67,14 @@ export async function sendWebhook(url: string, secret: string, ev: OwnerEvent, a
   }
 }
 
-interface Target {
+export interface Target {
   url: URL
   headers?: Record<string, string>
   tls?: { serverName: string; checkServerIdentity: (host: string, cert: Parameters<typeof checkServerIdentity>[1]) => Error | undefined }
 }
 
 /** Where to send, pinned to a checked address; or the failure category when there is nowhere. */
-async function resolveTarget(raw: string, allowInsecureLoopback: boolean, deadline: AbortSignal): Promise<Target | string> {
+export async function resolveTarget(raw: string, allowInsecureLoopback: boolean, deadline: AbortSignal): Promise<Target | string> {
   let u: URL
   try {
     u = new URL(raw)

@@ -51,6 +51,8 @@ export interface AgentView {
   /** Credits spent over the agent's life by it and its whole subtree, refunds given back. */
   spent_total: number
   expires_at: string | null
+  /** The OAuth client whose consent created this agent (its name, docs/mcp-oauth.md); null otherwise. */
+  oauth_client: string | null
 }
 
 export interface NewAgent {
@@ -66,7 +68,7 @@ export interface NewAgent {
   parent?: { id: string; chain: readonly string[] }
 }
 
-const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain', 'day', 'day_spent'] as const
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain', 'day', 'day_spent', 'oauth_client'] as const
 
 /** The token → principal mapping, chain included: it never changes, so it is cached with the token. */
 export const tokenMapping = (acct: string, id: string, chain: readonly string[]) => `${acct}|${id}|${chain.join(',')}`
@@ -99,7 +101,7 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
   const rows = await Promise.all(
     list.map(async (id) => {
       const f = await redis.hmget(keys.agent(acct, id), ...FIELDS)
-      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain, spentDay, daySpent] = f
+      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain, spentDay, daySpent, oauthClient] = f
       if (!token) return null
       return {
         id,
@@ -117,6 +119,7 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
         budget: optNum(budget ?? null),
         spent_total: Number(spentTotal ?? 0),
         expires_at: expires ? new Date(Number(expires)).toISOString() : null,
+        oauth_client: oauthClient ?? null,
         chain: chain ? chain.split(',') : [],
         created: Number(created),
       }

@@ -13,6 +13,8 @@ export interface OriginPolicy {
   origins: ReadonlySet<string>
   /** Whether the Host header must name this machine (a loopback BASE_URL). */
   loopbackHostOnly: boolean
+  /** BASE_URL's port (its scheme's default when unnamed). */
+  port: string
 }
 
 // The names the conformance suite's dns-rebinding scenario accepts, on any port.
@@ -20,17 +22,30 @@ const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i
 
 export function originPolicy(cfg: Pick<Config, 'BASE_URL' | 'MCP_ALLOWED_ORIGINS'>): OriginPolicy {
   const origins = new Set([new URL(cfg.BASE_URL).origin, ...allowedOrigins(cfg.MCP_ALLOWED_ORIGINS)])
-  return { origins, loopbackHostOnly: isLoopback(cfg.BASE_URL) }
+  const base = new URL(cfg.BASE_URL)
+  return { origins, loopbackHostOnly: isLoopback(cfg.BASE_URL), port: base.port || (base.protocol === 'https:' ? '443' : '80') }
 }
 
 /** Throws FORBIDDEN when the request comes from a page or a host name this service does not serve. */
 export function refuseForeignOrigin(request: Request, policy: OriginPolicy): void {
   const origin = request.headers.get('origin')
   // "null" (a sandboxed page, a file://) parses to no origin and is refused like any foreign one.
-  if (origin !== null && !policy.origins.has(originOf(origin) ?? ''))
+  if (origin !== null && !policy.origins.has(originOf(origin) ?? '') && !(policy.loopbackHostOnly && sameLocalOrigin(origin, policy.port)))
     throw new ApiError('FORBIDDEN', { role: `pages of this service's own origin or of MCP_ALLOWED_ORIGINS (Origin ${JSON.stringify(origin)} is neither)` })
   if (policy.loopbackHostOnly && !LOOPBACK_HOST.test(hostOf(request)))
     throw new ApiError('FORBIDDEN', { role: 'clients on this machine: the service runs on a loopback BASE_URL and the Host header names another host' })
+}
+
+/**
+ * On a loopback BASE_URL, the service's own page under another loopback name (`localhost` for
+ * `127.0.0.1`, the same port) is its own: a rebound name never serializes as a loopback origin.
+ * The conformance suite's dns-rebinding scenario sends `localhost` whatever the server's spelling.
+ */
+function sameLocalOrigin(text: string, port: string): boolean {
+  const origin = originOf(text)
+  if (origin === null) return false
+  const url = new URL(origin)
+  return LOOPBACK_HOST.test(url.host) && (url.port || (url.protocol === 'https:' ? '443' : '80')) === port
 }
 
 function originOf(text: string): string | null {

@@ -79,4 +79,12 @@ export enum ScriptStatus {
   AGENTS_CHANGED = 84,
   /** create-agent: an agent past its expiry is still in the live-agent set: release-expired-n, then retry. */
   RELEASE_EXPIRED = 85,
+
+  // OAuth grants for MCP clients (docs/mcp-oauth.md): from 100.
+  /** An authorization code or refresh token presented again after its one use: the grant is revoked. */
+  GRANT_REUSED = 100,
+  /** An authorization code past its 60 s. */
+  GRANT_EXPIRED = 101,
+  /** A code presented with another client, redirect URI, resource or PKCE verifier than authorized. */
+  GRANT_MISMATCH = 102,
 }

@@ -172,6 +172,22 @@ export class Keys {
   consoleForm(acct: string, nonce: string): string {
     return `${this.acctTag(acct)}:cform:${acct}:${nonce}`
   }
+  /**
+   * An OAuth authorization code (docs/mcp-oauth.md), under the SHA-256 of its secret: who allowed
+   * what (client, redirect, PKCE challenge, resource, the agent made). Redeemed once by
+   * oauth-redeem-3, which keeps it marked `used` so that a second redemption revokes the grant.
+   */
+  oauthCode(acct: string, secretHash: string): string {
+    return `${this.acctTag(acct)}:oacode:${acct}:${secretHash}`
+  }
+  /** An OAuth grant: the current access and refresh token hashes of one consent, and its agent. */
+  oauthGrant(acct: string, grantId: string): string {
+    return `${this.acctTag(acct)}:ogrant:${acct}:${grantId}`
+  }
+  /** A grant's refresh token hashes already rotated away: one presented again revokes the grant. */
+  oauthGrantUsed(acct: string, grantId: string): string {
+    return `${this.acctTag(acct)}:ogused:${acct}:${grantId}`
+  }
   /** Throttle of token-recovery e-mails: one per account per (app-clock) minute window. */
   recoveryMailed(acct: string, minute: number): string {
     return `${this.acctTag(acct)}:recmail:${acct}:${minute}`
@@ -249,6 +265,14 @@ export class Keys {
   }
   ipRateWindow(ip: string, window: number): string {
     return `${this.prefix}:{ip:${ip}}:rl:${window}`
+  }
+  /** A dynamically registered OAuth client (RFC 7591): its name and redirect URIs, as JSON. */
+  oauthClient(clientId: string): string {
+    return `${this.prefix}:oclient:${clientId}`
+  }
+  /** OAuth client registrations from one client address in one clock hour (the registration bound). */
+  oauthRegistrations(ip: string, hour: number): string {
+    return `${this.prefix}:oreg:${ip}:${hour}`
   }
   /** The automatic rebuild's lock (SET NX PX): one instance rebuilds, the others wait for the marks. */
   rebuildLock(): string {

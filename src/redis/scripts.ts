@@ -13,7 +13,7 @@ import { ScriptStatus } from './codes'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
 
-export const SCRIPT_NAMES = ['debit', 'refund', 'recordCalls', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'recountAgents', 'releaseExpired', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'reverseCharge', 'restoreAccount', 'deadLetter', 'replayDeadLetter', 'propose', 'decideProposal', 'consoleSession', 'settle', 'ackOutbox', 'rotateOwner'] as const
+export const SCRIPT_NAMES = ['debit', 'refund', 'recordCalls', 'createAccount', 'referralBonus', 'rateLimit', 'authorize', 'claimLink', 'releaseLink', 'createAgent', 'agentState', 'recountAgents', 'releaseExpired', 'setPolicy', 'signupGate', 'setMandate', 'reserveRefill', 'creditTopup', 'releaseRefill', 'decideParked', 'reverseCharge', 'restoreAccount', 'deadLetter', 'replayDeadLetter', 'propose', 'decideProposal', 'consoleSession', 'settle', 'ackOutbox', 'rotateOwner', 'oauthRedeem', 'oauthRefresh'] as const
 export type ScriptName = (typeof SCRIPT_NAMES)[number]
 
 export interface LuaScript {

@@ -45,6 +45,8 @@ describe('agent tokens', () => {
         parent_id: null,
         depth: 1,
         expires_at: null,
+        // Not created by an MCP client's OAuth consent (docs/mcp-oauth.md).
+        oauth_client: null,
       },
     ])
     expect(JSON.stringify(list.body)).not.toContain(r.body.token)

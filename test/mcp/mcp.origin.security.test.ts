@@ -91,6 +91,8 @@ describe('Host, with a loopback BASE_URL', () => {
   test('the Origin check holds there too: the loopback origin is served, a foreign one refused', async () => {
     const a = await localRig.t.signup()
     expect((await post(localRig.base, INITIALIZE, { origin: 'http://localhost:8080', authorization: `Bearer ${a.token}` })).status).toBe(200)
+    // The same page under another loopback spelling of the same port is the service's own.
+    expect((await post(localRig.base, INITIALIZE, { origin: 'http://127.0.0.1:8080', authorization: `Bearer ${a.token}` })).status).toBe(200)
     await expectRefused(await post(localRig.base, INITIALIZE, { origin: 'http://localhost:3000', authorization: `Bearer ${a.token}` }))
   })
 })

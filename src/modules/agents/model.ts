@@ -45,6 +45,7 @@ export const Agent = T.Object({
   spent_today: T.Integer({ description: 'Credits spent this HKT day (by the agent and its subtree)' }),
   spent_total: T.Integer({ description: 'Credits spent over its life by the agent and its subtree, refunds given back' }),
   created_at: T.String({ format: 'date-time' }),
+  oauth_client: T.Union([T.String(), T.Null()], { description: 'The OAuth client (its name) whose consent created this agent, for an MCP client connected by URL; null otherwise' }),
 })
 
 export const CreatedAgent = T.Object({

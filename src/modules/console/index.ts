@@ -50,7 +50,7 @@ import { approveProposal, declineProposal, listProposals } from '../../proposals
 import { proposalDeps } from '../../proposals/deps'
 import { statementFormat, statementHeaders, statementLag, statementRange, statementStream } from '../../ledger/statement'
 import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } from './pages/layout'
-import { signinPage } from './pages/signin'
+import { safeNext, signinPage } from './pages/signin'
 import { overviewMain } from './pages/overview'
 import { agentsMain } from './pages/agents'
 import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist } from './pages/policies'
@@ -260,9 +260,10 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/console/sign-in',
       async ({ request, server }) => {
+        let next: string | undefined
         const again = (error: string, status: number, headers: Record<string, string> = {}) => {
           const csrf = newSigninToken()
-          const res = signinPage(csrf, { error, status, setCookie: signinCookie(csrf, cookie) })
+          const res = signinPage(csrf, { error, status, setCookie: signinCookie(csrf, cookie), next })
           for (const [k, v] of Object.entries(headers)) res.headers.set(k, v)
           return res
         }
@@ -270,10 +271,12 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
           // Per client IP before anything else: guessing tokens costs one request each.
           await h.anonymous(request, server)
           const form = await readConsoleForm(request)
+          next = form.next
           if (!csrfMatches(cookieOf(request, SIGNIN_COOKIE), form.csrf)) return again('The form had expired. Please sign in again.', 403)
           const { principal } = await h.operator((form.token ?? '').trim(), request, server)
           const sess = await openSession(s.ctx, principal)
-          const res = redirect('/console')
+          // Back to the OAuth consent page that asked for the sign-in, if one did (docs/mcp-oauth.md).
+          const res = redirect(safeNext(form.next) ?? '/console')
           res.headers.append('set-cookie', sessionCookie(sess.cookie, cookie))
           res.headers.append('set-cookie', expiredCookie(SIGNIN_COOKIE, cookie))
           return res

@@ -18,6 +18,7 @@ function row(a: TreeAgent, csrf: FormToken, children: string): string {
   return `<li class="agent" data-agent="${esc(a.id)}">
 <h3>${esc(a.name)} <span class="state-${esc(a.state)}">${esc(a.state)}${a.kill_reason ? ` (${esc(a.kill_reason)})` : ''}</span></h3>
 <div class="muted"><code>${esc(a.id)}</code></div>
+${a.oauth_client ? `<div>OAuth client: <strong>${esc(a.oauth_client)}</strong> <span class="muted">(connected by URL; Revoke disconnects it)</span></div>` : ''}
 <div>spent today ${n(a.spent_today)} · daily cap ${n(a.daily_cap)} · per call ${n(a.per_call_max)}${budget}</div>
 <div>${buttons}</div>
 ${children}
