@@ -29,7 +29,7 @@ import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
 import { edgeChecks, reachedHandler } from './edge/index'
-import { refusalBeforeRequest } from './auth/first'
+import { refusalBeforeRequest } from './admission'
 import { http } from './http'
 import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
@@ -67,7 +67,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     .onRequest(({ request }) => declaredTooLarge(request))
     .onError(async ({ code, error, request, route, server }) => {
       let err = apiErrorOf(code, error, request)
-      // Auth first (auth/first.ts): a refusal raised before the handler admitted the caller waits for
+      // Auth first (admission.ts): a refusal raised before the handler admitted the caller waits for
       // the admission. Were Redis down, the refusal itself is still the truest answer.
       if (err.status < 500 && !reachedHandler(request)) err = (await refusalBeforeRequest(s, h, route, request, server).catch(() => null)) ?? err
       noteError(request, err)

@@ -7,7 +7,7 @@
  *         KEY_UNREADABLE (these three refunded), PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import { createHash } from 'node:crypto'
-import { refusalAfterAdmission } from '../auth/first'
+import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { checkText } from '../edge/text'
 import { ApiError } from '../errors'

@@ -5,7 +5,7 @@
  * sent.
  *
  * It also notes which requests reached their handler: a refusal raised before (the body's parse,
- * the schema, these checks) is answered only after the route's admission (auth/first.ts), so an
+ * the schema, these checks) is answered only after the route's admission (src/admission.ts), so an
  * unauthenticated caller learns nothing about a protected route's shape.
  * errors: BAD_REQUEST.
  */

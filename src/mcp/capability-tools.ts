@@ -3,7 +3,7 @@
  * pick it directly: its params schema is the input, its price is in the description, and a call
  * is POST /v1/call/{slug} with the arguments as the body (the same function, the same debit).
  */
-import { refusalAfterAdmission } from '../auth/first'
+import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import { callCapability } from '../calls/capability-call'
 import type { Capability } from '../catalog/catalog'
 import { checkText } from '../edge/text'

@@ -10,7 +10,7 @@
  *         route, refused before its debit), PROVIDER_ERROR
  *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
-import { refusalAfterAdmission } from '../auth/first'
+import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'

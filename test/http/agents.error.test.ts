@@ -1,4 +1,4 @@
-import { OPERATOR_ONLY } from '../../src/auth/first'
+import { OPERATOR_ONLY } from '../../src/admission'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 

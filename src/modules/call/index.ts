@@ -6,7 +6,7 @@ import { CallResponse } from './model'
 import { callCapability, IDEMPOTENCY_KEY } from '../../calls/capability-call'
 import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
-import { refusalAfterAdmission } from '../../auth/first'
+import { refusalAfterAdmission } from '../../auth/refusal-after-admission'
 
 
 export const callRoutes = (s: Services, h: Http = http(s)) => {

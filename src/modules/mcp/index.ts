@@ -3,7 +3,7 @@ import { ApiError } from '../../errors'
 import { bearerAuth, http, type Http } from '../../http'
 import type { Services } from '../../services'
 import { readText } from '../../edge/body'
-import { refusalAfterAdmission } from '../../auth/first'
+import { refusalAfterAdmission } from '../../auth/refusal-after-admission'
 import { requestId } from '../../observe'
 import { McpEndpoint, type McpCaller } from '../../mcp/endpoint'
 import { admittedByTool } from '../../mcp/tool-admission'
@@ -52,7 +52,7 @@ export const mcpRoutes = (s: Services, routes: () => RouteLike[], h: Http = http
         const principal = await resolve(c)
         const headers: Record<string, string> = {}
         // A chunked body refused past MAX_BODY_BYTES as it is read: answered after the admission,
-        // as REST's refusals before their handler are (auth/first.ts), so it counts.
+        // as REST's refusals before their handler are (src/admission.ts), so it counts.
         const text = await refusalAfterAdmission(s, principal, () => readText(request, s.cfg.MAX_BODY_BYTES))
         const body = parseJson(text)
         if (!admittedByTool(request, body)) Object.assign(headers, (await admit(principal, 'member')).headers)

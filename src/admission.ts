@@ -5,28 +5,25 @@
  * a protected route's shape, and skip its rate limit. Such a refusal is answered only after the
  * admission the route's handler would have run: a missing or unknown bearer → UNAUTHORIZED (counted
  * per IP), a killed or revoked agent → its 403, past the limit → RATE_LIMITED.
- * Public routes (CONTRACT §2, the same list the OpenAPI document marks) keep their refusal, but it
+ * Public routes (docs/api.md §2, the same list the OpenAPI document marks) keep their refusal, but it
  * is counted as their handler counts a request (per token with a valid bearer, else per IP): left
  * uncounted, any client could have the service read and parse MAX_BODY_BYTES of a malformed signup
- * without limit. The console's admission is its session cookie, not a bearer (CONTRACT §9): a
+ * without limit. The console's admission is its session cookie, not a bearer (docs/api.md §9): a
  * signed-in owner's refusal stands, anyone else's is UNAUTHORIZED (asked for a bearer, a signed-in
  * browser heard 401 for a bad query value); its sign-in form and stylesheet are public (the form's
  * post counted per IP, as its handler counts it). The proxy and /metrics (its own token, no body)
  * keep theirs. A paid request (a call, a proxied request) is admitted inside its debit; what its
  * handler refuses before the debit (an unknown slug, params, a metered body) goes through
- * `refusalAfterAdmission` instead.
+ * `refusalAfterAdmission` (auth/refusal-after-admission.ts) instead.
  * errors: UNAUTHORIZED, FORBIDDEN (also an agent token on an operator-only surface), AGENT_KILLED,
  *         AGENT_REVOKED, RATE_LIMITED, NOT_CONFIGURED.
  */
-import { ApiError } from '../errors'
-import { bearerOf, type Http } from '../http'
-import { CONSOLE_PUBLIC, PUBLIC } from '../openapi'
-import { cookieOf, readSession, SESSION_COOKIE } from './console-session'
-import type { Services } from '../services'
-import { admitFounder } from './founder'
-import type { Principal } from './principal'
-
-type MaybeServer = Parameters<Http['ip']>[1]
+import { cookieOf, readSession, SESSION_COOKIE } from './auth/console-session'
+import { admitFounder } from './auth/founder'
+import { ApiError } from './errors'
+import { bearerOf, type Http, type MaybeServer } from './http'
+import { CONSOLE_PUBLIC, PUBLIC } from './openapi'
+import type { Services } from './services'
 
 /**
  * Public routes whose handlers count nothing: health probes (/status), the signature-guarded
@@ -36,7 +33,7 @@ type MaybeServer = Parameters<Http['ip']>[1]
 const UNCOUNTED = new Set(['/status', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
 
 /**
- * Operator-only surfaces (CONTRACT §2; their handlers admit with `operatorIn`/`operator`): an agent
+ * Operator-only surfaces (docs/api.md §2; their handlers admit with `operatorIn`/`operator`): an agent
  * token there is FORBIDDEN whatever its body, as the spec's "operator-only surfaces answer
  * FORBIDDEN to others" says. Admitted as a member, a malformed body answered BAD_REQUEST naming
  * the field, a well-formed one FORBIDDEN. Keyed `METHOD path` as Elysia's route table has it.
@@ -57,7 +54,6 @@ export const OPERATOR_ONLY: ReadonlySet<string> = new Set([
   'POST /v1/operator/link',
   'POST /v1/token/rotate',
 ])
-
 /** The admission's refusal, or null when the caller is admitted (the original refusal stands). */
 export async function refusalBeforeRequest(s: Services, h: Http, route: string | undefined, request: Request, server: MaybeServer): Promise<ApiError | null> {
   if (!route || UNCOUNTED.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
@@ -75,21 +71,6 @@ export async function refusalBeforeRequest(s: Services, h: Http, route: string |
     return null
   } catch (e) {
     if (e instanceof ApiError) return e
-    throw e
-  }
-}
-
-/**
- * The checks a paid request's handler makes before its debit (the debit script is where such a
- * request is counted and its agent's state checked): a refusal there is answered after the
- * admission the debit would have made, so that it counts against the token's rate limit, and a
- * killed agent or a spent limit is what the caller hears (CONTRACT §6: every request counts).
- */
-export async function refusalAfterAdmission<T>(s: Services, principal: Principal, checks: () => T | Promise<T>): Promise<T> {
-  try {
-    return await checks()
-  } catch (e) {
-    if (e instanceof ApiError) await s.guard.admitPrincipal(principal)
     throw e
   }
 }
