@@ -23,6 +23,7 @@ import { Log } from './log'
 import { Metrics } from './metrics'
 import { SpendAlarm } from './alarms/spend'
 import { KeyVault } from './vault/store'
+import type { KeyLookup } from './vault/key-lookup'
 import { Mailer } from './mail/mailer'
 import { createGateway } from './payments'
 import type { PaymentGateway } from './payments/gateway'
@@ -34,13 +35,8 @@ import { Health } from './health'
 import { NotConfiguredAlarm } from './alarms/not-configured'
 import { ledgerHealthProbe } from './write-behind/health'
 import { LedgerAvailability } from './recovery/availability'
-import { loadEndUserSecret } from './proxy/end-user-secret'
+import { loadEndUserSecret } from './metering/end-user-secret'
 
-/**
- * The caller's vaulted provider key (bring-your-own-key), or null when the account has none.
- * Throws KEY_UNREADABLE when a stored key fails to decrypt.
- */
-export type KeyLookup = (accountId: string, providerId: string) => Promise<string | null>
 
 export interface Services {
   cfg: Config
@@ -64,7 +60,7 @@ export interface Services {
   /** Raised by every NOT_CONFIGURED answer: the operator signal that answer promises. */
   notConfigured: NotConfiguredAlarm
   vaultedKey: KeyLookup
-  /** The key of the house lane's end-user ids (END_USER_ID_SECRET, else generated once: proxy/end-user-secret.ts). */
+  /** The key of the house lane's end-user ids (END_USER_ID_SECRET, else generated once: metering/end-user-secret.ts). */
   endUserSecret: string
   /** The card processor (PAYMENTS: sandbox or stripe). */
   payments: PaymentGateway

@@ -6,7 +6,6 @@
  * already (LISTEN_HOST); this refusal also holds behind a reverse proxy on the same machine, where
  * the client is the address a trusted proxy names (edge/client-ip.ts), not the proxy's socket.
  */
-import type { Config } from '../config'
 import { ApiError } from '../errors'
 import { isLoopbackAddress } from './client-ip'
 
@@ -17,12 +16,19 @@ const WHO: Record<LocalSurface, string> = {
   demo: 'clients on this machine (the demo provider; the operator opens it with DEMO_PROVIDER=on)',
 }
 
-function localOnly(cfg: Pick<Config, 'PAYMENTS' | 'PAYMENTS_SANDBOX_PUBLIC' | 'DEMO_PROVIDER'>, surface: LocalSurface): boolean {
+/** The settings (src/config.ts) that decide which surfaces are local-only. */
+export interface SurfaceSettings {
+  PAYMENTS: string
+  PAYMENTS_SANDBOX_PUBLIC: string
+  DEMO_PROVIDER: string
+}
+
+function localOnly(cfg: SurfaceSettings, surface: LocalSurface): boolean {
   if (surface === 'demo') return cfg.DEMO_PROVIDER === 'auto'
   return cfg.PAYMENTS === 'sandbox' && cfg.PAYMENTS_SANDBOX_PUBLIC !== '1'
 }
 
 /** Throws FORBIDDEN when `surface` is local-only and the client is elsewhere. */
-export function refuseRemoteClient(cfg: Pick<Config, 'PAYMENTS' | 'PAYMENTS_SANDBOX_PUBLIC' | 'DEMO_PROVIDER'>, surface: LocalSurface, client: string): void {
+export function refuseRemoteClient(cfg: SurfaceSettings, surface: LocalSurface, client: string): void {
   if (localOnly(cfg, surface) && !isLoopbackAddress(client)) throw new ApiError('FORBIDDEN', { role: WHO[surface] })
 }

@@ -9,7 +9,17 @@ import { and, desc, eq, lt, or } from 'drizzle-orm'
 import { events, eventDeliveries, webhookEndpoints } from '../db/schema'
 import { checkEndpointUrl } from './endpoint-url'
 import { ApiError } from '../errors'
-import type { Services } from '../services'
+import type { Config } from '../config'
+import type { RedisContext } from '../redis/context'
+import type { DbHandle } from '../db/client'
+
+
+/** What the webhook routes use of the process's services. */
+export interface WebhookDeps {
+  cfg: Config
+  ctx: RedisContext
+  db: DbHandle
+}
 
 const newSecret = () => 'whsec_' + randomBytes(32).toString('base64')
 
@@ -19,7 +29,7 @@ const view = (r: Row) => ({ url: r.url, events: r.events, created_at: r.createdA
 
 const notFound = () => new ApiError('NOT_FOUND', { resource: 'webhook endpoint (set one with PUT /v1/webhooks)' })
 
-export async function putWebhook(s: Services, acct: string, body: { url: string; events?: string[]; rotate_secret?: boolean }) {
+export async function putWebhook(s: WebhookDeps, acct: string, body: { url: string; events?: string[]; rotate_secret?: boolean }) {
   const url = checkEndpointUrl(body.url, s.cfg.WEBHOOKS_ALLOW_INSECURE_LOOPBACK === '1')
   const now = new Date(s.ctx.clock.now())
   const wanted = body.events ?? null
@@ -38,7 +48,7 @@ export async function putWebhook(s: Services, acct: string, body: { url: string;
   return { ...view(row!), secret: generated ? fresh : null }
 }
 
-export async function getWebhook(s: Services, acct: string) {
+export async function getWebhook(s: WebhookDeps, acct: string) {
   const [row] = await s.db.db.select().from(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct))
   if (!row) throw notFound()
   return view(row)
@@ -48,7 +58,7 @@ export async function getWebhook(s: Services, acct: string) {
  * Pending deliveries to the removed endpoint are cancelled with it, in one transaction: an endpoint
  * set again later never receives them (the worker also cancels what it finds with no endpoint).
  */
-export async function deleteWebhook(s: Services, acct: string): Promise<void> {
+export async function deleteWebhook(s: WebhookDeps, acct: string): Promise<void> {
   await s.db.db.transaction(async (tx) => {
     const gone = await tx.delete(webhookEndpoints).where(eq(webhookEndpoints.accountId, acct)).returning({ a: webhookEndpoints.accountId })
     if (gone.length === 0) throw notFound()
@@ -69,7 +79,7 @@ export function pageLimit(raw: string | undefined): number {
   return limit
 }
 
-export async function recentDeliveries(s: Services, acct: string, limit: number) {
+export async function recentDeliveries(s: WebhookDeps, acct: string, limit: number) {
   const rows = await s.db.db
     .select({ d: eventDeliveries, type: events.type })
     .from(eventDeliveries)
@@ -110,7 +120,7 @@ function decodeEventCursor(cursor: string): { at: Date; id: string } {
 }
 
 /** The account's events, newest first; the cursor is the last event's (time, id). */
-export async function listEvents(s: Services, acct: string, limit: number, cursor?: string) {
+export async function listEvents(s: WebhookDeps, acct: string, limit: number, cursor?: string) {
   const after = cursor ? decodeEventCursor(cursor) : null
   const rows = await s.db.db
     .select()

@@ -20,16 +20,12 @@ import { Webhook } from 'standardwebhooks'
 import { endpointHost } from './endpoint-url'
 import { isSpecialAddress } from './special-address'
 import type { OwnerEvent } from './types'
+import type { AttemptResult } from '../delivery-attempt'
 
 /** One attempt, the DNS look-up included: a name that never resolves holds a send no longer than a host that never answers. */
 export const WEBHOOK_TIMEOUT_MS = 10_000
 
-export interface AttemptResult {
-  ok: boolean
-  /** HTTP status of the answer; null when none came (network error, timeout). */
-  code: number | null
-  error: string | null
-}
+export type { AttemptResult }
 
 /** The JSON body of a delivery (Standard Webhooks shape: type, timestamp, data). */
 export function webhookPayload(ev: OwnerEvent): string {

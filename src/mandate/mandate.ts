@@ -7,17 +7,31 @@ import { nextHktMonthStart } from '../clock'
 import { chargeableProblem } from '../payments/amounts'
 import type { Limits, SavedCard } from '../payments/gateway'
 import { ScriptStatus as S } from '../redis/codes'
-import type { Services } from '../services'
+import type { Config } from '../config'
+import type { RedisContext } from '../redis/context'
+import type { Log } from '../log'
+import type { PaymentGateway } from '../payments/gateway'
+import type { Refiller } from './refill'
 import { windowsAt } from '../windows'
 import { accountLinks, paymentRequired } from '../payments/payment-required'
 import { readMandate, setMandate, type MandateRecord } from './store'
 import { readAccount } from '../redis/account-hash'
 import { TOPUP_DECLINES_PER_DAY } from '../ledger/topup'
 
+
+/** What the mandate uses of the process's services. */
+export interface MandateDeps {
+  cfg: Config
+  ctx: RedisContext
+  log: Log
+  payments: PaymentGateway
+  refiller: Refiller
+}
+
 /** Limits are credits; a refill must be chargeable (whole cents, the card minimum). */
 export const MAX_LIMIT = 1_000_000_000
 
-export function limitProblem(cfg: Services['cfg'], l: Partial<Limits>): { field: string; expected: string } | null {
+export function limitProblem(cfg: Config, l: Partial<Limits>): { field: string; expected: string } | null {
   for (const field of ['threshold', 'refill', 'ceiling'] as const) {
     const v = l[field]
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0 || v > MAX_LIMIT))
@@ -37,7 +51,7 @@ export interface MandateRef {
 }
 
 /** The account behind a consent ref (/mandate?ref=, /topup?ref=); unknown → NOT_FOUND. */
-export async function resolveRef(s: Services, ref: string | undefined): Promise<MandateRef> {
+export async function resolveRef(s: MandateDeps, ref: string | undefined): Promise<MandateRef> {
   const { redis, keys } = s.ctx
   const accountId = ref && /^mr_[A-Za-z0-9_-]{10,64}$/.test(ref) ? await redis.get(keys.mandateRef(ref)) : null
   if (!accountId) throw new ApiError('NOT_FOUND', { resource: 'mandate link' })
@@ -45,7 +59,7 @@ export async function resolveRef(s: Services, ref: string | undefined): Promise<
   return { accountId, email, mref: ref! }
 }
 
-export async function enableUrl(s: Services, accountId: string): Promise<string> {
+export async function enableUrl(s: MandateDeps, accountId: string): Promise<string> {
   const mref = (await readAccount(s.ctx, accountId, 'mref')).mref ?? ''
   return accountLinks(s, mref).enable_auto_refill
 }
@@ -66,12 +80,12 @@ export function mandateBody(m: MandateRecord, enable_url: string) {
   }
 }
 
-export async function getMandate(s: Services, accountId: string) {
+export async function getMandate(s: MandateDeps, accountId: string) {
   const [m, url] = await Promise.all([readMandate(s.ctx, accountId), enableUrl(s, accountId)])
   return mandateBody(m, url)
 }
 
-export async function updateMandate(s: Services, accountId: string, body: Partial<Limits> & { enabled?: boolean }) {
+export async function updateMandate(s: MandateDeps, accountId: string, body: Partial<Limits> & { enabled?: boolean }) {
   const problem = limitProblem(s.cfg, body)
   if (problem) throw new ApiError('BAD_REQUEST', problem)
   const reply = await setMandate(s.ctx, accountId, { op: 'update', ...body })
@@ -80,7 +94,7 @@ export async function updateMandate(s: Services, accountId: string, body: Partia
 }
 
 /** DELETE /v1/mandate: disabled, and the card forgotten here and at the processor. */
-export async function forgetMandate(s: Services, accountId: string) {
+export async function forgetMandate(s: MandateDeps, accountId: string) {
   const before = await readMandate(s.ctx, accountId)
   await setMandate(s.ctx, accountId, { op: 'forget', reason: 'deleted' })
   if (before.card && before.gateway === s.payments.mode) {
@@ -98,7 +112,7 @@ export async function forgetMandate(s: Services, accountId: string) {
  * this very request (sandbox).
  */
 export async function applyConsent(
-  s: Services,
+  s: MandateDeps,
   accountId: string,
   c: { card: SavedCard; limits: Limits; consentId: string },
   started: boolean,
@@ -120,14 +134,14 @@ export async function applyConsent(
 }
 
 /** Detaches a card at the processor; a failure is logged, never the owner's error (the card is already gone here). */
-async function forgetAtProcessor(s: Services, accountId: string, card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void> {
+async function forgetAtProcessor(s: MandateDeps, accountId: string, card: Pick<SavedCard, 'customerId' | 'paymentMethodId'>): Promise<void> {
   await s.payments.forgetCard(card).catch((e) =>
     s.log.error('forget_card_failed', { account_id: accountId, error: e instanceof Error ? e.message : String(e) }),
   )
 }
 
 /** The owner was sent to the processor: only this session may complete a consent from now on. */
-export async function startConsent(s: Services, accountId: string, customerId: string, sessionId: string): Promise<void> {
+export async function startConsent(s: MandateDeps, accountId: string, customerId: string, sessionId: string): Promise<void> {
   const reply = await setMandate(s.ctx, accountId, { op: 'start', customerId, sessionId })
   if (reply.status === 'not_found') throw new ApiError('NOT_FOUND', { resource: 'account' })
 }
@@ -138,7 +152,7 @@ export async function startConsent(s: Services, accountId: string, customerId: s
  *         flight, outcome pending), BALANCE_CAP (parked: true when a charge had to be parked),
  *         CONSENT_REQUIRED (the bank wants the card holder), BAD_REQUEST (amount).
  */
-export async function topup(s: Services, accountId: string, amount: number | undefined) {
+export async function topup(s: MandateDeps, accountId: string, amount: number | undefined) {
   if (amount !== undefined) {
     const p = chargeableProblem(amount, s.cfg.CREDITS_PER_USD)
     if (p) throw new ApiError('BAD_REQUEST', { field: 'amount', expected: p })
@@ -162,7 +176,7 @@ export async function topup(s: Services, accountId: string, amount: number | und
 }
 
 async function refusal(
-  s: Services,
+  s: MandateDeps,
   accountId: string,
   { status, a, b, c, d }: { status: S; a: number; b: number; c: number; d: number },
   amount: number | undefined,
@@ -202,6 +216,6 @@ async function refusal(
   }
 }
 
-async function balanceOf(s: Services, accountId: string): Promise<number> {
+async function balanceOf(s: MandateDeps, accountId: string): Promise<number> {
   return (await readAccount(s.ctx, accountId, 'balance')).balance ?? 0
 }

@@ -1,10 +1,9 @@
 /** The proposals' dependencies from the service graph: the Redis context, POST /v1/topup's and PUT /v1/policies' services. */
 import { putPolicies } from '../governance/policy-views'
-import { topup } from '../mandate/mandate'
-import type { Services } from '../services'
+import { topup, type MandateDeps } from '../mandate/mandate'
 import type { ProposalDeps } from './proposals'
 
-export function proposalDeps(s: Services): ProposalDeps {
+export function proposalDeps(s: MandateDeps): ProposalDeps {
   return {
     ctx: s.ctx,
     topup: (accountId, credits) => topup(s, accountId, credits),

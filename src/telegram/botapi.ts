@@ -2,7 +2,7 @@
  * The few Bot API calls the operator channel makes: sendMessage and answerCallbackQuery, to TELEGRAM_API_BASE.
  * The bot token is part of the Bot API URL, so a URL is never logged or put in an error.
  */
-import type { AttemptResult } from '../events/webhook-send'
+import type { AttemptResult } from '../delivery-attempt'
 
 /** A button of an inline keyboard: its label and the data sent back when tapped (≤ 64 bytes). */
 export interface InlineButton {

@@ -9,21 +9,29 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { notConfigured } from '../alarms/not-configured'
-import type { Services } from '../services'
+import type { DbHandle } from '../db/client'
+import type { MandateDeps } from '../mandate/mandate'
 import { runCommand } from './commands'
 import { newLinkCode, unlinkAccount } from './links'
 import { proposalDeps } from '../proposals/deps'
 import type { BotApi } from './botapi'
 
+
+/** What the operator channel uses of the process's services (a proposal's approval tops up through the mandate). */
+export interface TelegramDeps extends MandateDeps {
+  db: DbHandle
+  bot: BotApi | null
+}
+
 const UPDATE_DEDUPE_S = 86400
 
-function requireBot(s: Services) {
+function requireBot(s: TelegramDeps) {
   if (!s.bot || !s.cfg.TELEGRAM_WEBHOOK_SECRET) throw notConfigured('telegram')
   return s.bot
 }
 
 /** `ownerHash`: the asking owner token's SHA-256 (the account's current owner when not given). */
-export async function operatorLink(s: Services, accountId: string, ownerHash?: string) {
+export async function operatorLink(s: TelegramDeps, accountId: string, ownerHash?: string) {
   requireBot(s)
   const { code, expiresAt } = await newLinkCode(s.ctx, accountId, ownerHash)
   return { code, command: `/link ${code}`, expires_at: new Date(expiresAt).toISOString() }
@@ -34,7 +42,7 @@ export async function operatorLink(s: Services, accountId: string, ownerHash?: s
  * old one stop acting for the account and receiving its events, as its console sessions end. A
  * Postgres failure here is logged, not answered: the rotation itself has happened.
  */
-export async function endChatLinks(s: Services, accountId: string): Promise<void> {
+export async function endChatLinks(s: TelegramDeps, accountId: string): Promise<void> {
   try {
     const n = await unlinkAccount(s.db.db, accountId)
     if (n > 0) s.log.info('operator_chats_unlinked', { account_id: accountId, chats: n })
@@ -54,14 +62,14 @@ export interface Update {
 }
 
 /** True when the header holds the webhook secret; NOT_CONFIGURED without a bot. */
-export function checkTelegramSecret(s: Services, secretHeader: string | null): boolean {
+export function checkTelegramSecret(s: TelegramDeps, secretHeader: string | null): boolean {
   requireBot(s)
   // Digests first: equal lengths for timingSafeEqual, and no early exit on a length mismatch.
   return !!secretHeader && timingSafeEqual(digest(secretHeader), digest(s.cfg.TELEGRAM_WEBHOOK_SECRET!))
 }
 
 /** Runs one update (the secret already checked by the route). */
-export async function telegramUpdate(s: Services, update: Update): Promise<{ ok: boolean }> {
+export async function telegramUpdate(s: TelegramDeps, update: Update): Promise<{ ok: boolean }> {
   const bot = requireBot(s)
   const seen = s.ctx.keys.telegramUpdate(update.update_id)
   const fresh = await s.ctx.redis.set(seen, '1', 'EX', UPDATE_DEDUPE_S, 'NX')
@@ -78,7 +86,7 @@ export async function telegramUpdate(s: Services, update: Update): Promise<{ ok:
 
 const AS_YOURSELF = 'Send commands as yourself: a message sent as a channel or an anonymous admin does not say who sent it, so it links nothing and commands nothing.'
 
-async function runUpdate(s: Services, bot: BotApi, update: Update): Promise<{ ok: boolean }> {
+async function runUpdate(s: TelegramDeps, bot: BotApi, update: Update): Promise<{ ok: boolean }> {
   const deps = { ctx: s.ctx, db: s.db.db, proposals: proposalDeps(s) }
   const tap = update.callback_query
   if (tap) {

@@ -6,19 +6,32 @@
  *         NOT_FOUND (DELETE of a key the account does not have).
  */
 import { ApiError } from '../errors'
-import type { Services } from '../services'
+import type { Catalog } from '../catalog/catalog'
+import type { Config } from '../config'
+import type { DbHandle } from '../db/client'
+import type { Log } from '../log'
+import type { RedisContext } from '../redis/context'
 import { KeyVault, type KeySummary } from './store'
 import { claimLink, createLink, inspectLink, releaseLink } from './links'
 import { readAccount } from '../redis/account-hash'
 
 /** Provider keys are header values: printable ASCII, no spaces (so no header injection either). */
+/** What the vault's routes use of the process's services. */
+export interface VaultDeps {
+  cfg: Config
+  ctx: RedisContext
+  db: DbHandle
+  catalog: Catalog
+  log: Log
+}
+
 const KEY_RE = /^[\x21-\x7e]{8,4096}$/
 
-export function openVault(s: Services): KeyVault {
+export function openVault(s: VaultDeps): KeyVault {
   return new KeyVault(s.db.db, s.cfg.VAULT_MASTER_KEY, s.ctx.clock, s.cfg.VAULT_PREVIOUS_MASTER_KEY)
 }
 
-export async function requestLink(s: Services, vault: KeyVault, accountId: string, provider: string) {
+export async function requestLink(s: VaultDeps, vault: KeyVault, accountId: string, provider: string) {
   vault.requireMaster()
   if (!s.catalog.providers.has(provider))
     throw new ApiError('BAD_REQUEST', { field: 'provider', expected: `one of ${[...s.catalog.providers.keys()].join(', ')}` })
@@ -32,7 +45,7 @@ export interface LinkView {
 }
 
 /** What the page shows before the key is pasted; does not use the link up. */
-export async function viewLink(s: Services, vault: KeyVault, code: string): Promise<LinkView> {
+export async function viewLink(s: VaultDeps, vault: KeyVault, code: string): Promise<LinkView> {
   vault.requireMaster()
   const target = await inspectLink(s.ctx, code)
   return { provider: target.provider, email: await emailOf(s, target.accountId), expiresAt: target.expiresAt }
@@ -42,7 +55,7 @@ export async function viewLink(s: Services, vault: KeyVault, code: string): Prom
  * `readKey` runs only once the link is known good: a dead link answers LINK_INVALID / LINK_USED
  * whatever was pasted, so the holder learns to ask for a new link rather than fix a key.
  */
-export async function submitKey(s: Services, vault: KeyVault, code: string, readKey: () => Promise<unknown>): Promise<KeySummary & { email: string }> {
+export async function submitKey(s: VaultDeps, vault: KeyVault, code: string, readKey: () => Promise<unknown>): Promise<KeySummary & { email: string }> {
   vault.requireMaster()
   await inspectLink(s.ctx, code)
   const rawKey = await readKey()
@@ -66,6 +79,6 @@ export async function deleteKey(vault: KeyVault, accountId: string, provider: st
   if (!(await vault.remove(accountId, provider))) throw new ApiError('NOT_FOUND', { resource: 'vaulted key' })
 }
 
-async function emailOf(s: Services, accountId: string): Promise<string> {
+async function emailOf(s: VaultDeps, accountId: string): Promise<string> {
   return (await readAccount(s.ctx, accountId, 'email')).email ?? ''
 }

@@ -5,7 +5,7 @@
  * errors (KEY_UNREADABLE) are answers and pass through.
  */
 import { ApiError } from '../errors'
-import type { KeyLookup } from '../services'
+import type { KeyLookup } from './key-lookup'
 
 export const VAULT_UNAVAILABLE: unique symbol = Symbol('vault unavailable')
 

@@ -20,7 +20,7 @@
 import type { Capability, Provider } from '../catalog/catalog'
 import { ApiError } from '../errors'
 import type { Log } from '../log'
-import type { KeyLookup } from '../services'
+import type { KeyLookup } from './key-lookup'
 import { lookupWithin, VAULT_UNAVAILABLE } from './deadline'
 
 const ABSENT_TTL_MS = 2000
