@@ -252,7 +252,9 @@ describe('house lane: provider objects are the account’s', () => {
     } finally {
       t.fake.handler = handler
     }
-    expect(await t.redis.exists(t.s.ctx.keys.ownedObject(a.account_id, 'openai', id))).toBe(1)
+    // Read on the service's own connection: the record is sent, not awaited, ahead of the bytes
+    // that carry the id, and every later command on that connection runs after it (house-objects.ts).
+    expect(await t.s.ctx.redis.exists(t.s.ctx.keys.ownedObject(a.account_id, 'openai', id))).toBe(1)
   })
 
   test('the record lives in the account’s slot with a 30-day TTL, and only a 2xx answer is recorded', async () => {
