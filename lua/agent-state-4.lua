@@ -5,7 +5,7 @@
   A move appends the agent's full row and the owner's event (agent.killed / agent.revived /
   agent.revoked) to the outbox in the same script. A kill stores `kill_reason` operator (debit-15
   stores breaker when it trips); a revive clears it.
-  Sub-agents (CONTRACT §8): an agent acting (ARGV[6]) reaches only its own descendants — the
+  Sub-agents (docs/api.md §8): an agent acting (ARGV[6]) reaches only its own descendants — the
   target's chain must name it, else NOT_FOUND. A kill or revoke writes the target only: its
   descendants stop because the debit walks their chain. A revoke gives the target's unspent carve
   back to its parent (KEYS[3]), unless it expired and already gave it back (`carve_freed`,

@@ -2,9 +2,9 @@
   authorize-7: admit one authenticated request that moves no money (reads, governance, support):
   the token must still be the account's (rotation and revocation take effect at once, on every
   instance), the token's sliding-window rate limit must allow it, and the agent must be active —
-  and so must each of its ancestors (CONTRACT §8: killing or revoking an agent stops its whole
+  and so must each of its ancestors (docs/api.md §8: killing or revoking an agent stops its whole
   subtree, reads included; `by_ancestor` names the one that stops it).
-  The rate limit counts before the state is answered (CONTRACT §6: every request counts), so a
+  The rate limit counts before the state is answered (docs/api.md §6: every request counts), so a
   killed or revoked token past its limit is RATE_LIMITED instead of hammering forever.
   Paid requests never come here: debit-15 makes the same checks in its own single round trip.
 

@@ -3,7 +3,7 @@
   expired and the owner token it signed in with is still the account's owner token; a rotated
   token ends it here, on its next use, on every instance (the session is deleted so that a later
   rotation back cannot revive it). A standing session's request counts against the owner token's
-  rate limit, as the same request over the API would (CONTRACT §6: every request counts).
+  rate limit, as the same request over the API would (docs/api.md §6: every request counts).
 
   KEYS[1] the session hash {owner, csrf, exp}, under the SHA-256 of the session id
   KEYS[2] the account hash (its `owner` field: the current owner token's SHA-256)

@@ -1,6 +1,6 @@
 --[[
   create-agent-7: open a named agent token under an account, with its optional policy: either a
-  top-level agent of the operator, or a sub-agent an agent creates under itself (CONTRACT §8). The
+  top-level agent of the operator, or a sub-agent an agent creates under itself (docs/api.md §8). The
   agent hash, the account's agent set, the parent's carve, the agent's first snapshot and the
   `agent.created` event are written together, so Postgres never learns of an agent Redis does not
   hold (and the reverse), and two siblings created at once can never carve more than the parent

@@ -1,9 +1,9 @@
 --[[
   debit-15: the one money decision of a paid request (a capability call or a proxied request).
-  Checks, in the order of CONTRACT §6: token, rate limit, agent state, allowlists, idempotency,
+  Checks, in the order of docs/api.md §6: token, rate limit, agent state, allowlists, idempotency,
   per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
   then the runaway-agent breaker.
-  Sub-agents (CONTRACT §8): an agent's checks are made for the agent and for every ancestor on its
+  Sub-agents (docs/api.md §8): an agent's checks are made for the agent and for every ancestor on its
   chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
   round trip, so killing an ancestor stops its whole subtree with no write to the descendants, and
   siblings racing for a parent's last credits are serialised by Redis. The chain is immutable, so
@@ -81,7 +81,7 @@
   ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
   ARGV[20] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3
-  ARGV[21..28] a metered request (CONTRACT §7, docs/metering.md), absent (or '' in ARGV[21]) for a
+  ARGV[21..28] a metered request (docs/api.md §7, docs/metering.md), absent (or '' in ARGV[21]) for a
            flat one: model, input bound (tokens, never below the true count), prices in credits per 1M tokens
            (input, cached input, output), the request's output ceiling ('' = none named), the
            model's max_output, the catalog's min_output. The reservation
@@ -277,7 +277,7 @@ if idem_fp ~= '' then
   end
 end
 
--- 5b. metered: the reservation becomes the price (CONTRACT §7). The clamp looks at the same limits
+-- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.
 local max_out, clamped, affordable = 0, 0, 0
 local p_in, p_cached, p_out = 0, 0, 0

@@ -1,5 +1,5 @@
 --[[
-  propose-3: file a proposal (an agent asks its operator for more room, CONTRACT §11). First the
+  propose-3: file a proposal (an agent asks its operator for more room, docs/api.md §11). First the
   account's pending proposals past their expiry move to `expired` (each with its entry and its
   proposal.decided event), then the proposer's pending count is checked against the limit, then
   the new record, its index entry, its outbox entry and the proposal.created event are written.

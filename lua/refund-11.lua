@@ -4,7 +4,7 @@
   the day's caps. The refund is a new ledger entry naming the debit it corrects; a metered call's
   reservation, a hold with no ledger entry, is only released.
   An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
-  (CONTRACT §8), to every ancestor's spent_total and day spend, exactly as the debit took them
+  (docs/api.md §8), to every ancestor's spent_total and day spend, exactly as the debit took them
   (lua/lib/budget.lua release_chain: an agent's day spend is its hash's `day_spent`, lowered only
   while the hash's `day` is still the call's day, the call record's `day`). The chain comes from
   the caller (immutable, cached) and must be the one the debit stored on the call record.

@@ -7,7 +7,7 @@
   KEYS[1] the account hash {s}:acct:<acct>  or  the agent hash {s}:agent:<acct>:<agent>
   KEYS[2] outbox stream    {s}:outbox
   KEYS[3] the parent's hash {s}:agent:<acct>:<parent>  of a sub-agent whose `budget` changes, so its
-          carve follows (CONTRACT §8: the operator may set any budget; the parent's carved moves by
+          carve follows (docs/api.md §8: the operator may set any budget; the parent's carved moves by
           the change of what the child holds); else KEYS[1] again, unwritten
 
   ARGV[1] now, epoch ms

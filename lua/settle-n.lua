@@ -1,5 +1,5 @@
 --[[
-  settle-n: the end of metered calls that kept their charge (CONTRACT §7, docs/metering.md), a batch
+  settle-n: the end of metered calls that kept their charge (docs/api.md §7, docs/metering.md), a batch
   of one shard's calls in one script. The debit reserved the most each request could cost; this
   charges what the provider's usage actually cost and gives the rest of the reservation back, in one
   step, once per call. Given a record, it also files the call as record-calls-n does (the record
@@ -26,7 +26,7 @@
   counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
   since is left alone, as refund-11 does: an agent's day spend is its hash's `day_spent`, lowered
   only while the hash's `day` is still the call record's `day`). An agent's release also comes off
-  its `spent_total` and, along its chain (CONTRACT §8), every ancestor's spent_total and day spend,
+  its `spent_total` and, along its chain (docs/api.md §8), every ancestor's spent_total and day spend,
   exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
   record's).
 

@@ -1,5 +1,5 @@
 /**
- * Every environment variable the service reads (CONTRACT §1), validated once at boot.
+ * Every environment variable the service reads (docs/api.md §1), validated once at boot.
  * A bad value stops the process with a message naming the variable and what it expects.
  */
 import { Type as T, type Static } from '@sinclair/typebox'

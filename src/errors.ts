@@ -8,7 +8,7 @@ export interface ErrorSpec {
   status: number
   /** What unblocks the caller. `{field}` placeholders are filled from the context. */
   message: string
-  /** Context fields clients can rely on (CONTRACT §3). */
+  /** Context fields clients can rely on (docs/api.md §3). */
   context: readonly string[]
 }
 
@@ -207,7 +207,7 @@ export class ApiError extends Error {
     return { error: this.code, message: renderMessage(this.code, this.context), ...this.context }
   }
 
-  /** `status` overrides the registry's only for BAD_REQUEST on an oversized body (413, CONTRACT §1). */
+  /** `status` overrides the registry's only for BAD_REQUEST on an oversized body (413, docs/api.md §1). */
   toResponse(status = this.status): Response {
     return new Response(JSON.stringify(this.body()), {
       status,

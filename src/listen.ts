@@ -1,5 +1,5 @@
 /**
- * Listens with Bun.serve, so that the proxy can check the raw request target (CONTRACT §6).
+ * Listens with Bun.serve, so that the proxy can check the raw request target (docs/api.md §6).
  * Bun builds `request.url` with a URL parser that resolves `..`, `%2e%2e` and `\` segments
  * (`/proxy/openai/%2e%2e/admin` arrives as `/proxy/admin`) and exposes no raw target; but its
  * router matches `routes` on the raw target. So the listener registers `/proxy/:p0/…/:pN` for

@@ -60,7 +60,7 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer' },
-        consoleSession: { type: 'apiKey', in: 'cookie', name: 'pab_console', description: 'Owner console session (CONTRACT §9): set by POST /console/sign-in' },
+        consoleSession: { type: 'apiKey', in: 'cookie', name: 'pab_console', description: 'Owner console session (docs/api.md §9): set by POST /console/sign-in' },
       },
       schemas: {
         Error: {

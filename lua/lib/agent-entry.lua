@@ -10,7 +10,7 @@ local function append_agent_entry(agent_key, outbox_key, acct, agent_id, v, now)
   if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end
   if a[6] then e[#e + 1] = 'allow'; e[#e + 1] = a[6] end
   if a[7] then e[#e + 1] = 'per_call_max'; e[#e + 1] = a[7] end
-  -- The sub-agent tree and budget (CONTRACT §8); spent_total rides along for reading only: a
+  -- The sub-agent tree and budget (docs/api.md §8); spent_total rides along for reading only: a
   -- rebuild derives it from the ledger, which is exact where a snapshot may be stale.
   local extra = {'parent', 'chain', 'depth', 'budget', 'expires', 'spent_total'}
   for i, f in ipairs(extra) do

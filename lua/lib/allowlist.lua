@@ -2,7 +2,7 @@
 -- A pattern is an exact slug, a glob with '*', or proxy:<provider>. Given a pattern as `name`, a
 -- true answer also means the list covers every target that pattern matches: a '*' of the name can
 -- only be consumed by a '*' of the list's pattern (no pattern holds a literal '*').
--- A metered proxy request is named proxy:<provider>/<model> (CONTRACT §7): proxy:<provider> admits
+-- A metered proxy request is named proxy:<provider>/<model> (docs/api.md §7): proxy:<provider> admits
 -- every model of the route, proxy:<provider>/<model-glob> only those.
 
 local STAR = 42   -- string.byte('*')

@@ -1,4 +1,4 @@
--- Agent budgets and the sub-agent tree (CONTRACT §8), shared by every script that moves an agent's
+-- Agent budgets and the sub-agent tree (docs/api.md §8), shared by every script that moves an agent's
 -- lifetime spend or carves a budget (debit, refund, create-agent, agent-state, set-policy).
 -- An agent hash carries `budget` (lifetime credits; absent = none), `spent_total` (its own and its
 -- whole subtree's spend), `carved` (what its live children may still spend of the budgets carved

@@ -27,7 +27,7 @@ export async function balanceOf(s: Services, accountId: string) {
   const mref = a.mref
   return {
     balance: a.balance ?? 0,
-    // Metered calls' reservations still open (CONTRACT §7): each is charged or released when its
+    // Metered calls' reservations still open (docs/api.md §7): each is charged or released when its
     // call settles. The ledger's entries (the statement's balance_after) sum to balance + held.
     held: a.held ?? 0,
     balance_cap: a.balance_cap ?? s.cfg.DEFAULT_BALANCE_CAP,
@@ -76,7 +76,7 @@ export interface ActivityFilter {
 
 /**
  * Whose calls a caller sees: the owner all of the account's (null); an agent token its own and its
- * descendants' (CONTRACT §8: an agent sees only its own subtree), never its parent's, its
+ * descendants' (docs/api.md §8: an agent sees only its own subtree), never its parent's, its
  * siblings' or the owner token's — a sub-agent handed to another worker reads no more of the fleet
  * than it could spend as.
  */

@@ -1,5 +1,5 @@
 /**
- * The trial-abuse alarm on signups (CONTRACT §6 Alarms). One script counts, checks and pauses, so
+ * The trial-abuse alarm on signups (docs/api.md §6 Alarms). One script counts, checks and pauses, so
  * concurrent signups on any number of instances cannot slip past the alarm.
  * errors: SIGNUPS_PAUSED.
  */

@@ -1,5 +1,5 @@
 /**
- * The capability spend alarm (CONTRACT §6 Alarms): a capability whose spend over the last hour
+ * The capability spend alarm (docs/api.md §6 Alarms): a capability whose spend over the last hour
  * passes its catalog `spend_alarm` pauses itself. It costs the paid call path nothing: it reads the
  * debit and refund entries the flusher moves anyway (Flusher.observe), keeps per-hour sums per
  * slug in Redis (shared by every instance's flusher), and pauses through the shared pause set.

@@ -1,5 +1,5 @@
 /**
- * Owner console sessions (CONTRACT §9): signed in with the owner token, kept in Redis for 12 h in
+ * Owner console sessions (docs/api.md §9): signed in with the owner token, kept in Redis for 12 h in
  * the account's slot, carried by an HttpOnly, SameSite=Strict cookie `<acct>.<id>` (only the
  * SHA-256 of `<id>` is stored). Each session holds its own secret (`csrf`), from which every rendered
  * form gets a one-time token of its own (formTokens): a form acts at most once (claimFormToken).

@@ -15,7 +15,7 @@ export interface Principal {
   agentId: string | null
   tokenHash: string
   /**
-   * A sub-agent's ancestors, parent first (CONTRACT §8); empty (or absent) for the operator and
+   * A sub-agent's ancestors, parent first (docs/api.md §8); empty (or absent) for the operator and
    * its own agents. Immutable like the rest of the mapping, so the debit never looks it up.
    */
   chain?: readonly string[]

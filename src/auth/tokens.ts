@@ -1,5 +1,5 @@
 /**
- * Token format (CONTRACT §2): `sk_` (owner) or `ak_` (agent) + 43 base64url chars = 256 random
+ * Token format (docs/api.md §2): `sk_` (owner) or `ak_` (agent) + 43 base64url chars = 256 random
  * bits. Only the SHA-256 is stored; a token is shown once.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'

@@ -50,7 +50,7 @@ function checkedCall(s: Services, input: CallInput) {
   // Params are the provider's free text: several lines pass, NUL and other controls do not.
   checkText(params, 'all')
   s.catalog.checkParams(cap, params)
-  // A metered capability (CONTRACT §7) is charged by its tokens: the model and ceiling come from its params.
+  // A metered capability (docs/api.md §7) is charged by its tokens: the model and ceiling come from its params.
   const metering = s.catalog.meteredCapability(cap)
   const metered = metering ? readMeteredRequest(input.rawBody, metering.spec, metering.kind) : null
   if (metered?.stream) throw new ApiError('BAD_REQUEST', { field: 'stream', expected: 'absent or false (stream through the proxy instead)' })
@@ -141,7 +141,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
  * The stored answer of a keyed request its checks now refuse, though its first run passed them: the
  * capability was paused since (a spend alarm pauses it right after the call that crossed it), made
  * unavailable or taken out of the catalog. The retry of a call whose answer was lost must get that
- * answer (CONTRACT §5), not API_PAUSED's "try another slug", which would buy the call twice. Read
+ * answer (docs/api.md §5), not API_PAUSED's "try another slug", which would buy the call twice. Read
  * only after the refusal's admission (refusalAfterAdmission: agent state and rate limit, counted
  * once); the allowlists, which debit-15 weighs before a replay, are not weighed again here: the
  * answer is the token's own (its key's scope), already given to it once.

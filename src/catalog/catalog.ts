@@ -14,7 +14,7 @@ import { CatalogFileSchema, type CapabilitySpec, type CatalogFile, type MeteredS
 import { apiKindOf, type ApiKind } from './api-kind'
 import { parseAllowEntry } from './house-paths'
 
-/** A metered route or capability: its prices and which API it speaks (CONTRACT §7). */
+/** A metered route or capability: its prices and which API it speaks (docs/api.md §7). */
 export interface Metering {
   spec: MeteredSpec
   kind: ApiKind

@@ -14,7 +14,7 @@ export function demoEnabled(cfg: Pick<Config, 'DEMO_PROVIDER' | 'BASE_URL' | 'LI
   return isLoopback(cfg.BASE_URL) && listensOnLoopbackOnly(cfg)
 }
 
-/** Catalog entries (CONTRACT §4 format) whose provider is this service at BASE_URL. */
+/** Catalog entries (docs/api.md §4 format) whose provider is this service at BASE_URL. */
 export function demoCatalog(baseUrl: string) {
   const anything = { type: 'object', additionalProperties: true }
   const cap = (slug: string, path: string, price: number, description: string) => ({

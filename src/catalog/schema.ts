@@ -1,9 +1,9 @@
-/** The catalog file format (CONTRACT §4), validated at boot. */
+/** The catalog file format (docs/api.md §4), validated at boot. */
 import { Type as T, type Static } from '@sinclair/typebox'
 
 export const Lane = T.Union([T.Literal('house'), T.Literal('byok'), T.Literal('free')])
 
-/** A model's prices (CONTRACT §7): integer credits per 1,000,000 tokens, and its largest output. */
+/** A model's prices (docs/api.md §7): integer credits per 1,000,000 tokens, and its largest output. */
 export const ModelPriceSchema = T.Object(
   {
     input: T.Integer({ minimum: 0 }),
@@ -27,7 +27,7 @@ export const ModelPriceSchema = T.Object(
   { additionalProperties: false },
 )
 
-/** Token metering of a proxy route or a capability (CONTRACT §7). */
+/** Token metering of a proxy route or a capability (docs/api.md §7). */
 export const MeteredSchema = T.Object(
   {
     /** Where the model, the output ceiling and the usage are read. */
@@ -102,7 +102,7 @@ export const CapabilitySchema = T.Object(
     params: T.Record(T.String(), T.Unknown()),
     /** Credits per hour past which the service pauses the capability by itself. */
     spend_alarm: T.Optional(T.Integer({ minimum: 1 })),
-    /** Charged by the tokens used (CONTRACT §7): its own prices, or `true` for its provider's proxy ones. */
+    /** Charged by the tokens used (docs/api.md §7): its own prices, or `true` for its provider's proxy ones. */
     metered: T.Optional(T.Union([T.Literal(true), MeteredSchema])),
   },
   { additionalProperties: false },

@@ -19,7 +19,7 @@ export function searchAnswer(catalog: Catalog, q: string) {
 }
 
 /**
- * A metered capability's token prices (CONTRACT §7), the ones its call is charged by: the same
+ * A metered capability's token prices (docs/api.md §7), the ones its call is charged by: the same
  * spec the debit reads, so what search shows is what POST /v1/call debits (its flat `price` is 0).
  */
 function meteredPrices(catalog: Catalog, c: Capability) {

@@ -10,7 +10,7 @@ import { ApiError } from '../errors'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth'
 import { checkDepth } from './text'
 
-/** BAD_REQUEST on `body` answered with 413 (CONTRACT §1), wherever it is rendered. */
+/** BAD_REQUEST on `body` answered with 413 (docs/api.md §1), wherever it is rendered. */
 class BodyTooLarge extends ApiError {
   override readonly status = 413
 }

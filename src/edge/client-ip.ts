@@ -1,5 +1,5 @@
 /**
- * Who an unauthenticated request is, for the per-IP rate limit (CONTRACT §6). Two spellings of one
+ * Who an unauthenticated request is, for the per-IP rate limit (docs/api.md §6). Two spellings of one
  * client must be one client, and one client must not be many:
  * - An IPv4 client of a dual-stack socket (Bun's listener without a hostname, as src/index.ts runs it)
  *   arrives as `::ffff:203.0.113.7`. Compared as written, no TRUSTED_PROXIES entry (`10.0.0.2`) ever

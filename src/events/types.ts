@@ -46,7 +46,7 @@ export interface EventData {
   /** The first refusal of an HKT day by a cap: `scope` account (daily spend), agent (its daily cap) or requests (unpriced daily request cap). */
   'cap.reached': { scope: 'account' | 'agent' | 'requests'; agent_id: string | null; cap: number; spent: number; price: number; target: string; resets_at: string }
   /** `reason` operator (by hand; `via` api or chat) or breaker (with the `rule`, `limit` and `observed` value that tripped it). */
-  /** An agent token was created: by the operator (parent_id null) or by an agent under itself (CONTRACT §8). */
+  /** An agent token was created: by the operator (parent_id null) or by an agent under itself (docs/api.md §8). */
   'agent.created': { agent_id: string; name: string; parent_id: string | null; depth: number; budget: number | null; expires_at: number | null; via: 'api' | 'chat' }
   /** `parent_id` names a sub-agent's parent; `by_agent` the ancestor that acted, when not the operator. */
   'agent.killed': { agent_id: string; name: string; reason: 'operator' | 'breaker'; via?: 'api' | 'chat'; rule?: string; limit?: number; observed?: number; target?: string; parent_id?: string | null; by_agent?: string }
@@ -64,7 +64,7 @@ export interface EventData {
   'payment.reversed': { charge_id: string; cause: 'refund' | 'dispute'; credits: number; taken: number; unrecovered: number; balance: number; reversed_cents: number; mandate_disabled: boolean }
   /** The founder moved a support problem of this account, or added a note. */
   'support.updated': { problem_id: string; status: string; note: string | null; status_url: string }
-  /** An agent (or the owner) asked for more room (CONTRACT §11); `value` is credits, or the pattern of an `allow`. */
+  /** An agent (or the owner) asked for more room (docs/api.md §11); `value` is credits, or the pattern of an `allow`. */
   'proposal.created': {
     proposal_id: string
     kind: string

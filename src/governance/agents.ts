@@ -21,7 +21,7 @@ import { denial } from '../lua/denials'
 export const MAX_AGENTS = 1000
 
 /**
- * The deepest a sub-agent may sit (CONTRACT §8): the operator's agents are depth 1. It bounds the
+ * The deepest a sub-agent may sit (docs/api.md §8): the operator's agents are depth 1. It bounds the
  * chain the debit walks to 3 ancestors, which it takes through fixed KEYS slots.
  */
 export const MAX_DEPTH = 4
@@ -42,7 +42,7 @@ export interface AgentView {
   per_call_max: number | null
   spent_today: number
   created_at: string
-  /** The agent that created this sub-agent; null for the operator's own agents (CONTRACT §8). */
+  /** The agent that created this sub-agent; null for the operator's own agents (docs/api.md §8). */
   parent_id: string | null
   /** 1 for the operator's agents, the parent's + 1 for a sub-agent (at most MAX_DEPTH). */
   depth: number
@@ -88,7 +88,7 @@ export async function readSubtree(ctx: RedisContext, acct: string, rootId: strin
   return (await readAgentRows(ctx, acct)).filter((a) => a.chain.includes(rootId)).map(({ chain: _c, ...view }) => view)
 }
 
-/** The agents an agent reaches (CONTRACT §8): itself and its descendants, by their chains. */
+/** The agents an agent reaches (docs/api.md §8): itself and its descendants, by their chains. */
 export async function subtreeOf(ctx: RedisContext, acct: string, agentId: string): Promise<Set<string>> {
   const rows = await readAgentRows(ctx, acct)
   return new Set([agentId, ...rows.filter((a) => a.chain.includes(agentId)).map((a) => a.id)])

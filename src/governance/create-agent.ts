@@ -1,6 +1,6 @@
 /**
- * Agent tokens: the operator's (create, token shown once) and an agent's own sub-agents (CONTRACT
- * §8: a budget carved from its own, limits no wider than its own, at most MAX_DEPTH deep).
+ * Agent tokens: the operator's (create, token shown once) and an agent's own sub-agents
+ * (docs/api.md §8: a budget carved from its own, limits no wider than its own, at most MAX_DEPTH deep).
  * errors: BAD_REQUEST (name, caps, budget, ttl_s or allowlist out of bounds — the bounds of POST
  *         /v1/agents' body, checked here so the console and the chat meet them too; a sub-agent
  *         without a budget), POLICY_DENIED

@@ -31,7 +31,7 @@ export interface AgentPolicy {
   per_call_max: number | null
   /** The runaway-agent breaker as it applies (the agent's own values, else the deployment defaults; 0 = rule off). */
   breaker: { credits_per_minute: number; identical_per_minute: number }
-  /** Lifetime credits of the agent and its subtree (CONTRACT §8); null = none. */
+  /** Lifetime credits of the agent and its subtree (docs/api.md §8); null = none. */
   budget: number | null
   spent_total: number
   parent_id: string | null

@@ -1,5 +1,5 @@
 /**
- * Policies (CONTRACT §5): the account's daily cap, balance cap and allowlist, and each agent's
+ * Policies (docs/api.md §5): the account's daily cap, balance cap and allowlist, and each agent's
  * daily cap, allowlist and per-call maximum — exactly the fields debit-15 enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (a cap, budget, breaker rate or
@@ -24,7 +24,7 @@ interface Patch {
   daily_cap?: number | null
   allowlist?: string[] | null
   per_call_max?: number | null
-  /** An agent's lifetime budget (CONTRACT §8). */
+  /** An agent's lifetime budget (docs/api.md §8). */
   budget?: number | null
   balance_cap?: unknown
   breaker?: { credits_per_minute?: number | null; identical_per_minute?: number | null }

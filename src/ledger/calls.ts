@@ -8,7 +8,7 @@ import type { CallOutcome } from './paid-call/outcome'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
 
-/** One activity entry (CONTRACT §5): metadata only, never payloads. */
+/** One activity entry (docs/api.md §5): metadata only, never payloads. */
 export interface CallRecord {
   call_id: string
   slug: string
@@ -20,7 +20,7 @@ export interface CallRecord {
   http_status: number | null
   latency_ms: number
   at: string
-  /** Metered calls (CONTRACT §7); a flat-priced call's model and tokens read null. */
+  /** Metered calls (docs/api.md §7); a flat-priced call's model and tokens read null. */
   model?: string | null
   tokens?: TokenCounts | null
   /** Metered: the credits reserved by the debit, and usage past them left uncharged (credits, rounded up). */

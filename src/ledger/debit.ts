@@ -30,7 +30,7 @@ export interface DebitRequest {
    * keeps renewing it (leases.ts). @default 30 minutes
    */
   abandonAfterMs?: number
-  /** A metered request: `price` is ignored, the script reserves (CONTRACT §7). */
+  /** A metered request: `price` is ignored, the script reserves (docs/api.md §7). */
   metered?: DebitMetering
 }
 

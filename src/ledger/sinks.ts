@@ -91,7 +91,7 @@ const callSink: Sink = (tx, entries, o) => {
       ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'),
       refunded: 'refunded::int',
       ...same('outcome', 'http_status', 'latency_ms', 'at', 'model'),
-      // A metered call's tokens (CONTRACT §7); absent on a flat call's record, null here.
+      // A metered call's tokens (docs/api.md §7); absent on a flat call's record, null here.
       tokens_in: "(tokens->>'input')::int",
       tokens_cached: "(tokens->>'cached')::int",
       tokens_out: "(tokens->>'output')::int",

@@ -37,7 +37,7 @@ export interface StatementEntry {
   call_id: string | null
   agent_id: string | null
   route_or_slug: string | null
-  /** A metered call's model (its debit and its settle) and tokens (its settle, CONTRACT §7); else null. */
+  /** A metered call's model (its debit and its settle) and tokens (its settle, docs/api.md §7); else null. */
   model: string | null
   tokens: TokenCounts | null
 }

@@ -15,7 +15,7 @@ export interface AuthorizeArgs {
   rateWindow: number
   prevRateWindow: number
   rateLimit: number
-  /** The agent's ancestors, parent first (CONTRACT §8); none for the owner or a top-level agent. */
+  /** The agent's ancestors, parent first (docs/api.md §8); none for the owner or a top-level agent. */
   chain?: readonly string[]
 }
 

@@ -32,9 +32,9 @@ export interface DebitArgs {
   breakerIdenticalPerMinute: number
   lowBalanceAlert: number
   abandonAt: number
-  /** A metered request (CONTRACT §7): the reservation is computed, and clamped, by the script. */
+  /** A metered request (docs/api.md §7): the reservation is computed, and clamped, by the script. */
   metered?: DebitMetering
-  /** A sub-agent's ancestors, parent first (at most 3; CONTRACT §8): every one is checked and charged. */
+  /** A sub-agent's ancestors, parent first (at most 3; docs/api.md §8): every one is checked and charged. */
   chain?: readonly string[]
 }
 

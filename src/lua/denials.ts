@@ -7,7 +7,7 @@ import type { Refusal } from './refusal'
 import { rateHeaders } from '../windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
-/** A refusal that an operator's approval could lift names the proposal (CONTRACT §11) that would help. */
+/** A refusal that an operator's approval could lift names the proposal (docs/api.md §11) that would help. */
 const propose = (kind: string) => ({ propose_via: 'POST /v1/proposals', kind })
 
 export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: string }): ApiError {
@@ -43,7 +43,7 @@ export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: stri
   }
 }
 
-/** A sub-agent stopped or limited by an ancestor names it (CONTRACT §8). */
+/** A sub-agent stopped or limited by an ancestor names it (docs/api.md §8). */
 const byAncestor = (id: string | null) => (id ? { by_ancestor: id } : {})
 
 function policy(rule: string, extra: Record<string, unknown> = {}): ApiError {

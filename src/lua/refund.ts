@@ -14,7 +14,7 @@ export interface RefundArgs {
   reason: string
   /** The sweeper's sweep instant: refund only if the call's deadline was not moved past it. */
   dueBy?: number
-  /** The agent's ancestors, parent first (CONTRACT §8): the refund gives back along them too. */
+  /** The agent's ancestors, parent first (docs/api.md §8): the refund gives back along them too. */
   chain: readonly string[]
   /** The debit's instant: the refund also comes off the breaker's count of that minute (lua/lib/breaker-window.lua). */
   at?: number

@@ -10,7 +10,7 @@ export type Refusal =
   | { status: 'unauthorized' }
   /**
    * The agent hash's kill_reason: `operator` (a kill by hand) or `breaker` (runaway spend).
-   * `byAncestor`: the killed ancestor that stops this sub-agent (CONTRACT §8), else null.
+   * `byAncestor`: the killed ancestor that stops this sub-agent (docs/api.md §8), else null.
    */
   | { status: 'agent_killed'; reason: string; byAncestor: string | null }
   /** `reason` expired: past its `expires_at` (the agent's own, or `byAncestor`'s). */

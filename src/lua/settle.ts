@@ -23,7 +23,7 @@ export interface SettleArgs {
   day: number
   tokens: TokenCounts
   source: UsageSource
-  /** The agent's ancestors, parent first (CONTRACT §8); looked up (cached) when not given. */
+  /** The agent's ancestors, parent first (docs/api.md §8); looked up (cached) when not given. */
   chain?: readonly string[]
   /** File the call too: the record as JSON minus its closing brace, `charged` and `uncharged` (the script appends them). */
   file?: { recordHead: string; organic: boolean; recentCalls: number; settledTtlS: number }

@@ -51,7 +51,7 @@ function priceNote(cap: Capability): string {
   }
 }
 
-/** A metered capability is charged by its tokens (CONTRACT §7), not by a flat price: its models' prices. */
+/** A metered capability is charged by its tokens (docs/api.md §7), not by a flat price: its models' prices. */
 function meteredNote(s: Services, cap: Capability): string {
   const models = Object.entries(s.catalog.meteredCapability(cap)!.spec.models)
     .map(([id, p]) => `${id} ${p.input} in / ${p.output} out, max output ${p.max_output}`)

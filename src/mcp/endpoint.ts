@@ -1,5 +1,5 @@
 /**
- * The MCP endpoint (CONTRACT §10): the official SDK's Streamable HTTP transport in stateless mode —
+ * The MCP endpoint (docs/api.md §10): the official SDK's Streamable HTTP transport in stateless mode —
  * a fresh server and transport per HTTP request, answers as JSON, no session id — so any instance
  * answers any request and nothing is kept between requests. Without an open stream there is no
  * notifications/tools/list_changed: the server says so (listChanged: false) and clients re-list.

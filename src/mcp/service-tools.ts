@@ -1,5 +1,5 @@
 /**
- * The service's own MCP tools (CONTRACT §10), each the adapter of one REST route: the route's
+ * The service's own MCP tools (docs/api.md §10), each the adapter of one REST route: the route's
  * input model, the service function its handler calls, the answer its handler returns. Nothing
  * here decides about money or governance; that stays in the functions (and their scripts).
  */

@@ -2,7 +2,7 @@
  * Which MCP requests the route leaves for their tool to admit. A tool call is admitted where its
  * tool is, in McpEndpoint.call (the adapted route's admission; a paid call inside its debit,
  * counted once); every other request is admitted by the route, as rate limits count every request
- * (CONTRACT §6). So the route may skip its admission only for a request that is certain to reach
+ * (docs/api.md §6). So the route may skip its admission only for a request that is certain to reach
  * McpEndpoint.call: a tools/call the transport or the Protocol refuses or answers first (a
  * notification, malformed params, a header or a message the transport does not take, a task the
  * server does not offer) would otherwise be counted nowhere. A batch is admitted by the route, and

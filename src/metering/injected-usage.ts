@@ -1,7 +1,7 @@
 /**
  * The `"usage":null` member that OpenAI puts on every chat chunk once the usage option is on,
  * taken out of a chunk's bytes (or an event's text) when the proxy added the option and the client
- * did not ask for it (CONTRACT §7): exactly where parsing the event would have taken it out, and
+ * did not ask for it (docs/api.md §7): exactly where parsing the event would have taken it out, and
  * the provider's bytes otherwise kept as sent. Anything this cannot prove is left to the parse.
  */
 import { SCALAR_MEMBERS_TO_END } from './scalar-members'

@@ -1,5 +1,5 @@
 /**
- * The parts of a metered request whose tokens its bytes do not bound (CONTRACT §7's input bound is
+ * The parts of a metered request whose tokens its bytes do not bound (docs/api.md §7's input bound is
  * the body's UTF-8 bytes, sound for text: a token is at least a byte of what it encodes). An image
  * costs tokens by its pixels, not its bytes: a URL of 60 bytes, or a tiny PNG of one colour, can be
  * a 2048-pixel image of thousands of tokens. A file or document (a PDF) costs its pages, text and

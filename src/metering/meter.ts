@@ -1,5 +1,5 @@
 /**
- * Reads the usage out of a metered answer while the relay passes it on (CONTRACT §7):
+ * Reads the usage out of a metered answer while the relay passes it on (docs/api.md §7):
  *   JsonMeter  a plain answer: its bytes are kept (the relay's response cap bounds them) and its
  *              `usage` read at the end (from the answer's last bytes when that is exact);
  *   SseMeter   a stream: each complete event is inspected as it passes — the OpenAI chat usage
@@ -31,7 +31,7 @@ export interface UsageMeter {
   usage(): TokenCounts | null
   /**
    * The provider reported an error before any output and no usage (a stream's `error` event after
-   * only its preamble): the upstream failed before any output, which CONTRACT §7 refunds.
+   * only its preamble): the upstream failed before any output, which docs/api.md §7 refunds.
    */
   failedBeforeOutput(): boolean
   /** The input side the provider has reported so far (Anthropic's message_start), or null. */
@@ -456,7 +456,7 @@ function isPlainChatChunk(c: Uint8Array, from: number, end: number): boolean {
 const TYPE_KEY = Buffer.from('type"', 'latin1')
 const ERROR_KEY = Buffer.from('error"', 'latin1')
 
-/** The chat chunk the usage option adds: the counts, and no choices (CONTRACT §7). */
+/** The chat chunk the usage option adds: the counts, and no choices (docs/api.md §7). */
 const isUsageChunk = (o: Record<string, unknown>) => Boolean(o.usage) && Array.isArray(o.choices) && o.choices.length === 0
 
 /** Events a stream opens with before it carries output. */

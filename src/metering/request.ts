@@ -1,5 +1,5 @@
 /**
- * A metered request as the proxy and the paid call read it before the debit (CONTRACT §7): the
+ * A metered request as the proxy and the paid call read it before the debit (docs/api.md §7): the
  * model and its prices, the output ceiling it names, whether it streams, and a bound on its input
  * tokens. And the body forwarded once the debit has answered: the ceiling the debit clamped to
  * written in, and for an OpenAI chat stream the usage chunk asked for.

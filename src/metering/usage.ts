@@ -1,5 +1,5 @@
 /**
- * Token usage as the providers report it (CONTRACT §7), read from a plain JSON answer or from the
+ * Token usage as the providers report it (docs/api.md §7), read from a plain JSON answer or from the
  * events of a stream, per API: OpenAI chat completions, Responses, embeddings; Anthropic messages.
  * Cached tokens are counted apart from input, never in both.
  */

@@ -1,5 +1,5 @@
 /**
- * PAYMENT_REQUIRED with everything the agent needs to unblock itself (CONTRACT §3): a sentence
+ * PAYMENT_REQUIRED with everything the agent needs to unblock itself (docs/api.md §3): a sentence
  * for the human, the consent page of the auto-refill mandate, and the top-up route.
  */
 import { ApiError } from '../errors'
@@ -42,9 +42,9 @@ export async function paymentRequired(
     declined?: { card: string; message: string }
     /** The mandate ref when the caller has it already (debit-15 returns it with the refusal). */
     mandateRef?: string
-    /** The refused agent: it may ask its operator for a top-up (CONTRACT §11). */
+    /** The refused agent: it may ask its operator for a top-up (docs/api.md §11). */
     agentId?: string | null
-    /** A metered request's largest output ceiling that fits (0 when none): CONTRACT §7. */
+    /** A metered request's largest output ceiling that fits (0 when none): docs/api.md §7. */
     affordableMaxTokens?: number
   } = {},
 ): Promise<ApiError> {

@@ -1,5 +1,5 @@
 /**
- * Proposals (CONTRACT §11): an agent asks its operator for more room — a higher daily cap, a bigger
+ * Proposals (docs/api.md §11): an agent asks its operator for more room — a higher daily cap, a bigger
  * budget, one more allowlist pattern, a top-up — with a reason, and the operator approves or
  * declines. The REST routes, the operator chat, the owner console and the MCP endpoint all call
  * these functions; every state change is one script (propose-3, decide-proposal-5), so two
@@ -42,7 +42,7 @@ export interface ProposalDeps {
   ctx: RedisContext
   /** POST /v1/topup's service for the account: through the mandate, with every rule it has. */
   topup(accountId: string, credits: number): Promise<unknown>
-  /** PUT /v1/policies' service, for one agent's lifetime budget (CONTRACT §8 checks included). */
+  /** PUT /v1/policies' service, for one agent's lifetime budget (docs/api.md §8 checks included). */
   setBudget(accountId: string, agentId: string, budget: number): Promise<unknown>
 }
 
@@ -132,7 +132,7 @@ export async function approveProposal(d: ProposalDeps, accountId: string, id: st
   const { ctx } = d
   checkNote(note)
   const rec = await readRecord(ctx, accountId, id)
-  // A budget moves a parent's carve (CONTRACT §8), so it goes through PUT /v1/policies' own path,
+  // A budget moves a parent's carve (docs/api.md §8), so it goes through PUT /v1/policies' own path,
   // held like a top-up: claimed, applied by that service, then approved or released.
   const apply =
     rec.kind === 'topup' ? () => d.topup(accountId, Number(rec.value)) : rec.kind === 'raise_budget' ? () => d.setBudget(accountId, rec.agent_id!, Number(rec.value)) : null

@@ -19,7 +19,7 @@ export const PROPOSAL_ID = /^prop_[A-Za-z0-9_-]{22}$/
 /** The operator's note on a decision (the REST body's field; the service checks it for every caller). */
 export const DecisionNote = T.String({ maxLength: 280, description: 'A word for the agent, shown with the decision' })
 
-/** Unanswered proposals expire after this long (CONTRACT §11). */
+/** Unanswered proposals expire after this long (docs/api.md §11). */
 export const PROPOSAL_TTL_MS = 24 * 3600 * 1000
 /** Pending proposals one agent (or the account itself) may hold at once. */
 export const MAX_PENDING_PER_AGENT = 10

@@ -44,7 +44,7 @@ function houseLines(p: Provider, cfg: Config): string[] {
   ]
 }
 
-/** A metered route's models and prices (CONTRACT §7): what a request reserves and is charged. */
+/** A metered route's models and prices (docs/api.md §7): what a request reserves and is charged. */
 function meteredLines(p: Provider, cfg: Config): string[] {
   const m = p.proxy!.metered
   if (!m) return []

@@ -1,5 +1,5 @@
 /**
- * The response body of a metered proxied request (CONTRACT §7). Like relay.ts it passes the upstream
+ * The response body of a metered proxied request (docs/api.md §7). Like relay.ts it passes the upstream
  * body on as it comes (one chunk at a time, on the client's demand), counted against the response
  * cap with the provider key masked; the meter reads the usage out of it on the way. Unlike it, the
  * upstream outlives the client: when the client goes away the body is still read to its end (bounded

@@ -1,5 +1,5 @@
 /**
- * The metered side of a proxied request (CONTRACT §7), before and after its debit: the body read
+ * The metered side of a proxied request (docs/api.md §7), before and after its debit: the body read
  * (bounded by MAX_BODY_BYTES; a flat route streams it instead) to find the model and the ceiling,
  * the debit's metering arguments, the body forwarded (the clamp written in, the usage chunk asked
  * for), and the usage a settle is charged for by how the relay ended.

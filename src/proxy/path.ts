@@ -1,6 +1,6 @@
 /**
  * Path safety of a proxied request, checked before authentication, debit or any upstream
- * connection (CONTRACT §6). The upstream host comes only from the catalog; this decides which path
+ * connection (docs/api.md §6). The upstream host comes only from the catalog; this decides which path
  * on it may be asked for. Two spellings are checked: the path as the client sent it (raw-target.ts)
  * and the URL's path, which is what gets forwarded; a difference between them means a URL parser
  * rewrote the path, and the request is refused rather than guessed at.

@@ -246,7 +246,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     apiKey,
     {
       'x-pab-call-id': call.callId,
-      // Headers leave before the usage is known: a metered call shows what it reserved (CONTRACT §7).
+      // Headers leave before the usage is known: a metered call shows what it reserved (docs/api.md §7).
       ...(call.metered ? { 'x-pab-reserved': String(call.price) } : { 'x-pab-charged': String(call.price) }),
       ...(call.metered?.clamped ? { 'x-pab-max-tokens-clamped': String(call.metered.maxOut) } : {}),
       'x-pab-balance': String(call.balance),
@@ -334,7 +334,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
 /**
  * How a metered relay's ending is settled: output cut off after it reached the client was spent
  * (charged: the provider's usage, else an estimate); a stream whose only news was a provider error
- * failed before any output (refunded, CONTRACT §7); a client gone before the end still owes the work.
+ * failed before any output (refunded, docs/api.md §7); a client gone before the end still owes the work.
  */
 function meteredOutcome(how: RelayEnd, o: { relayed: number; clientLeft: boolean }, answered: CallOutcome, meter: UsageMeter): CallOutcome {
   if (how === 'upstream_error') return o.relayed > 0 ? 'provider_cut' : 'provider_error'

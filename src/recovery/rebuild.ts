@@ -73,7 +73,7 @@ export interface RebuildPlan {
   publicRef: string
   ownerTokenHash: string
   agents: AgentRow[]
-  /** Every proposal of the account (CONTRACT §11); the pending ones are indexed again. */
+  /** Every proposal of the account (docs/api.md §11); the pending ones are indexed again. */
   proposals: ProposalRecord[]
   /** The charge records still within their 90 days: a charge Stripe delivers again stays a duplicate. */
   charges: ChargeRecord[]
@@ -269,7 +269,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
   if (pol.allow !== null) fields.allow = pol.allow
   // The referral bonus is still owed when the account was referred and no bonus entry exists.
   if (referrer && !led.lines.some((l) => l.id === `${account}:referral:referred`)) fields.referrer = referrer
-  // The metered micro-credit remainder (CONTRACT §7) as the newest settle left it: the next settle
+  // The metered micro-credit remainder (docs/api.md §7) as the newest settle left it: the next settle
   // goes on from it, so a rebuild neither forgives nor charges a fraction twice.
   const remainder = lastRemainder(led)
   if (remainder > 0) fields.mc_rem = String(remainder)

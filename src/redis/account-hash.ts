@@ -33,7 +33,7 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
-  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, CONTRACT §7). */
+  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, docs/api.md §7). */
   mc_rem: num,
   /** Hundredths of a micro-credit an owner's-lane fee left beside mc_rem, 0..99 (settle-n, docs/metering.md). */
   mc_rem_c: num,

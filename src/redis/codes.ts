@@ -66,7 +66,7 @@ export enum ScriptStatus {
   /** An approval of this proposal is being applied (its top-up is at the card processor). */
   APPLYING = 60,
 
-  // Agent budgets and sub-agents (CONTRACT §8): from 80.
+  // Agent budgets and sub-agents (docs/api.md §8): from 80.
   /** The caller's or an ancestor's lifetime budget would be passed (POLICY_DENIED agent_budget). */
   DENIED_AGENT_BUDGET = 80,
   /** A sub-agent's limits would be wider than its parent's (POLICY_DENIED exceeds_parent). */

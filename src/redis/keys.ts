@@ -148,7 +148,7 @@ export class Keys {
     return `${this.acctTag(acct)}:reversal:${acct}:${chargeId}`
   }
   /**
-   * The account's proposals (CONTRACT §11): id → the JSON record. One hash per account, so that
+   * The account's proposals (docs/api.md §11): id → the JSON record. One hash per account, so that
    * propose-3 and decide-proposal-5 name every proposal they touch through one key.
    */
   proposals(acct: string): string {

@@ -66,7 +66,7 @@ export async function fileProblem(s: Services, p: Principal, body: NewProblem) {
 
 /**
  * The problem as its status_url shows it; `accountId` null = the founder's view. `reach` (an agent
- * token's subtree, CONTRACT §8) limits it to problems that subtree filed; null = the whole account.
+ * token's subtree, docs/api.md §8) limits it to problems that subtree filed; null = the whole account.
  */
 export async function problemView(db: Database, id: string, accountId: string | null, reach: ReadonlySet<string> | null = null) {
   const mine = accountId === null ? eq(supportProblems.id, id) : and(eq(supportProblems.id, id), eq(supportProblems.accountId, accountId))

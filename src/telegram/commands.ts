@@ -140,7 +140,7 @@ async function findAgent(ctx: RedisContext, acct: string, ref: string): Promise<
   return `No agent "${ref}" on this account (see /agents).`
 }
 
-/** The live agents as a tree (CONTRACT §8): each sub-agent indented under its parent, oldest first. */
+/** The live agents as a tree (docs/api.md §8): each sub-agent indented under its parent, oldest first. */
 function listAgents(agents: AgentView[]): string {
   const live = agents.filter((a) => a.state !== 'revoked')
   if (live.length === 0) return 'No agents yet (POST /v1/agents creates one).'

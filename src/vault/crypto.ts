@@ -1,5 +1,5 @@
 /**
- * Envelope encryption of vaulted provider keys (CONTRACT §6). Each stored key gets its own random
+ * Envelope encryption of vaulted provider keys (docs/api.md §6). Each stored key gets its own random
  * 256-bit data key (DEK) and 96-bit nonce; the DEK is wrapped by the master key
  * (VAULT_MASTER_KEY), so rotating the master key re-wraps 32-byte DEKs and never touches the
  * provider keys themselves. Both layers are AES-256-GCM and bind the row's account and provider

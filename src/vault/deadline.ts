@@ -1,6 +1,6 @@
 /**
  * A vault lookup with a deadline. The vault reads Postgres, and Postgres being down must never
- * hang a request (CONTRACT §6): past `ms`, or on a driver error, the answer is VAULT_UNAVAILABLE and
+ * hang a request (docs/api.md §6): past `ms`, or on a driver error, the answer is VAULT_UNAVAILABLE and
  * the caller decides (provider-key.ts: a house key when the target has one, else VAULT_UNAVAILABLE). The vault's own
  * errors (KEY_UNREADABLE) are answers and pass through.
  */

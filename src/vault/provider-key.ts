@@ -11,7 +11,7 @@
  * remembered for ABSENT_TTL_MS per account and provider; found keys never are, so a key deleted or
  * replaced stops being used at once, on every instance.
  *
- * Postgres being down never hangs a request (CONTRACT §6): a route with a house key falls back to it
+ * Postgres being down never hangs a request (docs/api.md §6): a route with a house key falls back to it
  * after FALLBACK_AFTER_MS (logged, not cached); a byok target has no other key and is refused with
  * VAULT_UNAVAILABLE (503) after GIVE_UP_AFTER_MS, its debit refunded by the caller's void.
  * errors: BYOK_REQUIRED, VAULT_KEY_MISSING, VAULT_UNAVAILABLE, API_UNAVAILABLE (no house key),

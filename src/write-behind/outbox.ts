@@ -128,7 +128,7 @@ export interface MoneyFields {
   uncredited: number | null
   reason: string | null
   at: number
-  /** Metered calls (CONTRACT §7): the model (debit and settle), the tokens (settle-n). */
+  /** Metered calls (docs/api.md §7): the model (debit and settle), the tokens (settle-n). */
   model: string | null
   tokens: TokenCounts | null
   /** A metered settle (settle-n's `rem`): the account's micro-credit remainder after it. */
@@ -205,7 +205,7 @@ export interface AgentFields {
   dailyCap: number | null
   allow: string | null
   perCallMax: number | null
-  /** The sub-agent tree (CONTRACT §8): parent, ancestors parent first, depth, budget, expiry (ms). */
+  /** The sub-agent tree (docs/api.md §8): parent, ancestors parent first, depth, budget, expiry (ms). */
   parent: string | null
   chain: string[]
   depth: number

@@ -1,5 +1,5 @@
 /**
- * The tree keeps its layering (STYLE.md): modules/ is HTTP only, no module imports another, only the
+ * The tree keeps its layering (docs/architecture.md, "Rules the tests hold"): modules/ is HTTP only, no module imports another, only the
  * composition root imports modules/, and there are no import cycles. The checker is also fed small
  * trees that break each rule, so this test is seen to fail when a rule is broken.
  */

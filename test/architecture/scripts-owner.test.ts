@@ -1,5 +1,5 @@
 /**
- * One owner per contract (STYLE.md, "Lessons from the first round's code"): every Lua script is
+ * One owner per contract (docs/architecture.md, "Rules the tests hold"): every Lua script is
  * called and its tuple decoded only by its wrapper in src/lua/, and the account hash is read only
  * through readAccount. The checker is also fed small trees that break each rule, so this test is
  * seen to fail when a rule is broken.

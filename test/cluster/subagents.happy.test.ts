@@ -1,5 +1,5 @@
 /**
- * Sub-agents on a real 3-master Redis Cluster (CONTRACT §8): create-agent-7, debit-15 (the caller
+ * Sub-agents on a real 3-master Redis Cluster (docs/api.md §8): create-agent-7, debit-15 (the caller
  * and three ancestors through KEYS), refund-11, agent-state-4 and set-policy-3 all stay in the
  * account's slot; siblings racing for the root's last credits never cross its budget; the ledger
  * holds after the flush.

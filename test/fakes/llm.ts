@@ -7,7 +7,7 @@
  * before the last delta, and logs 'fake:last-sent' to `events` as it sends it — a test resolves the
  * gate on the first chunk it receives, so the order of the two events shows whether the proxy
  * relayed the first chunk before the upstream finished.
- * Usage is real-shaped (metering, CONTRACT §7): `usage` sets the counts every answer reports
+ * Usage is real-shaped (metering, docs/api.md §7): `usage` sets the counts every answer reports
  * (cached = OpenAI's prompt_tokens_details.cached_tokens / Anthropic's cache_read_input_tokens);
  * an OpenAI chat stream reports it only when asked (`stream_options.include_usage`: every chunk then
  * carries `usage: null` and a last chunk with no choices carries the counts), like the real API,

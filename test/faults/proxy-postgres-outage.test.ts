@@ -1,7 +1,7 @@
 /**
  * Fault: Postgres unreachable (a TCP relay the test cuts; the machine's Postgres stays up for
  * everyone else) while the proxy serves. The vault lives in Postgres, yet Postgres being down never
- * blocks calls (CONTRACT §6): a house-key route is served with the house key after a short wait for
+ * blocks calls (docs/api.md §6): a house-key route is served with the house key after a short wait for
  * the vault; a byok route, which has no other key, fails after a bounded wait instead of hanging on
  * the database driver with VAULT_UNAVAILABLE (503) — its debit refunded, nothing forwarded. The API runs in its own process, as in
  * production, so the driver's connection errors stay there.

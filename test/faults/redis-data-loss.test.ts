@@ -227,7 +227,7 @@ describe('metered calls in flight (their reservations are holds, not entries)', 
   })
 })
 
-describe('the metered micro-credit remainder (CONTRACT §7)', () => {
+describe('the metered micro-credit remainder (docs/api.md §7)', () => {
   const PRICE = { input: 1234, cachedInput: 567, output: 8901 }
   /** One metered call of the account, settled with this usage; returns what it charged. */
   async function settled(token: string, tokens: { input: number; cached: number; output: number }): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * The layering rules of STYLE.md, checked over a source tree:
+ * The layering rules of docs/architecture.md, checked over a source tree:
  * - `src/modules/<feature>/` is HTTP only and imports no other module;
  * - nothing but the composition root (`src/app.ts`) imports `src/modules/`;
  * - no import cycles anywhere in `src/` (type-only imports count: they are a second opinion too).

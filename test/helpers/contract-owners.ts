@@ -1,5 +1,5 @@
 /**
- * "One owner per contract" (STYLE.md), checked over a source tree (path → source, as readTree in
+ * "One owner per contract" (docs/architecture.md, "Rules the tests hold"), checked over a source tree (path → source, as readTree in
  * boundaries.ts gives it), so a test can also feed it a tree that breaks a rule:
  * - a Lua script is called only by its wrapper in src/lua/ (nothing else says `scripts.<name>(`);
  * - a script's tuple is read by position (`reply[4]`) only there too;

@@ -58,7 +58,7 @@ export interface Price {
 const writePrice = (p: Price) => p.cache_write ?? p.input
 const write1hPrice = (p: Price) => p.cache_write_1h ?? writePrice(p)
 
-/** Exact cost in micro-credits (CONTRACT §7, and the cache writes priced apart: docs/metering.md). */
+/** Exact cost in micro-credits (docs/api.md §7, and the cache writes priced apart: docs/metering.md). */
 export const costMicro = (p: Price, t: { input: number; cached: number; output: number; cache_write?: number; cache_write_1h?: number }) =>
   t.input * p.input + t.cached * (p.cached_input ?? p.input) + t.output * p.output + (t.cache_write ?? 0) * writePrice(p) + (t.cache_write_1h ?? 0) * write1hPrice(p)
 

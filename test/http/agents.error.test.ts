@@ -61,7 +61,7 @@ describe('agent token errors', () => {
     expect((await t.req('POST', '/v1/call/test.echo', { token: agent.token, body: {} })).body.error).toBe('AGENT_REVOKED')
   })
 
-  test('an agent token on every operator surface → FORBIDDEN (403); its own sub-agents are CONTRACT §8 (test/http/subagents.*)', async () => {
+  test('an agent token on every operator surface → FORBIDDEN (403); its own sub-agents are docs/api.md §8 (test/http/subagents.*)', async () => {
     const { agent } = await withAgent()
     const surfaces: [string, string, unknown?][] = [
       ['POST', `/v1/agents/${agent.id}/revive`],

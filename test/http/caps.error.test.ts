@@ -93,7 +93,7 @@ describe('governance denials', () => {
     expect((await call('test.echo')).status).toBe(200)
   })
 
-  test('the checks run in CONTRACT order: a killed agent is told so before any policy', async () => {
+  test('the checks run in the documented order (docs/api.md §6): a killed agent is told so before any policy', async () => {
     const { owner, agent, call } = await setup({ allowlist: [], daily_cap: 0 }, { allowlist: [] })
     expect((await call('test.echo')).body.rule).toBe('agent_allowlist')
     await t.req('POST', `/v1/agents/${agent.id}/kill`, { token: owner.token })

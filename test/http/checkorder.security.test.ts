@@ -1,5 +1,5 @@
 /**
- * CONTRACT §6 order, everywhere: agent state and the rate limit come first. A killed or revoked
+ * docs/api.md §6 order, everywhere: agent state and the rate limit come first. A killed or revoked
  * token is counted in its rate window like any other (past the limit it gets RATE_LIMITED, so it
  * cannot hammer forever), and no refused token ever makes the service read the key vault.
  */

@@ -170,7 +170,7 @@ describe('auth comes first', () => {
         walked++
         for (const token of bearers)
           for (const body of bodies) {
-            // Without a bearer, {email} is the lost-token path of /v1/token/rotate (CONTRACT §2).
+            // Without a bearer, {email} is the lost-token path of /v1/token/rotate (docs/api.md §2).
             if (path === '/v1/token/rotate' && token === undefined && body !== undefined) continue
             const r = await t.req(method.toUpperCase(), fill(path), { token, body })
             if (r.status !== 401 || r.body.error !== 'UNAUTHORIZED') wrong.push(`${method} ${path} bearer=${token?.slice(0, 3)} body=${body} → ${r.status} ${r.body.error}`)

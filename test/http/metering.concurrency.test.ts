@@ -1,6 +1,6 @@
 /**
  * 200 concurrent metered streams with large output ceilings on a balance (500) and a daily cap
- * (300) that cover a few of them at a time (CONTRACT §7): sampled in Redis while the load runs, the
+ * (300) that cover a few of them at a time (docs/api.md §7): sampled in Redis while the load runs, the
  * balance never goes below 0 and the day's spend never passes the cap; afterwards every call is
  * settled or refunded exactly once (none left in flight), Σ charged = what the balance lost = Σ of the
  * account's ledger entries in Redis and, after the flush, in Postgres.

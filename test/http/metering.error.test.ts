@@ -1,5 +1,5 @@
 /**
- * Metered routes when a request cannot be served as asked (CONTRACT §7): the clamp of an absent
+ * Metered routes when a request cannot be served as asked (docs/api.md §7): the clamp of an absent
  * ceiling on a low balance (the provider receives it), the 402 with affordable_max_tokens, a client
  * that leaves mid-stream (the upstream is drained and the provider's final usage charged), a provider
  * that dies mid-stream (an estimate, never above the reservation), an unpriced model (refused before

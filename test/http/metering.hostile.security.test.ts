@@ -1,5 +1,5 @@
 /**
- * Metered routes against a buggy or hostile upstream (CONTRACT §7; a provider base URL is the
+ * Metered routes against a buggy or hostile upstream (docs/api.md §7; a provider base URL is the
  * catalog's, but what answers there is not ours to trust): whatever usage or framing it sends, a call
  * is charged at most its reservation, never a negative amount, its record reaches the ledger, and
  * the client reads exactly the stream it asked for.

@@ -1,5 +1,5 @@
 /**
- * Metered LLM routes with the official SDKs (CONTRACT §7): each call is charged exactly
+ * Metered LLM routes with the official SDKs (docs/api.md §7): each call is charged exactly
  * floor((r + cost) / 1e6) with the micro-credit remainder carried across calls, the reservation is
  * shown in x-pab-reserved, the usage chunk the proxy asked for never reaches a client that did not
  * ask for it, and GET /v1/activity/{call_id} shows model, tokens, reserved and charged.

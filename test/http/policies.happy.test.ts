@@ -21,11 +21,11 @@ async function ownerWithAgents(n: number) {
 
 // The runaway-agent breaker as the harness configures it (generous defaults; test/http/breaker.*).
 const BRK = { credits_per_minute: 1000000, identical_per_minute: 1000000 }
-// An operator's agent as the tree sees it (CONTRACT §8): top level, no budget, nothing spent, no expiry.
+// An operator's agent as the tree sees it (docs/api.md §8): top level, no budget, nothing spent, no expiry.
 const TREE = { budget: null, spent_total: 0, parent_id: null, depth: 1, expires_at: null }
 
 describe('policies', () => {
-  test('GET: the account defaults and every agent, exactly the CONTRACT shape', async () => {
+  test('GET: the account defaults and every agent, exactly the documented shape (docs/api.md §5)', async () => {
     const { owner, agents: [a] } = await ownerWithAgents(1)
     const r = await t.req('GET', '/v1/policies', { token: owner.token })
     expect(r.status).toBe(200)

@@ -1,5 +1,5 @@
 /**
- * Proposals end to end over HTTP (CONTRACT §11): an agent asks, the operator decides, and an
+ * Proposals end to end over HTTP (docs/api.md §11): an agent asks, the operator decides, and an
  * approval takes effect on the very next call — a raised agent or account daily cap, a new
  * allowlist pattern, a top-up credited once through the mandate. Declined and expired proposals
  * change nothing; every decision reaches Postgres through the outbox with its events.

@@ -1,6 +1,6 @@
 /**
  * What an agent reads to decide what to buy: GET /v1/search's price is what POST /v1/call debits.
- * A metered capability (CONTRACT §7) is charged by its tokens, so it shows price 0 and its models'
+ * A metered capability (docs/api.md §7) is charged by its tokens, so it shows price 0 and its models'
  * prices per 1,000,000 tokens — the ones /llms-full.txt lists for its route and the call charges.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

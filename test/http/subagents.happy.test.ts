@@ -1,5 +1,5 @@
 /**
- * Agent budgets and sub-agents (CONTRACT §8) through HTTP: a tree of agents, each spending into
+ * Agent budgets and sub-agents (docs/api.md §8) through HTTP: a tree of agents, each spending into
  * every ancestor's spent_total and daily spend; budgets carved from what a parent has left; limits
  * no wider than the parent's; a kill stopping the subtree at once; expiry by the test clock.
  */

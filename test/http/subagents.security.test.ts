@@ -1,5 +1,5 @@
 /**
- * Sub-agent visibility (CONTRACT §8): an agent sees and moves only its own descendants. Its parent,
+ * Sub-agent visibility (docs/api.md §8): an agent sees and moves only its own descendants. Its parent,
  * a sibling, itself, another account's agents and made-up ids all answer NOT_FOUND and stay as
  * they were; revive is the operator's alone; a stopped subtree grows no new branches; no agent can
  * use the account's agent limit up for good (it counts live agents: a revoke frees a subtree). An

@@ -1,6 +1,6 @@
 /**
  * Who reads a support problem, and how many an account may file. An agent token sees the problems
- * its own subtree filed (CONTRACT §8: an agent sees only its own subtree), never the owner's or a
+ * its own subtree filed (docs/api.md §8: an agent sees only its own subtree), never the owner's or a
  * sibling's (a billing question, the founder's notes on it). Filing is bounded per account, so a
  * runaway agent (or a leaked token) cannot fill the founder's queue and the database.
  */

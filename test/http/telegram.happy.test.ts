@@ -63,7 +63,7 @@ describe('the Telegram operator channel', () => {
     expect(agents).toContain(`scraper — ${scraper.id} — active`)
     expect(agents).toContain(`writer — ${writer.id} — active`)
     expect(agents).not.toContain(theirs.id)
-    // Sub-agents (CONTRACT §8) show as a tree, indented under their parent.
+    // Sub-agents (docs/api.md §8) show as a tree, indented under their parent.
     const helper = (await t.req('POST', '/v1/agents', { token: writer.token, body: { name: 'helper', budget: 10 } })).body as { id: string }
     expect(await say('/agents')).toContain(`${writer.id} — active, spent today 0\n    ✅ helper — ${helper.id} — active, spent today 0, lifetime 0/10`)
     await deliverAll(t)

@@ -14,7 +14,7 @@ const root = join(import.meta.dir, '..', '..')
 const bun = process.execPath
 
 describe('config', () => {
-  test('defaults match CONTRACT §1', () => {
+  test('defaults match docs/api.md §1', () => {
     const c = parseConfig({})
     expect(c).toMatchObject({
       PORT: 8080,

@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §7, "when the stream breaks"): the metered relay, whenever its client leaves —
+ * Property (docs/api.md §7, "when the stream breaks"): the metered relay, whenever its client leaves —
  * before the first pull, between pulls, or while a pull waits on the upstream — meters every byte
  * the upstream sends exactly once and in order, reports exactly one ending, and hands the client a
  * prefix of the body: the whole of it and `complete` when the client stays; `complete` with the

@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §7): the usage of a plain JSON answer read from its last bytes (answer-tail.ts)
+ * Property (docs/api.md §7): the usage of a plain JSON answer read from its last bytes (answer-tail.ts)
  * is what parsing the whole answer reads, or the reader declines — never another value. For any
  * answer (members of any kind, `usage` anywhere or twice or nested, compact or pretty-printed, cut
  * into chunks anywhere) it agrees with JSON.parse; for the shapes providers send (usage followed by

@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §5, §7): a metered call settled without an Idempotency-Key is filed by settle-n
+ * Property (docs/api.md §5, §7): a metered call settled without an Idempotency-Key is filed by settle-n
  * itself; one with a key is settled, then filed by record-calls-n. Over random prices and usage (past
  * the reservation too) both file the same record, the same `call` outbox entry and the same public
  * counters, and the same debit entry of the charge (folded into the call entry by settle-n, an entry of its own

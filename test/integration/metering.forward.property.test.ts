@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §7): the body a metered route forwards is the request's, with the ceiling the
+ * Property (docs/api.md §7): the body a metered route forwards is the request's, with the ceiling the
  * debit clamped to and the usage option written in — the same JSON value whether the fields were
  * added or replaced, whatever the request's spacing and members — and every other member as the
  * client wrote it (an int64 seed is not rounded by a second serialisation).

@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §7), for the two streams the proxy never rewrites: an Anthropic messages stream
+ * Property (docs/api.md §7), for the two streams the proxy never rewrites: an Anthropic messages stream
  * and an OpenAI Responses stream, cut into chunks anywhere (inside events, inside multi-byte
  * characters, inside "\r\n\r\n"), reach the client byte for byte, and the usage read is the
  * provider's: Anthropic's input side from message_start unless the last message_delta repeats a

@@ -1,5 +1,5 @@
 /**
- * Property (CONTRACT §7): an OpenAI chat stream, cut into chunks anywhere (inside events and inside
+ * Property (docs/api.md §7): an OpenAI chat stream, cut into chunks anywhere (inside events and inside
  * multi-byte characters), is metered the same as the whole: the usage read is the provider's; a
  * stream whose usage the client asked for itself reaches it byte for byte; one the proxy asked for
  * reaches it as it would have without the option (the usage-only chunk dropped, `usage: null` taken

@@ -1,5 +1,5 @@
 /**
- * Siblings racing for a parent's last credits (CONTRACT §8), as a fast-check property over random
+ * Siblings racing for a parent's last credits (docs/api.md §8), as a fast-check property over random
  * trees and random concurrent calls (charged and refunded): no subtree ever spends past the budget
  * of its root — checked on atomic snapshots taken while the calls run, and on the ledger after —
  * spent_total is exactly the subtree's debits − refunds, and every entry reaches Postgres once.

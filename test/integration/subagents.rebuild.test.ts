@@ -1,5 +1,5 @@
 /**
- * The agent tree comes back with the ledger rebuild (CONTRACT §8): after Redis loses the account,
+ * The agent tree comes back with the ledger rebuild (docs/api.md §8): after Redis loses the account,
  * its agents are restored with their parent chain, budget, expiry, spent_total (Σ of the subtree's
  * debits − refunds from the ledger, flushed or still in the outbox), today's subtree spend and the
  * parents' carves; the token mappings carry the chain again, and the budgets hold as before. The

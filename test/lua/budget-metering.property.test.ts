@@ -1,5 +1,5 @@
 /**
- * Where sub-agent budgets (CONTRACT §8) meet metered calls (CONTRACT §7): a reservation counts along
+ * Where sub-agent budgets (docs/api.md §8) meet metered calls (docs/api.md §7): a reservation counts along
  * the agent's chain (debit-15), its settle (settle-n) or refund (refund-11) gives back what was not
  * charged along the same chain, off every cap window of the debit's HKT day, and each ancestor's
  * `carved` follows its children's unspent budgets. This drives the scripts directly through random

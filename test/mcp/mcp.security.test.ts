@@ -163,7 +163,7 @@ describe('rate limit', () => {
         ['test_echo', `{"x":${'['.repeat(600)}${']'.repeat(600)}}`],
       ]
       for (const [name, args] of refused) expect((await call(a.token, name, args)).error, `${name} ${args.slice(0, 60)}`).toBe('BAD_REQUEST')
-      // "Rate limits count every request" (CONTRACT §6): four refusals used up the limit of four.
+      // "Rate limits count every request" (docs/api.md §6): four refusals used up the limit of four.
       expect((await call(a.token, 'call_capability', '{"slug":"test.echo","extra":1}')).error).toBe('RATE_LIMITED')
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
 
@@ -235,7 +235,7 @@ describe('rate limit', () => {
       const post = (body: unknown, h: Record<string, string> = headers) =>
         fetch(`${url}/mcp`, { method: 'POST', headers: { ...h, authorization: `Bearer ${a.token}` }, body: JSON.stringify(body) }).then((r) => r.text())
       for (const [body, h] of unreached) await post(body, h)
-      // "Rate limits count every request" (CONTRACT §6): the limit is used up.
+      // "Rate limits count every request" (docs/api.md §6): the limit is used up.
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
 
       // A call the SDK answers (here with _meta) reaches its tool: counted there, not twice.

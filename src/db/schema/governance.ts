@@ -21,7 +21,7 @@ export const agents = pgTable(
     /** null = allow everything; empty = allow nothing. */
     allowlist: text('allowlist').array(),
     perCallMax: bigint('per_call_max', { mode: 'number' }),
-    /** The sub-agent tree (CONTRACT §8): the creating agent, null for the operator's own agents. */
+    /** The sub-agent tree (docs/api.md §8): the creating agent, null for the operator's own agents. */
     parentId: text('parent_id'),
     /** 1 for the operator's agents, the parent's + 1 below. */
     depth: integer('depth').notNull().default(1),

@@ -28,7 +28,7 @@ export const ledgerEntries = pgTable(
     uncredited: bigint('uncredited', { mode: 'number' }),
     /** Why `uncredited`: balance_cap | referrer_daily_limit | unrecovered | before_credit | reversed. */
     uncreditedReason: text('uncredited_reason'),
-    /** Metered calls (CONTRACT §7): the model on the debit and on the settle; the tokens on the settle. */
+    /** Metered calls (docs/api.md §7): the model on the debit and on the settle; the tokens on the settle. */
     model: text('model'),
     tokensIn: integer('tokens_in'),
     tokensCached: integer('tokens_cached'),
@@ -37,7 +37,7 @@ export const ledgerEntries = pgTable(
     tokensCacheWrite: integer('tokens_cache_write'),
     tokensCacheWrite1h: integer('tokens_cache_write_1h'),
     /**
-     * A metered settle: the account's micro-credit remainder after it (`mc_rem`, CONTRACT §7), so
+     * A metered settle: the account's micro-credit remainder after it (`mc_rem`, docs/api.md §7), so
      * that `ledger:rebuild` brings the remainder back with the balance. Null on every other entry.
      */
     mcRem: bigint('mc_rem', { mode: 'number' }),
@@ -67,7 +67,7 @@ export const calls = pgTable(
     outcome: text('outcome').notNull(),
     httpStatus: integer('http_status'),
     latencyMs: integer('latency_ms').notNull(),
-    /** Metered calls (CONTRACT §7); null for flat-priced ones. */
+    /** Metered calls (docs/api.md §7); null for flat-priced ones. */
     model: text('model'),
     tokensIn: integer('tokens_in'),
     tokensCached: integer('tokens_cached'),

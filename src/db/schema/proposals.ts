@@ -3,7 +3,7 @@ import { index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
 
 /**
- * Proposals (CONTRACT §11), projected from `proposal` outbox entries. Redis holds the live record
+ * Proposals (docs/api.md §11), projected from `proposal` outbox entries. Redis holds the live record
  * (src/proposals/); each entry carries the whole record and the version Redis bumped, and a row is
  * only replaced by a higher version, so a redelivered or late entry never rolls a decision back.
  * `ledger:rebuild` reads them back into Redis.

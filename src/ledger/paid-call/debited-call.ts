@@ -21,7 +21,7 @@ import { isRefunded, type CallOutcome } from './outcome'
 /** What the request knows when it ends. */
 export interface SettleFacts {
   /**
-   * A metered call's usage (CONTRACT §7): what a charged ending is charged for (settle-n). Without
+   * A metered call's usage (docs/api.md §7): what a charged ending is charged for (settle-n). Without
    * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
    */
   usage?: MeteredUsage

@@ -24,7 +24,7 @@ export const SETTLEMENT = {
   provider_error: 'refunded',
   /**
    * A metered answer the provider cut after output had reached the client: the tokens were spent,
-   * so they are charged — the provider's usage if it came, else an estimate (CONTRACT §7).
+   * so they are charged — the provider's usage if it came, else an estimate (docs/api.md §7).
    */
   provider_cut: 'charged',
   /** No connection, or it broke before the provider answered. */

@@ -71,7 +71,7 @@ export const ActivityEntry = T.Object({
   http_status: T.Union([T.Integer(), T.Null()]),
   latency_ms: T.Integer(),
   at: T.String(),
-  model: T.Union([T.String(), T.Null()], { description: 'Metered calls: the model (CONTRACT §7); null for flat-priced calls' }),
+  model: T.Union([T.String(), T.Null()], { description: 'Metered calls: the model (docs/api.md §7); null for flat-priced calls' }),
   tokens: T.Union([Tokens, T.Null()]),
 })
 

@@ -8,7 +8,7 @@ import { Agent, AgentList, AgentParams, CreateAgentBody, CreatedAgent } from './
 import { createAgentFor } from '../../governance/create-agent'
 
 /**
- * The operator manages every agent; an agent token (CONTRACT §8) creates sub-agents under itself,
+ * The operator manages every agent; an agent token (docs/api.md §8) creates sub-agents under itself,
  * lists, kills and revokes only its own descendants (anything else → NOT_FOUND), and never
  * revives (FORBIDDEN): only the operator frees what was stopped.
  */

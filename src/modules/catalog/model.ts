@@ -12,7 +12,7 @@ export const SearchResult = T.Object({
   provider: T.String(),
   description: T.String(),
   status: CapabilityStatus,
-  /** Present on a metered capability (CONTRACT §7): charged by its tokens at these prices, not by `price` (0). */
+  /** Present on a metered capability (docs/api.md §7): charged by its tokens at these prices, not by `price` (0). */
   metered: T.Optional(
     T.Object({
       dialect: T.Union([T.Literal('openai'), T.Literal('anthropic')]),

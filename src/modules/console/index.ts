@@ -1,5 +1,5 @@
 /**
- * The owner console (CONTRACT §9): server-rendered pages under /console, signed in with the owner
+ * The owner console (docs/api.md §9): server-rendered pages under /console, signed in with the owner
  * token (auth/console-session.ts), one stylesheet, no script. Every action calls the service the REST
  * route calls (governance, account views, mandate, vault, webhook endpoints, operator chat); a POST
  * answers with the page it acted on, so a token or secret shown once never passes through a URL.

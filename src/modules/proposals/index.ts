@@ -7,7 +7,7 @@ import { proposalDeps } from '../../proposals/deps'
 import type { ProposalStatus } from '../../proposals/record'
 import { DecisionBody, DecisionObject, NewProposalBody, Proposal, ProposalList, ProposalParams, ProposalQuery } from './model'
 
-/** Proposals (CONTRACT §11): any token of the account proposes and reads; only the operator decides. */
+/** Proposals (docs/api.md §11): any token of the account proposes and reads; only the operator decides. */
 export const proposalRoutes = (s: Services, h: Http = http(s)) => {
   const d = proposalDeps(s)
   return new Elysia()

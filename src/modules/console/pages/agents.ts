@@ -2,7 +2,7 @@ import type { AgentView } from '../../../governance/agents'
 import { esc } from '../../../pages/html'
 import { actionButton, csrfField, type FormToken } from './layout'
 
-/** Sub-agents (CONTRACT §8) add these; the page nests agents when they are present. */
+/** Sub-agents (docs/api.md §8) add these; the page nests agents when they are present. */
 type TreeAgent = AgentView & { parent_id?: string | null; budget?: number | null; spent_total?: number | null; depth?: number }
 
 const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'))

@@ -1,5 +1,5 @@
 /**
- * The console's page shell: the nav every page links by name (CONTRACT §9), the sign-out form, the
+ * The console's page shell: the nav every page links by name (docs/api.md §9), the sign-out form, the
  * one stylesheet, and the headers of every console answer (a CSP with no script at all, no framing).
  */
 import { esc } from '../../../pages/html'

@@ -10,7 +10,7 @@ const KIND: Record<string, string> = {
   topup: 'Top up',
 }
 
-/** Pending proposals (CONTRACT §11) with Approve / Decline and an optional note. */
+/** Pending proposals (docs/api.md §11) with Approve / Decline and an optional note. */
 export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf: FormToken): string {
   if (!pending.length) return '<p>No proposals.</p><p class="muted"><small>When an agent asks for more room (a higher cap, a budget, an allowlist pattern, a top-up), it is listed here with Approve / Decline.</small></p>'
   const names = new Map(agents.map((a) => [a.id, a.name]))
