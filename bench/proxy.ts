@@ -10,11 +10,11 @@
  *       [--rows direct,passthrough,floor,proxy,metered,pipeline,portkey-node,portkey-bun,baseline] [--baseline /work/bench-base]
  *
  * Optional rows (skipped with their reason when the service cannot serve them):
- *   metered   a metered LLM route (CONTRACT §7: `proxy.metered`, dialect openai, a priced model) to the
+ *   metered   a metered LLM route (docs/api.md §7: `proxy.metered`, dialect openai, a priced model) to the
  *             same upstream, which then reports a real-shaped `usage` (JSON) or a final usage chunk (SSE),
  *             beside the flat-priced route: "our proxy (metered)"
  *   baseline-metered  (not in the default rows) with --baseline <dir>: the metered route on the service
- *             of that checkout too (a tree that knows CONTRACT §7), for an A/B of the metered path
+ *             of that checkout too (a tree that knows docs/api.md §7), for an A/B of the metered path
  *   pipeline  the paid-request pipeline alone, flat and metered, around one forwarder (bench/pipeline-floor.ts):
  *             "pipeline floor (flat)", "(metered)" and "(metered, settle not awaited)"; their ratio is
  *             what the ledger's shape alone leaves the metered route against the flat one
@@ -110,7 +110,7 @@ interface Row {
   cpu?: Record<string, number>
 }
 
-/** The metered route's catalog entry (CONTRACT §7), on its own provider id beside the flat one. */
+/** The metered route's catalog entry (docs/api.md §7), on its own provider id beside the flat one. */
 const METERED = {
   dialect: 'openai',
   routes: ['/v1/chat/completions'],
@@ -404,7 +404,7 @@ function render(r: { rows: Row[]; ttfb: Ttfb[]; loadBefore: string; loadAfter: s
     '',
     '"pipeline floor (flat | metered)" is the paid-request pipeline alone (bench/pipeline-floor.ts): one forwarder that reads each answer whole, the same for both, around the service\'s own openPaidCall and settle — flat: debit-15 and the filing (not awaited, as the proxy files it); metered: debit-15 with the reservation and settle-n with a fixed usage, awaited before the answer, as the proxy settles it — with the in-process flusher writing to Postgres, and no auth per request, no metering of the answer, no header policy and no key masking. Their ratio is what the ledger\'s shape alone leaves the metered route. "(metered, settle not awaited)" sends the settle as the answer goes instead, the shape weighed in docs/decisions.md (issue 14).',
     '',
-    '"our proxy (metered)" is the same upstream through a metered route (CONTRACT §7: `proxy.metered`, dialect openai, `bench-model` priced per token): a reservation in the debit script, the usage read from the answer (JSON `usage`, or the final usage chunk the route asks for with `stream_options.include_usage` and hides from the client) and an exact settle. "(baseline …)" is the flat route on the service of the `--baseline` checkout, measured in the same loop.',
+    '"our proxy (metered)" is the same upstream through a metered route (docs/api.md §7: `proxy.metered`, dialect openai, `bench-model` priced per token): a reservation in the debit script, the usage read from the answer (JSON `usage`, or the final usage chunk the route asks for with `stream_options.include_usage` and hides from the client) and an exact settle. "(baseline …)" is the flat route on the service of the `--baseline` checkout, measured in the same loop.',
     '',
     'CPU columns are % of one core during the measured row (the machine has 2). Redis and Postgres are shared with other work, so theirs include it.',
     '',

@@ -9,8 +9,8 @@
  *   ./node_modules/.bin/bun run bench --latency [--rate 1000] [--baseline <dir>] ...   (bench/latency.ts: added latency at a fixed rate)
  *
  * Optional rows (all on by default; each skipped with its reason when the service cannot serve it):
- *   depth4    the same paid call with the token of a depth-4 sub-agent (CONTRACT §8), beside the owner's
- *   mcp       the same capability through POST /mcp, tools/call call_capability (CONTRACT §10)
+ *   depth4    the same paid call with the token of a depth-4 sub-agent (docs/api.md §8), beside the owner's
+ *   mcp       the same capability through POST /mcp, tools/call call_capability (docs/api.md §10)
  *   bare      the same paid call through bench/ledger-work.ts, its own service instance: callCapability on
  *             the service's own services (scripts, batching, flusher) with no HTTP API around it (no
  *             Elysia, no per-request bearer lookup, no edge checks, no log or metrics): "paid call (ledger work alone)"

@@ -1,5 +1,5 @@
 /**
- * The MCP row's request: the paid capability through `POST /mcp` (CONTRACT §10), a JSON-RPC 2.0
+ * The MCP row's request: the paid capability through `POST /mcp` (docs/api.md §10), a JSON-RPC 2.0
  * `tools/call` of `call_capability {slug, params}` over the Streamable HTTP transport. Stateless
  * servers take the call as it comes; a server that wants a session gets an `initialize` (and the
  * `notifications/initialized` the protocol requires) first, and the row then carries its

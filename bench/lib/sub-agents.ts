@@ -1,6 +1,6 @@
 /**
  * The depth-4 row's caller: an agent made with the owner token, then each agent makes its child
- * with its own ak_ token (CONTRACT §8: POST /v1/agents {name, budget}), down to depth 4, so that
+ * with its own ak_ token (docs/api.md §8: POST /v1/agents {name, budget}), down to depth 4, so that
  * every paid call of the row makes the debit check the agent and each of its ancestors. Budgets
  * are far beyond any run's spend: the row measures the walk up the tree, not a denial.
  */
