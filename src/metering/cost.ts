@@ -41,7 +41,10 @@ export function costMembers(micro: number, creditsPerUsd: number): string {
 
 /** Micro-credits as credits with 6 places, exact at any size (a double past 2^53 is still an integer). */
 function creditsText(micro: number): string {
-  const m = BigInt(Math.max(0, Math.round(micro)))
+  const r = Math.max(0, Math.round(micro))
+  // The common case without BigInt (a third of the splice's cost in the bench profile).
+  if (Number.isSafeInteger(r)) return `${Math.floor(r / 1_000_000)}.${String(r % 1_000_000).padStart(6, '0')}`
+  const m = BigInt(r)
   return `${m / 1_000_000n}.${(m % 1_000_000n).toString().padStart(6, '0')}`
 }
 
