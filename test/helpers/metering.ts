@@ -1,4 +1,5 @@
 /** A metered OpenAI/Anthropic-like catalog on the fake upstream, and §7's formula written independently. */
+import fc from 'fast-check'
 import type { Principal } from '../../src/auth/principal'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import type { Services } from '../../src/services'
@@ -116,3 +117,12 @@ export async function startMeteredApp(env: Record<string, string> = {}): Promise
   t.fake.handler = llm.handler
   return { t, llm, base: await t.listen() }
 }
+
+/**
+ * A model's token prices for property tests: a cached token never costs more than an input one (the
+ * catalog refuses such a price), so the input bound covers input and cached tokens alike.
+ */
+export const tokenPrices = (maxOutput = 10_000) =>
+  fc
+    .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: maxOutput }) })
+    .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))

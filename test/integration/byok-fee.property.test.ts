@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { openPaidCall } from '../../src/ledger/paid-call'
 import { readAccount } from '../../src/redis/account-hash'
+import { tokenPrices } from '../helpers/metering'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, flushAll, pgLedger, redisBalance } from '../helpers/ledger'
 
@@ -22,9 +23,7 @@ afterAll(async () => {
   await t.close()
 })
 
-const price = fc
-  .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: 10_000 }) })
-  .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+const price = tokenPrices()
 const call = fc.record({ owner: fc.boolean(), input: fc.nat(1000), cached: fc.nat(1000), output: fc.nat(1000) })
 const INPUT_BOUND = 2000
 const CEILING = 1000

@@ -13,7 +13,7 @@ import { SETTLED_CALL_TTL_S } from '../../src/ledger/constants'
 import { scanOutbox, type OutboxEntry } from '../../src/write-behind/outbox'
 import type { Principal } from '../../src/auth/principal'
 import { startTestApp, type TestApp } from '../helpers/harness'
-import { openMeteredCall } from '../helpers/metering'
+import { openMeteredCall, tokenPrices } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -23,9 +23,7 @@ afterAll(async () => {
   await t.close()
 })
 
-const price = fc
-  .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: 200_000 }) })
-  .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+const price = tokenPrices(200_000)
 // Up to 3× the bounds below: some calls use more than was reserved (charged the reservation, the rest uncharged).
 const usage = fc.record({ input: fc.nat(3000), cached: fc.nat(1000), output: fc.nat(3000) })
 

@@ -11,7 +11,7 @@ import { openPaidCall } from '../../src/ledger/paid-call'
 import { readAccount } from '../../src/redis/account-hash'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, flushAll, pgLedger, redisBalance } from '../helpers/ledger'
-import { openMeteredCall } from '../helpers/metering'
+import { openMeteredCall, tokenPrices } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -21,11 +21,7 @@ afterAll(async () => {
   await t.close()
 })
 
-// A cached token never costs more than an input one (the catalog refuses such a price): the input
-// bound then covers input and cached tokens alike.
-const price = fc
-  .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: 10_000 }) })
-  .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+const price = tokenPrices()
 const usage = fc.record({ input: fc.nat(1000), cached: fc.nat(1000), output: fc.nat(1000) })
 
 type Prices = { input: number; cachedInput: number; output: number; boundInput?: number; cacheWrite?: number; cacheWrite1h?: number }
