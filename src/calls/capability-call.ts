@@ -1,6 +1,7 @@
 /**
  * The paid call (`POST /v1/call/{slug}`): validate → open the paid request (the debit) → the provider
- * key, read only now (none: the call settles as no_key) → upstream with a timeout → settle once, by
+ * key, read only now (none: the call settles as no_key) → upstream with a timeout (the one provider
+ * request, upstream/request.ts) → settle once, by
  * the outcome table both paid paths share (ledger/paid-call).
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit-15 (AGENT_KILLED
  *         with reason breaker included), PAYMENT_REQUIRED, BYOK_REQUIRED, VAULT_UNAVAILABLE,
