@@ -15,6 +15,7 @@ import { ApiError } from '../errors'
 import { isRefunded, openPaidCall, providerFailure, usageAtSettle } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
+import { clientGone } from '../upstream/request'
 import type { ProviderKeys } from '../vault/provider-key'
 import { endUserId } from '../metering/end-user'
 import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
@@ -111,7 +112,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   const { outcome } = up
   const httpStatus = up.kind === 'failed' ? null : up.status
   const usage = metered ? usageOf(metered, up) : undefined
-  if (outcome === 'not_sent' || outcome === 'client_closed') {
+  if (clientGone(outcome)) {
     // Nobody is left to read an answer; the call is settled all the same (client_closed charged,
     // as on the proxy; not_sent refunded: the provider was never asked).
     await call.settle(outcome, { httpStatus, usage })
@@ -119,7 +120,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   }
   if (up.kind !== 'response' || isRefunded(outcome)) {
     const settled = await call.settle(outcome, { httpStatus })
-    throw providerFailure(call, settled, { providerStatus: up.kind === 'failed' ? null : up.status, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
+    throw providerFailure(call, settled, { providerStatus: httpStatus, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
   }
   // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
   // A metered call's charge is known only once settled: the settle hands it to the answer.

@@ -15,7 +15,7 @@ import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { openPaidCall, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
 import type { Services } from '../services'
-import { requestProvider } from '../upstream/request'
+import { clientGone, requestProvider } from '../upstream/request'
 import type { LaneKey, ProviderKeys } from '../vault/provider-key'
 import { endUserId } from '../metering/end-user'
 import { houseOpening, houseRefusal, isScopeHeader } from './house'
@@ -200,7 +200,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   // An upstream that answered on a truncated body answered another request than the one sent.
   if (bodyTooBig) throw await refuseBody()
   if (sent.kind === 'failed') {
-    if (sent.outcome === 'not_sent' || sent.outcome === 'client_closed') {
+    if (clientGone(sent.outcome)) {
       await settle(sent.outcome)
       return new Response(null, { status: 499 })
     }

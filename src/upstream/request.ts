@@ -45,6 +45,9 @@ export interface ProviderRequest {
 /** How a request ended with no answer: never sent, its client gone, its time up, the wire broken. */
 export type NoAnswer = 'not_sent' | 'client_closed' | 'timeout' | 'network'
 
+/** The client left (before the request was sent, or since): nobody reads an answer, so 499 is answered. */
+export const clientGone = (outcome: string): outcome is 'not_sent' | 'client_closed' => outcome === 'not_sent' || outcome === 'client_closed'
+
 export type ProviderAnswer =
   | { kind: 'failed'; outcome: NoAnswer }
   /** An answer the call cannot pass on (a 5xx, a redirect, a coding we cannot undo, past the cap): its body cancelled. */
