@@ -1,6 +1,7 @@
 /**
  * The paid call (`POST /v1/call/{slug}`): validate → open the paid request (the debit) → the provider
- * key, read only now (none: the call settles as no_key) → upstream with a timeout → settle once, by
+ * key, read only now (none: the call settles as no_key) → upstream with a timeout (the one provider
+ * request, upstream/request.ts) → settle once, by
  * the outcome table both paid paths share (ledger/paid-call).
  * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit-15 (AGENT_KILLED
  *         with reason breaker included), PAYMENT_REQUIRED, BYOK_REQUIRED, VAULT_UNAVAILABLE,
@@ -11,9 +12,10 @@ import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { checkText } from '../edge/text'
 import { ApiError } from '../errors'
-import { isRefunded, openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome } from '../ledger/paid-call'
+import { isRefunded, openPaidCall, providerFailure, usageAtSettle } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
+import { clientGone } from '../upstream/request'
 import type { ProviderKeys } from '../vault/provider-key'
 import { endUserId } from '../metering/end-user'
 import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
@@ -106,24 +108,19 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // end when the client goes away, and its answer is stored for that retry. Aborted instead, it was
   // charged (client_closed) and its key freed, so the retry was charged a second time.
   const signal = input.idempotencyKey ? undefined : input.signal
-  // Gone already (during the debit or the vault read): the provider was never asked, so the debit
-  // comes back. Settled as client_closed it was charged for a request nobody sent.
-  if (signal?.aborted) {
-    await call.settle('not_sent')
-    return { status: 499, body: '' }
-  }
   const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, signal)
-  const outcome = outcomeOf(up)
-  const httpStatus = 'status' in up ? up.status : null
+  const { outcome } = up
+  const httpStatus = up.kind === 'failed' ? null : up.status
   const usage = metered ? usageOf(metered, up) : undefined
-  if (up.kind === 'client_closed') {
-    // Nobody is left to read an answer; the call is settled all the same (charged, as on the proxy).
+  if (clientGone(outcome)) {
+    // Nobody is left to read an answer; the call is settled all the same (client_closed charged,
+    // as on the proxy; not_sent refunded: the provider was never asked).
     await call.settle(outcome, { httpStatus, usage })
     return { status: 499, body: '' }
   }
-  if (isRefunded(outcome) || up.kind !== 'response') {
+  if (up.kind !== 'response' || isRefunded(outcome)) {
     const settled = await call.settle(outcome, { httpStatus })
-    throw providerFailure(call, settled, { providerStatus: up.kind === 'response' ? up.status : null, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
+    throw providerFailure(call, settled, { providerStatus: httpStatus, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
   }
   // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
   // A metered call's charge is known only once settled: the settle hands it to the answer.
@@ -161,29 +158,9 @@ function usageWithCost(u: MeteredUsage, prices: TokenPrices, creditsPerUsd: numb
   return { ...u.tokens, source: u.source, ...costFields(exactCostMicro(u.tokens, prices), creditsPerUsd) }
 }
 
-/** The provider's usage in its answer; a 4xx without one used nothing; else an estimate (never above the reservation). */
+/** The provider's usage in its answer, by the rule both paths settle with (usageAtSettle). */
 function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
-  const tokens = up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null
-  if (tokens) return { tokens, source: 'provider' }
-  if (up.kind === 'response' && up.status >= 400) return { tokens: { input: 0, cached: 0, output: 0 }, source: 'provider' }
-  return estimatedUsage(m.inputBound, 0)
-}
-
-function outcomeOf(up: UpstreamResult): CallOutcome {
-  switch (up.kind) {
-    case 'response':
-      return outcomeOfAnswer(up.status, up.hasLocation)
-    case 'too_large':
-      return 'too_large'
-    case 'bad_encoding':
-      return 'bad_encoding'
-    case 'timeout':
-      return 'timeout'
-    case 'network':
-      return 'network'
-    case 'client_closed':
-      return 'client_closed'
-  }
+  return usageAtSettle(up.outcome, up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null, () => estimatedUsage(m.inputBound, 0))
 }
 
 function parseParams(raw: string): unknown {

@@ -1,8 +1,8 @@
 /**
  * settle-n: charges a metered call's real usage and releases the rest of its reservation, once; given
  * `file`, it also files the call (what record-calls-n does) in the same script. The settles one shard
- * asks for in a turn of the event loop go to Redis as one script (src/redis/turn-batch.ts; see the
- * Lua header for why).
+ * asks for in a turn of the event loop go to Redis as one script (src/redis/turn-batch.ts, at the size
+ * src/redis/scripts.ts declares; see the Lua header for why).
  * errors: a failed script rejects every settle of its batch; a chain that is not the call record's
  * rejects that settle only (nothing of it written).
  */
@@ -11,7 +11,8 @@ import type { RedisContext } from '../redis/context'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected, type Reply } from './reply'
 import { chainOf } from '../redis/agent-chain'
-import { TurnBatch } from '../redis/turn-batch'
+import { scriptBatch } from '../redis/scripts'
+import type { TurnBatch } from '../redis/turn-batch'
 import { breakerWindowOfDebit } from './breaker-window'
 
 export interface SettleArgs {
@@ -45,7 +46,7 @@ export type SettleReply =
 export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<SettleReply> {
   const chain = a.chain ?? (await chainOf(ctx, a.accountId, a.agentId))
   let b = batches.get(ctx)
-  if (!b) batches.set(ctx, (b = new TurnBatch<Queued, SettleReply>((_, calls) => runBatch(ctx, calls), MAX_BATCH)))
+  if (!b) batches.set(ctx, (b = scriptBatch<Queued, SettleReply>('settle', (_, calls) => runBatch(ctx, calls))))
   // Grouped by shard (one hash slot) and by the filing options a batch shares.
   const group = `${ctx.keys.shardOf(a.accountId)}|${a.file ? `${a.file.recentCalls}|${a.file.settledTtlS}` : ''}`
   // A settle the script refused alone (its chain is not the call's) is an Error in the batch's
@@ -57,9 +58,6 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
 
 /** ARGV each call adds to settle-n's batch (lua/settle-n.lua, `PER`). */
 export const SETTLE_ARGS_PER_CALL = 13
-
-/** A batch holds Redis' one thread ~15 redis.calls a call: 32 calls stay well under a millisecond. */
-const MAX_BATCH = 32
 
 type Queued = SettleArgs & { chain: readonly string[] }
 

@@ -10,7 +10,7 @@ import type { Metering } from '../catalog/catalog'
 import { ApiError } from '../errors'
 import { readText } from '../edge/body'
 import type { DebitMetering } from '../lua/debit'
-import type { CallOutcome } from '../ledger/paid-call/outcome'
+import { usageAtSettle, type CallOutcome } from '../ledger/paid-call/outcome'
 import { costWriter } from '../metering/cost'
 import { meterFor, type UsageMeter } from '../metering/meter'
 import { cacheWrite1hPrice, cacheWritePrice, forwardedBody, inputBoundPrice, needsUsageChunk, parseMeteredBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
@@ -84,15 +84,7 @@ export function meteredForward(
   return { body: forwardedBody(m.raw, m.req, { clampTo, injectUsage, endUser: lane.endUser }), meter: meterFor(m.req.kind, m.req.stream, injectUsage, costs) }
 }
 
-const NO_TOKENS = { input: 0, cached: 0, output: 0 }
-
-/**
- * The usage a charged ending is settled with: the provider's when it arrived; for a 4xx without
- * one, none (the provider bills no rejected request); else an estimate from the bytes seen.
- */
+/** The usage a charged ending is settled with (usageAtSettle): the estimate is from the bytes seen. */
 export function usageAtEnd(m: MeteredProxyRequest, meter: UsageMeter, outcome: CallOutcome, upstreamBytes: number): MeteredUsage {
-  const tokens = meter.usage()
-  if (tokens) return { tokens, source: 'provider' }
-  if (outcome === 'provider_4xx') return { tokens: NO_TOKENS, source: 'provider' }
-  return estimatedUsage(m.req.inputBound, upstreamBytes, meter.inputSoFar())
+  return usageAtSettle(outcome, meter.usage(), () => estimatedUsage(m.req.inputBound, upstreamBytes, meter.inputSoFar()))
 }

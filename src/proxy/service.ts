@@ -2,8 +2,8 @@
  * One proxied request, its path already found safe (path.ts): who is calling → open the paid
  * request (debit-15: token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps,
  * request cap for unpriced routes, balance; with a lease, since a stream has no natural end) → the
- * provider key, read only now (none: the call settles as no_key) → the upstream request, both bodies
- * streamed → settle once, by the outcome table the paid call shares (ledger/paid-call). A metered
+ * provider key, read only now (none: the call settles as no_key) → the upstream request (the one
+ * provider request, upstream/request.ts), both bodies streamed → settle once, by the outcome table the paid call shares (ledger/paid-call). A metered
  * route reads its key before the debit instead: its lane (lane.ts) decides what it is charged.
  * errors: UNAUTHORIZED, every denial of debit-15, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
  *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded; on a metered
@@ -13,13 +13,13 @@
 import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
-import { openPaidCall, outcomeOfAnswer, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
+import { openPaidCall, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
 import type { Services } from '../services'
-import { decodeBody, decodersFor } from '../upstream/content-encoding'
+import { clientGone, requestProvider } from '../upstream/request'
 import type { LaneKey, ProviderKeys } from '../vault/provider-key'
 import { endUserId } from '../metering/end-user'
-import { houseOpening, houseRefusal } from './house'
-import { downstreamHeaders, upstreamHeaders } from './headers'
+import { houseOpening, houseRefusal, isScopeHeader } from './house'
+import { downstreamHeaders } from '../upstream/headers'
 import type { ProxyTarget } from './path'
 import { relay, type RelayEnd } from './relay'
 import { bodyTooLarge, limitedStream } from '../edge/body'
@@ -160,14 +160,6 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   /** Settles a refunded failure and answers it as the paid call would. */
   const fail = async (outcome: CallOutcome) => providerFailure(call, await settle(outcome), { providerStatus: httpStatus, cap })
 
-  // Gone already (during the debit or the key read): the provider was never asked, so the debit
-  // comes back, as on the paid call. Settled as client_closed it was charged for nothing sent. A
-  // metered request too: its drain exists so that what the provider bills is what we charge, and
-  // a request never sent is billed nothing (its reservation is released whole).
-  if (request.signal.aborted) {
-    await settle('not_sent')
-    return new Response(null, { status: 499 })
-  }
   const upstream = new AbortController()
   const abortUpstream = () => upstream.abort()
   // A client that goes away takes its upstream request with it — except a metered one's, which is
@@ -187,62 +179,43 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
     await settle('request_too_large')
     return bodyTooLarge(s.cfg.MAX_BODY_BYTES)
   }
-  let res: Response
-  const headersUp = upstreamHeaders(request.headers, provider, apiKey, x.lane)
+  const countUp = (n: number) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n)
   // The forwarded body of a metered request may differ from the one received (a clamp, the usage option).
-  if (forward) headersUp.delete('content-length')
-  if (forward) s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, Buffer.byteLength(forward.body))
-  try {
-    res = await fetch(provider.base_url + target.path + target.query, {
-      method,
-      headers: headersUp,
-      body: forward
-        ? forward.body
-        : withBody
-        ? countedBody(request, s.cfg.MAX_BODY_BYTES, (n) => s.metrics.proxyBytes.inc({ provider: provider.id, direction: 'upstream' }, n), () => (bodyTooBig = true))
-        : undefined,
-      duplex: 'half',
-      redirect: 'manual',
-      signal: upstream.signal,
-      // Bun would decode on its own, out of the cap's sight; an encoded body is decoded below instead.
-      decompress: false,
-    } as RequestInit)
-  } catch {
-    if (bodyTooBig) throw await refuseBody()
-    // A metered upstream is not aborted with its client: its failure is the provider's.
-    if (!metered && request.signal.aborted) {
-      await settle('client_closed')
-      return new Response(null, { status: 499 })
-    }
-    throw await fail('network')
-  }
+  const sent = await requestProvider({
+    provider,
+    method,
+    path: target.path + target.query,
+    apiKey,
+    incoming: request.headers,
+    drop: x.lane === 'house' ? isScopeHeader : undefined,
+    body: forward ? forward.body : withBody ? countedBody(request, s.cfg.MAX_BODY_BYTES, countUp, () => (bodyTooBig = true)) : undefined,
+    maxBytes: cap,
+    abort: upstream.signal,
+    // A metered request too is not_sent when its client left first: its drain exists so that what
+    // the provider bills is what we charge, and a request never sent is billed nothing.
+    client: request.signal,
+    outlivesClient: metered !== null,
+  })
+  if (forward && !(sent.kind === 'failed' && sent.outcome === 'not_sent')) countUp(Buffer.byteLength(forward.body))
   // An upstream that answered on a truncated body answered another request than the one sent.
   if (bodyTooBig) throw await refuseBody()
-  httpStatus = res.status
-
-  // A redirect is not handed to the client either: its SDK would follow the Location with our token
-  // in x-api-key to a host the catalog never named.
-  const answered = outcomeOfAnswer(res.status, res.headers.has('location'))
-  if (answered === 'provider_error' || answered === 'redirect') {
-    abortUpstream()
-    throw await fail(answered)
+  if (sent.kind === 'failed') {
+    if (clientGone(sent.outcome)) {
+      await settle(sent.outcome)
+      return new Response(null, { status: 499 })
+    }
+    throw await fail(sent.outcome)
   }
-  // An upstream that ignored our identity request is decoded here, so that the cap counts and the
-  // mask sees the bytes the client reads (docs/decisions.md); a coding we cannot undo is its failure.
-  const decoders = decodersFor(res.headers.get('content-encoding'))
-  if (!decoders) {
+  httpStatus = sent.status
+  if (sent.kind === 'refused') {
     abortUpstream()
-    throw await fail('bad_encoding')
+    throw await fail(sent.outcome)
   }
-  // An encoded body's length is of the wire bytes, not of what the client gets: the relay counts those.
-  const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
-  if (declared > cap) {
-    abortUpstream()
-    throw await fail('too_large')
-  }
+  const answered: CallOutcome = sent.outcome
+  const { declared } = sent
 
   const headers = downstreamHeaders(
-    res.headers,
+    sent.headers,
     apiKey,
     {
       'x-pab-call-id': call.callId,
@@ -251,23 +224,23 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       ...(call.metered?.clamped ? { 'x-pab-max-tokens-clamped': String(call.metered.maxOut) } : {}),
       'x-pab-balance': String(call.balance),
     },
-    decoders.length > 0,
+    sent.decoded,
   )
   // A metered answer's usage gains the cost (docs/api.md §7): the provider's length is no longer the body's.
   if (meter) headers.delete('content-length')
-  if (!res.body) {
+  if (!sent.body) {
     void settle(answered).catch((e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
-    return new Response(null, { status: res.status, headers })
+    return new Response(null, { status: sent.status, headers })
   }
   // The first chunk is read before answering, so that a body which fails or is already over the cap
   // before any byte could reach the client still gets an error status rather than a cut 200.
-  const reader = (decoders.length ? decodeBody(res.body, decoders) : res.body).getReader()
+  const reader = sent.body.getReader()
   let first: Awaited<ReturnType<typeof reader.read>>
   try {
     first = await reader.read()
   } catch {
     // A metered upstream is not aborted with its client: its failure is the provider's.
-    if (!metered && request.signal.aborted) {
+    if (sent.clientLeft()) {
       await settle('client_closed')
       return new Response(null, { status: 499 })
     }
@@ -275,7 +248,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
   }
   if (first.done) {
     void settle(answered).catch((e) => s.log.error('settle_failed', { call_id: call.callId, error: String(e) }))
-    return new Response(null, { status: res.status, headers })
+    return new Response(null, { status: sent.status, headers })
   }
   if (first.value.byteLength > cap) {
     abortUpstream()
@@ -297,7 +270,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
         // the unsettled call is refunded by the sweeper once its lease lapses, as after a crash.
         s.log.error('settle_failed', { call_id: call.callId, error: String(e) }),
       )
-    return new Response(body, { status: res.status, headers })
+    return new Response(body, { status: sent.status, headers })
   }
   const ends: Record<RelayEnd, CallOutcome> = { complete: answered, too_large: 'too_large', upstream_error: 'provider_error', client_closed: 'client_closed' }
   if (meter) {
@@ -316,7 +289,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
         return how === 'complete' && !o.clientLeft ? settleAtEnd(outcome, o.upstream) : settle(outcome, o.upstream)
       },
     })
-    return new Response(body, { status: res.status, headers })
+    return new Response(body, { status: sent.status, headers })
   }
   const body = relay(after.reader, first.value, {
     cap,
@@ -328,7 +301,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       return settle(ends[how])
     },
   })
-  return new Response(body, { status: res.status, headers })
+  return new Response(body, { status: sent.status, headers })
 }
 
 /**

@@ -23,9 +23,6 @@ interface Call {
   argv: Argv
 }
 
-/** How many calls a batch holds at most: a debit is ~30 redis.calls, so ~1 ms of Redis' thread. */
-const MAX_BATCH = 32
-
 /**
  * The wrapper: KEYS are the calls' keys one after the other (`perCall` each); ARGV[1] is the number
  * of calls, ARGV[2 .. n + 1] each call's number of ARGV, then every call's ARGV one after the other.
@@ -80,7 +77,15 @@ function slotTag(key: string): string {
  * Registers the wrapper of `name` on the client and answers a caller with the plain script's
  * signature: `single` runs one call as the plain script.
  */
-export function batchedCaller(redis: RedisClient, name: string, lua: string, perCall: number, single: (keys: string[], argv: Argv) => Promise<Reply>) {
+export function batchedCaller(
+  redis: RedisClient,
+  name: string,
+  lua: string,
+  perCall: number,
+  single: (keys: string[], argv: Argv) => Promise<Reply>,
+  /** A batch's most calls (declared with the script, scripts.ts BATCH_SIZE). */
+  max?: number,
+) {
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
@@ -93,6 +98,6 @@ export function batchedCaller(redis: RedisClient, name: string, lua: string, per
       argv.push(...c.argv)
     }
     return send(keys, [calls.length, ...counts, ...argv])
-  }, MAX_BATCH)
+  }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }

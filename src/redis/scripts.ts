@@ -10,6 +10,7 @@ import { batchedCaller } from './batched-scripts'
 import type { RedisClient } from './client'
 import { variableKeysCaller } from './variable-keys'
 import { ScriptStatus } from './codes'
+import { TurnBatch } from './turn-batch'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
 
@@ -68,10 +69,28 @@ export type ScriptFn = (keys: string[], argv: (string | number)[]) => Promise<Re
 export type Scripts = Record<ScriptName, ScriptFn>
 
 /**
- * Scripts every paid request runs before its answer: sent in batches of the calls one turn of the
- * event loop makes per hash slot (src/redis/batched-scripts.ts), each still applied on its own.
+ * The hot scripts, each declared here once: a paid request runs them on its way, so the calls one
+ * turn of the event loop makes per hash slot go to Redis as one script (turn-batch.ts), each still
+ * applied on its own. The number is a batch's most calls, so that one script never holds Redis'
+ * single thread for long (about 1 ms at most).
  */
-export const BATCHED: ReadonlySet<ScriptName> = new Set<ScriptName>(['debit'])
+export const BATCH_SIZE = {
+  /** ~30 redis.calls a call; its fixed keys are batched by a generated wrapper (batched-scripts.ts). */
+  debit: 32,
+  /** settle-n: ~15 redis.calls a call; it takes a batch itself (src/lua/settle.ts builds it). */
+  settle: 32,
+  /** record-calls-n: ~10 redis.calls a call (src/ledger/call-filing.ts builds it). */
+  recordCalls: 32,
+} as const satisfies Partial<Record<ScriptName, number>>
+export type BatchedScript = keyof typeof BATCH_SIZE
+
+/** The fixed-key scripts among them (`<verb>-<N>.lua`): sent through the wrapper, not batched by their callers. */
+export const BATCHED: ReadonlySet<ScriptName> = new Set(readScripts().filter((s) => s.name in BATCH_SIZE && s.numberOfKeys !== null).map((s) => s.name))
+
+/** The batcher of a `-n` script's calls, at its declared size. */
+export function scriptBatch<I, R>(name: BatchedScript, send: (group: string, items: I[]) => Promise<(R | Error)[]>): TurnBatch<I, R> {
+  return new TurnBatch(send, BATCH_SIZE[name])
+}
 
 /** Registers every script on the client and returns typed callers. */
 export function loadScripts(redis: RedisClient): Scripts {
@@ -90,7 +109,7 @@ export function loadScripts(redis: RedisClient): Scripts {
     }
     if (BATCHED.has(s.name)) {
       const one = out[s.name]
-      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv))
+      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv), BATCH_SIZE[s.name as BatchedScript])
       out[s.name] = (keys, argv) => {
         if (keys.length !== n) return one(keys, argv)
         return batched(keys, argv)

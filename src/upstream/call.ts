@@ -1,19 +1,20 @@
 /**
- * One upstream request of a capability call, with the provider key, a timeout, no redirects
- * (the upstream host comes only from the catalog) and a cap on the response size. The cap counts
- * decoded bytes: identity encoding is asked for, and a provider that compresses anyway is decoded
- * here rather than by Bun's fetch, so that a coding we cannot undo is refused, not passed on raw.
- * The provider key is masked in the decoded text, as the proxy masks it.
+ * One upstream request of a capability call, sent as every provider request is (request.ts: the
+ * key, no redirects, the timeout, decoding, the cap's declared length), its answer read whole:
+ * the cap counts the decoded bytes as they come, and the provider key is masked in the decoded
+ * text, as the proxy masks it.
  */
-import { decodeBody, decodersFor } from './content-encoding'
+import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { maskKey } from './scrub'
 import { asWritten, memberText } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
+import { requestProvider, type NoAnswer } from './request'
 
 export type UpstreamResult =
-  /** `hasLocation`: a 3xx that points elsewhere is not an answer (we never follow it). */
   | {
       kind: 'response'
+      /** ok or provider_4xx: an answer the caller is handed. */
+      outcome: CallOutcome
       status: number
       body: unknown
       /**
@@ -22,21 +23,11 @@ export type UpstreamResult =
        * 64-bit id, 1e400) and the provider's own spelling of numbers (1.10).
        */
       json: string | null
-      hasLocation: boolean
     }
-  | { kind: 'too_large'; status: number }
-  /** A Content-Encoding we cannot decode (a provider failure, refunded). */
-  | { kind: 'bad_encoding'; status: number }
-  | { kind: 'timeout' }
-  | { kind: 'network'; error: string }
-  /** The caller went away: the upstream request was aborted with it. */
-  | { kind: 'client_closed' }
-
-export function authHeaders(provider: Provider, apiKey: string): Record<string, string> {
-  const h: Record<string, string> = { ...(provider.headers ?? {}) }
-  if (apiKey) h[provider.auth.header] = provider.auth.scheme ? `${provider.auth.scheme} ${apiKey}` : apiKey
-  return h
-}
+  /** A 5xx, a redirect, a coding we cannot undo, an answer past the cap (a provider failure, refunded). */
+  | { kind: 'refused'; outcome: 'provider_error' | 'redirect' | 'bad_encoding' | 'too_large'; status: number }
+  /** No answer: not sent (the client gone first), the client gone since, the timeout, the wire. */
+  | { kind: 'failed'; outcome: NoAnswer }
 
 export async function callUpstream(
   provider: Provider,
@@ -48,49 +39,30 @@ export async function callUpstream(
   /** The client's request signal: a client that goes away takes its upstream request with it. */
   clientGone?: AbortSignal,
 ): Promise<UpstreamResult> {
-  const url = new URL(provider.base_url + cap.path)
-  const headers = authHeaders(provider, apiKey)
-  headers['accept-encoding'] = 'identity'
-  let body: string | undefined
-  if (cap.method === 'GET' || cap.method === 'DELETE') {
+  const query = cap.method === 'GET' || cap.method === 'DELETE'
+  const sent = await requestProvider({
+    provider,
+    method: cap.method,
+    path: cap.path,
     // A non-string param as the caller wrote it (a 64-bit id serialised again would be rounded).
-    for (const [k, v] of Object.entries((params.value ?? {}) as Record<string, unknown>))
-      url.searchParams.set(k, typeof v === 'string' ? v : asWritten(memberText(params.json, k), v))
-  } else {
-    body = params.json
-    headers['content-type'] = 'application/json'
-  }
-  const timeout = AbortSignal.timeout(cap.timeout_ms)
-  const signal = clientGone ? AbortSignal.any([timeout, clientGone]) : timeout
-  const failed = (e: unknown): UpstreamResult =>
-    clientGone?.aborted ? { kind: 'client_closed' } : timeout.aborted || (e as Error).name === 'TimeoutError' ? { kind: 'timeout' } : { kind: 'network', error: (e as Error).message }
-  let res: Response
-  try {
-    res = await fetch(url, { method: cap.method, headers, body, redirect: 'manual', signal, decompress: false } as RequestInit)
-  } catch (e) {
-    return failed(e)
-  }
-  const decoders = decodersFor(res.headers.get('content-encoding'))
-  if (!decoders) {
-    void res.body?.cancel()
-    return { kind: 'bad_encoding', status: res.status }
-  }
-  // An encoded body's declared length is of the wire bytes; readCapped counts the decoded ones.
-  const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
-  if (declared > maxBytes) {
-    void res.body?.cancel()
-    return { kind: 'too_large', status: res.status }
-  }
+    params: query ? Object.entries((params.value ?? {}) as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : asWritten(memberText(params.json, k), v)]) : undefined,
+    apiKey,
+    ...(query ? {} : { body: params.json, contentType: 'application/json' }),
+    maxBytes,
+    timeoutMs: cap.timeout_ms,
+    client: clientGone,
+  })
+  if (sent.kind !== 'answer') return sent
   let text: string
   try {
-    const bytes = await readCapped(res.body && decodeBody(res.body, decoders), maxBytes)
-    if (bytes === null) return { kind: 'too_large', status: res.status }
+    const bytes = await readCapped(sent.body, maxBytes)
+    if (bytes === null) return { kind: 'refused', outcome: 'too_large', status: sent.status }
     // A provider that quotes the key back (an error message) must not hand it to the caller.
     text = maskKey(new TextDecoder().decode(bytes), apiKey)
   } catch (e) {
-    return failed(e)
+    return { kind: 'failed', outcome: sent.failed(e) }
   }
-  const type = res.headers.get('content-type') ?? ''
+  const type = sent.headers.get('content-type') ?? ''
   let parsed: unknown = text
   let json: string | null = null
   if (type.includes('json')) {
@@ -101,7 +73,7 @@ export async function callUpstream(
       parsed = text
     }
   }
-  return { kind: 'response', status: res.status, body: parsed, json, hasLocation: res.headers.has('location') }
+  return { kind: 'response', outcome: sent.outcome, status: sent.status, body: parsed, json }
 }
 
 /** Reads the body, giving up (and cancelling the stream) once it passes `max` bytes. */

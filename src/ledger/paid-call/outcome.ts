@@ -3,6 +3,7 @@
  * call and the proxy settle through it, so a rule changed here changes for both; a rule written at a
  * call site drifted once already (a 3xx charged on one path, refunded on the other).
  */
+import type { MeteredUsage, TokenCounts } from '../../metering/usage'
 
 /**
  * charged: the provider did the work, or the caller chose to stop it.
@@ -52,14 +53,16 @@ export function isRefunded(outcome: CallOutcome): boolean {
   return SETTLEMENT[outcome] === 'refunded'
 }
 
+
+const NO_TOKENS = { input: 0, cached: 0, output: 0 }
+
 /**
- * The outcome of a provider's HTTP answer, the same on both paths. A 3xx with Location is a failure
- * because we never follow it (the upstream host comes only from the catalog) and must not hand it on
- * (an SDK would follow it with our token); a 3xx without one (304) is an answer.
+ * The usage a metered call is settled with, the same on both paths: the provider's when its answer
+ * carried it; for a 4xx without one, none (the provider bills no rejected request); else the
+ * estimate (never above the reservation).
  */
-export function outcomeOfAnswer(status: number, hasLocation: boolean): CallOutcome {
-  if (status >= 500) return 'provider_error'
-  if (status >= 300 && status < 400 && hasLocation) return 'redirect'
-  if (status >= 400) return 'provider_4xx'
-  return 'ok'
+export function usageAtSettle(outcome: CallOutcome, provider: TokenCounts | null, estimate: () => MeteredUsage): MeteredUsage {
+  if (provider) return { tokens: provider, source: 'provider' }
+  if (outcome === 'provider_4xx') return { tokens: NO_TOKENS, source: 'provider' }
+  return estimate()
 }

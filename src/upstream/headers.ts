@@ -1,15 +1,13 @@
 /**
- * Header policy of the proxy, both directions. Every provider-credential header a client SDK sends
+ * Header policy of every request to a provider (the paid call's and the proxy's), both directions. Every provider-credential header a client SDK sends
  * (`authorization`, `x-api-key`, `api-key`, `anthropic-api-key`, `x-goog-api-key`: ours, or the
  * client's own key), `host`, cookies, forwarding metadata (`forwarded`, `x-forwarded-*`) and
  * hop-by-hop headers (RFC 9110 §7.6.1, any `proxy-*`, plus any named in `Connection`) never cross;
  * the provider key is injected from the catalog's `auth` and its static headers fill in what the
  * client did not send. The key is masked wherever a response would echo it.
  */
-import { authHeaders } from '../upstream/call'
 import type { Provider } from '../catalog/catalog'
-import { isScopeHeader } from './house'
-import { keySpellings, maskSpellings } from '../upstream/scrub'
+import { keySpellings, maskSpellings } from './scrub'
 
 const HOP_BY_HOP = [
   'connection',
@@ -59,14 +57,25 @@ function connectionTokens(value: string | null): Set<string> {
   return new Set(value.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean))
 }
 
-/** `lane`: on the house key the client's scope headers are dropped (docs/api.md §12); the catalog's `headers` may pin them. */
-export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string, lane: 'house' | 'owner' = 'house'): Headers {
+/** The catalog's static headers and the provider key in the provider's own auth header. */
+export function authHeaders(provider: Provider, apiKey: string): Record<string, string> {
+  const h: Record<string, string> = { ...(provider.headers ?? {}) }
+  if (apiKey) h[provider.auth.header] = provider.auth.scheme ? `${provider.auth.scheme} ${apiKey}` : apiKey
+  return h
+}
+
+/**
+ * `incoming`: the client's headers, passed on past the policy (none on a capability call).
+ * `drop`: more client headers kept back (on the house key its scope headers, docs/api.md §12; the
+ * catalog's `headers` may pin them).
+ */
+export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string, drop?: (name: string) => boolean): Headers {
   const out = new Headers()
   const named = connectionTokens(incoming.get('connection'))
   const authHeader = provider.auth.header.toLowerCase()
   incoming.forEach((value, name) => {
     if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
-    if (lane === 'house' && isScopeHeader(name)) return
+    if (drop?.(name)) return
     out.set(name, value)
   })
   for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
