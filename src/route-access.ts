@@ -172,7 +172,7 @@ export function tableMismatches(routes: readonly { method: string; path: string 
   for (const r of registered) counts.set(r, (counts.get(r) ?? 0) + 1)
   return [
     ...[...counts].filter(([, n]) => n > 1).map(([r]) => `${r}: registered ${counts.get(r)} times`),
-    ...registered.filter((r) => !(r in table)).map((r) => `${r}: a route with no entry`),
+    ...[...counts.keys()].filter((r) => !(r in table)).map((r) => `${r}: a route with no entry`),
     ...Object.keys(table).filter((r) => !counts.has(r)).map((r) => `${r}: an entry that names no route`),
   ]
 }

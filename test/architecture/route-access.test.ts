@@ -1,0 +1,48 @@
+/**
+ * Who may call a route is declared once, in the route table (src/route-access.ts; docs/architecture.md,
+ * "Rules the tests hold"): every route the app registers has exactly one entry, and every entry
+ * names a registered route. The check is also fed small fakes, so this test is seen to fail when
+ * a route is added without an entry or an entry outlives its route.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestApp, type TestApp } from '../helpers/harness'
+import { ROUTE_ACCESS, tableMismatches } from '../../src/route-access'
+import { OPERATOR_ONLY } from '../../src/admission'
+
+let t: TestApp
+beforeAll(async () => {
+  // The demo provider's upstream routes are mounted only while it is on (on a loopback BASE_URL).
+  t = await startTestApp({ env: { BASE_URL: 'http://127.0.0.1:1', DEMO_PROVIDER: 'auto' } })
+})
+afterAll(async () => {
+  await t.close()
+})
+
+const routesOf = (app: TestApp['app']) => app.routes as unknown as { method: string; path: string }[]
+
+describe('the route table', () => {
+  test('every registered route has exactly one entry, and every entry names a registered route', () => {
+    expect(routesOf(t.app).some((r) => r.path === '/demo/echo')).toBe(true)
+    expect(tableMismatches(routesOf(t.app))).toEqual([])
+  })
+
+  test('a route with no entry, an entry with no route, and a route registered twice are caught', () => {
+    const table = { 'GET /a': 'member', 'POST /gone': 'operator' } as const
+    const routes = [
+      { method: 'GET', path: '/a' },
+      { method: 'PUT', path: '/new' },
+      { method: 'PUT', path: '/new' },
+    ]
+    expect(tableMismatches(routes, table)).toEqual(['PUT /new: registered 2 times', 'PUT /new: a route with no entry', 'POST /gone: an entry that names no route'])
+    expect(tableMismatches([{ method: 'GET', path: '/a' }, { method: 'POST', path: '/gone' }], table)).toEqual([])
+  })
+
+  test("the app's routes against the table less one entry: the route is named", () => {
+    const { ['PUT /v1/policies']: _, ...less } = ROUTE_ACCESS
+    expect(tableMismatches(routesOf(t.app), less)).toEqual(['PUT /v1/policies: a route with no entry'])
+  })
+
+  test('the operator-only surfaces the admission refuses to an agent token are the table\'s', () => {
+    expect([...OPERATOR_ONLY].sort()).toEqual(Object.keys(ROUTE_ACCESS).filter((r) => ROUTE_ACCESS[r] === 'operator' || ROUTE_ACCESS[r] === 'operator-or-email').sort())
+  })
+})
