@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { ROUTE_ACCESS, tableMismatches } from '../../src/route-access'
 import { OPERATOR_ONLY } from '../../src/admission'
+import { toolAccessOf } from '../../src/mcp/service-tools'
 
 let t: TestApp
 beforeAll(async () => {
@@ -44,5 +45,21 @@ describe('the route table', () => {
 
   test('the operator-only surfaces the admission refuses to an agent token are the table\'s', () => {
     expect([...OPERATOR_ONLY].sort()).toEqual(Object.keys(ROUTE_ACCESS).filter((r) => ROUTE_ACCESS[r] === 'operator' || ROUTE_ACCESS[r] === 'operator-or-email').sort())
+  })
+})
+
+describe("MCP tools admit as the table's entry of the route they adapt", () => {
+  test('an operator-only route gives an owner-only tool, a paid call a paid one, a public or member route a member one', () => {
+    expect(toolAccessOf('PUT /v1/policies')).toBe('operator')
+    expect(toolAccessOf('POST /v1/agents/:id/revive')).toBe('operator')
+    expect(toolAccessOf('POST /v1/call/:slug')).toBe('paid')
+    expect(toolAccessOf('GET /v1/search')).toBe('member')
+    expect(toolAccessOf('GET /v1/balance')).toBe('member')
+  })
+
+  test('a route no bearer admits (a founder route, the console, one that names nothing) cannot be a tool', () => {
+    expect(() => toolAccessOf('GET /admin/alarms')).toThrow('founder')
+    expect(() => toolAccessOf('GET /console')).toThrow('console')
+    expect(() => toolAccessOf('GET /v1/nothing')).toThrow('none')
   })
 })
