@@ -11,12 +11,16 @@ import { OPERATOR_ONLY } from '../../src/admission'
 import { toolAccessOf } from '../../src/mcp/service-tools'
 
 let t: TestApp
+let plain: TestApp
 beforeAll(async () => {
   // The demo provider's upstream routes are mounted only while it is on (on a loopback BASE_URL).
   t = await startTestApp({ env: { BASE_URL: 'http://127.0.0.1:1', DEMO_PROVIDER: 'auto' } })
+  // The HTTP sweeps run on the usual test app (its BASE_URL is the host the requests name, as /mcp wants).
+  plain = await startTestApp()
 })
 afterAll(async () => {
   await t.close()
+  await plain.close()
 })
 
 const routesOf = (app: TestApp['app']) => app.routes as unknown as { method: string; path: string }[]
@@ -61,5 +65,34 @@ describe("MCP tools admit as the table's entry of the route they adapt", () => {
     expect(() => toolAccessOf('GET /admin/alarms')).toThrow('founder')
     expect(() => toolAccessOf('GET /console')).toThrow('console')
     expect(() => toolAccessOf('GET /v1/nothing')).toThrow('none')
+  })
+})
+
+describe('the handlers admit as their entry says (at the HTTP edge)', () => {
+  const withBearer = (...kinds: string[]) => Object.keys(ROUTE_ACCESS).filter((r) => kinds.includes(ROUTE_ACCESS[r]!))
+  const send = (route: string, token?: string) => {
+    const [method, path] = route.split(' ') as [string, string]
+    return plain.req(method, path.replace(/:\w+/g, 'x').replace(/\*$/, 'x'), { token, body: method === 'GET' || method === 'DELETE' ? undefined : {} })
+  }
+
+  test('no bearer on a member, operator or paid route → 401 UNAUTHORIZED', async () => {
+    const answers: string[] = []
+    for (const route of withBearer('member', 'operator', 'paid')) answers.push(`${route} ${(await send(route)).status}`)
+    expect(answers.filter((a) => !a.endsWith(' 401'))).toEqual([])
+  })
+
+  test('an agent token on an operator route → 403 FORBIDDEN; on a member route never refused for its role', async () => {
+    const owner = await plain.signup()
+    const agent = (await plain.req('POST', '/v1/agents', { token: owner.token, body: { name: 'a' } })).body as { token: string }
+    const wrong: string[] = []
+    for (const route of withBearer('operator', 'operator-or-email')) {
+      const r = await send(route, agent.token)
+      if (r.status !== 403 || r.body.error !== 'FORBIDDEN') wrong.push(`${route} ${r.status} ${r.body?.error}`)
+    }
+    for (const route of withBearer('member', 'paid')) {
+      const r = await send(route, agent.token)
+      if (r.status === 401 || r.body?.error === 'FORBIDDEN') wrong.push(`${route} ${r.status} ${r.body?.error}`)
+    }
+    expect(wrong).toEqual([])
   })
 })
