@@ -5,7 +5,7 @@
  * a protected route's shape, and skip its rate limit. Such a refusal is answered only after the
  * admission the route's handler would have run: a missing or unknown bearer → UNAUTHORIZED (counted
  * per IP), a killed or revoked agent → its 403, past the limit → RATE_LIMITED.
- * Public routes (docs/api.md §2, the same list the OpenAPI document marks) keep their refusal, but it
+ * Each route's access is its entry in the one route table (route-access.ts). Public routes keep their refusal, but it
  * is counted as their handler counts a request (per token with a valid bearer, else per IP): left
  * uncounted, any client could have the service read and parse MAX_BODY_BYTES of a malformed signup
  * without limit. The console's admission is its session cookie, not a bearer (docs/api.md §9): a
@@ -22,51 +22,44 @@ import { cookieOf, readSession, SESSION_COOKIE } from './auth/console-session'
 import { admitFounder } from './auth/founder'
 import { ApiError } from './errors'
 import { bearerOf, type Http, type MaybeServer } from './http'
-import { CONSOLE_PUBLIC, PUBLIC } from './openapi'
+import { accessOf, routesWith, type RouteAccess } from './route-access'
 import type { Services } from './services'
 
 /**
- * Public routes whose handlers count nothing: health probes (/status), the signature-guarded
- * webhooks (the Telegram one counts only callers without its secret, itself), and the demo
- * provider's upstream, which the service calls itself.
+ * Operator-only surfaces (docs/api.md §2), read from the route table: an agent token there is
+ * FORBIDDEN whatever its body, as the spec's "operator-only surfaces answer FORBIDDEN to others"
+ * says. Admitted as a member, a malformed body answered BAD_REQUEST naming the field, a
+ * well-formed one FORBIDDEN.
  */
-const UNCOUNTED = new Set(['/status', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky'])
+export const OPERATOR_ONLY: ReadonlySet<string> = new Set([...routesWith('operator'), ...routesWith('operator-or-email')])
 
 /**
- * Operator-only surfaces (docs/api.md §2; their handlers admit with `operatorIn`/`operator`): an agent
- * token there is FORBIDDEN whatever its body, as the spec's "operator-only surfaces answer
- * FORBIDDEN to others" says. Admitted as a member, a malformed body answered BAD_REQUEST naming
- * the field, a well-formed one FORBIDDEN. Keyed `METHOD path` as Elysia's route table has it.
+ * The access the refusal before a handler applies: the route's entry; a path the router did not
+ * match falls back as it always has (the proxy's and the console's by their prefix, else a member's).
  */
-export const OPERATOR_ONLY: ReadonlySet<string> = new Set([
-  'PUT /v1/policies',
-  'POST /v1/agents/:id/revive',
-  'PUT /v1/mandate',
-  'DELETE /v1/mandate',
-  'GET /v1/ledger',
-  'POST /v1/proposals/:id/approve',
-  'POST /v1/proposals/:id/decline',
-  'PUT /v1/webhooks',
-  'GET /v1/webhooks',
-  'DELETE /v1/webhooks',
-  'GET /v1/webhooks/deliveries',
-  'GET /v1/events',
-  'POST /v1/operator/link',
-  'POST /v1/token/rotate',
-])
+function admissionOf(method: string, route: string): RouteAccess {
+  const access = accessOf(method, route)
+  if (access) return access
+  if (route.startsWith('/proxy/')) return 'own'
+  if (route === '/console' || route.startsWith('/console/')) return 'console'
+  if (route.startsWith('/admin/')) return 'founder'
+  return 'member'
+}
+
 /** The admission's refusal, or null when the caller is admitted (the original refusal stands). */
 export async function refusalBeforeRequest(s: Services, h: Http, route: string | undefined, request: Request, server: MaybeServer): Promise<ApiError | null> {
-  if (!route || UNCOUNTED.has(route) || route.startsWith('/proxy/') || route === '/metrics') return null
+  if (!route) return null
+  const access = admissionOf(request.method, route)
+  if (access === 'uncounted' || access === 'own') return null
   const bearer = bearerOf(request.headers.get('authorization'))
   try {
-    // Without a bearer, {email} is the lost-token path: anonymous, like the public routes.
-    if (CONSOLE_PUBLIC.has(route)) {
+    if (access === 'console-public') {
       if (request.method === 'POST') await h.anonymous(request, server)
-    } else if (route === '/console' || route.startsWith('/console/')) {
+    } else if (access === 'console') {
       if (!(await readSession(s.ctx, cookieOf(request, SESSION_COOKIE)))) throw new ApiError('UNAUTHORIZED')
-    } else if (PUBLIC.has(route) || (route === '/v1/token/rotate' && bearer === undefined)) await h.anonymous(request, server, bearer)
-    else if (route.startsWith('/admin/')) await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
-    else if (OPERATOR_ONLY.has(`${request.method} ${route}`)) await h.operator(bearer, request, server)
+    } else if (access === 'anonymous' || (access === 'operator-or-email' && bearer === undefined)) await h.anonymous(request, server, bearer)
+    else if (access === 'founder') await admitFounder(s.cfg.ADMIN_TOKEN, s.guard, bearer, h.ip(request, server))
+    else if (access === 'operator' || access === 'operator-or-email') await h.operator(bearer, request, server)
     else await h.member(bearer, request, server)
     return null
   } catch (e) {

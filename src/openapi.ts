@@ -7,12 +7,8 @@ import { OptionalKind } from '@sinclair/typebox'
 import { ERRORS } from './errors'
 import { VERSION } from './version'
 import type { RouteLike } from './route-table'
+import { accessOf, isPublic } from './route-access'
 
-
-export const PUBLIC = new Set(['/', '/v1/signup', '/v1/search', '/status', '/v1/public-stats', '/capabilities', '/llms-full.txt', '/errors.md', '/openapi.json', '/vault/:code', '/mandate', '/mandate/done', '/topup', '/topup/done', '/rotate', '/webhooks/stripe', '/ops/telegram', '/demo/echo', '/demo/flaky', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server', '/oauth/register', '/oauth/authorize', '/oauth/token', '/oauth/revoke'])
-
-/** Console routes anyone may load: the sign-in form (and its post) and the stylesheet. */
-export const CONSOLE_PUBLIC: ReadonlySet<string> = new Set(['/console/sign-in', '/console/console.css', '/console/authorize'])
 
 /** Strips TypeBox's symbol keys (JSON.stringify drops them) so the schema is plain JSON Schema. */
 const plain = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
@@ -47,10 +43,12 @@ export function buildOpenApi(app: { routes: RouteLike[] }) {
     // A body wrapped in T.Optional (POST /v1/topup, POST /v1/token/rotate) may be left out.
     const optional = (h.body as Record<symbol, unknown> | undefined)?.[OptionalKind] === 'Optional'
     if (h.body) op.requestBody = { required: !optional, content: { 'application/json': { schema: plain(h.body) } } }
-    // The owner console's pages sign in with a form and then ride a session cookie, not a bearer.
-    if (CONSOLE_PUBLIC.has(r.path)) op.security = []
-    else if (r.path.startsWith('/console')) op.security = [{ consoleSession: [] }]
-    else if (!PUBLIC.has(r.path)) op.security = [{ bearer: [] }]
+    // Each route's security is its entry in the route table (route-access.ts). The owner console's
+    // pages sign in with a form and then ride a session cookie, not a bearer.
+    const access = accessOf(r.method, r.path)
+    if (access === 'console-public') op.security = []
+    else if (access === 'console') op.security = [{ consoleSession: [] }]
+    else if (!isPublic(access)) op.security = [{ bearer: [] }]
     ;(paths[path] ??= {})[r.method.toLowerCase()] = op
   }
   return {

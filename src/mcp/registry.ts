@@ -9,7 +9,7 @@ import { ProviderKeys } from '../vault/provider-key'
 import { capabilityTool } from './capability-tools'
 import type { RouteLike } from '../route-table'
 import { routeSchemas } from './route-schemas'
-import { OWNER_ONLY, serviceTools } from './service-tools'
+import { serviceTools } from './service-tools'
 import type { McpTool } from './tool'
 
 interface Listing {
@@ -45,8 +45,9 @@ export class ToolRegistry {
     this.init()
     const { catalog } = this.s
     const live = [...this.capabilities.values()].filter((c) => catalog.state(catalog.capabilities.get(c.slug)!) === 'live').map((c) => c.tool)
-    const owner = [...this.service!.values(), ...live].map(listed)
-    return { pauseState, owner, agent: owner.filter((t) => !OWNER_ONLY.has(t.name)) }
+    const tools = [...this.service!.values(), ...live]
+    // An agent token does not see the tools it could not call (owner token only).
+    return { pauseState, owner: tools.map(listed), agent: tools.filter((t) => t.access !== 'operator').map(listed) }
   }
 
   /** Built at the first request: the route table (the tools' schemas) is complete only once the app is. */

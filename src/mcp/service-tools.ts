@@ -23,12 +23,24 @@ import { asWritten, memberText } from '../json-members'
 import { argsParser } from './args'
 import type { RouteRef, RouteSchemas } from './route-schemas'
 import { answerOf, JsonAnswer, type Access, type McpTool, type ToolCall } from './tool'
+import { accessOf } from '../route-access'
 
 
 export const CALL_TOOL = 'call_capability'
 
-/** The names of the tools an agent token does not see (owner token only). */
-export const OWNER_ONLY = new Set(['list_agents', 'kill_agent', 'revive_agent', 'set_policies'])
+/**
+ * A tool's admission, from the route table's entry of the route it adapts (route-access.ts): a paid
+ * call inside its debit, an operator-only route's tool the owner token's, any other a member's (an
+ * MCP request always carries a bearer, so a public route's tool admits its caller as a member).
+ */
+export function toolAccessOf(route: RouteRef): Access {
+  const [method, path] = route.split(' ') as [string, string]
+  const access = accessOf(method, path)
+  if (access === 'paid') return 'paid'
+  if (access === 'operator' || access === 'operator-or-email') return 'operator'
+  if (access === 'member' || access === 'anonymous') return 'member'
+  throw new Error(`MCP tool adapts ${route}, whose access (${access ?? 'none'}) no tool can have`)
+}
 
 export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderKeys): McpTool[] {
   const vault = openVault(s)
@@ -37,14 +49,15 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
   /**
    * A tool over a route: its input schema (or a given one), the route's summary first in its
    * description, and its answer cut to the route's response model as Elysia cuts the REST answer.
+   * Its admission is the route's (toolAccessOf) unless given stricter.
    */
   function tool<A>(
     name: string,
-    access: Access,
     route: RouteRef,
     input: 'body' | 'query' | 'params' | TObject,
     note: string,
     run: (call: ToolCall, args: A) => Promise<object>,
+    access: Access = toolAccessOf(route),
   ): McpTool {
     const args = argsParser<A>(typeof input === 'string' ? schemas.part(route, input) : input)
     const summary = schemas.summary(route)
@@ -68,12 +81,11 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
   const activityQuery = schemas.part('GET /v1/activity', 'query') as TObject
 
   return [
-    tool<{ q: string }>('search_capabilities', 'member', 'GET /v1/search', 'query', 'Find capabilities by words; call one with call_capability or with its own tool.', async (_, a) =>
+    tool<{ q: string }>('search_capabilities', 'GET /v1/search', 'query', 'Find capabilities by words; call one with call_capability or with its own tool.', async (_, a) =>
       searchAnswer(s.catalog, a.q),
     ),
     tool<{ slug: string; params?: unknown; idempotency_key?: string }>(
       CALL_TOOL,
-      'paid',
       'POST /v1/call/:slug',
       T.Object(
         {
@@ -101,10 +113,9 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         return new JsonAnswer(answer.body || '{}')
       },
     ),
-    tool('get_balance', 'member', 'GET /v1/balance', nothing, '', (call) => balanceOf(s, call.principal.accountId)),
+    tool('get_balance', 'GET /v1/balance', nothing, '', (call) => balanceOf(s, call.principal.accountId)),
     tool<{ limit?: number; cursor?: string }>(
       'get_activity',
-      'member',
       'GET /v1/activity',
       T.Object(
         {
@@ -116,25 +127,32 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       '',
       async (call, a) => activityOf(s, call.principal.accountId, a.limit === undefined ? undefined : String(a.limit), a.cursor, {}, await reachOf(s, call.principal)),
     ),
-    tool<{ amount?: number }>('top_up', 'member', 'POST /v1/topup', 'body', '', (call, a) => topup(s, call.principal.accountId, a.amount)),
-    tool<{ provider: string }>('request_vault_link', 'member', 'POST /v1/keys/link', 'body', 'Give the url to your human.', (call, a) =>
+    tool<{ amount?: number }>('top_up', 'POST /v1/topup', 'body', '', (call, a) => topup(s, call.principal.accountId, a.amount)),
+    tool<{ provider: string }>('request_vault_link', 'POST /v1/keys/link', 'body', 'Give the url to your human.', (call, a) =>
       requestLink(s, vault, call.principal.accountId, a.provider),
     ),
-    tool<NewProblem>('file_support_problem', 'member', 'POST /v1/support', 'body', '', (call, a) => fileProblem(s, call.principal, a)),
-    tool<NewProposal>('propose', 'member', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', (call, a) =>
+    tool<NewProblem>('file_support_problem', 'POST /v1/support', 'body', '', (call, a) => fileProblem(s, call.principal, a)),
+    tool<NewProposal>('propose', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', (call, a) =>
       createProposal(proposals, call.principal, a),
     ),
-    tool('list_agents', 'operator', 'GET /v1/agents', nothing, 'Owner token only.', async (call) => ({ agents: await readAgents(s.ctx, call.principal.accountId) })),
+    // Stricter than its route (where an agent token lists and kills its own descendants): over MCP
+    // the agents' tools are the owner's only.
+    tool('list_agents', 'GET /v1/agents', nothing, 'Owner token only.', async (call) => ({ agents: await readAgents(s.ctx, call.principal.accountId) }), 'operator'),
     agentMove('kill_agent', 'kill', 'POST /v1/agents/:id/kill'),
     agentMove('revive_agent', 'revive', 'POST /v1/agents/:id/revive'),
-    tool<PoliciesPatch>('set_policies', 'operator', 'PUT /v1/policies', 'body', 'Owner token only.', (call, a) =>
+    tool<PoliciesPatch>('set_policies', 'PUT /v1/policies', 'body', 'Owner token only.', (call, a) =>
       putPolicies(s.ctx, call.principal.accountId, a),
     ),
   ]
 
   function agentMove(name: string, action: AgentAction, route: RouteRef): McpTool {
-    return tool<{ id: string }>(name, 'operator', route, 'params', 'Owner token only.', (call, a) =>
-      changeAgentState(s.ctx, call.principal.accountId, a.id, action),
+    return tool<{ id: string }>(
+      name,
+      route,
+      'params',
+      'Owner token only.',
+      (call, a) => changeAgentState(s.ctx, call.principal.accountId, a.id, action),
+      'operator',
     )
   }
 }

@@ -10,7 +10,7 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/balance',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return balanceOf(s, principal.accountId)
       },
       { response: { 200: BalanceResponse }, detail: { summary: 'Balance, caps and top-up links' } },
@@ -18,7 +18,7 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/activity',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { query } = c
         return activityOf(s, principal.accountId, query.limit, query.cursor, {}, await reachOf(s, principal))
       },
@@ -27,7 +27,7 @@ export const accountRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/activity/:call_id',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return callOf(s, principal.accountId, c.params.call_id, await reachOf(s, principal))
       },
       {

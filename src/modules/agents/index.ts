@@ -1,6 +1,5 @@
 import { Elysia } from 'elysia'
 import { changeAgentState, readAgents, readSubtree, type AgentAction } from '../../governance/agents'
-import { ApiError } from '../../errors'
 import { bearerAuth, http, type Http, type RouteContext } from '../../http'
 import { rejectUnknownFields } from '../../edge/strict-body'
 import type { Services } from '../../services'
@@ -14,8 +13,8 @@ import { createAgentFor } from '../../governance/create-agent'
  */
 export const agentRoutes = (s: Services, h: Http = http(s)) => {
   const move = (action: AgentAction) => async (c: RouteContext & { params: { id: string } }) => {
-    const principal = await h.memberIn(c)
-    if (principal.agentId !== null && action === 'revive') throw new ApiError('FORBIDDEN', { role: 'account operator (owner token): only the operator revives' })
+    // Revive is operator-only in the route table: an agent token is refused FORBIDDEN by the admission.
+    const principal = await h.admitIn(c)
     return changeAgentState(s.ctx, principal.accountId, c.params.id, action, 'api', principal.agentId)
   }
   const moveHooks = (summary: string) => ({ params: AgentParams, response: { 200: Agent }, detail: { summary } })
@@ -24,7 +23,7 @@ export const agentRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/v1/agents',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { set, body } = c
         const agent = await createAgentFor(s.ctx, principal, body)
         set.status = 201
@@ -41,7 +40,7 @@ export const agentRoutes = (s: Services, h: Http = http(s)) => {
     .get(
       '/v1/agents',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const agents = principal.agentId === null ? await readAgents(s.ctx, principal.accountId) : await readSubtree(s.ctx, principal.accountId, principal.agentId)
         return { agents }
       },

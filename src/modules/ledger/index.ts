@@ -12,7 +12,7 @@ export const ledgerRoutes = (s: Services, h: Http = http(s)) =>
   new Elysia().use(bearerAuth).get(
     '/v1/ledger',
     async (c) => {
-      const principal = await h.operatorIn(c)
+      const principal = await h.admitIn(c)
       const { query } = c
       const range = statementRange(query, s.ctx.clock.now())
       const format = statementFormat(query.format)

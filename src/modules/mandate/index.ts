@@ -12,7 +12,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/mandate',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return getMandate(s, principal.accountId)
       },
       { response: { 200: MandateResponse }, detail: { summary: 'The auto-refill mandate: limits, card, this month’s refills, enable_url' } },
@@ -20,7 +20,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     .put(
       '/v1/mandate',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { body } = c
         return updateMandate(s, principal.accountId, body)
       },
@@ -36,7 +36,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     .delete(
       '/v1/mandate',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         return forgetMandate(s, principal.accountId)
       },
       { response: { 200: MandateResponse }, detail: { summary: 'Operator: disable auto-refill and forget the card (here and at the processor)' } },
@@ -44,7 +44,7 @@ export const mandateRoutes = (s: Services, h: Http = http(s)) =>
     .post(
       '/v1/topup',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { body } = c
         return topup(s, principal.accountId, body?.amount)
       },

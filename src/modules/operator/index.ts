@@ -12,7 +12,7 @@ export const operatorRoutes = (s: Services, h: Http = http(s)) =>
     .post(
       '/v1/operator/link',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { set } = c
         set.status = 201
         return operatorLink(s, principal.accountId, principal.tokenHash)

@@ -23,7 +23,7 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/policies',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return policiesOf(s.ctx, principal)
       },
       { response: { 200: Policies }, detail: { summary: 'Caps and allowlists of the account and its agents (an agent token sees its own)' } },
@@ -31,7 +31,7 @@ export const policyRoutes = (s: Services, h: Http = http(s)) =>
     .put(
       '/v1/policies',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { body } = c
         return putPolicies(s.ctx, principal.accountId, body)
       },

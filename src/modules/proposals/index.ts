@@ -15,7 +15,7 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/v1/proposals',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { set, body } = c
         const out = await createProposal(d, principal, body as NewProposal)
         set.status = 201
@@ -32,7 +32,7 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
     .get(
       '/v1/proposals',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return { proposals: await listProposals(d, principal, c.query.status as ProposalStatus | undefined) }
       },
       { query: ProposalQuery, response: { 200: ProposalList }, detail: { summary: "The account's proposals, newest first (an agent token: its own)" } },
@@ -40,7 +40,7 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
     .get(
       '/v1/proposals/:id',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         return getProposal(d, principal, c.params.id)
       },
       { params: ProposalParams, response: { 200: Proposal }, detail: { summary: "One proposal and its decision (the proposal's status_url)" } },
@@ -48,7 +48,7 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/v1/proposals/:id/approve',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         return approveProposal(d, principal.accountId, c.params.id, c.body?.note ?? '')
       },
       {
@@ -63,7 +63,7 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/v1/proposals/:id/decline',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         return declineProposal(d, principal.accountId, c.params.id, c.body?.note ?? '')
       },
       { parse: h.json, params: ProposalParams, body: DecisionBody, transform: rejectUnknownFields(DecisionObject), response: { 200: Proposal }, detail: { summary: 'Decline (operator): nothing changes; not pending → CONFLICT' } },

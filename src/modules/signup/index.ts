@@ -24,14 +24,15 @@ export const signupRoutes = (s: Services, h: Http = http(s)) =>
     )
     .post(
       '/v1/token/rotate',
-      async ({ bearer, body, request, server, set }) => {
+      async (c) => {
+        const { bearer, body, request, server, set } = c
         // No bearer, an e-mail: the lost-token path (202, the same answer for every e-mail).
         if (bearer === undefined && body?.email !== undefined) {
           set.headers = await h.anonymous(request, server)
           set.status = 202
           return requestRecovery(s, body.email)
         }
-        const { principal, headers } = await h.operator(bearer, request, server)
+        const { principal, headers } = await h.admitted(c)
         set.headers = headers
         const rotated = await rotateOwnerToken(s.ctx, s.guard.tokens, principal.accountId, principal.tokenHash)
         await endChatLinks(s, principal.accountId)

@@ -13,7 +13,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
     .post(
       '/v1/support',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { set, body } = c
         set.status = 201
         return fileProblem(s, principal, body)
@@ -23,7 +23,7 @@ export const supportRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/support/:id',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { params } = c
         return problemView(s.db.db, params.id, principal.accountId, await reachOf(s, principal))
       },

@@ -34,7 +34,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/v1/keys/link',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         const { body, set } = c
         const link = await requestLink(s, vault, principal.accountId, body.provider)
         set.status = 201
@@ -50,7 +50,7 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
     .get(
       '/v1/keys',
       async (c) => {
-        const principal = await h.memberIn(c)
+        const principal = await h.admitIn(c)
         vault.requireMaster()
         return { keys: await vault.list(principal.accountId) }
       },
@@ -58,8 +58,9 @@ export const vaultRoutes = (s: Services, h: Http = http(s)) => {
     )
     .delete(
       '/v1/keys/:provider',
-      async ({ bearer, params, request, server }) => {
-        const { principal, headers } = await h.member(bearer, request, server)
+      async (c) => {
+        const { params } = c
+        const { principal, headers } = await h.admitted(c)
         await deleteKey(vault, principal.accountId, params.provider)
         return new Response(null, { status: 204, headers })
       },

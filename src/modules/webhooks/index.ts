@@ -12,7 +12,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     .put(
       '/v1/webhooks',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { body } = c
         return putWebhook(s, principal.accountId, body)
       },
@@ -27,15 +27,15 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/webhooks',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         return getWebhook(s, principal.accountId)
       },
       { response: { 200: Webhook }, detail: { summary: "The account's webhook endpoint (never its secret)" } },
     )
     .delete(
       '/v1/webhooks',
-      async ({ bearer, request, server }) => {
-        const { principal, headers } = await h.operator(bearer, request, server)
+      async (c) => {
+        const { principal, headers } = await h.admitted(c)
         await deleteWebhook(s, principal.accountId)
         return new Response(null, { status: 204, headers })
       },
@@ -44,7 +44,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/webhooks/deliveries',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { query } = c
         return recentDeliveries(s, principal.accountId, pageLimit(query.limit))
       },
@@ -57,7 +57,7 @@ export const webhookRoutes = (s: Services, h: Http = http(s)) =>
     .get(
       '/v1/events',
       async (c) => {
-        const principal = await h.operatorIn(c)
+        const principal = await h.admitIn(c)
         const { query } = c
         return listEvents(s, principal.accountId, pageLimit(query.limit), query.cursor)
       },
