@@ -126,3 +126,13 @@ export const tokenPrices = (maxOutput = 10_000) =>
   fc
     .record({ input: fc.integer({ min: 0, max: 10_000 }), cachedShare: fc.integer({ min: 0, max: 100 }), output: fc.integer({ min: 0, max: maxOutput }) })
     .map((p) => ({ input: p.input, cachedInput: Math.floor((p.input * p.cachedShare) / 100), output: p.output }))
+
+/**
+ * A JSON object's text from its members, built by hand so that a key can appear twice, as a
+ * provider's bytes could; `pretty` indents as JSON.stringify(…, null, 2) would.
+ */
+export const renderMembers = (entries: [string, unknown][], pretty: boolean) => {
+  const sep = pretty ? ',\n  ' : ','
+  const body = entries.map(([k, v]) => `${JSON.stringify(k)}:${pretty ? ' ' : ''}${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(sep)
+  return pretty ? `{\n  ${body}\n}\n` : `{${body}}`
+}

@@ -8,6 +8,7 @@
  */
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
+import { renderMembers } from '../helpers/metering'
 import { usageFromEnd } from '../../src/metering/answer-tail'
 
 const enc = new TextEncoder()
@@ -28,12 +29,7 @@ function chunked(text: string, cuts: number[]): Uint8Array[] {
   return out
 }
 
-const render = (entries: [string, unknown][], pretty: boolean) => {
-  // Built by hand so that a key can appear twice, as a provider's bytes could.
-  const sep = pretty ? ',\n  ' : ','
-  const body = entries.map(([k, v]) => `${JSON.stringify(k)}:${pretty ? ' ' : ''}${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(sep)
-  return pretty ? `{\n  ${body}\n}\n` : `{${body}}`
-}
+const render = renderMembers
 
 test('read from the end: the whole parse\'s usage, or declined', () => {
   fc.assert(

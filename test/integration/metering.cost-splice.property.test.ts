@@ -13,7 +13,7 @@ import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { costWriter } from '../../src/metering/cost'
 import { JsonMeter, SseMeter } from '../../src/metering/meter'
-import { costMicro } from '../helpers/metering'
+import { costMicro, renderMembers } from '../helpers/metering'
 
 const enc = new TextEncoder()
 const CPU = 1000
@@ -44,12 +44,7 @@ const scalar = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.integ
 const key = fc.oneof(fc.constantFrom('id', 'model', 'choices', 'data', 'metadata', 'usage_', 'us\u00e6ge'), fc.string({ maxLength: 6 }))
 const anyValue = fc.oneof(scalar, fc.jsonValue({ maxDepth: 3 }), usage, fc.record({ usage }), fc.constantFrom({}, [], 'usage'))
 
-const render = (entries: [string, unknown][], pretty: boolean) => {
-  // By hand, so that a key can appear twice as a provider's bytes could.
-  const sep = pretty ? ',\n  ' : ','
-  const body = entries.map(([k, v]) => `${JSON.stringify(k)}:${pretty ? ' ' : ''}${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(sep)
-  return pretty ? `{\n  ${body}\n}\n` : `{${body}}`
-}
+const render = renderMembers
 
 test('a JSON answer, chunked anywhere: the usage JSON.parse keeps gains the cost, every other byte the provider\'s', () => {
   fc.assert(
