@@ -1,7 +1,7 @@
 /**
  * The "ledger work alone" row of the paid-call bench: the service's own paid call with nothing of
  * the HTTP API around it. `POST /v1/call/{slug}` runs `callCapability` — the capability's params
- * check, debit-15, the upstream with the house key, the settle and record-calls-n — on the same
+ * check, debit.lua, the upstream with the house key, the settle and record-calls.lua — on the same
  * services as src/index.ts (the same Redis scripts and batching, the in-process flusher writing
  * to Postgres); what it leaves out is Elysia's routing and hooks, the bearer's lookup on each
  * request (a token is resolved once, then remembered), the edge's body and header checks, the

@@ -1,9 +1,9 @@
 /**
  * The "pipeline floor" rows of the proxy bench (issue 14): the paid-request pipeline alone, flat and
  * metered, around one forwarder that is the same for both. Each request is opened on the service's
- * own pipeline (openPaidCall: debit-15 with its lease, flat or with the metered reservation), sent
+ * own pipeline (openPaidCall: debit.lua with its lease, flat or with the metered reservation), sent
  * upstream, read whole, settled (a flat `ok`: the filing, not awaited, as the proxy files it; a
- * metered `ok`: settle-n with a fixed provider usage, awaited before the answer goes, as the proxy
+ * metered `ok`: settle.lua with a fixed provider usage, awaited before the answer goes, as the proxy
  * settles it) and answered; the in-process flusher writes every entry to Postgres, as the service's
  * does. No auth per request (a token is resolved once), no body checks, no metering of the answer,
  * no header policy, no key masking: so the ratio of the two rows is what the ledger's shape alone

@@ -6,10 +6,10 @@
  * shared cores cannot (their round-to-round spread is ±15%). It counts the whole redis-server
  * process: the script, the commands it runs, reading the request and writing the reply.
  *
- * Cases, per tree: debit-15 for the owner token, a top-level agent and a depth-4 agent, each call
+ * Cases, per tree: debit.lua for the owner token, a top-level agent and a depth-4 agent, each call
  * alone (the plain script) and in batches of 16 issued in one turn (the batch wrapper, as the
  * service sends them under load); then, batches of 16, what follows the upstream: the flat call's
- * filing (record-calls-n) against the metered call's reservation and settle (settle-n).
+ * filing (record-calls.lua) against the metered call's reservation and settle (settle.lua).
  *
  *   ./node_modules/.bin/bun bench/script-cost.ts [--baseline <checkout>] [--calls 320] [--no-write]
  *
@@ -106,7 +106,7 @@ async function measureTree(root: string): Promise<Row[]> {
   const ctx = { redis: server.redis, keys, scripts: loadScripts(server.redis), clock: { now: () => Date.now() } }
   const acct = 'acc_07_scriptcost'
   const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
-  // An account and a depth-4 chain as create-agent-7 leaves them (budgets far beyond the run).
+  // An account and a depth-4 chain as create-agent.lua leaves them (budgets far beyond the run).
   await server.redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
   for (let i = 0; i < 4; i++) {
     const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
@@ -134,10 +134,10 @@ async function measureTree(root: string): Promise<Row[]> {
 
   for (const who of ['owner', 'depth-1', 'depth-4'] as const) {
     await runDebit(ctx, debitArgs(who)) // the minute's first call sets its windows' expiries
-    await measure(`debit-15, ${who}, alone`, async () => {
+    await measure(`debit.lua, ${who}, alone`, async () => {
       for (let i = 0; i < CALLS; i++) await runDebit(ctx, debitArgs(who))
     })
-    await measure(`debit-15, ${who}, batches of ${BATCH}`, async () => {
+    await measure(`debit.lua, ${who}, batches of ${BATCH}`, async () => {
       for (const b of batches(() => debitArgs(who))) await Promise.all(b.map((a) => runDebit(ctx, a)))
     })
   }
@@ -147,11 +147,11 @@ async function measureTree(root: string): Promise<Row[]> {
   for (const metered of [false, true]) {
     const calls = batches(() => debitArgs('owner', metered))
     const label = metered ? 'metered' : 'flat'
-    await measure(`${label}: debit-15, batches of ${BATCH}`, async () => {
+    await measure(`${label}: debit.lua, batches of ${BATCH}`, async () => {
       for (const b of calls) await Promise.all(b.map((a) => runDebit(ctx, a)))
     })
     if (metered)
-      await measure(`metered: settle-n (charge, release, file), batches of ${BATCH}`, async () => {
+      await measure(`metered: settle.lua (charge, release, file), batches of ${BATCH}`, async () => {
         for (const b of calls)
           await Promise.all(
             b.map((a) =>
@@ -161,7 +161,7 @@ async function measureTree(root: string): Promise<Row[]> {
           )
       })
     else
-      await measure(`flat: record-calls-n (file), batches of ${BATCH}`, async () => {
+      await measure(`flat: record-calls.lua (file), batches of ${BATCH}`, async () => {
         for (const b of calls)
           await runRecordCalls(ctx, keys.shardOf(acct), b.map((a) => ({ accountId: acct, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })), { recentCalls: 200, settledTtlS: 3600 })
       })
@@ -179,10 +179,10 @@ function render(cur: Row[], base: Row[] | null, baseName: string): string {
   })
   const get = (rows: Row[], c: string) => rows.find((r) => r.case === c)?.perCall ?? NaN
   const derived = (rows: Row[]) => ({
-    depth: get(rows, `debit-15, depth-4, batches of ${BATCH}`) / get(rows, `debit-15, owner, batches of ${BATCH}`),
+    depth: get(rows, `debit.lua, depth-4, batches of ${BATCH}`) / get(rows, `debit.lua, owner, batches of ${BATCH}`),
     metered:
-      (get(rows, `metered: debit-15, batches of ${BATCH}`) + get(rows, `metered: settle-n (charge, release, file), batches of ${BATCH}`)) /
-      (get(rows, `flat: debit-15, batches of ${BATCH}`) + get(rows, `flat: record-calls-n (file), batches of ${BATCH}`)),
+      (get(rows, `metered: debit.lua, batches of ${BATCH}`) + get(rows, `metered: settle.lua (charge, release, file), batches of ${BATCH}`)) /
+      (get(rows, `flat: debit.lua, batches of ${BATCH}`) + get(rows, `flat: record-calls.lua (file), batches of ${BATCH}`)),
   })
   const d = derived(cur)
   const db = base ? derived(base) : null
@@ -197,7 +197,7 @@ function render(cur: Row[], base: Row[] | null, baseName: string): string {
     ...lines,
     '',
     `- depth-4 / owner debit, batched: ${d.depth.toFixed(2)}×${db ? ` (baseline ${db.depth.toFixed(2)}×)` : ''}`,
-    `- metered / flat, Redis' part of the call (debit + settle-n against debit + record-calls-n), batched: ${d.metered.toFixed(2)}×${db ? ` (baseline ${db.metered.toFixed(2)}×)` : ''}`,
+    `- metered / flat, Redis' part of the call (debit + settle.lua against debit + record-calls.lua), batched: ${d.metered.toFixed(2)}×${db ? ` (baseline ${db.metered.toFixed(2)}×)` : ''}`,
     END,
   ].join('\n')
 }

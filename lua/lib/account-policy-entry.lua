@@ -1,6 +1,6 @@
 -- The account's policy fields as an `account_policy` outbox entry of version v (the projection
 -- keeps the highest version). Spliced in by `--@include account-policy-entry` wherever the
--- account's policy changes (set-policy-3, decide-proposal-5).
+-- account's policy changes (set-policy.lua, decide-proposal.lua).
 local function append_account_policy_entry(acct_key, outbox_key, acct, v, now)
   local a = redis.call('HMGET', acct_key, 'daily_cap', 'allow', 'balance_cap')
   local e = {'kind', 'account_policy', 'id', acct .. ':policy:v' .. v, 'acct', acct, 'v', v, 'at', now}

@@ -1,7 +1,7 @@
 -- The agent's whole row as an `agent` outbox entry of version v: the Postgres projection keeps the
 -- highest version it has seen, so redelivered or late entries never roll it back. Spliced in by
--- `--@include agent-entry` wherever an agent changes (create-agent-7, agent-state-4, set-policy-3,
--- the breaker trip of debit-15). Returns the row read, {token, name, state, created, ...}.
+-- `--@include agent-entry` wherever an agent changes (create-agent.lua, agent-state.lua, set-policy.lua,
+-- the breaker trip of debit.lua). Returns the row read, {token, name, state, created, ...}.
 local function append_agent_entry(agent_key, outbox_key, acct, agent_id, v, now)
   local a = redis.call('HMGET', agent_key, 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max',
     'parent', 'chain', 'depth', 'budget', 'expires', 'spent_total')

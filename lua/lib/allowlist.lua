@@ -9,11 +9,11 @@ local STAR = 42   -- string.byte('*')
 
 -- The steps every glob walk of one script run (one call of a batch: the library is spliced into
 -- the call's body) may take in all. Linear walks still multiply: a list of 100 globs of 80
--- characters, checked against 100 such patterns at each of 5 levels (create-agent-7), is ~10^8
+-- characters, checked against 100 such patterns at each of 5 levels (create-agent.lua), is ~10^8
 -- steps, ~10 s of Redis' one thread at ~10^7 steps a second. Past the budget a glob matches
 -- nothing, so the target is refused, never let through: only an account's own lists can spend it,
 -- and no list a person writes comes near (100 globs against a 40-character name: ~10^4 steps).
--- A script that checks lists against lists (create-agent-7) may raise it before its checks.
+-- A script that checks lists against lists (create-agent.lua) may raise it before its checks.
 local glob_left = 100000
 
 -- Whether `name` matches `glob`, whose one wildcard is '*' (any run of characters, '*' included).

@@ -1,4 +1,4 @@
--- The runaway-agent breaker's count of the credits an agent spent in a minute (debit-15 adds each
+-- The runaway-agent breaker's count of the credits an agent spent in a minute (debit.lua adds each
 -- debit's price to its minute's window, `credits`), lowered by what a call gave back: a refund's
 -- whole price, a settle's release. So the breaker weighs credits kept, not credits reserved and
 -- then released (a metered call reserves the most it could cost) nor credits refunded (a provider
@@ -7,7 +7,7 @@
 -- `minute` (the caller's, from the debit instant) is the call record's: the key is the caller's
 -- to lay out, the record says which window the debit counted in — and whether it counted there at
 -- all (`counted`, the record's `brk`: not while the agent's breaker was off). A breaker trip deletes the
--- agent's windows and stamps its hash's `brk_reset` (debit-15): a window of that minute since is the
+-- agent's windows and stamps its hash's `brk_reset` (debit.lua): a window of that minute since is the
 -- revived agent's fresh one, which never counted a call debited up to the trip, so such a call's
 -- give-back leaves it alone (else the revived agent could spend past its limit).
 local function release_breaker(window, agent_hash, minute, call_at, counted, amount_s)

@@ -6,7 +6,7 @@
 -- What a child still holds against its parent: its unspent budget while it is not revoked and its
 -- carve has not been freed. A child without a budget (the operator removed it) holds nothing: its
 -- spend is bounded by the parent's own budget check in the debit. `carve_freed` ('1') marks an
--- expired child whose carve went back to its parent (release-expired-n, recount-agents-n,
+-- expired child whose carve went back to its parent (release-expired.lua, recount-agents.lua,
 -- ledger:rebuild): expiry has no writer of its own, so it is given back once, lazily, by whichever of
 -- those runs first, and every later carve computation (a revoke, a budget change, a refund's or a
 -- settle's release) must see that the child holds nothing any more.

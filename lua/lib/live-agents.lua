@@ -2,9 +2,9 @@
 -- lineages, `<agent>,<chain>` (the agent, then its ancestors nearest first; a top-level agent's is
 -- its id), scored by the agent's expiry (+inf = none), plus the marker `_` (+inf) that says the set
 -- is kept, so an account whose agents have all ended still has the key. An agent leaves it when it
--- or an ancestor is revoked (agent-state-4 removes the whole subtree in the script that revokes)
--- and, lazily, once it has expired (not counted past its score; create-agent-7 prunes). A killed
--- agent stays: the operator may revive it. recount-agents-n builds the set from the agent hashes
+-- or an ancestor is revoked (agent-state.lua removes the whole subtree in the script that revokes)
+-- and, lazily, once it has expired (not counted past its score; create-agent.lua prunes). A killed
+-- agent stays: the operator may revive it. recount-agents.lua builds the set from the agent hashes
 -- (agents older than the set, and ledger:rebuild). Spliced in by `--@include live-agents`.
 local LIVE_MARK = '_'
 

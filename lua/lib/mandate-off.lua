@@ -1,6 +1,6 @@
 -- Turns an account's auto-refill mandate off and forgets its card, for a reason the owner is shown
--- (`disabled_reason`): the bank wanted the card holder present (release-refill-5), or the card
--- holder disputed a payment to us (reverse-charge-7). The account hash loses `refill_below`, so
+-- (`disabled_reason`): the bank wanted the card holder present (release-refill.lua), or the card
+-- holder disputed a payment to us (reverse-charge.lua). The account hash loses `refill_below`, so
 -- the debit stops flagging refills, and the mandate's snapshot goes to the outbox (its Postgres
 -- projection). Spliced in by `--@include mandate-off`.
 local function mandate_off(mandate, account, outbox, acct, now, reason)

@@ -1,5 +1,5 @@
--- Sliding-window rate limit, shared by every script that counts requests (debit-15, authorize-7,
--- rate-limit-2): spliced in where a script says `--@include rate-window` (src/redis/scripts.ts),
+-- Sliding-window rate limit, shared by every script that counts requests (debit.lua, authorize.lua,
+-- rate-limit.lua): spliced in where a script says `--@include rate-window` (src/redis/scripts.ts),
 -- so the window arithmetic exists once. A request's count is the current minute's plus the
 -- previous minute's weighted by how much of it still overlaps the last 60 s.
 local WINDOW_MS = 60000

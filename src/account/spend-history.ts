@@ -2,7 +2,7 @@
  * Where the money went, from the durable ledger (Postgres, written behind Redis by the flusher):
  * spend per HKT day and the top agents and routes of the last days. Spend = debits less their
  * refunds, so a refunded provider failure costs nothing here either. A refund counts at its
- * debit's instant, as the daily spend window counts it (refund-11 and settle-n lower the debit's
+ * debit's instant, as the daily spend window counts it (refund.lua and settle.lua lower the debit's
  * day): a call debited before midnight and refunded (or settled) after it moves neither day.
  */
 import { sql } from 'drizzle-orm'

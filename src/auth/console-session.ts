@@ -3,7 +3,7 @@
  * the account's slot, carried by an HttpOnly, SameSite=Strict cookie `<acct>.<id>` (only the
  * SHA-256 of `<id>` is stored). Each session holds its own secret (`csrf`), from which every rendered
  * form gets a one-time token of its own (formTokens): a form acts at most once (claimFormToken).
- * Whether a session stands is decided by console-session-4, which ends it once the owner token it
+ * Whether a session stands is decided by console-session.lua, which ends it once the owner token it
  * signed in with has been rotated.
  * errors: UNAUTHORIZED (unknown or rotated token), FORBIDDEN (agent token) — from the guard.
  */

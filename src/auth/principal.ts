@@ -2,7 +2,7 @@
  * Who is calling. A bearer resolves through the global `tok:<sha256>` key to its account and agent.
  * The mapping never changes for a given token, so it is cached in-process; whether the token is
  * still valid (rotated, agent revoked or killed) is decided in the account's slot by the script
- * that admits the request (authorize-7 or debit-15), on every request and on every instance.
+ * that admits the request (authorize.lua or debit.lua), on every request and on every instance.
  */
 import { ApiError } from '../errors'
 import type { RedisContext } from '../redis/context'

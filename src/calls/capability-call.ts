@@ -3,7 +3,7 @@
  * key, read only now (none: the call settles as no_key) → upstream with a timeout (the one provider
  * request, upstream/request.ts) → settle once, by
  * the outcome table both paid paths share (ledger/paid-call).
- * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit-15 (AGENT_KILLED
+ * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit.lua (AGENT_KILLED
  *         with reason breaker included), PAYMENT_REQUIRED, BYOK_REQUIRED, VAULT_UNAVAILABLE,
  *         KEY_UNREADABLE (these three refunded), PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
  */
@@ -140,7 +140,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
  * unavailable or taken out of the catalog. The retry of a call whose answer was lost must get that
  * answer (docs/api.md §5), not API_PAUSED's "try another slug", which would buy the call twice. Read
  * only after the refusal's admission (refusalAfterAdmission: agent state and rate limit, counted
- * once); the allowlists, which debit-15 weighs before a replay, are not weighed again here: the
+ * once); the allowlists, which debit.lua weighs before a replay, are not weighed again here: the
  * answer is the token's own (its key's scope), already given to it once.
  */
 async function storedAnswer(s: Services, input: CallInput): Promise<string | null> {

@@ -58,7 +58,7 @@ export interface EventData {
   'payment.parked': { parked_id: string; credits: number; balance: number; balance_cap: number; charge_id?: string }
   /**
    * A credited card payment went back to the payer: refunded, or disputed by the card holder
-   * (reverse-charge-7). `credits` is what this amount was worth, `taken` what came off the balance,
+   * (reverse-charge.lua). `credits` is what this amount was worth, `taken` what came off the balance,
    * `unrecovered` the part already spent; a dispute turns auto-refill off (`mandate_disabled`).
    */
   'payment.reversed': { charge_id: string; cause: 'refund' | 'dispute'; credits: number; taken: number; unrecovered: number; balance: number; reversed_cents: number; mandate_disabled: boolean }

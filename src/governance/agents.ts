@@ -1,6 +1,6 @@
 /**
- * Agent tokens over their scripts: create-agent-7 and agent-state-4 write, every read is plain
- * hash reads in the account's slot. The state lives where debit-15 and authorize-7 read it, so a
+ * Agent tokens over their scripts: create-agent.lua and agent-state.lua write, every read is plain
+ * hash reads in the account's slot. The state lives where debit.lua and authorize.lua read it, so a
  * kill, revive or revoke holds from the very next request on every instance.
  * errors: NOT_FOUND (unknown id or another account's), CONFLICT (revived/killed while revoked,
  *         agent limit).
@@ -111,7 +111,7 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
         daily_cap: optNum(dailyCap ?? null),
         allowlist: decodeAllowlist(allow),
         per_call_max: optNum(perCallMax ?? null),
-        // The hash's day spend is today's only while its `day` is today (debit-15 moves it on).
+        // The hash's day spend is today's only while its `day` is today (debit.lua moves it on).
         spent_today: spentDay === String(day) ? Number(daySpent ?? 0) : 0,
         created_at: new Date(Number(created)).toISOString(),
         parent_id: parent ?? null,

@@ -3,7 +3,7 @@
  * `*` (`openai.*`, `proxy:*`), a proxy route (`proxy:openai`) or a metered route's models
  * (`proxy:openai/gpt-4o*`, docs/api.md §7). `null` allows everything, `[]`
  * nothing. Stored as one hash field of patterns joined by "\n" (field absent = null), which is the
- * form debit-15 matches against.
+ * form debit.lua matches against.
  * errors: BAD_REQUEST (more than MAX_PATTERNS patterns, one over 150 characters, a pattern that
  *         could never match a target).
  */

@@ -1,5 +1,5 @@
 /**
- * Account and agent policies: read from the hash fields debit-15 enforces, written by set-policy-3.
+ * Account and agent policies: read from the hash fields debit.lua enforces, written by set-policy.lua.
  * A change touching the account and several agents runs all its scripts in one MULTI (they share
  * the account's slot), so the next call on any instance sees either none or all of it.
  * errors: NOT_FOUND (an agent id that is not the account's), CONFLICT (a revoked agent).
@@ -100,7 +100,7 @@ export async function applyPolicyChange(ctx: RedisContext, acct: string, change:
 
   const writes: PolicyWrite[] = []
   if (change.account && Object.keys(change.account).length > 0) writes.push({ agentId: null, fields: change.account })
-  // A sub-agent's parent never changes: its budget change moves the parent's carve (set-policy-3).
+  // A sub-agent's parent never changes: its budget change moves the parent's carve (set-policy.lua).
   for (const [i, [id, fields]] of Object.entries(change.agents ?? {}).entries())
     if (Object.keys(fields).length > 0) writes.push({ agentId: id, parentId: found[i]![2] ?? null, fields })
   if (writes.length === 0) return

@@ -1,6 +1,6 @@
 /**
  * Policies (docs/api.md §5): the account's daily cap, balance cap and allowlist, and each agent's
- * daily cap, allowlist and per-call maximum — exactly the fields debit-15 enforces.
+ * daily cap, allowlist and per-call maximum — exactly the fields debit.lua enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (a cap, budget, breaker rate or
  *         allowlist out of PUT /v1/policies' bounds, checked here for every caller; a pattern),

@@ -43,7 +43,7 @@ export async function createAccount(ctx: RedisContext, id: string, a: NewAccount
 
 /**
  * Credits both sides once, after the referred account's first successful call, within the
- * referrer's daily limit and each side's balance cap (referral-bonus-4 decides and records both).
+ * referrer's daily limit and each side's balance cap (referral-bonus.lua decides and records both).
  */
 export async function applyReferralBonus(ctx: RedisContext, accountId: string, referrer: string, callId: string): Promise<number | null> {
   const now = ctx.clock.now()

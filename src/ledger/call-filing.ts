@@ -1,5 +1,5 @@
 /**
- * Files finished calls in batches (record-calls-n): every call one shard settles within a turn of
+ * Files finished calls in batches (record-calls.lua): every call one shard settles within a turn of
  * the event loop goes to Redis in one script (src/redis/turn-batch.ts, at the size
  * src/redis/scripts.ts declares), instead of one EVALSHA per call. A call is still filed exactly once and its caller still learns how it went; a call with an
  * Idempotency-Key awaits its filing as before.

@@ -1,5 +1,5 @@
 /**
- * The metadata of finished calls: filed by record-calls-n into the recent list, the outbox and the
+ * The metadata of finished calls: filed by record-calls.lua into the recent list, the outbox and the
  * public counters, and stored for Idempotency-Key replays; batched per shard (call-filing.ts).
  */
 import { CallFiling } from './call-filing'
@@ -64,7 +64,7 @@ export async function recordCall(ctx: RedisContext, accountId: string, rec: Call
 }
 
 /**
- * The filing settle-n does with the settle of a metered call it charges, instead of a record-calls-n
+ * The filing settle.lua does with the settle of a metered call it charges, instead of a record-calls.lua
  * after it: the record but for `charged` and `uncharged`, which only the script knows and appends.
  */
 export function settleFiling(accountId: string, rec: Omit<CallRecord, 'charged' | 'uncharged'>) {

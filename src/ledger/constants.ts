@@ -4,7 +4,7 @@
 export const DAY_KEY_TTL_S = 2 * 86400
 
 /**
- * A call record outlives its filing only this long (record-calls-n). Once a call is recorded no
+ * A call record outlives its filing only this long (record-calls.lua). Once a call is recorded no
  * refund can apply to it, so the record only guards against a resent script, which ioredis sends
  * within seconds of a lost reply (src/redis/client.ts). Without this, every call ever made would
  * hold a Redis key for two days: about 1.7 billion keys at a sustained 10,000 calls a second.

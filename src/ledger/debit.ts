@@ -1,5 +1,5 @@
 /**
- * Debit one paid request in a single round trip (debit-15), the runaway-agent breaker included.
+ * Debit one paid request in a single round trip (debit.lua), the runaway-agent breaker included.
  * errors: UNAUTHORIZED, AGENT_*, RATE_LIMITED, POLICY_DENIED, DAILY_CAP_REACHED, REQUEST_CAP_REACHED,
  *         CONFLICT (idempotency), PAYMENT_REQUIRED (thrown by the caller via `insufficient`).
  */

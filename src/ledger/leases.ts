@@ -1,7 +1,7 @@
 /**
  * Keeps long calls out of the abandoned-call sweeper's reach while the process serving them lives.
  *
- * A debit enters the shard's in-flight set with a deadline (debit-15); past it, the sweeper takes
+ * A debit enters the shard's in-flight set with a deadline (debit.lua); past it, the sweeper takes
  * the call for one cut off by a crash and refunds it. A proxied stream has no natural end (an LLM
  * may stream for an hour), so instead of one long deadline it gets a short lease that this holder
  * renews while the stream runs: a live stream is never refunded, and a stream whose process died
@@ -9,7 +9,7 @@
  *
  * A renewal only moves a deadline later (ZADD XX GT) and only for a call still in the set, so it
  * can never resurrect a call that was recorded or refunded meanwhile; and the sweeper's refund
- * re-checks the deadline inside refund-11, so a renewal racing a sweep wins. A renewal that fails
+ * re-checks the deadline inside refund.lua, so a renewal racing a sweep wins. A renewal that fails
  * (Redis briefly down) is retried on the next round; a lease spans several rounds.
  */
 import type { RedisContext } from '../redis/context'

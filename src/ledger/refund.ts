@@ -1,5 +1,5 @@
 /**
- * Refund the debit of a failed call (refund-11). Idempotent by call id: retried or raced refunds
+ * Refund the debit of a failed call (refund.lua). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
 import { runRefund } from '../lua/refund'

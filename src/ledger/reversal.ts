@@ -1,7 +1,7 @@
 /**
  * Money going back out: a card charge we credited was refunded at the processor (in its dashboard,
  * or our own refund of a rejected parked payment) or disputed by the card holder — also before the
- * charge was credited (recorded, and the credit deducts it). reverse-charge-7
+ * charge was credited (recorded, and the credit deducts it). reverse-charge.lua
  * decides everything — whether the charge was credited, how many credits the reversed amount is,
  * what the balance still has to give — and this file only gathers what the script cannot read in
  * Redis: the credits of the charge's top-up entry in Postgres, for a charge whose Redis record
@@ -19,7 +19,7 @@ export type { ReversalCause }
 
 export interface ReversalRequest {
   accountId: string
-  /** The charge id credit-topup-8 credited (Stripe's PaymentIntent id). */
+  /** The charge id credit-topup.lua credited (Stripe's PaymentIntent id). */
   chargeId: string
   cause: ReversalCause
   /** Cumulative refunded cents (refund) or the disputed cents (dispute). */

@@ -3,9 +3,9 @@
  * the API process died mid-call. Without this the debit would stand with no answer ever given, and
  * the call's Idempotency-Key would stay "in flight" for a day.
  *
- * Every debit puts its call into the shard's in-flight set (debit-15) and record-calls-n or
- * refund-11 takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
- * moving its deadline while it runs (leases.ts); refund-11 re-checks the deadline, so a renewal
+ * Every debit puts its call into the shard's in-flight set (debit.lua) and record-calls.lua or
+ * refund.lua takes it out, all in the same scripts, so the set is exact. A long proxied stream keeps
+ * moving its deadline while it runs (leases.ts); refund.lua re-checks the deadline, so a renewal
  * that lands between this sweep's read and its refund keeps the call alive. Any number of instances may
  * sweep at once: the refund applies at most once per call, and only the sweep whose refund applied
  * files the call and frees its key (a call settled meanwhile is its settle's to file).
@@ -50,7 +50,7 @@ export class AbandonedCallSweeper {
     const due = await redis.zrangebyscore(keys.inflight(shard), '-inf', now, 'LIMIT', 0, BATCH)
     let n = 0
     for (const member of due) {
-      // One call that cannot be swept (a damaged record refund-11 refuses) is logged and left, never
+      // One call that cannot be swept (a damaged record refund.lua refuses) is logged and left, never
       // the end of the pass: it sorts first by deadline, and would hold every later call back.
       try {
         if (await this.sweepCall(shard, member, now)) n++

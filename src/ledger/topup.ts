@@ -1,7 +1,7 @@
 /**
  * Money in: typed callers of the refill and credit scripts. Every rule lives in the scripts
- * (reserve-refill-4 before a charge, credit-topup-8 after it, release-refill-5 when it is refused,
- * decide-parked-5 for the founder); this file turns their named replies (src/lua/refills.ts)
+ * (reserve-refill.lua before a charge, credit-topup.lua after it, release-refill.lua when it is refused,
+ * decide-parked.lua for the founder); this file turns their named replies (src/lua/refills.ts)
  * into the outcomes the payment flows use.
  */
 import { randomId } from '../auth/tokens'

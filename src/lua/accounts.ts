@@ -1,6 +1,6 @@
 /**
- * The scripts that make or restore an account hash: create-account-3, referral-bonus-4,
- * restore-account-2 (see their Lua headers).
+ * The scripts that make or restore an account hash: create-account.lua, referral-bonus.lua,
+ * restore-account.lua (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -37,7 +37,7 @@ export async function runCreateAccount(ctx: RedisContext, a: CreateAccountArgs):
     case S.NOT_FOUND:
       return { status: 'referrer_not_found' }
     default:
-      throw unexpected('create-account-3', reply)
+      throw unexpected('create-account.lua', reply)
   }
 }
 
@@ -68,7 +68,7 @@ export async function runReferralBonus(ctx: RedisContext, a: ReferralBonusArgs):
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
     default:
-      throw unexpected('referral-bonus-4', reply)
+      throw unexpected('referral-bonus.lua', reply)
   }
 }
 
@@ -98,6 +98,6 @@ export async function runRestoreAccount(ctx: RedisContext, a: RestoreAccountArgs
     case S.ALREADY_APPLIED:
       return { status: 'already_applied', balance: num(reply, 1) }
     default:
-      throw unexpected('restore-account-2', reply)
+      throw unexpected('restore-account.lua', reply)
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The request counters that move no money: authorize-7 (an authenticated request), rate-limit-2
- * (an anonymous one, per IP) and signup-gate-2 (the trial-abuse alarm). See their Lua headers.
+ * The request counters that move no money: authorize.lua (an authenticated request), rate-limit.lua
+ * (an anonymous one, per IP) and signup-gate.lua (the trial-abuse alarm). See their Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -34,7 +34,7 @@ export async function runAuthorize(ctx: RedisContext, a: AuthorizeArgs): Promise
   )
   if (statusOf(reply) === S.OK) return { status: 'ok', remaining: num(reply, 1), toWindowEndMs: num(reply, 2) }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('authorize-7', reply)
+  if (!refusal) throw unexpected('authorize.lua', reply)
   return refusal
 }
 
@@ -55,10 +55,10 @@ export async function runRateLimit(ctx: RedisContext, a: RateLimitArgs): Promise
     case S.OK:
       return { status: 'ok', remaining: num(reply, 1), toWindowEndMs: num(reply, 2) }
     case S.RATE_LIMITED:
-      // rate-limit-2 does not echo the limit (the caller gave it): named here like authorize's.
+      // rate-limit.lua does not echo the limit (the caller gave it): named here like authorize's.
       return { status: 'rate_limited', retryAfterMs: num(reply, 2), limit: a.limit }
     default:
-      throw unexpected('rate-limit-2', reply)
+      throw unexpected('rate-limit.lua', reply)
   }
 }
 
@@ -73,6 +73,6 @@ export async function runSignupGate(ctx: RedisContext, a: { now: number; perHour
     case S.SIGNUPS_PAUSED:
       return { status: 'signups_paused' }
     default:
-      throw unexpected('signup-gate-2', reply)
+      throw unexpected('signup-gate.lua', reply)
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Governance writes: create-agent-7, agent-state-4, recount-agents-n, release-expired-n and
- * set-policy-3 (see their Lua headers).
+ * Governance writes: create-agent.lua, agent-state.lua, recount-agents.lua, release-expired.lua and
+ * set-policy.lua (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -44,7 +44,7 @@ export type CreateAgentReply =
 const RELEASE_ATTEMPTS = 5
 
 /**
- * Runs create-agent-7. While the account's live-agent set still holds an agent past its expiry, the
+ * Runs create-agent.lua. While the account's live-agent set still holds an agent past its expiry, the
  * script answers RELEASE_EXPIRED: the expired agents give their carve back (runReleaseExpired) and
  * the create runs again, so a parent's budget is never held by children that can spend nothing.
  */
@@ -59,7 +59,7 @@ export async function runCreateAgent(ctx: RedisContext, a: CreateAgentArgs): Pro
 
 /**
  * Gives the carve of every agent of the account past its expiry back to its parent and takes it
- * out of the live-agent set (release-expired-n). The expired lineages are listed first; the
+ * out of the live-agent set (release-expired.lua). The expired lineages are listed first; the
  * script re-checks each one (gone or not expired: skipped), so the listing decides nothing.
  * Returns how many were released.
  */
@@ -73,7 +73,7 @@ export async function runReleaseExpired(ctx: RedisContext, accountId: string, no
     return [own, parent ? keys.agent(accountId, parent) : own]
   })
   const reply = await ctx.scripts.releaseExpired([keys.liveAgents(accountId), ...hashes], [now, ...members])
-  if (statusOf(reply) !== S.OK) throw unexpected('release-expired-n', reply)
+  if (statusOf(reply) !== S.OK) throw unexpected('release-expired.lua', reply)
   return num(reply, 1)
 }
 
@@ -121,7 +121,7 @@ async function createAgentOnce(ctx: RedisContext, a: CreateAgentArgs): Promise<C
       return { status: 'exceeds_parent', field: str(reply, 1), limit: str(reply, 2) }
   }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('create-agent-7', reply)
+  if (!refusal) throw unexpected('create-agent.lua', reply)
   return refusal
 }
 
@@ -162,7 +162,7 @@ export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promi
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('agent-state-4', reply)
+      throw unexpected('agent-state.lua', reply)
   }
 }
 
@@ -170,7 +170,7 @@ export async function runAgentState(ctx: RedisContext, a: AgentStateArgs): Promi
 const RECOUNT_ATTEMPTS = 5
 
 /**
- * Builds the account's live-agent set from its agent hashes (recount-agents-n): the account's
+ * Builds the account's live-agent set from its agent hashes (recount-agents.lua): the account's
  * agents are listed, and the script counts them only if the list is still the set. `replace`
  * (ledger:rebuild) rebuilds a set that exists; else one that exists is left as it is.
  * Returns the live agents counted.
@@ -190,7 +190,7 @@ export async function runRecountAgents(ctx: RedisContext, accountId: string, o: 
       case S.AGENTS_CHANGED:
         continue
       default:
-        throw unexpected('recount-agents-n', reply)
+        throw unexpected('recount-agents.lua', reply)
     }
   }
   throw new Error(`recount-agents: the agents of ${accountId} kept changing while counted`)
@@ -199,7 +199,7 @@ export async function runRecountAgents(ctx: RedisContext, accountId: string, o: 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
 export type PolicyFields = Record<string, string | number | null>
 
-/** One set-policy-3 run: the account's policy (agentId null) or one agent's. */
+/** One set-policy.lua run: the account's policy (agentId null) or one agent's. */
 export interface PolicyWrite {
   agentId: string | null
   /** A sub-agent's parent, whose carve follows a change of its budget. */
@@ -220,18 +220,18 @@ function decodeSetPolicy(reply: Reply): SetPolicyReply {
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('set-policy-3', reply)
+      throw unexpected('set-policy.lua', reply)
   }
 }
 
 /**
- * Runs several set-policy-3 of one account in one MULTI (they share the account's slot), so the
+ * Runs several set-policy.lua of one account in one MULTI (they share the account's slot), so the
  * next call on any instance sees either none or all of them. One reply per write, in order.
  */
 export async function runSetPolicies(ctx: RedisContext, accountId: string, now: number, writes: PolicyWrite[]): Promise<SetPolicyReply[]> {
   const { redis, keys } = ctx
   const outbox = keys.outbox(keys.shardOf(accountId))
-  // defineCommand registers set-policy-3 on transactions too (EVAL on first use per connection).
+  // defineCommand registers set-policy.lua on transactions too (EVAL on first use per connection).
   const multi = redis.multi() as unknown as { setPolicy(...a: (string | number)[]): void; exec(): Promise<[Error | null, unknown][] | null> }
   for (const w of writes) {
     const hash = w.agentId === null ? keys.account(accountId) : keys.agent(accountId, w.agentId)

@@ -1,4 +1,4 @@
-/** console-session-4: whether an owner console session still stands, counted against the owner token's rate limit (see its Lua header). */
+/** console-session.lua: whether an owner console session still stands, counted against the owner token's rate limit (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, str, unexpected } from './reply'
@@ -28,6 +28,6 @@ export async function runConsoleSession(ctx: RedisContext, a: ConsoleSessionArgs
     case S.RATE_LIMITED:
       return { status: 'rate_limited', retryAfterMs: num(reply, 2), limit: num(reply, 3) }
     default:
-      throw unexpected('console-session-4', reply)
+      throw unexpected('console-session.lua', reply)
   }
 }

@@ -1,5 +1,5 @@
 /**
- * dead-letter-2 and replay-dead-letter-2: an outbox entry moves to its shard's dead-letter stream
+ * dead-letter.lua and replay-dead-letter.lua: an outbox entry moves to its shard's dead-letter stream
  * and back, each in one step (see their Lua headers). These two answer {1, id} | {0, ''}, not a
  * ScriptStatus: they decide nothing about money.
  */

@@ -1,5 +1,5 @@
 /**
- * debit-15, the one money decision of a paid request: its KEYS and ARGV built from named
+ * debit.lua, the one money decision of a paid request: its KEYS and ARGV built from named
  * arguments, its tuples (see the Lua header) decoded into a DebitReply.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -38,7 +38,7 @@ export interface DebitArgs {
   chain?: readonly string[]
 }
 
-/** What debit-15 needs to reserve a metered request: the model's prices and the request's bounds. */
+/** What debit.lua needs to reserve a metered request: the model's prices and the request's bounds. */
 export interface DebitMetering {
   model: string
   /** Never below the true input token count. */
@@ -154,7 +154,7 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4), affordableMaxTokens: num(reply, 5) }
   }
   const refusal = refusalOf(reply)
-  if (!refusal) throw unexpected('debit-15', reply)
+  if (!refusal) throw unexpected('debit.lua', reply)
   return refusal
 }
 

@@ -1,6 +1,6 @@
 /**
  * Maps a script's refusal (decoded once in lua/refusal.ts) to the error registry: the one place where a ScriptStatus becomes an
- * ApiError, so every route that runs debit-15 or authorize-7 answers the same codes and context.
+ * ApiError, so every route that runs debit.lua or authorize.lua answers the same codes and context.
  */
 import { ApiError } from '../errors'
 import type { Refusal } from './refusal'

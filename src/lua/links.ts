@@ -1,6 +1,6 @@
 /**
- * One-time links (vault key entry, account recovery): claim-link-1 uses a link up for exactly one
- * caller, release-link-1 gives it back. The link key is given whole: which family it belongs to
+ * One-time links (vault key entry, account recovery): claim-link.lua uses a link up for exactly one
+ * caller, release-link.lua gives it back. The link key is given whole: which family it belongs to
  * (keys.vaultLink, keys.recoveryLink) is the caller's business. See the Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -19,7 +19,7 @@ export async function runClaimLink(ctx: RedisContext, a: { linkKey: string; now:
     case S.LINK_INVALID:
       return { status: 'link_invalid' }
     default:
-      throw unexpected('claim-link-1', reply)
+      throw unexpected('claim-link.lua', reply)
   }
 }
 
@@ -27,6 +27,6 @@ export type ReleaseLinkReply = { status: 'ok'; released: boolean }
 
 export async function runReleaseLink(ctx: RedisContext, a: { linkKey: string; claimId: string }): Promise<ReleaseLinkReply> {
   const reply = await ctx.scripts.releaseLink([a.linkKey], [a.claimId])
-  if (statusOf(reply) !== S.OK) throw unexpected('release-link-1', reply)
+  if (statusOf(reply) !== S.OK) throw unexpected('release-link.lua', reply)
   return { status: 'ok', released: Number(reply[1]) === 1 }
 }

@@ -1,4 +1,4 @@
-/** set-mandate-3: every change of an auto-refill mandate (see its Lua header). */
+/** set-mandate.lua: every change of an auto-refill mandate (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { Limits, SavedCard } from '../payments/gateway'
 import type { RedisContext } from '../redis/context'
@@ -56,6 +56,6 @@ export async function runSetMandate(ctx: RedisContext, accountId: string, now: n
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('set-mandate-3', reply)
+      throw unexpected('set-mandate.lua', reply)
   }
 }

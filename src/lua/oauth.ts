@@ -1,4 +1,4 @@
-/** oauth-redeem-3 and oauth-refresh-2: an authorization code's one redemption and a refresh token's rotation (see their Lua headers). */
+/** oauth-redeem.lua and oauth-refresh.lua: an authorization code's one redemption and a refresh token's rotation (see their Lua headers). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { statusOf, str, unexpected } from './reply'
@@ -35,7 +35,7 @@ export async function runOauthRedeem(ctx: RedisContext, a: RedeemArgs): Promise<
     [keys.oauthCode(a.accountId, a.codeHash), keys.oauthGrant(a.accountId, a.grantId), keys.oauthGrantUsed(a.accountId, a.grantId)],
     [a.now, a.clientId, a.redirectUri, a.verifierChallenge, a.resource, a.accessHash, a.accessExpiresAt, a.refreshHash, a.grantTtlMs],
   )
-  return grantReply('oauth-redeem-3', reply)
+  return grantReply('oauth-redeem.lua', reply)
 }
 
 export interface RefreshArgs extends NewTokens {
@@ -51,7 +51,7 @@ export async function runOauthRefresh(ctx: RedisContext, a: RefreshArgs): Promis
     [keys.oauthGrant(a.accountId, a.grantId), keys.oauthGrantUsed(a.accountId, a.grantId)],
     [a.clientId, a.presentedHash, a.accessHash, a.accessExpiresAt, a.refreshHash, a.grantTtlMs],
   )
-  return grantReply('oauth-refresh-2', reply)
+  return grantReply('oauth-refresh.lua', reply)
 }
 
 function grantReply(script: string, reply: Awaited<ReturnType<RedisContext['scripts']['oauthRedeem']>>): GrantReply {

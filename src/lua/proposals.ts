@@ -1,5 +1,5 @@
 /**
- * Proposals: propose-3 and decide-proposal-5 (see their Lua headers).
+ * Proposals: propose.lua and decide-proposal.lua (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
@@ -37,7 +37,7 @@ export async function runPropose(ctx: RedisContext, a: ProposeArgs): Promise<Pro
     case S.RATE_LIMITED:
       return { status: 'rate_limited', retryAfterMs: num(reply, 1) }
     default:
-      throw unexpected('propose-3', reply)
+      throw unexpected('propose.lua', reply)
   }
 }
 
@@ -92,6 +92,6 @@ export async function runDecideProposal(ctx: RedisContext, a: DecideArgs): Promi
     case S.LIMIT_REACHED:
       return { status: 'limit_reached', max: num(reply, 1) }
     default:
-      throw unexpected('decide-proposal-5', reply)
+      throw unexpected('decide-proposal.lua', reply)
   }
 }

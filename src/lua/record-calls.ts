@@ -1,4 +1,4 @@
-/** record-calls-n: files a batch of one shard's finished calls, each once (see its Lua header). */
+/** record-calls.lua: files a batch of one shard's finished calls, each once (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import type { Shard } from '../redis/keys'
@@ -36,7 +36,7 @@ export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: rea
     argv.push(c.recordJson, c.callId, c.charged, c.organic ? '1' : '0', idem?.mode ?? '', idem?.mode === 'store' ? idem.replay : '', c.accountId)
   }
   const reply = await ctx.scripts.recordCalls(k, argv)
-  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls-n', reply)
+  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls.lua', reply)
   return reply.map((status) => {
     switch (status) {
       case S.OK:
@@ -44,7 +44,7 @@ export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: rea
       case S.ALREADY_APPLIED:
         return { status: 'already_applied' }
       default:
-        throw unexpected('record-calls-n', reply)
+        throw unexpected('record-calls.lua', reply)
     }
   })
 }

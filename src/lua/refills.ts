@@ -1,6 +1,6 @@
 /**
- * Money in: reserve-refill-4 (before a charge), credit-topup-8 (after it), release-refill-5 (the
- * processor refused it, or never received it), decide-parked-5 (the founder's decision). See their
+ * Money in: reserve-refill.lua (before a charge), credit-topup.lua (after it), release-refill.lua (the
+ * processor refused it, or never received it), decide-parked.lua (the founder's decision). See their
  * Lua headers.
  */
 import { ScriptStatus as S } from '../redis/codes'
@@ -63,7 +63,7 @@ export async function runReserveRefill(ctx: RedisContext, a: ReserveRefillArgs):
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('reserve-refill-4', reply)
+      throw unexpected('reserve-refill.lua', reply)
   }
 }
 
@@ -116,7 +116,7 @@ export async function runCreditTopup(ctx: RedisContext, a: CreditTopupArgs): Pro
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('credit-topup-8', reply)
+      throw unexpected('credit-topup.lua', reply)
   }
 }
 
@@ -152,7 +152,7 @@ export async function runReleaseRefill(ctx: RedisContext, a: ReleaseRefillArgs):
     case S.ALREADY_APPLIED:
       return { status: 'already_applied' }
     default:
-      throw unexpected('release-refill-5', reply)
+      throw unexpected('release-refill.lua', reply)
   }
 }
 
@@ -181,6 +181,6 @@ export async function runDecideParked(ctx: RedisContext, a: { now: number; parke
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('decide-parked-5', reply)
+      throw unexpected('decide-parked.lua', reply)
   }
 }

@@ -1,4 +1,4 @@
-/** refund-11: gives back one call's debit, at most once per call id (see its Lua header). */
+/** refund.lua: gives back one call's debit, at most once per call id (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { breakerWindowOfDebit } from './breaker-window'
@@ -55,6 +55,6 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
     case S.NOT_DUE:
       return { status: 'not_due' }
     default:
-      throw unexpected('refund-11', reply)
+      throw unexpected('refund.lua', reply)
   }
 }

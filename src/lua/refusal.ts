@@ -1,5 +1,5 @@
 /**
- * The refusals debit-15 and authorize-7 share (token, agent state, rate limit, policies, caps,
+ * The refusals debit.lua and authorize.lua share (token, agent state, rate limit, policies, caps,
  * Idempotency-Key), decoded once from their tuples into named fields. ledger/denials.ts turns a
  * Refusal into the error registry's answer.
  */

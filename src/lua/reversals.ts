@@ -1,4 +1,4 @@
-/** reverse-charge-7: a credited card charge refunded or disputed at the processor. See its Lua header. */
+/** reverse-charge.lua: a credited card charge refunded or disputed at the processor. See its Lua header. */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, unexpected } from './reply'
@@ -61,6 +61,6 @@ export async function runReverseCharge(ctx: RedisContext, a: ReverseChargeArgs):
     case S.NOT_FOUND:
       return { status: 'not_found' }
     default:
-      throw unexpected('reverse-charge-7', reply)
+      throw unexpected('reverse-charge.lua', reply)
   }
 }

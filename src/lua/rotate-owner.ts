@@ -1,4 +1,4 @@
-/** rotate-owner-2: the owner-token swap, a compare-and-set on the account's owner hash (see its Lua header). */
+/** rotate-owner.lua: the owner-token swap, a compare-and-set on the account's owner hash (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { statusOf, unexpected } from './reply'
@@ -32,6 +32,6 @@ export async function runRotateOwner(ctx: RedisContext, a: RotateOwnerArgs): Pro
     case S.LINK_INVALID:
       return { status: 'link_invalid' }
     default:
-      throw unexpected('rotate-owner-2', reply)
+      throw unexpected('rotate-owner.lua', reply)
   }
 }

@@ -1,6 +1,6 @@
 /**
- * settle-n: charges a metered call's real usage and releases the rest of its reservation, once; given
- * `file`, it also files the call (what record-calls-n does) in the same script. The settles one shard
+ * settle.lua: charges a metered call's real usage and releases the rest of its reservation, once; given
+ * `file`, it also files the call (what record-calls.lua does) in the same script. The settles one shard
  * asks for in a turn of the event loop go to Redis as one script (src/redis/turn-batch.ts, at the size
  * src/redis/scripts.ts declares; see the Lua header for why).
  * errors: a failed script rejects every settle of its batch; a chain that is not the call record's
@@ -56,7 +56,7 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
   return settled
 }
 
-/** ARGV each call adds to settle-n's batch (lua/settle-n.lua, `PER`). */
+/** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`). */
 export const SETTLE_ARGS_PER_CALL = 13
 
 type Queued = SettleArgs & { chain: readonly string[] }
@@ -82,7 +82,7 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
     )
   }
   const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]
-  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('settle-n', reply as Reply)
+  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('settle.lua', reply as Reply)
   return reply.map((r) => {
     if (typeof r === 'string') return new Error(r)
     switch (statusOf(r)) {
@@ -93,7 +93,7 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
       case S.NOT_FOUND:
         return { status: 'not_found' }
       default:
-        return unexpected('settle-n', r)
+        return unexpected('settle.lua', r)
     }
   })
 }

@@ -7,8 +7,8 @@
  * ceiling until the month ended.
  *
  * Both paths settle through `settleLate`, i.e. the scripts that settle a charge once:
- * credit-topup-8 (paid; deduped by charge id, so the webhook and the look-up of one charge credit
- * it once) and release-refill-5 (declined, or `void`: the processor holds no such charge; a second
+ * credit-topup.lua (paid; deduped by charge id, so the webhook and the look-up of one charge credit
+ * it once) and release-refill.lua (declined, or `void`: the processor holds no such charge; a second
  * release of the same attempt is ALREADY_APPLIED).
  * errors: none thrown by `LapsedAttempts.settle` for the processor (a failed look-up is asked again
  * later); Redis failures propagate.
@@ -64,7 +64,7 @@ export class LapsedAttempts {
     const month = hktMonth(now)
     const u = await readUnsettled(ctx, acct, [month, previousHktMonth(month)])
     if (u.attempts.length === 0) return
-    // A card saved through another gateway cannot be asked about here (nor charged: reserve-refill-4).
+    // A card saved through another gateway cannot be asked about here (nor charged: reserve-refill.lua).
     if (u.gateway !== payments.mode || !u.customerId) return
     for (const at of u.attempts) {
       const holdsLock = u.lock?.attemptId === at.attemptId

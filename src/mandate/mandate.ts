@@ -107,7 +107,7 @@ export async function forgetMandate(s: MandateDeps, accountId: string) {
 /**
  * A completed consent: the card is saved and the mandate enabled with the owner's limits.
  * `started`: the consent completes a processor session (Stripe Checkout: the return page or the
- * webhook), which set-mandate-3 applies only if it is the session the owner started last and
+ * webhook), which set-mandate.lua applies only if it is the session the owner started last and
  * nothing was forgotten since ('stale' otherwise: nothing changes); false for a card saved in
  * this very request (sandbox).
  */

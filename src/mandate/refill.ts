@@ -1,16 +1,16 @@
 /**
  * One refill under the mandate, and the background auto-refill loop.
  *
- * A refill is: reserve-refill-4 (every rule, then the account's refill lock) → the off-session
- * charge at the processor (idempotency key = attempt id) → credit-topup-8 (credited once per
- * charge id, or parked over the cap) or release-refill-5 (refused). When the charge's outcome is
+ * A refill is: reserve-refill.lua (every rule, then the account's refill lock) → the off-session
+ * charge at the processor (idempotency key = attempt id) → credit-topup.lua (credited once per
+ * charge id, or parked over the cap) or release-refill.lua (refused). When the charge's outcome is
  * unknown (network, `processing`), the lock is left to lapse but the amount stays pending against
  * the month's ceiling until its outcome is known: Stripe's `payment_intent.succeeded` (credited) or
  * `payment_intent.payment_failed` (released) webhook, or — since a charge that never reached Stripe
  * has no webhook — the look-up every refill first makes of the account's lapsed attempts
  * (late-outcome.ts: credited, released, or released as never charged).
  *
- * Auto-refill: debit-15 flags a debit that leaves the balance under the threshold and debit()
+ * Auto-refill: debit.lua flags a debit that leaves the balance under the threshold and debit()
  * calls `trigger()`. Triggers are coalesced per account: while a refill runs, further triggers
  * ask for one more attempt after it (if the balance is still under the threshold then). When
  * another instance holds the lock, this one waits for it and then checks again — so "one refill

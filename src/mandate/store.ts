@@ -1,5 +1,5 @@
 /**
- * The mandate as Redis holds it (one hash in the account's slot, written only by set-mandate-3,
+ * The mandate as Redis holds it (one hash in the account's slot, written only by set-mandate.lua,
  * reserve/credit/release scripts), read into a typed record.
  */
 import { hktMonth } from '../clock'
@@ -52,7 +52,7 @@ export async function readMandate(ctx: RedisContext, acct: string): Promise<Mand
 
 export type { MandateOp }
 
-/** Runs set-mandate-3 for the account, now. */
+/** Runs set-mandate.lua for the account, now. */
 export function setMandate(ctx: RedisContext, acct: string, o: MandateOp): Promise<SetMandateReply> {
   return runSetMandate(ctx, acct, ctx.clock.now(), o)
 }

@@ -1,6 +1,6 @@
 /**
  * A metered call's exact cost (docs/api.md §7), the one function every answer that shows it uses:
- * micro-credits from the usage and the prices the debit reserved at (the ones settle-n reads back
+ * micro-credits from the usage and the prices the debit reserved at (the ones settle.lua reads back
  * off the call record, so the answer shows the figure the settle charges from, before the
  * remainder), and how that figure is written into an answer's `usage` object.
  */
@@ -16,7 +16,7 @@ export interface TokenPrices {
   cacheWrite1h?: number
 }
 
-/** input × p_in + cached × p_cached + output × p_out + the cache writes at theirs: settle-n's cost. */
+/** input × p_in + cached × p_cached + output × p_out + the cache writes at theirs: settle.lua's cost. */
 export function exactCostMicro(t: TokenCounts, p: TokenPrices): number {
   const write = p.cacheWrite ?? p.input
   return t.input * p.input + t.cached * p.cachedInput + t.output * p.output + (t.cache_write ?? 0) * write + (t.cache_write_1h ?? 0) * (p.cacheWrite1h ?? write)
@@ -52,7 +52,7 @@ function creditsText(micro: number): string {
 export type CostWriter = (t: TokenCounts) => string
 
 /**
- * `feePct`: on the owner's lane the call costs the route's fee percent of the token cost (settle-n
+ * `feePct`: on the owner's lane the call costs the route's fee percent of the token cost (settle.lua
  * charges from cost × pct / 100, docs/api.md §12); absent on the house lane.
  */
 export const costWriter =

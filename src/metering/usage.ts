@@ -30,7 +30,7 @@ export interface MeteredUsage {
 /**
  * The most tokens one count of one call is taken at: a billion, hundreds of times the largest
  * context window sold. A provider's report past it is not a bill but a fault (or a hostile
- * upstream): taken as sent, 2^60 tokens overflowed settle-n's integer formatting (a negative
+ * upstream): taken as sent, 2^60 tokens overflowed settle.lua's integer formatting (a negative
  * `uncharged`) and the ledger's 32-bit token columns (the call's row and debit dead-lettered).
  * The charge is the reservation either way; the counts stay exact integers every store can hold.
  */

@@ -104,7 +104,7 @@ function refused(reply: Exclude<GrantReply, { status: 'ok' }>, what: string): OA
   }
 }
 
-/** grant_type=authorization_code: the code's one redemption (oauth-redeem-3). */
+/** grant_type=authorization_code: the code's one redemption (oauth-redeem.lua). */
 export async function redeemCode(ctx: RedisContext, p: { code: string; clientId: string; redirectUri: string; codeVerifier: string; resource: string }): Promise<TokenAnswer> {
   const code = parseGrantToken(p.code, 'oac')
   if (!code) throw new OAuthError('invalid_grant', 'unknown, expired or revoked authorization code')
@@ -125,7 +125,7 @@ export async function redeemCode(ctx: RedisContext, p: { code: string; clientId:
   return answer(pair.access.value, pair.refresh.value)
 }
 
-/** grant_type=refresh_token: rotation with reuse detection (oauth-refresh-2). */
+/** grant_type=refresh_token: rotation with reuse detection (oauth-refresh.lua). */
 export async function refreshGrant(ctx: RedisContext, p: { refreshToken: string; clientId: string }): Promise<TokenAnswer> {
   const rt = parseGrantToken(p.refreshToken, 'ort')
   if (!rt) throw new OAuthError('invalid_grant', 'unknown, expired or revoked refresh token')

@@ -40,7 +40,7 @@ export async function paymentRequired(
     reason?: 'insufficient_balance' | 'no_mandate' | 'card_declined'
     /** card_declined: the card and the processor's words, for the human. */
     declined?: { card: string; message: string }
-    /** The mandate ref when the caller has it already (debit-15 returns it with the refusal). */
+    /** The mandate ref when the caller has it already (debit.lua returns it with the refusal). */
     mandateRef?: string
     /** The refused agent: it may ask its operator for a top-up (docs/api.md §11). */
     agentId?: string | null

@@ -2,7 +2,7 @@
  * Proposals (docs/api.md §11): an agent asks its operator for more room — a higher daily cap, a bigger
  * budget, one more allowlist pattern, a top-up — with a reason, and the operator approves or
  * declines. The REST routes, the operator chat, the owner console and the MCP endpoint all call
- * these functions; every state change is one script (propose-3, decide-proposal-5), so two
+ * these functions; every state change is one script (propose.lua, decide-proposal.lua), so two
  * operators racing on one proposal cannot both win, and an approval applies its policy change in
  * the script that moves the proposal. A top-up goes through POST /v1/topup's own service (the
  * mandate, every rule of the direct endpoint) under a claim on the proposal, and so does a budget
@@ -125,7 +125,7 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
 
 /**
  * Approves and applies (operator only; the caller checked the role). A policy kind is applied by
- * decide-proposal-5 with the proposal's move; a top-up is claimed, run through POST /v1/topup's
+ * decide-proposal.lua with the proposal's move; a top-up is claimed, run through POST /v1/topup's
  * service, then approved — or released and its error answered, the proposal still pending.
  */
 export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {

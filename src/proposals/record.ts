@@ -1,6 +1,6 @@
 /**
  * A proposal as Redis holds it (one JSON value per id in the account's proposals hash, written by
- * propose-3 and decide-proposal-5) and as the API shows it. The one parser of that JSON: the
+ * propose.lua and decide-proposal.lua) and as the API shows it. The one parser of that JSON: the
  * service, the sink and the rebuild all read records through it.
  */
 import { Type as T } from '@sinclair/typebox'
@@ -43,7 +43,7 @@ export interface ProposalRecord {
   note?: string
   /** Bumped on every write; the Postgres projection keeps the highest. */
   v: number
-  /** An approval's top-up in flight (decide-proposal-5 claim): its token and when it lapses. */
+  /** An approval's top-up in flight (decide-proposal.lua claim): its token and when it lapses. */
   claim?: string
   claim_until?: number
 }

@@ -1,5 +1,5 @@
 /**
- * The flusher's sink of `proposal` outbox entries (propose-3, decide-proposal-5): each carries the
+ * The flusher's sink of `proposal` outbox entries (propose.lua, decide-proposal.lua): each carries the
  * whole record and its version, and a row is only replaced by a higher version, so a redelivered
  * entry, or an older one reclaimed after a newer one, never rolls a decision back.
  */

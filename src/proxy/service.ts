@@ -1,11 +1,11 @@
 /**
  * One proxied request, its path already found safe (path.ts): who is calling → open the paid
- * request (debit-15: token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps,
+ * request (debit.lua: token, rate limit, agent state, allowlists incl. `proxy:<provider>`, caps,
  * request cap for unpriced routes, balance; with a lease, since a stream has no natural end) → the
  * provider key, read only now (none: the call settles as no_key) → the upstream request (the one
  * provider request, upstream/request.ts), both bodies streamed → settle once, by the outcome table the paid call shares (ledger/paid-call). A metered
  * route reads its key before the debit instead: its lane (lane.ts) decides what it is charged.
- * errors: UNAUTHORIZED, every denial of debit-15, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
+ * errors: UNAUTHORIZED, every denial of debit.lua, PAYMENT_REQUIRED, VAULT_KEY_MISSING,
  *         VAULT_UNAVAILABLE, KEY_UNREADABLE, API_UNAVAILABLE (these four refunded; on a metered
  *         route, refused before its debit), PROVIDER_ERROR
  *         (refunded), RESPONSE_TOO_LARGE (refunded).

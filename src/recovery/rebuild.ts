@@ -8,8 +8,8 @@
  * still pending, the metered micro-credit remainder of the newest settle), today's spend counters
  * (so the daily caps keep holding), the agents and the live-agent set their limit counts, and the
  * global lookups (token → account, e-mail, public_ref, consent ref), the charge records of the
- * card charges credited or parked in the last 90 days (credit-topup-8's dedupe), the reversal
- * records of refunded or disputed charges (reverse-charge-7's dedupe), and the parked
+ * card charges credited or parked in the last 90 days (credit-topup.lua's dedupe), the reversal
+ * records of refunded or disputed charges (reverse-charge.lua's dedupe), and the parked
  * payments still awaiting the founder (hash and queue entry). What cannot come back is
  * listed in docs/operations.md (in-flight idempotency keys, rate windows, mandates' cards).
  */
@@ -40,11 +40,11 @@ type AgentRow = Omit<AgentFields, 'account' | 'agent' | 'created' | 'at'> & {
   spentTotal: number
   /** What its live children may still spend of their budgets (lua/lib/budget.lua). */
   carved: number
-  /** Expired when planned: it holds nothing against its parent (`carve_freed`, lua/release-expired-n.lua). */
+  /** Expired when planned: it holds nothing against its parent (`carve_freed`, lua/release-expired.lua). */
   carveFreed?: boolean
 }
 
-/** A charge record as credit-topup-8 keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
+/** A charge record as credit-topup.lua keeps it (`charge:<acct>:<charge id>`), with what is left of its lifetime. */
 interface ChargeRecord {
   charge: string
   /** The parked payment's id when the charge was parked; null when it was credited. */
@@ -54,7 +54,7 @@ interface ChargeRecord {
   ttlS: number
 }
 
-/** A reversal record as reverse-charge-7 keeps it (`reversal:<acct>:<charge id>`): credits accounted for, per cause. */
+/** A reversal record as reverse-charge.lua keeps it (`reversal:<acct>:<charge id>`): credits accounted for, per cause. */
 interface ReversalRecord {
   charge: string
   refund: number
@@ -155,7 +155,7 @@ function planTree(byAgent: Map<string, AgentRow>, led: AccountLedger, day: numbe
 }
 
 /**
- * The charge records credit-topup-8 wrote that would still be alive. A parked charge's record says
+ * The charge records credit-topup.lua wrote that would still be alive. A parked charge's record says
  * `parked` whatever the founder decided since (an approval's top-up entry names the same charge);
  * every other top-up entry's ref (the processor's charge id) was `credited`.
  */
@@ -167,14 +167,14 @@ function chargeRecords(led: AccountLedger, parked: ParkedRow[], now: number): Ch
   }
   const parkedCharges = new Set(parked.map((p) => p.chargeId))
   // The record keeps the charge's whole credits: what the entry credited plus what a reversal
-  // before it left uncredited (credit-topup-8).
+  // before it left uncredited (credit-topup.lua).
   for (const l of led.lines) if (l.kind === 'topup' && l.refId && !parkedCharges.has(l.refId)) add(l.refId, l.at, null, l.amount + (l.uncredited ?? 0))
   for (const p of parked) add(p.chargeId, p.createdAt.getTime(), p.id, null)
   return out
 }
 
 /**
- * The reversal records reverse-charge-7 wrote: per charge and cause, the credits its entries
+ * The reversal records reverse-charge.lua wrote: per charge and cause, the credits its entries
  * accounted for (taken, −amount, plus the unrecovered part, or all of it `uncredited` when it came
  * before the charge's credit). Each entry accounts for what its application added, so a cause's
  * entries sum to the cause's total.
@@ -334,7 +334,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     hash.spent_total = String(a.spentTotal)
     if (a.carved > 0) hash.carved = String(a.carved)
     if (a.carveFreed) hash.carve_freed = '1'
-    // Today's spend of the agent and its subtree, in the hash as debit-15 keeps it.
+    // Today's spend of the agent and its subtree, in the hash as debit.lua keeps it.
     if (a.spentToday > 0) Object.assign(hash, { day: String(day), day_spent: String(a.spentToday) })
     if (a.budget !== null) hash.budget = String(a.budget)
     if (a.expires !== null) hash.expires = String(a.expires)
@@ -345,12 +345,12 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
     await redis.multi().del(keys.agent(acct, a.id)).hset(keys.agent(acct, a.id), hash).sadd(keys.agents(acct), a.id).exec()
     await redis.set(keys.token(a.tokenHash), tokenMapping(acct, a.id, a.chain))
   }
-  // The live agents the agent limit counts, from the hashes just written, by the rule create-agent-7
-  // and agent-state-4 keep (lua/lib/live-agents.lua): a set left from before is replaced.
+  // The live agents the agent limit counts, from the hashes just written, by the rule create-agent.lua
+  // and agent-state.lua keep (lua/lib/live-agents.lua): a set left from before is replaced.
   await runRecountAgents(ctx, acct, { now: ctx.clock.now(), replace: true })
   await restoreProposals(ctx, acct, plan.proposals)
   // Money paid in that only Redis held: the charge records, and the parked payments awaiting the
-  // founder as credit-topup-8 parked them. A parked hash Redis still holds (--force) may carry a
+  // founder as credit-topup.lua parked them. A parked hash Redis still holds (--force) may carry a
   // decision not yet flushed: it is left alone.
   const shard = keys.shardOf(acct)
   const parked = []
@@ -420,7 +420,7 @@ const RESTORE_CONCURRENCY = 8
 
 /**
  * Restores every account Redis lacks (the automatic rebuild after Redis came back empty). Safe to
- * run again and from several processes: restore-account-2 writes a hash only where none exists.
+ * run again and from several processes: restore-account.lua writes a hash only where none exists.
  */
 export async function restoreMissing(ctx: RedisContext, db: Database): Promise<RestoreSummary> {
   await advanceOutboxes(ctx, db)

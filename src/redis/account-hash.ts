@@ -1,6 +1,6 @@
 /**
  * The one reader of an account hash ({s}:acct:<acct>) in TypeScript: its field names, and how each
- * decodes. The scripts write it (create-account-3, set-policy-3, set-mandate-3, debit-15, …);
+ * decodes. The scripts write it (create-account.lua, set-policy.lua, set-mandate.lua, debit.lua, …);
  * everything else reads it through readAccount, so a renamed or re-typed field changes one table.
  * A field the hash does not hold reads null (no account, or no such setting): callers pick the
  * default, since the default is theirs to know (config, '' for a link).
@@ -15,7 +15,7 @@ const FIELDS = {
   owner: str,
   /** What the account can spend now (every limit weighs it). */
   balance: num,
-  /** What its metered calls in flight have reserved (debit-15 holds, settle-n and refund-11
+  /** What its metered calls in flight have reserved (debit.lua holds, settle.lua and refund.lua
    * release); absent = 0. The ledger's entries sum to balance + held, the posted balance. */
   held: num,
   email: str,
@@ -33,12 +33,12 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
-  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle-n, docs/api.md §7). */
+  /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle.lua, docs/api.md §7). */
   mc_rem: num,
-  /** Hundredths of a micro-credit an owner's-lane fee left beside mc_rem, 0..99 (settle-n, docs/metering.md). */
+  /** Hundredths of a micro-credit an owner's-lane fee left beside mc_rem, 0..99 (settle.lua, docs/metering.md). */
   mc_rem_c: num,
   created: num,
-  /** When the last e-mail recovery replaced the owner token: links issued before it are void (rotate-owner-2). */
+  /** When the last e-mail recovery replaced the owner token: links issued before it are void (rotate-owner.lua). */
   rec: num,
 } as const
 

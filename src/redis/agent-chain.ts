@@ -1,6 +1,6 @@
 /**
  * A sub-agent's chain (its ancestor ids, parent first; docs/api.md §8) for the scripts that give
- * spend back along it (refund-11, settle). The chain never changes once the agent exists, so it
+ * spend back along it (refund.lua, settle). The chain never changes once the agent exists, so it
  * is cached in-process: the token resolver fills the cache as it resolves a bearer, which means
  * the refund of a call this instance debited costs no lookup; any other (the sweeper's, another
  * instance's) reads the agent hash once. The scripts check it against the call record anyway.

@@ -77,7 +77,7 @@ export enum ScriptStatus {
   RECOUNT_AGENTS = 83,
   /** recount-agents: the account's agents changed between listing and counting: list them again. */
   AGENTS_CHANGED = 84,
-  /** create-agent: an agent past its expiry is still in the live-agent set: release-expired-n, then retry. */
+  /** create-agent: an agent past its expiry is still in the live-agent set: release-expired.lua, then retry. */
   RELEASE_EXPIRED = 85,
 
   // OAuth grants for MCP clients (docs/mcp-oauth.md): from 100.

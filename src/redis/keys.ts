@@ -80,7 +80,7 @@ export class Keys {
   /**
    * The account's live agents (not revoked, no revoked ancestor), what the agent limit counts: a
    * sorted set of lineages (`<agent>,<chain>`) scored by expiry, plus the `_` marker (see
-   * lua/create-agent-7.lua).
+   * lua/create-agent.lua).
    */
   liveAgents(acct: string): string {
     return `${this.acctTag(acct)}:live-agents:${acct}`
@@ -101,7 +101,7 @@ export class Keys {
   }
   /**
    * The runaway-agent breaker's window of one agent for one minute: a hash of `credits` spent and
-   * `f:<fingerprint>` counts of identical requests (debit-15 reads this minute's and the previous).
+   * `f:<fingerprint>` counts of identical requests (debit.lua reads this minute's and the previous).
    */
   breakerWindow(acct: string, agentId: string | null, window: number): string {
     return `${this.acctTag(acct)}:brk:${acct}:${agentId ?? OWNER}:${window}`
@@ -149,7 +149,7 @@ export class Keys {
   }
   /**
    * The account's proposals (docs/api.md §11): id → the JSON record. One hash per account, so that
-   * propose-3 and decide-proposal-5 name every proposal they touch through one key.
+   * propose.lua and decide-proposal.lua name every proposal they touch through one key.
    */
   proposals(acct: string): string {
     return `${this.acctTag(acct)}:props:${acct}`
@@ -160,7 +160,7 @@ export class Keys {
   }
   /**
    * An owner console session (cookie `<acct>.<id>`), under the SHA-256 of its id: in the account's
-   * slot so console-session-4 compares it with the account's current owner token in one script.
+   * slot so console-session.lua compares it with the account's current owner token in one script.
    */
   consoleSession(acct: string, idHash: string): string {
     return `${this.acctTag(acct)}:csess:${acct}:${idHash}`
@@ -175,7 +175,7 @@ export class Keys {
   /**
    * An OAuth authorization code (docs/mcp-oauth.md), under the SHA-256 of its secret: who allowed
    * what (client, redirect, PKCE challenge, resource, the agent made). Redeemed once by
-   * oauth-redeem-3, which keeps it marked `used` so that a second redemption revokes the grant.
+   * oauth-redeem.lua, which keeps it marked `used` so that a second redemption revokes the grant.
    */
   oauthCode(acct: string, secretHash: string): string {
     return `${this.acctTag(acct)}:oacode:${acct}:${secretHash}`
@@ -284,7 +284,7 @@ export class Keys {
   }
   /**
    * Signup alarm: the pause flag and the signups admitted in the last hour (a sorted set by time).
-   * Both carry the `{signups}` tag because signup-gate-2 reads and writes them in one script.
+   * Both carry the `{signups}` tag because signup-gate.lua reads and writes them in one script.
    */
   signupsPaused(): string {
     return `${this.prefix}:{signups}:paused`

@@ -1,8 +1,10 @@
 /**
  * Loads every script of lua/ once and registers it with ioredis `defineCommand`, which calls it by
  * SHA (EVALSHA) and falls back to EVAL after a NOSCRIPT (e.g. after SCRIPT FLUSH or a restart).
- * The number of KEYS comes from the file name, `<verb>-<N>.lua`; `<verb>-n.lua` takes a batch, whose
- * number of KEYS is sent with each call (ioredis passes it when `numberOfKeys` is not set).
+ * The number of KEYS is declared in the script's header (`keys: <N>`), not in its file name, so a
+ * key added to a script renames nothing; `keys: n` takes a batch, whose number of KEYS is sent with
+ * each call (ioredis passes it when `numberOfKeys` is not set). test/lua/scripts.test.ts holds the
+ * header's count to the KEYS the header documents.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -20,7 +22,7 @@ export type ScriptName = (typeof SCRIPT_NAMES)[number]
 export interface LuaScript {
   file: string
   name: ScriptName
-  /** null: a batch script (`-n`), any number of KEYS. */
+  /** null: a batch script (`keys: n`), any number of KEYS. */
   numberOfKeys: number | null
   lua: string
 }
@@ -31,10 +33,13 @@ export function readScripts(dir = LUA_DIR): LuaScript[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.lua'))
     .map((file) => {
-      const m = /^(.+)-(\d+|n)\.lua$/.exec(file)
-      if (!m) throw new Error(`lua/${file}: expected <verb>-<N>.lua or <verb>-n.lua`)
-      const numberOfKeys = m[2] === 'n' ? null : Number(m[2])
-      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys, lua: withIncludes(readFileSync(join(dir, file), 'utf8'), dir, file) }
+      const m = /^([a-z][a-z-]*)\.lua$/.exec(file)
+      if (!m) throw new Error(`lua/${file}: expected <verb>.lua`)
+      const lua = readFileSync(join(dir, file), 'utf8')
+      const keys = /^--\[\[\r?\n {2}keys: (\d+|n)\b/.exec(lua)
+      if (!keys) throw new Error(`lua/${file}: its header's second line must declare \`keys: <N>\` (or \`keys: n\` for a batch)`)
+      const numberOfKeys = keys[1] === 'n' ? null : Number(keys[1])
+      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys, lua: withIncludes(lua, dir, file) }
     })
 }
 
@@ -77,14 +82,14 @@ export type Scripts = Record<ScriptName, ScriptFn>
 export const BATCH_SIZE = {
   /** ~30 redis.calls a call; its fixed keys are batched by a generated wrapper (batched-scripts.ts). */
   debit: 32,
-  /** settle-n: ~15 redis.calls a call; it takes a batch itself (src/lua/settle.ts builds it). */
+  /** settle.lua: ~15 redis.calls a call; it takes a batch itself (src/lua/settle.ts builds it). */
   settle: 32,
-  /** record-calls-n: ~10 redis.calls a call (src/ledger/call-filing.ts builds it). */
+  /** record-calls.lua: ~10 redis.calls a call (src/ledger/call-filing.ts builds it). */
   recordCalls: 32,
 } as const satisfies Partial<Record<ScriptName, number>>
 export type BatchedScript = keyof typeof BATCH_SIZE
 
-/** The fixed-key scripts among them (`<verb>-<N>.lua`): sent through the wrapper, not batched by their callers. */
+/** The fixed-key scripts among them (`keys: <N>` in their header): sent through the wrapper, not batched by their callers. */
 export const BATCHED: ReadonlySet<ScriptName> = new Set(readScripts().filter((s) => s.name in BATCH_SIZE && s.numberOfKeys !== null).map((s) => s.name))
 
 /** The batcher of a `-n` script's calls, at its declared size. */

@@ -1,7 +1,7 @@
 /**
  * The operator's commands in the chat. Every command acts on the account linked to this
- * (chat, user) pair only, through the same governance services as the REST API (agent-state-4,
- * set-policy-3): an agent of another account is "not found", exactly as over REST.
+ * (chat, user) pair only, through the same governance services as the REST API (agent-state.lua,
+ * set-policy.lua): an agent of another account is "not found", exactly as over REST.
  *
  *   /link <code>            link this chat to the account that asked for the code (also /start <code>)
  *   /status                 balance, today's spend against the daily cap, agents by state

@@ -1,6 +1,6 @@
 /**
  * One-time vault links. The code (256 random bits) is handed out once, inside the URL; Redis keeps
- * only its SHA-256, so a leaked Redis dump opens no link. Single use is decided by claim-link-1.
+ * only its SHA-256, so a leaked Redis dump opens no link. Single use is decided by claim-link.lua.
  * errors: BAD_REQUEST (unknown provider), LINK_INVALID (malformed, unknown, expired), LINK_USED.
  */
 import { createHash, randomBytes } from 'node:crypto'

@@ -1,8 +1,8 @@
 /**
  * Dead letters: outbox entries Postgres refused for their own data (docs/operations.md). The
- * flusher moves each one, with the error, to its shard's dead-letter stream (dead-letter-2), so
+ * flusher moves each one, with the error, to its shard's dead-letter stream (dead-letter.lua), so
  * every other entry still commits; the founder lists them, replays one after fixing the cause
- * (replay-dead-letter-2 puts it back in the outbox) or discards it.
+ * (replay-dead-letter.lua puts it back in the outbox) or discards it.
  *
  * A dead letter's public id names its shard and its stream id: `dl_07_1712345678901-0`.
  */

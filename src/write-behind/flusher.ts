@@ -1,7 +1,7 @@
 /**
  * The write-behind flusher: moves outbox entries (one Redis Stream per shard) into Postgres.
  *
- * - Reads with a consumer group; an entry is XACKed (and trimmed away, ack-outbox-1) only after the
+ * - Reads with a consumer group; an entry is XACKed (and trimmed away, ack-outbox.lua) only after the
  *   Postgres transaction holding it committed. A crash between commit and ack redelivers the entry,
  *   and the unique entry id turns the second insert into a no-op: nothing is lost, nothing doubled.
  * - Postgres down never blocks calls: entries simply wait in the stream; this loop retries with

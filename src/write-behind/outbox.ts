@@ -19,7 +19,7 @@ export interface OutboxEntry {
 /**
  * The stream id the entry's script first wrote it under: its place in the shard's order. A dead
  * letter the founder replays goes back to the outbox under a new id, carrying the first one as
- * `orig_id` (lua/replay-dead-letter-2.lua); whatever orders an account's entries (the remainder a
+ * `orig_id` (lua/replay-dead-letter.lua); whatever orders an account's entries (the remainder a
  * rebuild restores, a mandate's version) and the `stream_id` Postgres keeps take this one. The
  * flusher acks by `streamId`.
  */
@@ -34,7 +34,7 @@ export type Sink = (tx: Database, entries: OutboxEntry[], o?: { fresh?: boolean 
 
 /**
  * Kinds that move money: one immutable ledger row each. `reversal`: a credited card charge refunded
- * or disputed at the processor (reverse-charge-7), credits taken back, `ref` the charge.
+ * or disputed at the processor (reverse-charge.lua), credits taken back, `ref` the charge.
  */
 export const MONEY_KINDS = ['grant', 'debit', 'refund', 'referral', 'topup', 'reversal'] as const
 export type MoneyKind = (typeof MONEY_KINDS)[number]
@@ -43,7 +43,7 @@ const MONEY = new Set<string>(MONEY_KINDS)
 export const isMoneyKind = (kind: string): kind is MoneyKind => MONEY.has(kind)
 
 /**
- * A metered call settle-n filed: its `call` entry with the settle's money entry folded in (field
+ * A metered call settle.lua filed: its `call` entry with the settle's money entry folded in (field
  * `settle`). `charged_call`: the call's one debit, of its charge (its reservation was a hold, not
  * an entry). `settled_call`: a call debited before the hold, whose reservation is in the ledger —
  * the refund of what the settle released. Kinds of their own, so that a flusher that does not know
@@ -55,7 +55,7 @@ const FOLDED: Record<string, 'debit' | 'refund'> = { charged_call: 'debit', sett
  * A stream entry's flat [field, value, …] list, as XRANGE and XREADGROUP give it: the entries it
  * holds, one as a rule. A folded call holds two: the settle's money entry first, then the call,
  * both under the one stream id, so that every reader (sinks, observers, rebuild, reconcile) sees
- * the same entries as when settle-n writes them as two.
+ * the same entries as when settle.lua writes them as two.
  */
 export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[] {
   const fields: Record<string, string> = {}
@@ -71,11 +71,11 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   return [money, { streamId, kind: 'call', fields }]
 }
 
-/** Fields of settle-n's packed entry, in its order; the target's byte length, target and model follow. */
+/** Fields of settle.lua's packed entry, in its order; the target's byte length, target and model follow. */
 const PACKED = ['acct', 'agent', 'amount', 'bal', 'rem', 'uncharged_micro', 'tin', 'tcached', 'tout', 'usage', 'at'] as const
 
 /**
- * The money entry settle-n folded into a call entry (lua/settle-n.lua), field for field as its own
+ * The money entry settle.lua folded into a call entry (lua/settle.lua), field for field as its own
  * XADD writes it; null when the packed field is not of that shape.
  */
 function settleEntry(streamId: string, call: Record<string, string>, kind: 'debit' | 'refund'): OutboxEntry | null {
@@ -88,7 +88,7 @@ function settleEntry(streamId: string, call: Record<string, string>, kind: 'debi
       ? { kind, id: `${callId}:debit`, call: callId, charged: call.charged }
       : { kind, id: `${callId}:settle`, call: callId, ref: `${callId}:debit`, reason: 'metered_settle', charged: call.charged }
   if (call.orig_id) f.orig_id = call.orig_id
-  // The cache writes ride beside the packed field (lua/settle-n.lua), only when there were any.
+  // The cache writes ride beside the packed field (lua/settle.lua), only when there were any.
   if (call.tcw !== undefined) f.tcw = call.tcw
   if (call.tcw1h !== undefined) f.tcw1h = call.tcw1h
   let at = 0
@@ -128,10 +128,10 @@ export interface MoneyFields {
   uncredited: number | null
   reason: string | null
   at: number
-  /** Metered calls (docs/api.md §7): the model (debit and settle), the tokens (settle-n). */
+  /** Metered calls (docs/api.md §7): the model (debit and settle), the tokens (settle.lua). */
   model: string | null
   tokens: TokenCounts | null
-  /** A metered settle (settle-n's `rem`): the account's micro-credit remainder after it. */
+  /** A metered settle (settle.lua's `rem`): the account's micro-credit remainder after it. */
   remainder: number | null
 }
 
@@ -155,7 +155,7 @@ export function moneyFields({ kind, fields: f }: OutboxEntry): MoneyFields {
   }
 }
 
-/** `account`: a new account (create-account-3). */
+/** `account`: a new account (create-account.lua). */
 export interface AccountFields {
   account: string
   email: string
@@ -179,7 +179,7 @@ export function ownerFields({ fields: f }: OutboxEntry): { account: string; owne
 const present = (v: string | undefined) => (v === undefined ? null : v)
 const presentNum = (v: string | undefined) => (v === undefined ? null : Number(v))
 
-/** `account_policy`: the account's whole policy at version v (set-policy-3). */
+/** `account_policy`: the account's whole policy at version v (set-policy.lua). */
 export interface AccountPolicyFields {
   account: string
   version: number
@@ -256,7 +256,7 @@ export async function* scanOutbox(ctx: Pick<RedisContext, 'redis' | 'keys'>, sha
 
 /**
  * Every entry waiting in one shard's dead letters, as the outbox entry it was, under the stream id
- * it was buried from (lua/dead-letter-2.lua keeps the entry's own fields prefixed `f:`, beside its
+ * it was buried from (lua/dead-letter.lua keeps the entry's own fields prefixed `f:`, beside its
  * `src`). The Redis balance already holds a dead-lettered money entry and Postgres does not: what
  * sums an account's entries (reconcile, the rebuild) counts it with the outbox's.
  */

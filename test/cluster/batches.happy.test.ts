@@ -1,5 +1,5 @@
 /**
- * Batched scripts on a real 3-master Redis Cluster: record-calls-n and settle-n (a KEYS count that
+ * Batched scripts on a real 3-master Redis Cluster: record-calls.lua and settle.lua (a KEYS count that
  * varies per call) and the debit's batches (src/redis/batched-scripts.ts) go to the master of their
  * keys even when the same turn of the event loop sends other commands to the other masters. Sent
  * with the key count first through ioredis' script commands, a batch joined the auto-pipeline of the
@@ -28,7 +28,7 @@ test('a variable-key script and a batch land on their own master beside commands
   const scripts = loadScripts(redis)
   const tags = Array.from({ length: 16 }, (_, i) => `{b:${String(i).padStart(2, '0')}}`)
   for (let round = 0; round < 5; round++) {
-    // One turn: for each tag a record-calls-n batch of one or two calls, and plain commands of every tag.
+    // One turn: for each tag a record-calls.lua batch of one or two calls, and plain commands of every tag.
     const filed = tags.map((tag, i) =>
       scripts.recordCalls(
         [`${tag}:stats`, `${tag}:outbox`, `${tag}:inflight`, ...Array.from({ length: 1 + (i % 2) }, (_, c) => [`${tag}:calls:a`, `${tag}:idem:a:_owner:`, `${tag}:call:r${round}c${c}`]).flat()],

@@ -1,10 +1,10 @@
 /**
  * Audit of the paths the other cluster tests never ran on a real 3-master Redis Cluster: the
- * console session (console-session-4) and the owner-token rotation (rotate-owner-2) that ends it,
- * the recovery and vault links (claim-link-1 / release-link-1), parked payments (decide-parked-5),
- * dead letters and their replay (dead-letter-2, replay-dead-letter-2, ack-outbox-1), the sweeper,
- * recount-agents-n, release-expired-n, metered settles of several accounts in one turn (settle-n), the rate limits
- * (rate-limit-2, authorize-7), and the rebuild of a master that lost its data (restore-account-2,
+ * console session (console-session.lua) and the owner-token rotation (rotate-owner.lua) that ends it,
+ * the recovery and vault links (claim-link.lua / release-link.lua), parked payments (decide-parked.lua),
+ * dead letters and their replay (dead-letter.lua, replay-dead-letter.lua, ack-outbox.lua), the sweeper,
+ * recount-agents.lua, release-expired.lua, metered settles of several accounts in one turn (settle.lua), the rate limits
+ * (rate-limit.lua, authorize.lua), and the rebuild of a master that lost its data (restore-account.lua,
  * `ledger:rebuild`). Accounts are taken on every master, so each script runs on each of them.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -80,7 +80,7 @@ describe('uncovered paths on a 3-master Redis Cluster', () => {
     }
   })
 
-  test('recovery link by e-mail: claim-link-1 rotates the owner token once', async () => {
+  test('recovery link by e-mail: claim-link.lua rotates the owner token once', async () => {
     for (const a of await onEveryMaster()) {
       const email = (await t.s.ctx.redis.hget(t.s.ctx.keys.account(a.account_id), 'email'))!
       expect((await t.req('POST', '/v1/token/rotate', { body: { email } })).status).toBe(202)
@@ -173,7 +173,7 @@ describe('uncovered paths on a 3-master Redis Cluster', () => {
     await assertLedger(t.s, accounts.map((a) => ({ account: a.account_id, balance: 500 })))
   })
 
-  test('recount-agents-n: an account whose live-agent set is missing recounts on the next create', async () => {
+  test('recount-agents.lua: an account whose live-agent set is missing recounts on the next create', async () => {
     for (const a of await onEveryMaster()) {
       const x = await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'x' } })
       expect(x.status).toBe(201)
@@ -186,7 +186,7 @@ describe('uncovered paths on a 3-master Redis Cluster', () => {
     }
   })
 
-  test('release-expired-n: an expired sub-agent gives its carve back on the next create, on every master', async () => {
+  test('release-expired.lua: an expired sub-agent gives its carve back on the next create, on every master', async () => {
     for (const a of await onEveryMaster()) {
       const root = (await t.req('POST', '/v1/agents', { token: a.token, body: { name: 'root', budget: 100 } })).body
       const brief = await t.req('POST', '/v1/agents', { token: root.token, body: { name: 'brief', budget: 80, ttl_s: 60 } })
@@ -207,14 +207,14 @@ describe('uncovered paths on a 3-master Redis Cluster', () => {
       expect([200, 404]).toContain(st.status)
     }
   })
-  test('metered settles (settle-n) of accounts on every master, several per shard, in one turn', async () => {
+  test('metered settles (settle.lua) of accounts on every master, several per shard, in one turn', async () => {
     const accounts = [...(await onEveryMaster()), ...(await onEveryMaster())]
     const opened = []
     for (const a of accounts) {
       const principal = (await t.s.guard.tokens.resolve(a.token))!
       for (let i = 0; i < 3; i++) opened.push({ a, call: await openMeteredCall(t.s, principal, { input: 1000, cachedInput: 500, output: 4000 }) })
     }
-    // Every settle in the same turn: one settle-n batch per shard, sent to each shard's master.
+    // Every settle in the same turn: one settle.lua batch per shard, sent to each shard's master.
     const settled = await Promise.all(opened.map((o) => o.call.settle('ok', { usage: { tokens: { input: 1000, cached: 0, output: 1000 }, source: 'provider' } })))
     expect(settled).toHaveLength(opened.length)
     // 3 calls × (1000 × 1000 + 1000 × 4000) micro = 15 credits per account.

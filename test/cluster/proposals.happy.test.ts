@@ -1,5 +1,5 @@
 /**
- * Proposals on a real 3-master Redis Cluster: propose-3 and decide-proposal-5 touch only keys of
+ * Proposals on a real 3-master Redis Cluster: propose.lua and decide-proposal.lua touch only keys of
  * the account's shard slot (proposals hash, pending index, account and agent hashes, outbox), so
  * filing, the limit, racing decisions, policy approvals and a top-up all run unchanged there.
  */
@@ -52,7 +52,7 @@ describe('proposals on a 3-master Redis Cluster', () => {
       for (let i = 0; i < 10; i++) expect((await propose('raise_daily_cap', 100 + i)).status).toBe(201)
       expect((await propose('raise_daily_cap', 1)).status).toBe(429)
       t.clock.advance(24 * 3600 * 1000)
-      // The expiry sweep of propose-3 frees the slots.
+      // The expiry sweep of propose.lua frees the slots.
       expect((await propose('raise_daily_cap', 1)).status).toBe(201)
       expect((await t.req('GET', '/v1/proposals?status=expired', { token: o.token })).body.proposals).toHaveLength(10)
     }

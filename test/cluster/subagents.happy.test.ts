@@ -1,6 +1,6 @@
 /**
- * Sub-agents on a real 3-master Redis Cluster (docs/api.md §8): create-agent-7, debit-15 (the caller
- * and three ancestors through KEYS), refund-11, agent-state-4 and set-policy-3 all stay in the
+ * Sub-agents on a real 3-master Redis Cluster (docs/api.md §8): create-agent.lua, debit.lua (the caller
+ * and three ancestors through KEYS), refund.lua, agent-state.lua and set-policy.lua all stay in the
  * account's slot; siblings racing for the root's last credits never cross its budget; the ledger
  * holds after the flush.
  */

@@ -32,7 +32,7 @@ export interface LedgerStores {
 
 /**
  * Each account's posted balance in Redis: its balance plus what its metered calls in flight hold
- * (`held`, lua/debit-15.lua), the balance its entries sum to. Both parts are checked ≥ 0.
+ * (`held`, lua/debit.lua), the balance its entries sum to. Both parts are checked ≥ 0.
  */
 async function redisBalances(ctx: RedisContext, accounts: string[]): Promise<Map<string, number>> {
   const vals = await Promise.all(accounts.map((a) => ctx.redis.hmget(ctx.keys.account(a), 'balance', 'held')))

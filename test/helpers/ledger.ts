@@ -46,7 +46,7 @@ export async function pgLedger(t: TestApp, acct: string) {
 
 /**
  * Asserts the Redis-side invariant: balance ≥ 0, held ≥ 0, and the posted balance (balance + what
- * metered calls in flight hold, lua/debit-15.lua) = Σ entries. Returns the entries for further checks.
+ * metered calls in flight hold, lua/debit.lua) = Σ entries. Returns the entries for further checks.
  */
 export async function checkRedisInvariant(t: TestApp, acct: string): Promise<StreamEntry[]> {
   const entries = await outboxMoney(t, acct)

@@ -83,7 +83,7 @@ describe('agent expiry', () => {
   })
 
   // Expiry has no writer: the create that next weighs the parent's carve gives the expired
-  // child's back first (release-expired-n), once.
+  // child's back first (release-expired.lua), once.
   test("an expired sub-agent's unspent budget goes back to its parent, as a revoked one's does", async () => {
     const start = Date.UTC(2026, 5, 2, 3, 0, 0)
     t.clock.set(start)

@@ -1,5 +1,5 @@
 /**
- * The runaway-agent breaker (debit-15): an agent whose identical requests or credits over the
+ * The runaway-agent breaker (debit.lua): an agent whose identical requests or credits over the
  * sliding minute pass its `breaker` policy is killed in place of the debit — AGENT_KILLED with
  * reason "breaker" — while the account's other agents keep working; the owner hears it on every
  * channel (webhook and chat), and only the operator can revive it.

@@ -55,7 +55,7 @@ describe('a refused token is still rate-limited', () => {
     expect(errors).toEqual(expected('AGENT_KILLED', 70))
   })
 
-  test('a killed token on reads (authorize-7): AGENT_KILLED for 60, then RATE_LIMITED', async () => {
+  test('a killed token on reads (authorize.lua): AGENT_KILLED for 60, then RATE_LIMITED', async () => {
     freshMinute()
     const { agent } = await agentIn('killed')
     const errors = await errorsOf(70, () => t.req('GET', '/v1/balance', { token: agent.token }))

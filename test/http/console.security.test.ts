@@ -329,7 +329,7 @@ describe('console security', () => {
       expect(page.headers.get('retry-after')).toBeTruthy()
       // The same window as the token's API requests: the API is refused too.
       expect((await limited.req('GET', '/v1/balance', { token: a.token })).body.error).toBe('RATE_LIMITED')
-      // Retry-After is when a page is served again (console-session-4), not the end of the minute.
+      // Retry-After is when a page is served again (console-session.lua), not the end of the minute.
       const wait = Number(page.headers.get('retry-after'))
       limited.clock.advance((wait - 1) * 1000)
       expect((await c.get('/console/agents')).status).toBe(429)

@@ -1,6 +1,6 @@
 /**
  * The overview's 30-day chart counts a refund on the HKT day of the debit it gives back, as the
- * daily spend window does (refund-11, settle-n): a call debited before midnight and refunded after
+ * daily spend window does (refund.lua, settle.lua): a call debited before midnight and refunded after
  * it cost nothing on either day. It used to count the refund on its own day, so the chart showed
  * the refunded call as spend of the first day and hid as much of the next day's real spend.
  */

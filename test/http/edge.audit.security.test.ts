@@ -98,10 +98,10 @@ describe('Retry-After, continued', () => {
 })
 
 describe('Retry-After of the per-token limit', () => {
-  // authorize-7 counts a request that needs no debit; debit-15 counts a paid one.
+  // authorize.lua counts a request that needs no debit; debit.lua counts a paid one.
   const routes: [string, string, string][] = [
-    ['authorize-7', 'GET', '/v1/balance'],
-    ['debit-15', 'POST', '/v1/call/test.cheap'],
+    ['authorize.lua', 'GET', '/v1/balance'],
+    ['debit.lua', 'POST', '/v1/call/test.cheap'],
   ]
   for (const [script, method, path] of routes)
     test(`${script}: a token that waits as long as RATE_LIMITED says is let in, also with the previous minute weighed`, async () => {

@@ -1,9 +1,9 @@
 /**
  * Every owner event kind reaches the account's webhook endpoint exactly once, signed per the
  * Standard Webhooks spec (verified by the receiver with the `standardwebhooks` library), each
- * produced by its real state change: agent kill/revive/revoke (agent-state-4), a breaker-free
- * low balance and a cap refusal (debit-15), a sandbox auto-refill and a parked pack
- * (credit-topup-8), a founder's capability pause and support move. `refill.failed` is produced
+ * produced by its real state change: agent kill/revive/revoke (agent-state.lua), a breaker-free
+ * low balance and a cap refusal (debit.lua), a sandbox auto-refill and a parked pack
+ * (credit-topup.lua), a founder's capability pause and support move. `refill.failed` is produced
  * here through emitEvent() (the sandbox never declines a saved card); its real path, a Stripe
  * decline, is in events.stripe.happy.test.ts.
  */
@@ -82,7 +82,7 @@ describe('owner events over webhooks', () => {
     expect((await t.req('POST', `/v1/proposals/${proposal.body.id}/decline`, { token: owner.token })).body.status).toBe('declined')
     // refill.failed: emit → deliver (its producer's real path needs a declining card: Stripe mode)
     await emitEvent(t.s.ctx, acct, 'refill.failed', { credits: 1000, reason: 'authentication_required', message: 'needs the card holder', mode: 'auto' })
-    // payment.reversed: its producer (reverse-charge-7) runs on a Stripe refund or dispute: test/http/stripe.reversal.test.ts
+    // payment.reversed: its producer (reverse-charge.lua) runs on a Stripe refund or dispute: test/http/stripe.reversal.test.ts
     await emitEvent(t.s.ctx, acct, 'payment.reversed', { charge_id: 'pi_x', cause: 'refund', credits: 10, taken: 10, unrecovered: 0, balance: 1185, reversed_cents: 1, mandate_disabled: false })
 
     await deliverAll(t)

@@ -154,7 +154,7 @@ describe('token recovery security', () => {
     const email = `race-${t.prefix}@example.com`
     const stolen = await t.signup(email)
 
-    // Hold the stolen token's rotation right after its admission (authorize-7), at its first write
+    // Hold the stolen token's rotation right after its admission (authorize.lua), at its first write
     // (the new token's lookup key): the window before the owner swap, widened for the test.
     const { atWrite, release, restore } = holdFirstTokenWrite()
     try {

@@ -1,5 +1,5 @@
 /**
- * Refunds made in Stripe's dashboard and card disputes, mirrored into the ledger (reverse-charge-7),
+ * Refunds made in Stripe's dashboard and card disputes, mirrored into the ledger (reverse-charge.lua),
  * through the webhook with the loopback Stripe fake: a refunded pack's credits are taken back once
  * however Stripe delivers it; a partial refund then the rest take the difference; a dispute after
  * the credits were spent takes what is left (never below 0), records the rest as unrecovered and
@@ -183,7 +183,7 @@ describe('credits held by metered calls in flight', () => {
     const { t, stripe } = a
     const owner = await t.signup()
     const pi = await buyPack(owner)
-    // A metered call in flight reserves 5200 of the 5500 (debit-15 moves them to `held`, no entry).
+    // A metered call in flight reserves 5200 of the 5500 (debit.lua moves them to `held`, no entry).
     const acctKey = t.s.ctx.keys.account(owner.account_id)
     await t.redis.multi().hincrby(acctKey, 'balance', -5200).hincrby(acctKey, 'held', 5200).exec()
     expect((await deliver(t, await stripe.dashboardRefund(pi, 500))).body).toMatchObject({ result: 'reversed' })

@@ -154,7 +154,7 @@ describe('sub-agents', () => {
     expect(stopped.body).toMatchObject({ error: 'AGENT_KILLED', agent_id: grand.id, by_ancestor: mid.id })
     // The grandchild itself was not written: it is still active, stopped only through its chain.
     expect((await listed(owner.token))[grand.id].state).toBe('active')
-    // Reads and governance stop too (authorize-7 walks the same chain), naming the killed ancestor.
+    // Reads and governance stop too (authorize.lua walks the same chain), naming the killed ancestor.
     const read = await t.req('GET', '/v1/balance', { token: grand.token })
     expect(read.status).toBe(403)
     expect(read.body).toMatchObject({ error: 'AGENT_KILLED', by_ancestor: mid.id })

@@ -1,6 +1,6 @@
 /**
  * A breaker trip deletes the agent's windows: "a revived agent starts from an empty window, not from
- * the burst that tripped it" (debit-15). A call debited before the trip and given back after the
+ * the burst that tripped it" (debit.lua). A call debited before the trip and given back after the
  * revival (a refund, a settle's release) must not come off the revived agent's fresh window, which
  * never counted it (lua/lib/breaker-window.lua): else the revived agent spends past its limit.
  */

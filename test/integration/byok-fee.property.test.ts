@@ -1,6 +1,6 @@
 /**
  * Property (docs/api.md §12, docs/metering.md): over random prices, token counts and fee percents,
- * an account's metered calls on both lanes, interleaved (debit-15 reserves, settle-n charges),
+ * an account's metered calls on both lanes, interleaved (debit.lua reserves, settle.lua charges),
  * are charged exactly what BigInt arithmetic says: the house lane floor((r + cost) / 1e6), the
  * owner's lane floor((r + cost × pct / 100) / 1e6), one remainder carried across both in
  * micro-credits (`mc_rem`) and hundredths of one (`mc_rem_c`); the owner's reservation is

@@ -1,5 +1,5 @@
 /**
- * Settled calls are filed in batches (record-calls-n, src/ledger/call-filing.ts): the calls a shard
+ * Settled calls are filed in batches (record-calls.lua, src/ledger/call-filing.ts): the calls a shard
  * settles in one turn of the event loop share one script. Through HTTP, concurrent calls of several
  * accounts (charged, refunded, with and without an Idempotency-Key) are each filed exactly once —
  * in activity, in the public counters and in Postgres — and fewer scripts run than calls end.
@@ -21,7 +21,7 @@ afterAll(async () => {
   await t?.close()
 })
 
-/** Counts the record-calls-n scripts sent and the calls they carried (3 shared keys, then 3 a call). */
+/** Counts the record-calls.lua scripts sent and the calls they carried (3 shared keys, then 3 a call). */
 const countFiling = () => countScript(t, 'recordCalls', (keys) => (keys.length - 3) / 3)
 
 test('concurrent calls of several accounts are each filed once, in fewer scripts than calls', async () => {

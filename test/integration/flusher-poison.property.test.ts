@@ -33,7 +33,7 @@ const item = fc.record({
 
 let run = 0
 
-/** An entry in the format the Lua scripts write (create-account-3, debit-15, record-calls-n). */
+/** An entry in the format the Lua scripts write (create-account.lua, debit.lua, record-calls.lua). */
 function entry(shard: number, kind: Kind, poison: Poison, tag: string): Record<string, string> {
   const acct = `acc_${String(shard).padStart(2, '0')}_${tag}`
   const nul = poison === 'nul' ? '\u0000' : ''

@@ -1,6 +1,6 @@
 /**
  * Property (docs/api.md §7): the cost an answer shows is the figure the settle charges from. The
- * settle computes it in its script (settle-n, from the prices the debit wrote on the call record);
+ * settle computes it in its script (settle.lua, from the prices the debit wrote on the call record);
  * the answer in metering/cost.ts from the prices the debit was given. For random prices (cache
  * writes included) and usage, a first call (remainder 0) is charged floor(cost / 1e6) credits and
  * keeps cost mod 1e6 as the remainder: charged × 1e6 + remainder = exactCostMicro, to the micro-credit.

@@ -1,8 +1,8 @@
 /**
- * Property (docs/api.md §5, §7): a metered call settled without an Idempotency-Key is filed by settle-n
- * itself; one with a key is settled, then filed by record-calls-n. Over random prices and usage (past
+ * Property (docs/api.md §5, §7): a metered call settled without an Idempotency-Key is filed by settle.lua
+ * itself; one with a key is settled, then filed by record-calls.lua. Over random prices and usage (past
  * the reservation too) both file the same record, the same `call` outbox entry and the same public
- * counters, and the same debit entry of the charge (folded into the call entry by settle-n, an entry of its own
+ * counters, and the same debit entry of the charge (folded into the call entry by settle.lua, an entry of its own
  * on the keyed path); the call hash is marked recorded with the short TTL and leaves the in-flight set; a
  * resent filing changes nothing.
  */
@@ -38,7 +38,7 @@ async function meteredCall(principal: Principal, p: { input: number; cachedInput
 async function filedOf(acct: string, callId: string): Promise<Filed> {
   const { ctx } = t.s
   const { keys } = ctx
-  // The keyless filing is not awaited by record-calls-n's path; settle-n's is, but wait for both alike.
+  // The keyless filing is not awaited by record-calls.lua's path; settle.lua's is, but wait for both alike.
   let list: string[] = []
   for (let i = 0; i < 50 && !list.some((r) => r.includes(callId)); i++) {
     list = await ctx.redis.lrange(keys.recentCalls(acct), 0, -1)
@@ -46,7 +46,7 @@ async function filedOf(acct: string, callId: string): Promise<Filed> {
   }
   const raw = list.filter((r) => r.includes(callId))
   expect(raw.length).toBe(1)
-  // Through the one parser: settle-n folds the call's debit into the call entry, the keyed path writes two.
+  // Through the one parser: settle.lua folds the call's debit into the call entry, the keyed path writes two.
   const all: OutboxEntry[] = []
   for await (const e of scanOutbox(ctx, keys.shardOf(acct))) all.push(e)
   const entries = all.filter((e) => e.kind === 'call' && e.fields.id === `${callId}:call`).map((e) => e.fields)
@@ -73,7 +73,7 @@ async function stats(acct: string) {
   return { n: Number(n ?? 0), c: Number(c ?? 0) }
 }
 
-test('settle-n files a keyless metered call exactly as record-calls-n files a keyed one', async () => {
+test('settle.lua files a keyless metered call exactly as record-calls.lua files a keyed one', async () => {
   await fc.assert(
     fc.asyncProperty(price, usage, async (p, u) => {
       const a = await t.signup()
@@ -91,7 +91,7 @@ test('settle-n files a keyless metered call exactly as record-calls-n files a ke
       expect(fx.rec.charged).toBe(x.charged)
       expect(fx.entry).toEqual({ kind: 'call', organic: '1', charged: String(x.charged) })
       expect(fy.entry).toEqual(fx.entry)
-      // The debit settle-n folded into the call entry reads as the one it writes on its own.
+      // The debit settle.lua folded into the call entry reads as the one it writes on its own.
       expect(fy.debit).toEqual(fx.debit)
       expect(fx.debit).toMatchObject({ kind: 'debit', amount: x.charged ? String(-x.charged) : '0', charged: String(x.charged) })
       // Both accounts may share a shard: only the keyless call's own step is read here.
@@ -102,7 +102,7 @@ test('settle-n files a keyless metered call exactly as record-calls-n files a ke
   )
 })
 
-test('a filing sent again after settle-n filed the call changes nothing', async () => {
+test('a filing sent again after settle.lua filed the call changes nothing', async () => {
   const a = await t.signup()
   const principal = (await t.s.guard.tokens.resolve(a.token))!
   const x = await meteredCall(principal, { input: 1000, cachedInput: 0, output: 1000 }, { input: 10, cached: 0, output: 10 })

@@ -1,6 +1,6 @@
 /**
  * Property (docs/api.md §7): over random prices and random token counts, a sequence of metered calls
- * (debit-15 reserves, settle-n charges) charges exactly what the usage cost, to the micro-credit:
+ * (debit.lua reserves, settle.lua charges) charges exactly what the usage cost, to the micro-credit:
  *   Σ charged × 1e6 + final remainder = Σ exact costs   (usage within the reservation)
  * with 0 ≤ remainder < 1e6, each charge ≤ its reservation, and the balance = 500 − Σ charged =
  * Σ of the account's ledger entries, in Redis and after the flush in Postgres.

@@ -1,7 +1,7 @@
 /**
  * A metered call's reservation is a hold, not a ledger entry (docs/metering.md): the call that
- * settle-n files leaves ONE outbox entry, the call entry with the call's one debit — of its exact
- * charge — folded into it (lua/settle-n.lua, `settle`). Read through the one parser it is the debit
+ * settle.lua files leaves ONE outbox entry, the call entry with the call's one debit — of its exact
+ * charge — folded into it (lua/settle.lua, `settle`). Read through the one parser it is the debit
  * entry and the call entry, field for field; flushed, it is the same Postgres rows as when they
  * were two entries. A target and a model holding '|' and non-ASCII characters come back whole (the
  * packed form gives the target's length in bytes). A folded entry whose call row Postgres refuses
@@ -62,7 +62,7 @@ async function entriesOf(acct: string): Promise<OutboxEntry[]> {
 }
 
 for (const model of ['gpt-test', 'm|ödd|é', '|']) {
-  test(`settle-n's folded debit reads and flushes as its own entry did (model ${JSON.stringify(model)})`, async () => {
+  test(`settle.lua's folded debit reads and flushes as its own entry did (model ${JSON.stringify(model)})`, async () => {
     const a = await t.signup()
     const principal = (await t.s.guard.tokens.resolve(a.token))!
     const { keys, redis } = t.s.ctx
@@ -148,7 +148,7 @@ test('entries written while a call holds credits carry the posted balance, and a
   expect(Number(await redis.hget(keys.account(a.account_id), 'balance'))).toBe(500 - 2 - 2 * held.price)
   // What the owner reads: the spendable balance, and the holds that make up the posted one.
   expect((await t.req('GET', '/v1/balance', { token: a.token })).body).toMatchObject({ balance: 500 - 2 - 2 * held.price, held: 2 * held.price })
-  // A top-up (credit-topup-8) likewise.
+  // A top-up (credit-topup.lua) likewise.
   const chargeId = `ch_${a.account_id}`
   expect(await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId, credits: 100, kind: 'pack', gateway: 'sandbox' })).toMatchObject({ kind: 'credited' })
   const [topupEntry] = (await entriesOf(a.account_id)).filter((e) => e.fields.id === `${chargeId}:topup`)
@@ -175,7 +175,7 @@ test('a call debited before the hold (its reservation in the ledger) settles as 
   const principal = (await t.s.guard.tokens.resolve(a.token))!
   const { keys, redis } = t.s.ctx
   const call = await openMetered(principal)
-  // As debit-15 left a metered call before the hold: no `hold` mark, nothing held, the reservation
+  // As debit.lua left a metered call before the hold: no `hold` mark, nothing held, the reservation
   // a debit entry of its own.
   await redis.hdel(keys.call(a.account_id, call.callId), 'hold')
   await redis.hincrby(keys.account(a.account_id), 'held', -call.price)
@@ -271,7 +271,7 @@ test('the balance cap weighs what calls in flight hold: a credit that fits besid
   // Fits beside the spendable balance (500 − held + 8 ≤ 503), not beside the posted one.
   const parked = await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId: `ch_${a.account_id}_1`, credits: 8, kind: 'pack', gateway: 'sandbox' })
   expect(parked).toMatchObject({ kind: 'parked', balance: 500, balanceCap: cap })
-  // An agent's explicit top-up through the mandate (reserve-refill-4) weighs it the same way.
+  // An agent's explicit top-up through the mandate (reserve-refill.lua) weighs it the same way.
   await redis.hset(keys.mandate(a.account_id), { enabled: '1', threshold: '100', refill: '8', ceiling: '100000', customer: 'cus_cap', pm: 'pm_cap', gateway: 'sandbox' })
   expect(await reserveRefill(t.s.ctx, a.account_id, 'topup', 8, 'sandbox')).toMatchObject({ kind: 'refused', status: ScriptStatus.BALANCE_CAP, a: 500, b: cap })
   const fits = await creditCharge(t.s.ctx, { accountId: a.account_id, chargeId: `ch_${a.account_id}_2`, credits: 3, kind: 'pack', gateway: 'sandbox' })

@@ -1,5 +1,5 @@
 /**
- * Metered settles are sent in batches (settle-n, src/lua/settle.ts): the settles a shard asks for in
+ * Metered settles are sent in batches (settle.lua, src/lua/settle.ts): the settles a shard asks for in
  * one turn of the event loop share one script. Concurrent settles of an owner and of agents two
  * levels deep (their keys laid out by their chains) each charge §7's formula once — the remainder
  * carried from one call to the next of the same account inside a batch — release the rest from the
@@ -29,7 +29,7 @@ const PRICE = { input: 1234, cached_input: 567, output: 8901 }
 const INPUT_BOUND = 1000
 const CEILING = 1000
 
-/** Counts the settle-n scripts sent and the calls they carried (2 shared args, then 10 a call). */
+/** Counts the settle.lua scripts sent and the calls they carried (2 shared args, then 10 a call). */
 const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / SETTLE_ARGS_PER_CALL)
 
 const open = (principal: Principal) =>

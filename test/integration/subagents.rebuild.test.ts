@@ -62,7 +62,7 @@ describe('ledger rebuild and sub-agents', () => {
     expect([byId[root.id].spent_total, byId[mid.id].spent_total, byId[grand.id].spent_total]).toEqual([15, 15, 10])
     expect(byId[grand.id]).toMatchObject({ parent_id: mid.id, depth: 3, budget: 20, spent_today: 10, expires_at: grand.expires_at })
     expect(await t.redis.hget(keys.agent(o.account_id, root.id), 'carved')).toBe(carved)
-    // Today's spend is back in the hashes (day, day_spent), as debit-15 keeps it.
+    // Today's spend is back in the hashes (day, day_spent), as debit.lua keeps it.
     expect(await t.redis.hmget(keys.agent(o.account_id, grand.id), 'day', 'day_spent')).toEqual([String(day), '10'])
     expect(await t.redis.get(keys.token(hashToken(grand.token)))).toBe(`${o.account_id}|${grand.id}|${mid.id},${root.id}`)
 

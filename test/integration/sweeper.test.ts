@@ -97,7 +97,7 @@ describe('the abandoned-call sweeper', () => {
     t.clock.advance(1)
     await debit(t.s.ctx, { principal, target: 'test.cheap', price: 1, unpriced: false, abandonAfterMs: 1000 })
     if (first.kind !== 'debited') throw new Error(first.kind)
-    // A bad byte in the first one's record: refund-11 refuses it (the chain it names is not the agent's).
+    // A bad byte in the first one's record: refund.lua refuses it (the chain it names is not the agent's).
     await t.redis.hset(t.s.ctx.keys.call(a.account_id, first.callId), 'chain', 'ag_gone')
     t.clock.advance(1001)
     const errors: unknown[] = []
@@ -131,14 +131,14 @@ describe('the abandoned-call sweeper', () => {
     const a = await t.signup()
     const principal = await principalOf(a.token)
     const { keys, redis } = t.s.ctx
-    // The request's own filing (record-calls-n, after its settle-n) waits until the sweep is done.
+    // The request's own filing (record-calls.lua, after its settle.lua) waits until the sweep is done.
     let openGate = () => {}
     const gate = new Promise<void>((r) => (openGate = r))
     const scripts = { ...t.s.ctx.scripts, recordCalls: async (...args: Parameters<typeof t.s.ctx.scripts.recordCalls>) => (await gate, t.s.ctx.scripts.recordCalls(...args)) }
     const call = await openMeteredCall({ ...t.s, ctx: { ...t.s.ctx, scripts } }, principal, { input: 1000, cachedInput: 1000, output: 1000 }, { idempotencyKey: 'late' })
     expect(await redisBalance(t, a.account_id)).toBe(497) // 3 reserved
     t.clock.advance(t.s.leases.leaseMs + 1) // its lease lapsed (a renewal that did not come), the request still runs
-    // The request's settle-n lands right after this sweep read the lapsed leases.
+    // The request's settle.lua lands right after this sweep read the lapsed leases.
     let settling: ReturnType<typeof call.settle> | undefined
     const racing: RedisContext = {
       ...t.s.ctx,

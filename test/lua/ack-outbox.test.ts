@@ -1,5 +1,5 @@
 /**
- * ack-outbox-1 (the flusher's ack): acked entries leave the stream; an entry some consumer still
+ * ack-outbox.lua (the flusher's ack): acked entries leave the stream; an entry some consumer still
  * holds, or one never delivered, never does — under random interleavings of two consumers reading
  * and acking in any order (fast-check).
  */
@@ -37,7 +37,7 @@ const read = async (key: string, consumer: string, count: number): Promise<strin
 }
 const inStream = async (key: string) => (await redis.xrange(key, '-', '+')).map(([id]) => id)
 
-describe('ack-outbox-1', () => {
+describe('ack-outbox.lua', () => {
   test('a fully acked batch leaves only the entries not yet delivered', async () => {
     const { key, ids } = await streamWith(10)
     const got = await read(key, 'a', 6)

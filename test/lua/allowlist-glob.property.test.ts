@@ -15,7 +15,7 @@ const redis = new Redis(REDIS_URL)
 afterAll(() => redis.disconnect())
 
 const LIB = readFileSync(join(import.meta.dir, '..', '..', 'lua', 'lib', 'allowlist.lua'), 'utf8')
-/** The library's `allowed` on a list (one pattern a line), as debit-15 calls it. */
+/** The library's `allowed` on a list (one pattern a line), as debit.lua calls it. */
 const PROBE = `${LIB}\nreturn allowed(ARGV[1], ARGV[2]) and 1 or 0`
 /** The same, with the walk steps it took from the budget a script run starts with. */
 const SPENT = `${LIB}\nlocal budget = glob_left\nlocal ok = allowed(ARGV[1], ARGV[2])\nreturn {ok and 1 or 0, budget - glob_left}`

@@ -1,12 +1,12 @@
 /**
  * Where sub-agent budgets (docs/api.md §8) meet metered calls (docs/api.md §7): a reservation counts along
- * the agent's chain (debit-15), its settle (settle-n) or refund (refund-11) gives back what was not
+ * the agent's chain (debit.lua), its settle (settle.lua) or refund (refund.lua) gives back what was not
  * charged along the same chain, off every cap window of the debit's HKT day, and each ancestor's
  * `carved` follows its children's unspent budgets. This drives the scripts directly through random
  * trees (depth ≤ 4, random budgets and daily caps per level) and random interleavings of flat
  * debits, metered reservations (random ceilings, or the script's clamp), settles (usage below or
  * past the reservation), refunds, kills, revives, revokes, expiries and clock steps across the HKT
- * midnight. After every step (and release-expired-n, what a create runs first) it recomputes from
+ * midnight. After every step (and release-expired.lua, what a create runs first) it recomputes from
  * the calls made:
  * - each level's spent_total = Σ its subtree's live amounts (open: the reservation or price;
  *   settled: the charge; refunded: 0), never past its budget;

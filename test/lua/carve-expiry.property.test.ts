@@ -1,8 +1,8 @@
 /**
  * A parent's `carved` is what its live children may still spend of their budgets (lua/lib/budget.lua):
  * a revoked child holds nothing, and neither does an expired one. Expiry has no writer, so an
- * expired child's carve goes back lazily, once (release-expired-n, run before create-agent-7 weighs
- * a carve; recount-agents-n for agents the set does not hold), and is marked `carve_freed`, which a
+ * expired child's carve goes back lazily, once (release-expired.lua, run before create-agent.lua weighs
+ * a carve; recount-agents.lua for agents the set does not hold), and is marked `carve_freed`, which a
  * later revoke, budget change or refund must honour. This drives the scripts directly through
  * random mixes of creates, expiries, kills, revokes, budget changes, spends and refunds, and
  * recomputes every live parent's carve from its children's hashes after each step.

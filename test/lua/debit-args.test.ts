@@ -1,5 +1,5 @@
 /**
- * What runDebit sends: always debit-15's 15 KEYS (the script's fixed key count), and ARGV[20..28]
+ * What runDebit sends: always debit.lua's 15 KEYS (the script's fixed key count), and ARGV[20..28]
  * only when the call needs them. The common call (flat, no ancestors) leaves them out, since every
  * argument costs ioredis an encoding per call; the script reads the absent ones as ''. Behaviour on
  * both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.

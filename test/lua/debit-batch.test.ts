@@ -112,7 +112,7 @@ const callsArb = (agents: number) =>
     { minLength: 2, maxLength: 30 },
   )
 
-/** The fleet as create-agent-7 and set-policy-3 leave it, under `keys`. */
+/** The fleet as create-agent.lua and set-policy.lua leave it, under `keys`. */
 async function seed(keys: Keys, f: Fleet): Promise<void> {
   const acct: Record<string, string | number> = { owner: hashToken(`owner-${ACCT}`), balance: f.balance }
   if (f.accountDailyCap !== null) acct.daily_cap = f.accountDailyCap
@@ -191,7 +191,7 @@ async function sameEitherWay(fleet: Fleet, calls: CallSpec[], extra: Partial<Deb
   return one
 }
 
-describe('debit-15 in a batch', () => {
+describe('debit.lua in a batch', () => {
   test('a batch gives the replies and leaves the Redis that the same calls one at a time do (random fleets)', async () => {
     await fc.assert(
       fc.asyncProperty(fleetArb.chain((f) => fc.tuple(fc.constant(f), callsArb(f.agents.length))), async ([fleet, calls]) => {

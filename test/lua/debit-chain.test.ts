@@ -1,5 +1,5 @@
 /**
- * What debit-15 writes along a sub-agent's chain, and what the walk costs in Redis commands (issue
+ * What debit.lua writes along a sub-agent's chain, and what the walk costs in Redis commands (issue
  * 15's bench target: a depth-4 agent's paid call within 10% of the owner's throughput, where the
  * difference is commands run inside the script). On a private redis-server, so INFO commandstats
  * counts this file's commands only. The HTTP tests (subagents.*, breaker.*, caps.*, metering.*)
@@ -35,7 +35,7 @@ const BUDGET = 1_000_000
 const NOW = Date.now()
 
 /**
- * An account and a depth-4 chain as create-agent-7 leaves them: ids[0] the top agent, ids[3] the
+ * An account and a depth-4 chain as create-agent.lua leaves them: ids[0] the top agent, ids[3] the
  * caller; each level's budget carved from its parent. `noBudget` drops one level's budget (the
  * operator removed it): it then holds nothing against its parent.
  */
@@ -48,7 +48,7 @@ async function tree(opt: { dailyCap?: number; noBudget?: number } = {}) {
     const fields: Record<string, string | number> = { token: hashToken(`${ids[i]}-${acct}`), state: 'active', spent_total: 0, depth: i + 1 }
     if (opt.noBudget !== i) fields.budget = budget
     if (i > 0) Object.assign(fields, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
-    // What its child holds against it (create-agent-7 adds the child's budget).
+    // What its child holds against it (create-agent.lua adds the child's budget).
     if (i < 3 && opt.noBudget !== i + 1) fields.carved = budget - 1
     if (opt.dailyCap) fields.daily_cap = opt.dailyCap
     await redis.hset(keys.agent(acct, ids[i]!), fields)
@@ -86,7 +86,7 @@ async function commandsOf(fn: () => Promise<void>): Promise<{ total: number; by:
 const windowsFor = (now: number) => ({ rateWindow: windowsAt(now).rate, prevRateWindow: windowsAt(now).prevRate })
 const agentField = async (acct: string, id: string, f: string) => Number((await redis.hget(keys.agent(acct, id), f)) ?? 0)
 
-describe('debit-15 along a depth-4 chain', () => {
+describe('debit.lua along a depth-4 chain', () => {
   test('every level gains the price in spent_total and day spend (its hash\'s day, day_spent); each ancestor\'s carve shrinks by it; the breaker window counts it', async () => {
     const { acct, ids } = await tree()
     const day = windowsAt(NOW).day

@@ -1,7 +1,7 @@
 /**
- * The agent limit counts live agents (lua/lib/live-agents.lua): create-agent-7 adds the new agent
- * and refuses past the limit, agent-state-4 frees a revoked agent's whole subtree in the script
- * that revokes, an expired agent stops counting, a killed one still counts, and recount-agents-n
+ * The agent limit counts live agents (lua/lib/live-agents.lua): create-agent.lua adds the new agent
+ * and refuses past the limit, agent-state.lua frees a revoked agent's whole subtree in the script
+ * that revokes, an expired agent stops counting, a killed one still counts, and recount-agents.lua
  * (agents older than the set, ledger:rebuild) derives the same set from the agent hashes. The
  * HTTP tests (subagents.security) cover the operator's view; this pins the rule with a small limit.
  */

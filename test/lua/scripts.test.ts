@@ -18,7 +18,7 @@ describe('lua/', () => {
   })
 
   for (const s of scripts) {
-    // A batch script (`-n`) documents its shared KEYS and the ones that repeat per item.
+    // A batch script (`keys: n`) documents its shared KEYS and the ones that repeat per item.
     const documented = s.numberOfKeys ?? Number(/KEYS\[(\d+) \+ /.exec(s.lua)?.[1] ?? 0)
     test(`${s.file}: loads, and its header documents KEYS[1..${s.numberOfKeys ?? `${documented} + per item`}] and ARGV`, async () => {
       const sha = (await redis.script('LOAD', s.lua)) as string

@@ -1,7 +1,7 @@
 /**
  * A paid request between its debit and its end: TigerBeetle's pending transfer. It is reserved by
- * the debit (debit-15) and ends in exactly one way, `settle(outcome)`: refunded (refund-11) or kept,
- * filed for activity (record-calls-n; settle-n files a metered call without an Idempotency-Key
+ * the debit (debit.lua) and ends in exactly one way, `settle(outcome)`: refunded (refund.lua) or kept,
+ * filed for activity (record-calls.lua; settle.lua files a metered call without an Idempotency-Key
  * itself), the referral bonus on the first `ok`, the in-flight lease released. A second settle
  * changes nothing and answers what the first did. A request that dies without settling is refunded
  * by the sweeper at its deadline (sweeper.ts).
@@ -21,7 +21,7 @@ import { isRefunded, type CallOutcome } from './outcome'
 /** What the request knows when it ends. */
 export interface SettleFacts {
   /**
-   * A metered call's usage (docs/api.md §7): what a charged ending is charged for (settle-n). Without
+   * A metered call's usage (docs/api.md §7): what a charged ending is charged for (settle.lua). Without
    * it a metered call is charged nothing past its micro-credit remainder (zero tokens, estimated).
    */
   usage?: MeteredUsage
@@ -62,7 +62,7 @@ export interface DebitedCallInit {
   callId: string
   /** Right after the debit. */
   balance: number
-  /** The referrer while the referral bonus is still owed (debit-15 reads it with the debit). */
+  /** The referrer while the referral bonus is still owed (debit.lua reads it with the debit). */
   referrerId: string | null
   /** HKT day and instant of the debit: a refund lowers that day's spend. */
   day: number
@@ -108,7 +108,7 @@ export class DebitedCall {
 
   /**
    * Settles as settle() does, but answers as soon as the settle is ordered rather than applied: for
-   * a metered call that kept its charge, once settle-n is in its batch, which goes to the Redis
+   * a metered call that kept its charge, once settle.lua is in its batch, which goes to the Redis
    * connection before the event loop next handles a request (TurnBatch); for every other ending (a
    * refund, a flat call), once settled. Used by the proxy to end a metered answer without waiting
    * for the settle's round trip (docs/decisions.md, issue 14, fourteenth and seventeenth rounds):
@@ -175,7 +175,7 @@ export class DebitedCall {
       balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
-      // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle-n
+      // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle.lua
       // files the call in the same script (one script after the upstream, not two).
       const file =
         d.idempotencyKey === undefined

@@ -1,7 +1,7 @@
 /**
- * Opening a paid request: the debit (debit-15: token, rate limit, agent state, Idempotency-Key,
+ * Opening a paid request: the debit (debit.lua: token, rate limit, agent state, Idempotency-Key,
  * allowlists, caps, balance, breaker) and, for a request of unknown length, its in-flight lease.
- * errors: every denial of debit-15 (thrown), PAYMENT_REQUIRED (built with the account's links).
+ * errors: every denial of debit.lua (thrown), PAYMENT_REQUIRED (built with the account's links).
  */
 import type { Config } from '../../config'
 import type { Log } from '../../log'

@@ -1,7 +1,7 @@
 /**
  * Founder operations: pause and resume a capability (shared pause set, mirrored by every
  * instance's PauseWatcher), reopen signups after the trial-abuse alarm, set an account's balance
- * cap (set-policy-3, so the change is in the outbox too).
+ * cap (set-policy.lua, so the change is in the outbox too).
  * errors: UNKNOWN_API (slug), NOT_FOUND (account).
  */
 import { resumeSignups, signupsPaused } from '../../alarms/signups'

@@ -92,7 +92,7 @@ export const consentRoutes = (s: Services, h: Http = http(s)) => {
           const completion = lookup?.kind === 'complete' ? lookup.completion : null
           // The session must be this account's: a session id from another account's checkout is ignored.
           if (!completion || completion.accountId !== ref.accountId) return withHeaders(consentPendingPage(ref.mref), rate)
-          // Only the session the owner started last, before any forget, is applied (set-mandate-3).
+          // Only the session the owner started last, before any forget, is applied (set-mandate.lua).
           if ((await applyConsent(s, ref.accountId, completion, true)) === 'stale') return withHeaders(consentStalePage(ref.mref), rate)
           return withHeaders(consentDonePage(ref.email, await readMandate(s.ctx, ref.accountId), s.cfg.CREDITS_PER_USD), rate)
         }),

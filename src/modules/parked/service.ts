@@ -1,6 +1,6 @@
 /**
  * Parked card payments: paid, but past the account's balance cap, so held for the founder.
- * Approve credits them (decide-parked-5); reject refunds them at the processor, claimed first so an
+ * Approve credits them (decide-parked.lua); reject refunds them at the processor, claimed first so an
  * approval cannot race the refund. A refund whose outcome is unknown leaves it `refund_unknown`: it
  * is never approved after a refund that may have been made, and rejecting again settles it.
  * errors: NOT_FOUND, CONFLICT (already decided, or the refund failed).

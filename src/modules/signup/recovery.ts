@@ -3,7 +3,7 @@
  * (/rotate?code=..., 10 minutes, single use) whose page asks for a confirmation; its POST shows a
  * new owner token once and kills the old one. The answer is the same, and takes the same time, whether or not the account exists:
  * the lookup, the link and the mail all happen in the background.
- * The link record is the vault link's (claim-link-1 enforces expiry and single use atomically);
+ * The link record is the vault link's (claim-link.lua enforces expiry and single use atomically);
  * only the SHA-256 of the code is stored.
  * errors: LINK_INVALID (malformed, unknown, expired), LINK_USED (second use).
  */
@@ -40,7 +40,7 @@ export function requestRecovery(s: Services, rawEmail: string): { message: strin
     const code = randomBytes(32).toString('base64url')
     const key = keys.recoveryLink(codeHash(code))
     const exp = now + RECOVERY_LINK_TTL_MS
-    // `iat`: a recovery completed after this moment voids the link (rotate-owner-2).
+    // `iat`: a recovery completed after this moment voids the link (rotate-owner.lua).
     await redis.multi().hset(key, 'acct', accountId, 'provider', 'owner-token', 'exp', exp, 'iat', now).pexpire(key, RECOVERY_LINK_TTL_MS).exec()
     s.log.info('token_recovery_mailed', { account_id: accountId })
     return {

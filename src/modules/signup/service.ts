@@ -48,7 +48,7 @@ export async function signup(ctx: RedisContext, body: { email: string; origin?: 
 }
 
 /**
- * Replaces the owner token if `oldHash` is still the account's owner (rotate-owner-2, a
+ * Replaces the owner token if `oldHash` is still the account's owner (rotate-owner.lua, a
  * compare-and-set): the old token fails on its very next request, on every instance. Answers null,
  * having written nothing that authenticates, when the owner changed since `oldHash` was admitted or
  * read (a recovery or another rotation came first).

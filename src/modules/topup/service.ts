@@ -2,10 +2,10 @@
  * Money a human pays in: credit packs (Stripe Checkout, or the sandbox form) and Stripe's webhook,
  * which also completes saved-card consents and settles refills whose answer was lost (credited, or
  * released from the month's pending amount) through settleLate, as the refiller's look-up does.
- * Every credit goes through credit-topup-8: once per charge id, parked when past the balance cap.
- * A refund or dispute of a credited charge takes its credits back through reverse-charge-7
+ * Every credit goes through credit-topup.lua: once per charge id, parked when past the balance cap.
+ * A refund or dispute of a credited charge takes its credits back through reverse-charge.lua
  * (src/ledger/reversal.ts), once per reversed amount; one that arrives before the charge's credit
- * is recorded, and the credit deducts it (credit-topup-8, decide-parked-5).
+ * is recorded, and the credit deducts it (credit-topup.lua, decide-parked.lua).
  * errors: BAD_REQUEST (webhook signature), NOT_CONFIGURED (webhook in sandbox mode).
  */
 import { notConfigured } from '../../alarms/not-configured'

@@ -1,0 +1,525 @@
+--[[
+  keys: 15
+  debit.lua: the one money decision of a paid request (a capability call or a proxied request).
+  Checks, in the order of docs/api.md §6: token, rate limit, agent state, allowlists, idempotency,
+  per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
+  then the runaway-agent breaker.
+  Sub-agents (docs/api.md §8): an agent's checks are made for the agent and for every ancestor on its
+  chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
+  round trip, so killing an ancestor stops its whole subtree with no write to the descendants, and
+  siblings racing for a parent's last credits are serialised by Redis. The chain is immutable, so
+  the caller passes it (cached with the token mapping) and the ancestors' keys come through KEYS;
+  the agent hash's own `chain` must agree or the script fails. A debit adds the price to the
+  `spent_total` and the day's spend of the agent and of every ancestor, and lowers each ancestor's
+  `carved` by what the child on the path now holds less (lua/lib/budget.lua); the call record
+  keeps the chain so the refund and the settle give it back along the same path. The rate limit counts every request of a matching token before its state
+  is answered, so a killed or revoked token is refused like any other past its limit instead of
+  hammering forever. An Idempotency-Key replay passes the same gates as a fresh call (state, rate
+  limit, allowlists) before its stored answer is served, and the key is the token's own (KEYS[8]):
+  one agent never reads another's answer. Then debits and appends the ledger entry to the shard's
+  outbox stream in the same script (transactional outbox), so a debit and its entry can never be
+  separated. A metered call's reservation is a hold instead: off `balance`, onto the account's
+  `held`, with no entry; its settle (settle.lua) writes its one debit, of the charge. Every entry
+  carries the posted balance, balance + held, which the account's entries sum to.
+  The breaker (agents only) is the last check: an agent whose credits or identical requests over
+  the sliding minute would pass its `breaker` policy (agent hash `brk_credits`, `brk_same`; absent =
+  the deployment defaults of ARGV[15..16]; 0 = that rule off) is killed instead of debited: the one
+  write a check makes, done in place of the debit (state killed, `kill_reason` breaker, the agent
+  entry and an `agent.killed` event), answering AGENT_KILLED with reason breaker.
+  Owner events ride the same outbox as `event` entries (src/events/): `balance.low` when this debit
+  takes the balance below the alert threshold, `cap.reached` on the first daily-cap refusal of an
+  HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields).
+  A refusal's only writes are the request counted against the rate limit (the first write, made
+  once the token matches: every later answer counts) and, for a cap, its once-a-day mark and event.
+  It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
+  present only while auto-refill is enabled; kept by set-mandate.lua), so the flag costs no extra key
+  and no extra round trip. The script decides nothing about the refill: reserve-refill.lua does.
+
+  KEYS[1]  account hash                 {s}:acct:<acct>
+  KEYS[2]  agent hash                   {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[3]  account spend, this HKT day  {s}:spent:<acct>:<day>
+  KEYS[4]  unpriced requests, this day  {s}:reqs:<acct>:<day>
+  KEYS[5]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
+  KEYS[6]  rate window, previous minute
+  KEYS[7]  call record (for the refund) {s}:call:<call_id>
+  KEYS[8]  idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
+  KEYS[9]  outbox stream                {s}:outbox
+  KEYS[10] breaker window, this minute  {s}:brk:<acct>:<agent>:<window>  (hash: credits, f:<fingerprint>)
+  KEYS[11] breaker window, previous minute
+  KEYS[12] in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
+  KEYS[13] the parent's hash            {s}:agent:<acct>:<ancestor 1>  \  the chain, nearest first;
+  KEYS[14] the grandparent's hash       {s}:agent:<acct>:<ancestor 2>   | a slot past the chain's
+  KEYS[15] the great-grandparent's hash {s}:agent:<acct>:<ancestor 3>  /  length repeats KEYS[2]
+
+  An agent's (and each ancestor's) spend of an HKT day is in its own hash: `day` (the HKT day
+  number) and `day_spent` (what the agent and its subtree spent that day); its spend today is
+  day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
+  day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
+  In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
+  for each hash and counter, and each level's HSET is made once, after the batch's last call; the
+  replies and what is left in Redis are those of the same calls one at a time
+  (test/lua/debit-batch.test.ts).
+
+  ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
+  ARGV[2]  SHA-256 of the presented token
+  ARGV[3]  agent id, '' for the owner token
+  ARGV[4]  target: a capability slug or proxy:<provider>
+  ARGV[5]  price, integer credits >= 0
+  ARGV[6]  '1' when the route is unpriced (counts against the daily request cap)
+  ARGV[7]  call id (generated by the caller; makes the entry id unique)
+  ARGV[8]  rate limit, requests per minute for this token
+  ARGV[9]  account daily cap when the account has none of its own
+  ARGV[10] unpriced daily request cap
+  ARGV[11] idempotency fingerprint (method, path and body hash) or '' without a key
+  ARGV[12] TTL in seconds of the day-windowed keys
+  ARGV[13] account id (named in the ledger entry)
+  ARGV[14] request fingerprint (hash of target and body) for the identical-requests rule, or ''
+  ARGV[15] breaker default: credits per minute (0 = off)
+  ARGV[16] breaker default: identical requests per minute (0 = off)
+  ARGV[17] low-balance alert threshold when auto-refill is off (0 = off)
+  ARGV[18] abandon deadline, epoch ms: a call neither recorded nor refunded by then was cut off (an
+           API crash) and the sweeper refunds it (src/ledger/sweeper.ts)
+  ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
+  ARGV[20] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
+           or the owner); at most 3
+  ARGV[21..28] a metered request (docs/api.md §7, docs/metering.md), absent (or '' in ARGV[21]) for a
+           flat one: model, input bound (tokens, never below the true count), prices in credits per 1M tokens
+           (input, cached input, output), the request's output ceiling ('' = none named), the
+           model's max_output, the catalog's min_output. The reservation
+           ceil((input_bound × input + ceiling × output) / 1e6) + 1 is then the price every check
+           below weighs. With no ceiling named and max_output past what the limits leave (balance,
+           per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
+           is reserved instead and reported as clamped; when not even min_output fits, min_output
+           is weighed and refused by the limit it passes (402 on the balance). The prices go on
+           the call record, so the settle (settle.lua) charges what was reserved against, and
+           `hold` = 1 (the reservation is in `held`, not in the ledger).
+  ARGV[29..31] a metered request whose input tokens may cost more than `input` each (Anthropic's
+           cache writes), absent when none may: the price each token of the input bound is
+           reserved at (in place of `input` in the reservation above), and the prices of a cache
+           write with the 5-minute and with the 1-hour lifetime, kept on the call record for the
+           settle. Absent: `input`, all three.
+  ARGV[32] the owner's lane (docs/api.md §12: the account's vaulted key, which the provider bills
+           directly): the fee percent, 0..100, of the exact cost; absent on the house lane (and
+           then ARGV[29..31] may be too). The reservation is then ceil(R × pct / 100), R the house
+           lane's reservation above, and the clamp weighs that; the percent goes on the call record
+           (`metered` = 'fee:<pct>' where the house lane's is '1') for the settle. At 0 the reservation is 0 (the call is unpriced: ARGV[6]).
+  ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
+  flat call with ancestors: read as ''. The chain comes first so that a sub-agent's flat call, the
+  fleet's common one, sends one argument more than the owner's, not nine.
+
+  A call id that has debited already (its call record exists) answers OK again and writes nothing:
+  ioredis resends a script whose reply was lost, and that must never debit twice.
+
+  Returns, by status (src/lua/debit.ts decodes each into a named result):
+    OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
+                               account_spent_today, refill_due (1 when balance_after < refill_below),
+                               price (the reservation when metered), output ceiling reserved
+                               (0 when flat), clamped (1 when the script chose the ceiling)}
+                              A resent call id answers the same shape with refill_due 0.
+    REPLAY                    {REPLAY, 0, stored_response_json}
+    INSUFFICIENT_BALANCE      {INSUFFICIENT_BALANCE, balance, price, refill_due (1 when balance < refill_below),
+                               mandate ref or '' (for the enable_url), affordable output ceiling
+                               (metered: the largest ≥ min_output that fits, else 0; flat: 0)}
+    RATE_LIMITED              {RATE_LIMITED, 0, retry_after_ms, limit}
+    AGENT_KILLED              {AGENT_KILLED, 0, reason: kill_reason (operator | breaker), by_ancestor or ''}
+    AGENT_REVOKED             {AGENT_REVOKED, 0, reason ('' | expired), by_ancestor or ''}
+    DENIED_PER_CALL_MAX       {DENIED_PER_CALL_MAX, balance, per_call_max, price, by_ancestor or ''}
+    DENIED_AGENT_BUDGET       {DENIED_AGENT_BUDGET, balance, budget, spent_total, by_ancestor or ''}
+    DENIED_AGENT_DAILY_CAP    {DENIED_AGENT_DAILY_CAP, balance, agent_daily_cap, agent_spent_today, by_ancestor or ''}
+    DAILY_CAP_REACHED         {DAILY_CAP_REACHED, balance, daily_cap, spent_today}
+    REQUEST_CAP_REACHED       {REQUEST_CAP_REACHED, balance, request_cap, requests_today}
+    DENIED_AGENT_ALLOWLIST    {DENIED_AGENT_ALLOWLIST, balance, by_ancestor or ''}
+    DENIED_ACCOUNT_ALLOWLIST  {status, balance}
+    UNAUTHORIZED, IDEMPOTENCY_MISMATCH, IDEMPOTENCY_IN_FLIGHT
+                              {status, 0}
+]]
+
+--@include status
+
+local now = tonumber(ARGV[1])
+local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
+local token_hash = ARGV[2]
+local agent_id = ARGV[3]            -- '' = the owner token
+local target = ARGV[4]
+local price = tonumber(ARGV[5])
+local unpriced = ARGV[6] == '1'
+local call_id = ARGV[7]
+local rate_limit = tonumber(ARGV[8])
+local default_daily_cap = tonumber(ARGV[9])
+local idem_fp = ARGV[11]
+local day_ttl = ARGV[12]
+local account_id = ARGV[13]
+local req_fp = ARGV[14]
+local abandon_at = ARGV[18]
+local idem_key = ARGV[19]
+-- ARGV[20..28] are absent on the common call (flat, owner or top-level agent), ARGV[21..28] on a
+-- sub-agent's flat call: fewer strings to encode and send per call.
+local chain = ARGV[20] or ''
+local model = ARGV[21] or ''        -- '' = a flat-priced request
+local metered = model ~= ''
+--@include rate-window
+--@include agent-entry
+--@include budget
+--@include hash-memo
+local ids = chain == '' and {} or chain_ids(chain)
+if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
+local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
+local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
+
+-- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
+local function emit(id, type, data)
+  redis.call('XADD', KEYS[9], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
+    'at', now_s, 'data', cjson.encode(data))
+end
+local agent_ref = agent_id ~= '' and agent_id or cjson.null
+
+--@include allowlist
+
+-- 1. token
+local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held')
+if not acct[2] then return {S_UNAUTHORIZED, 0} end
+-- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
+-- a batch shares among its calls through the memo (each later call skips the parse).
+local function num_at(r, f)
+  local v = r[f]
+  if v then
+    v = tonumber(v)
+    r[f] = v
+  end
+  return v
+end
+local balance = num_at(acct, 2)
+-- The same call id again: the client resent this script after losing its reply (a dropped
+-- connection, a Redis restart). It has debited already: answer OK, write nothing.
+if redis.call('EXISTS', KEYS[7]) == 1 then
+  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
+  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
+    tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
+end
+-- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
+-- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
+-- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
+-- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
+-- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
+-- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local agent = nil
+if agent_id == '' then
+  if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+else
+  agent = memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+    'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain')
+  if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
+  if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
+end
+-- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[12 + i]); `bys` names an
+-- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
+-- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
+local today = string.format('%d', day)
+local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
+if agent then
+  rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
+  for i = 1, #ids do
+    local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+      'budget', 'spent_total', 'day', 'day_spent', 'carved')
+    if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+    rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
+  end
+  for i, r in ipairs(rows) do
+    budgets[i] = num_at(r, F_BUDGET)
+    spents[i] = num_at(r, F_SPENT) or 0
+    -- A `day` other than today's: the level has spent nothing yet today.
+    day_spents[i] = r[F_DAY] == today and num_at(r, F_DAY_SPENT) or 0
+    -- The per-call max and daily cap, weighed by the checks below, as numbers too.
+    num_at(r, F_PER_CALL_MAX)
+    num_at(r, F_DAILY_CAP)
+  end
+end
+-- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
+-- the metered clamp and the daily-cap checks both weigh it.
+local function day_spent(i)
+  if not day_spents[i] then day_spents[i] = memo_count(KEYS[3]) end
+  return day_spents[i]
+end
+
+-- 2. rate limit: sliding window over the current and the previous minute. Every request of the
+-- token that passes it counts, whatever the later checks decide (a killed token's too).
+local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
+if weighted >= rate_limit then
+  -- When a request is admitted again (not the window's end, where this minute still weighs in full).
+  return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
+end
+local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
+memo_put(KEYS[5], rate_count(KEYS[5]))
+
+-- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
+for i, r in ipairs(rows) do
+  local state = r[F_STATE]
+  if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
+  if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
+  if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
+end
+
+-- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
+for i, r in ipairs(rows) do
+  if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+end
+if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
+
+-- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
+-- above, so a token that may no longer make this call is not handed its answer either.
+if idem_fp ~= '' then
+  local idem = redis.call('HMGET', KEYS[8], 'fp', 'state', 'response')
+  if idem[1] then
+    if idem[1] ~= idem_fp then return {S_IDEMPOTENCY_MISMATCH, 0} end
+    if idem[2] ~= 'done' then return {S_IDEMPOTENCY_IN_FLIGHT, 0} end
+    return {S_REPLAY, 0, idem[3]}
+  end
+end
+
+-- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
+-- the checks below apply, so a ceiling it picks always passes them.
+local max_out, clamped, affordable = 0, 0, 0
+local p_in, p_cached, p_out = 0, 0, 0
+if metered then
+  local input_bound = tonumber(ARGV[22])
+  p_in, p_cached, p_out = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
+  local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
+  -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
+  local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
+  -- The owner's lane charges fee_pct percent of the cost: its reservation is that percent of the
+  -- house lane's, rounded up, which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+  local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
+  local function house_reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
+  local function reservation(out)
+    if not fee_pct then return house_reservation(out) end
+    return math.floor((house_reservation(out) * fee_pct + 99) / 100)
+  end
+  local room = balance
+  for i, r in ipairs(rows) do
+    if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
+    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
+    if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
+  end
+  room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
+  -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
+  local house_room = room
+  if fee_pct and fee_pct > 0 then house_room = math.floor(room * 100 / fee_pct) end
+  -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
+  local fits = model_max
+  if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
+  if reservation(0) > room then fits = 0 end
+  fits = math.max(0, math.min(fits, model_max))
+  if fits >= min_out then affordable = fits end
+  if asked ~= '' then max_out = tonumber(asked)
+  elseif reservation(model_max) <= room then max_out = model_max
+  elseif affordable > 0 then max_out, clamped = affordable, 1
+  else max_out = min_out end   -- not even min_output fits: refused by the limit the smallest ceiling passes
+  price = reservation(max_out)
+end
+
+-- 6. per-call maximum of the agent and its ancestors
+for i, r in ipairs(rows) do
+  if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
+    return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
+  end
+end
+
+-- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
+for i = 1, #rows do
+  if budgets[i] and spents[i] + price > budgets[i] then
+    return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i], bys[i]}
+  end
+end
+
+-- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
+local function note_cap(hash, mark, scope, cap, used, who)
+  if redis.call('HGET', hash, mark) == today then return end
+  redis.call('HSET', hash, mark, today)
+  emit('evt_' .. call_id .. '_cap', 'cap.reached',
+    {scope = scope, agent_id = who or agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
+end
+
+-- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
+-- account daily cap: denied when spent + price > cap
+for i, r in ipairs(rows) do
+  if r[F_DAILY_CAP] then
+    local agent_spent = day_spent(i)
+    if agent_spent + price > r[F_DAILY_CAP] then
+      note_cap(hashes[i], 'cap_noted', 'agent', r[F_DAILY_CAP], agent_spent, bys[i] ~= '' and bys[i] or nil)
+      return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
+    end
+  end
+end
+local daily_cap = tonumber(acct[3] or default_daily_cap)
+local spent = day_spent(0)
+if spent + price > daily_cap then
+  note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
+  return {S_DAILY_CAP_REACHED, balance, daily_cap, spent}
+end
+
+-- 8. unpriced routes: daily request cap instead of a price
+if unpriced then
+  local request_cap = tonumber(ARGV[10])
+  local used = tonumber(redis.call('GET', KEYS[4]) or '0')
+  if used + 1 > request_cap then
+    note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
+    return {S_REQUEST_CAP_REACHED, balance, request_cap, used}
+  end
+end
+
+-- 9. balance
+-- An enabled mandate's threshold: a balance under it asks the app for a background refill.
+local function refill_due(b)
+  return (acct[6] and b < tonumber(acct[6])) and 1 or 0
+end
+if balance < price then
+  -- The mandate ref comes along so the 402's enable_url costs no second round trip.
+  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or '', affordable}
+end
+
+-- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
+-- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.)
+local price_s = string.format('%d', price)
+local minus_price = price > 0 and '-' .. price_s or '0'
+
+-- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
+-- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
+-- This minute's counts are added first and weighed as HINCRBY returns them (one command each
+-- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
+-- outlives a refusal, and otherwise the counts are this debit's writes.
+-- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
+-- only then does its give-back come off that window (lua/lib/breaker-window.lua).
+local brk_counted = false
+if agent then
+  local brk_credits = tonumber(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+  local brk_same = tonumber(agent[13] or ARGV[16])
+  if brk_credits > 0 or brk_same > 0 then
+    local same_field = 'f:' .. req_fp
+    local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+    brk_counted = credits ~= nil
+    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
+    memo_put(KEYS[10], nil)   -- this minute is a later call's previous one when its minute is next
+    -- The window gets its expiry with its first count, like the rate window: two minutes from then
+    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
+    if (credits or same) and (credits or price) == price and (same or 1) == 1 then
+      redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2)
+    end
+    local weigh_credits = brk_credits > 0 and credits
+    local weigh_same = brk_same > 0 and same
+    -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
+    local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
+    local weight = (WINDOW_MS - elapsed) / WINDOW_MS
+    local function windowed(count, prev_count)
+      return math.floor(tonumber(prev_count or '0') * weight) + count
+    end
+    local rule, limit, seen = nil, 0, 0
+    if weigh_credits then
+      seen = windowed(credits, prev[1])
+      if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
+    end
+    if not rule and weigh_same then
+      seen = windowed(same, prev[2])
+      if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
+    end
+    if rule then
+      -- The trip, instead of the debit: the agent is killed exactly as agent-state.lua kills it.
+      -- `brk_reset`: the calls debited up to now counted in the windows deleted below, so their
+      -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
+      redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
+      memo_write(KEYS[2], F_STATE, 'killed')
+      local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
+      -- A revived agent starts from an empty window, not from the burst that tripped it.
+      -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
+      redis.call('DEL', KEYS[10], KEYS[11])
+      memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
+      local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
+      emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
+        {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
+      return {S_AGENT_KILLED, 0, 'breaker'}
+    end
+  end
+end
+
+-- All checks passed: the writes (the breaker's counts are made).
+balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
+local balance_s = string.format('%d', balance)
+memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
+-- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
+-- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
+-- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
+local held = tonumber(acct[8] or '0')
+if metered and price > 0 then
+  held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
+  memo_write(KEYS[1], 8, held)
+end
+if price > 0 then
+  spent = redis.call('INCRBY', KEYS[3], price_s)
+  memo_put(KEYS[3], spent)
+  if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
+  -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
+  -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went
+  -- down by the price): set in the ancestor's own HSET, the next level's. The arguments go straight
+  -- to redis.call (a table and unpack per level cost ~1 µs a level, measured: docs/decisions.md).
+  for i = 1, #rows do
+    -- carve_of(child, spent + price) − carve_of(child, spent) (lua/lib/budget.lua), inlined. A
+    -- child whose carve was freed has expired, and the state checks above refused the call, so
+    -- `carve_freed` need not be read here.
+    local less = 0
+    local c = i - 1   -- the child on the path (none for the agent itself)
+    if c > 0 and budgets[c] and rows[c][F_STATE] ~= 'revoked' then
+      local held = budgets[c] - spents[c]
+      if held > 0 then less = math.min(held, price) end
+    end
+    local carved = less > 0 and tonumber(rows[i][F_CARVED] or '0') - less
+    if hash_memo then
+      -- In a batch, each level's hash is written once, after its last call, its numbers formatted
+      -- then (lib/hash-memo.lua).
+      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price)
+      memo_defer(hashes[i], F_DAY, 'day', today)
+      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_spents[i] + price)
+      if carved then memo_defer(hashes[i], F_CARVED, 'carved', carved) end
+    else
+      local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
+      if carved then
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', string.format('%d', carved))
+      else
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
+      end
+    end
+  end
+end
+if unpriced then
+  if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
+end
+redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
+  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
+if metered then
+  -- The prices as the caller sent them (integers), not the numbers parsed from them.
+  -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
+  redis.call('HSET', KEYS[7], 'metered', ARGV[32] and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+    'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
+  if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
+end
+redis.call('EXPIRE', KEYS[7], '172800')   -- two days
+-- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
+redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
+if idem_fp ~= '' then
+  redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
+  redis.call('EXPIRE', KEYS[8], '86400')
+end
+-- A metered call's entry is its settle's: one debit of what it cost (lua/settle.lua).
+if not metered then
+  redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
+    'agent', agent_id, 'amount', minus_price, 'bal', held == 0 and balance_s or string.format('%d', balance + held),
+    'call', call_id, 'target', target, 'at', now_s)
+end
+-- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
+local low = tonumber(acct[6] or ARGV[17])
+if price > 0 and low > 0 and balance < low and balance + price >= low then
+  emit('evt_' .. call_id .. '_low', 'balance.low',
+    {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
+end
+return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}

@@ -1,0 +1,87 @@
+--[[
+  keys: n (a batch: each call's KEYS follow the shared ones; the count is sent with the call)
+  record-calls.lua: file the outcomes of finished calls of one shard (metadata only, never payloads),
+  a batch in one script: each call's account's recent-calls list for /v1/activity, the outbox (so
+  Postgres keeps it), the shard's public counters, and the stored answer of an Idempotency-Key. Not
+  a money decision: the money moved in debit/refund already. A call that kept its charge is marked
+  settled here, so a stray late refund of it can never apply. A call is recorded once: a resent
+  script (lost reply), a sweeper racing the request's own record, or the same call twice in one
+  batch changes nothing the second time.
+  Why a batch (issue 17): every settled call used to cost one EVALSHA of its own — a command for
+  ioredis to build, write and parse, and one script start in Redis. The app gathers the calls of a
+  shard settled in one turn of its event loop (src/ledger/call-filing.ts) and files them together.
+
+  The number of KEYS is 3 + 3 × the calls in the batch (ioredis is told it with each call):
+  KEYS[1] shard counters      {s}:stats
+  KEYS[2] outbox stream       {s}:outbox
+  KEYS[3] in-flight calls     {s}:inflight
+  and for the i-th call (i from 1), at KEYS[3 + 3(i-1) + j]:
+    j = 1  recent calls list   {s}:calls:<acct>
+    j = 2  idempotency record  {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
+    j = 3  call record         {s}:call:<call_id>
+
+  ARGV[1] how many recent calls a list keeps (it may hold up to 32 more, trimmed in steps)
+  ARGV[2] seconds the call record is kept from now on: filed, it only guards against a resent
+          script (the debit gave it two days, for a refund that may still come)
+  and for the i-th call, at ARGV[2 + 7(i-1) + j]:
+    j = 1  call record, JSON
+    j = 2  call id
+    j = 3  credits kept by the call (0 when refunded)
+    j = 4  '1' when the call counts as organic (succeeded, not refunded)
+    j = 5  '' without a key; 'store' to keep the answer for replay; 'release' to free the key
+    j = 6  the answer to replay, JSON (with 'store'), else ''
+    j = 7  account id (its in-flight member is `<acct>|<call_id>`)
+
+  Returns one status per call, in order: {OK | ALREADY_APPLIED, ...}
+]]
+
+--@include status
+-- The TTL goes to EXPIRE as given: a Lua number would be formatted anew for every call.
+local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
+local n = (#KEYS - 3) / 3
+if n ~= math.floor(n) or #ARGV ~= 2 + 7 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+-- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
+local TRIM_SLACK = 32
+local organic_calls, honored = 0, 0
+local out = {}
+
+-- Every redis.call costs ~1-2 µs of Redis' one thread on each paid call (issue 17): the call hash is
+-- read and written once, and a list is trimmed in steps of TRIM_SLACK rather than on every push.
+for i = 1, n do
+  local k, a = 3 + 3 * (i - 1), 2 + 7 * (i - 1)
+  local list, idem, call_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local record, call_id, charged, organic, idem_mode = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5]
+  local call = redis.call('HMGET', call_key, 'recorded', 'state')
+  if call[1] == '1' then
+    out[i] = S_ALREADY_APPLIED
+  else
+    -- Refunds run before the record is filed, so a call still 'debited' here kept its charge.
+    if call[2] == 'debited' then
+      redis.call('HSET', call_key, 'recorded', '1', 'state', 'settled')
+    else
+      redis.call('HSET', call_key, 'recorded', '1')
+    end
+    redis.call('EXPIRE', call_key, settled_ttl)
+    redis.call('ZREM', KEYS[3], ARGV[a + 7] .. '|' .. call_id)
+    if redis.call('LPUSH', list, record) > keep + TRIM_SLACK then redis.call('LTRIM', list, 0, keep - 1) end
+    if organic == '1' then
+      organic_calls = organic_calls + 1
+      honored = honored + charged
+    end
+    if idem_mode == 'store' then
+      redis.call('HSET', idem, 'state', 'done', 'response', ARGV[a + 6])
+      redis.call('EXPIRE', idem, '86400')
+    elseif idem_mode == 'release' then
+      -- A refunded call keeps nothing: the same key may be retried and will be charged then.
+      redis.call('DEL', idem)
+    end
+    -- `organic` and `charged` beside the record: the flusher's metrics read them without parsing it.
+    redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged, 'rec', record)
+    out[i] = S_OK
+  end
+end
+if organic_calls > 0 then
+  redis.call('HINCRBY', KEYS[1], 'organic_calls_routed', organic_calls)
+  redis.call('HINCRBY', KEYS[1], 'credits_honored', honored)
+end
+return out

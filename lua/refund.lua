@@ -1,0 +1,95 @@
+--[[
+  keys: 11
+  refund.lua: give back the debit of one call whose provider failed. Keyed by the call record, so a
+  refund applies at most once however often it is retried. The refunded call stops counting against
+  the day's caps. The refund is a new ledger entry naming the debit it corrects; a metered call's
+  reservation, a hold with no ledger entry, is only released.
+  An agent's call also gives its credits back to the agent's `spent_total` and, along its chain
+  (docs/api.md §8), to every ancestor's spent_total and day spend, exactly as the debit took them
+  (lua/lib/budget.lua release_chain: an agent's day spend is its hash's `day_spent`, lowered only
+  while the hash's `day` is still the call's day, the call record's `day`). The chain comes from
+  the caller (immutable, cached) and must be the one the debit stored on the call record.
+
+  KEYS[1] account hash                {s}:acct:<acct>
+  KEYS[2] call record                 {s}:call:<call_id>
+  KEYS[3] account spend of the call's HKT day  {s}:spent:<acct>:<day>
+  KEYS[4] unpriced requests of the call's HKT day
+  KEYS[5] outbox stream               {s}:outbox
+  KEYS[6] in-flight calls of the shard {s}:inflight
+  KEYS[7] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[8]  ancestor 1's hash          \  the chain, parent first; a slot past its
+  KEYS[9]  ancestor 2's hash           | length repeats KEYS[7]
+  KEYS[10] ancestor 3's hash          /
+  KEYS[11] the agent's breaker window of the minute the call was debited in
+           {s}:brk:<acct>:<agent>:<minute> (ARGV[7]); for the owner, or with ARGV[7] '', KEYS[7]
+
+  ARGV[1] now, epoch ms
+  ARGV[2] call id
+  ARGV[3] account id
+  ARGV[4] reason (provider_5xx, timeout, network, too_large, ...)
+  ARGV[5] '' for a refund of the request's own failure; for the sweeper's refund of a cut-off call,
+          the "now" it swept at: the call is refunded only if its in-flight deadline is still at or
+          before it, so a lease renewed since the sweep read the set (src/ledger/leases.ts) wins
+  ARGV[6] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
+  ARGV[7] the minute (epoch ms / 60000) of KEYS[11], from the debit instant ('' = no window given);
+          the refund comes off that window's `credits` only when it is the call record's minute
+          (lua/lib/breaker-window.lua)
+
+  Returns {OK, balance_after, amount given back} | {ALREADY_APPLIED, balance} | {NOT_FOUND, 0} | {NOT_DUE, 0}
+]]
+
+--@include status
+
+--@include budget
+
+--@include breaker-window
+
+local now = ARGV[1]
+local call_id = ARGV[2]
+
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold')
+if not call[1] then return {S_NOT_FOUND, 0} end
+local chain = ARGV[6] or ''
+if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
+if call[1] ~= 'debited' then
+  return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
+end
+if ARGV[5] and ARGV[5] ~= '' then
+  local deadline = redis.call('ZSCORE', KEYS[6], ARGV[3] .. '|' .. call_id)
+  if deadline and tonumber(deadline) > tonumber(ARGV[5]) then return {S_NOT_DUE, 0} end
+end
+local price = tonumber(call[2])
+
+redis.call('HSET', KEYS[2], 'state', 'refunded')
+redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
+-- A metered call's reservation is a hold (`hold` on its call record, lua/debit.lua): what the
+-- account still holds of it goes back — all of it, unless the account was restored from the
+-- ledger while the call ran and its holds were lost with the hash.
+local hold = call[10] == '1'
+local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
+local back = price
+if hold then
+  back = math.min(held, price)
+  if back > 0 then held = redis.call('HINCRBY', KEYS[1], 'held', -back) end
+end
+local balance = redis.call('HINCRBY', KEYS[1], 'balance', back)
+-- Only touch day counters that still exist: a refund after midnight must not create a key
+-- without expiry for a day that is over (nor move an agent's spend of a newer day).
+if price > 0 then
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('DECRBY', KEYS[3], price) end
+  if call[3] ~= '' then
+    local hashes = {KEYS[7]}
+    for i = 1, #chain_ids(chain) do hashes[i + 1] = KEYS[7 + i] end
+    release_chain(hashes, call[7], price)
+    release_breaker(KEYS[11], KEYS[7], ARGV[7] or '', call[8], call[9], call[2])
+  end
+end
+if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end
+-- A hold has no ledger entry to correct. Any other debit gets its refund entry, carrying the posted
+-- balance (balance + held) as every entry does.
+if not hold then
+  redis.call('XADD', KEYS[5], '*', 'kind', 'refund', 'id', call_id .. ':refund', 'acct', ARGV[3],
+    'agent', call[3], 'amount', price, 'bal', balance + held, 'call', call_id, 'ref', call_id .. ':debit',
+    'target', call[5], 'reason', ARGV[4], 'at', now)
+end
+return {S_OK, balance, back}

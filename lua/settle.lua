@@ -1,0 +1,271 @@
+--[[
+  keys: n (a batch: each call's KEYS follow the shared ones; the count is sent with the call)
+  settle.lua: the end of metered calls that kept their charge (docs/api.md §7, docs/metering.md), a batch
+  of one shard's calls in one script. The debit reserved the most each request could cost; this
+  charges what the provider's usage actually cost and gives the rest of the reservation back, in one
+  step, once per call. Given a record, it also files the call as record-calls.lua does (the record
+  completed with the charge): one script after the upstream instead of two.
+  Why a batch (issue 14's bench, as record-calls.lua for issue 17): one EVALSHA per call cost more
+  than the settle itself — a command for ioredis to build, write and parse, the availability gate's
+  promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
+  its event loop (src/lua/settle.ts) and sends them together. Each call is still settled once.
+
+  The exact cost in micro-credits is input × p_in + cached × p_cached + output × p_out, plus, for
+  the tokens written to the provider's prompt cache (Anthropic), cache_write × p_cw +
+  cache_write_1h × p_cw1h, at the prices the debit reserved against (on the call record; a record
+  without p_cw prices its writes as input, one without p_cw1h as p_cw). The account carries a remainder
+  0 ≤ r < 1e6 micro-credits (`mc_rem`): the charge is floor((r + cost) / 1e6) credits and the rest
+  is the new r, so nothing is rounded away and nothing is charged twice (two calls of one account
+  in a batch: the second reads the remainder the first left). On the owner's lane (the call
+  record's `metered` is 'fee:<pct>', docs/api.md §12) the cost is cost × pct / 100, which may end in
+  hundredths of a micro-credit: those are carried in `mc_rem_c` (0..99) beside r, the charge being
+  floor((100 r + mc_rem_c + cost × pct) / 1e8), all integers. The charge never passes the
+  reservation: past it, the reservation is charged, r is kept, and the excess is recorded as
+  `uncharged` (micro-credits) on the entry.
+
+  The release (reservation − charge) goes back to the balance and comes off every window the debit
+  counted it in: the account's and the agent's spend of the debit's HKT day (a window that expired
+  since is left alone, as refund.lua does: an agent's day spend is its hash's `day_spent`, lowered
+  only while the hash's `day` is still the call record's `day`). An agent's release also comes off
+  its `spent_total` and, along its chain (docs/api.md §8), every ancestor's spent_total and day spend,
+  exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
+  record's).
+
+  KEYS[1] outbox stream                {s}:outbox
+  KEYS[2] in-flight calls of the shard {s}:inflight
+  KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
+  and for the i-th call, 6 + (its chain's length) keys at KEYS[3 + o + j], o being the number
+  of keys of the calls before it:
+    j = 1  account hash                   {s}:acct:<acct>
+    j = 2  call record                    {s}:call:<call_id>
+    j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
+    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+    j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
+           (j = 11 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
+    j = 7, 8, …  per ancestor, parent first: its hash
+
+  ARGV[1] how many recent calls the list keeps (record-calls.lua's ARGV[1])
+  ARGV[2] seconds the call record is kept once filed (record-calls.lua's ARGV[2])
+  then each call's 13 ARGV, from ARGV[2 + 13(i-1) + j]:
+    j = 1  now, epoch ms (the settle's instant; the entry is dated at the debit's, below)
+    j = 2  call id
+    j = 3  account id
+    j = 4  input tokens (not cached), j = 5 cached input tokens, j = 6 output tokens
+    j = 7  usage source: provider | estimated
+    j = 8  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
+           the call's keys, and must be the call record's
+    j = 9  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+           this script appends ('' = file nothing: the caller runs record-calls.lua, e.g. to store an
+           Idempotency-Key answer built from the balance after the settle)
+    j = 10 '1' when the call counts as organic (record-calls.lua's)
+    j = 11 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
+           comes off that window's `credits` only when it is the call record's minute
+           (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
+    j = 12 input tokens written to the cache with the 5-minute lifetime, j = 13 with the 1-hour one
+
+  The reservation was a hold, not a ledger entry (debit.lua raised the account's `held`): this
+  takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
+  be 0) under the id the debit of a flat call has (`<call>:debit`), with the model, the token
+  counts, the micro-credit remainder and the uncharged excess. Its `bal` is the posted balance,
+  balance + held, as every entry's is. A call this script files carries it inside its call's
+  outbox entry (kind `charged_call`, field `settle`: one stream entry per call); one it does not
+  file gets it as an entry of its own. Readers see the same debit entry either way.
+
+  Returns one reply per call, in order:
+        {OK, balance_after, charged, released, uncharged_micro}
+      | {ALREADY_APPLIED, balance} (settled or refunded before) | {NOT_FOUND, 0} (or not metered)
+      | an error text when the chain given is not the call record's (that call only: nothing of it written)
+]]
+
+--@include status
+
+--@include budget
+
+--@include breaker-window
+
+local MICRO = 1000000
+-- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
+-- formatted anew for every command it is passed to.
+local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
+local PER = 13
+local n = (#ARGV - 2) / PER
+if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
+-- The keys the chains lay out, checked before the first write.
+local want = 3
+for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) end
+if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
+local organic_calls, honored = 0, 0
+local out = {}
+local k = 3
+
+for i = 1, n do
+  local a = 2 + PER * (i - 1)
+  local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local t_cw, t_cw1h = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
+  local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
+  local ids = chain_ids(chain)
+  local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
+  local hashes = {agent_hash}
+  for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
+  k = k + 6 + #ids
+
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
+  -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
+  local fee = call[5] and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
+  if not call[1] or (call[5] ~= '1' and not fee) then
+    out[i] = {S_NOT_FOUND, 0}
+  elseif (call[10] or '') ~= chain then
+    out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
+  elseif call[1] ~= 'debited' then
+    out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
+  else
+    local reserved = tonumber(call[2])
+    local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
+    -- scan of the whole record.
+    if t_cw > 0 or t_cw1h > 0 then
+      local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
+      local p_cw = p[1] or call[7]
+      cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
+    end
+    local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
+    local r = tonumber(acc[1] or '0')
+    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
+    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
+    local q = fee and tonumber(acc[4] or '0') or 0
+    -- The hold is debit.lua's (`hold` on the call record); a call debited before the hold existed (a
+    -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
+    -- release. `found`: what of the reservation the account still holds — all of it, unless the
+    -- account was restored from the ledger while the call ran (its holds lost with the hash): the
+    -- charge then comes out of the balance, never below 0, and what it cannot take is uncharged.
+    local hold = call[14] == '1'
+    local found, limit = reserved, reserved
+    if hold then
+      found = math.min(tonumber(acc[2] or '0'), reserved)
+      limit = math.min(reserved, tonumber(acc[3] or '0') + found)
+    end
+    local charged, uncharged
+    if fee then
+      -- The owner's lane: floor((r + q/100 + cost × fee / 100) / 1e6), counted in hundredths of a
+      -- micro-credit so that every number stays an exact integer; the rest is the new r and q.
+      local CENTI = MICRO * 100
+      local total = r * 100 + q + cost * fee
+      charged = math.floor(total / CENTI)
+      -- A quotient the division rounded up to the next integer is taken back (integers below 2^53).
+      if charged * CENTI > total then charged = charged - 1 end
+      if charged > limit then
+        charged = limit
+        uncharged = math.ceil((cost * fee - limit * CENTI) / 100)
+      else
+        local rest = total - charged * CENTI
+        uncharged, r = 0, math.floor(rest / 100)
+        q = rest - r * 100
+      end
+    else
+      charged = math.floor((r + cost) / MICRO)
+      uncharged = 0
+      if charged > limit then
+        charged = limit
+        uncharged = cost - limit * MICRO
+      else
+        r = r + cost - charged * MICRO
+      end
+    end
+    -- `released` comes off the windows the debit counted the reservation in; `back` goes to the
+    -- balance (the same, unless the hold was lost).
+    local released = reserved - charged
+    -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
+    -- or joined into a string is formatted anew each time; every value here is an integer).
+    local charged_s, released_s, rem_s = string.format('%d', charged), string.format('%d', released), string.format('%d', r)
+    local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
+
+    if head ~= '' then
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s, 'recorded', '1')
+      redis.call('EXPIRE', call_key, settled_ttl)
+    else
+      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
+    end
+    redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
+    -- The balance, the holds and the remainder in one write, from the values read above (the script
+    -- runs alone, and a batch's earlier call of the account wrote before this one read): one
+    -- command where two HINCRBYs and an HSET were (issue 14's bench).
+    local balance = tonumber(acc[3] or '0') + found - charged
+    local held = tonumber(acc[2] or '0')
+    local balance_s = string.format('%d', balance)
+    if fee then
+      held = held - found
+      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
+    elseif hold then
+      held = held - found
+      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s)
+    else
+      redis.call('HSET', acct, 'balance', balance_s, 'mc_rem', rem_s)
+    end
+    -- The entry carries the posted balance, balance + the holds still open.
+    local posted_s = string.format('%d', balance + held)
+    local kind, amount_s = 'debit', minus_charged_s
+    if not hold then kind, amount_s = 'refund', released_s end
+    if released > 0 then
+      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
+      if call[3] ~= '' then
+        release_chain(hashes, call[11], released)
+        release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
+      end
+    end
+    local uncharged_s = string.format('%d', uncharged)
+    -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily
+    -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
+    -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
+    -- A stream reserved at 23:59 HKT and settled at 00:01 was the next day's spend in Postgres.
+    local dated = call[12] or now
+    if head == '' then
+      local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
+        'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
+        'model', call[6], 'tin', ARGV[a + 4], 'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s,
+        'uncharged_micro', uncharged_s, 'usage', ARGV[a + 7], 'rem', rem_s}
+      if not hold then
+        for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
+      end
+      if t_cw > 0 or t_cw1h > 0 then
+        for _, v in ipairs({'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13]}) do entry[#entry + 1] = v end
+      end
+      redis.call('XADD', KEYS[1], '*', unpack(entry))
+    else
+      -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
+      -- credits, rounded up, as the record has always shown it.
+      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
+      if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      if organic == '1' then
+        organic_calls = organic_calls + 1
+        honored = honored + charged
+      end
+      -- The debit entry rides in the call entry: one stream entry per metered call instead of two
+      -- (issue 14's bench: the second XADD was a ninth of this script, and one more entry for the
+      -- flusher to read, parse and ack). `settle` holds the values of the debit XADD above that the
+      -- call entry does not imply, joined by '|'; the target and the model come last, the target's
+      -- byte length before them, as either may hold a '|'. The one parser expands it back into
+      -- that debit entry, field for field (src/ledger/outbox.ts). Its own kind, `charged_call`
+      -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
+      -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
+      -- instead of filing the call and silently dropping its ledger row.
+      local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
+        ARGV[a + 7], dated, string.format('%d', #call[4]), call[4], call[6]}, '|')
+      -- The cache writes, when there were any, as fields of their own beside `settle` (whose
+      -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
+      if t_cw > 0 or t_cw1h > 0 then
+        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
+          'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13])
+      else
+        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+      end
+    end
+    out[i] = {S_OK, balance, charged, released, uncharged}
+  end
+end
+if organic_calls > 0 then
+  redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
+  redis.call('HINCRBY', KEYS[3], 'credits_honored', honored)
+end
+return out
