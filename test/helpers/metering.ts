@@ -136,3 +136,15 @@ export const renderMembers = (entries: [string, unknown][], pretty: boolean) => 
   const body = entries.map(([k, v]) => `${JSON.stringify(k)}:${pretty ? ' ' : ''}${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(sep)
   return pretty ? `{\n  ${body}\n}\n` : `{${body}}`
 }
+
+/** `bytes` cut at the given offsets (each taken modulo its length + 1): how a network may chunk an answer. */
+export function cutBytes(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const at = [...new Set(cuts.map((c) => c % (bytes.byteLength + 1)))].sort((a, b) => a - b)
+  const out: Uint8Array[] = []
+  let from = 0
+  for (const c of [...at, bytes.byteLength]) {
+    out.push(bytes.slice(from, c))
+    from = c
+  }
+  return out
+}

@@ -8,7 +8,7 @@
  */
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { renderMembers } from '../helpers/metering'
+import { cutBytes, renderMembers } from '../helpers/metering'
 import { usageFromEnd } from '../../src/metering/answer-tail'
 
 const enc = new TextEncoder()
@@ -17,17 +17,7 @@ const scalar = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.integ
 const key = fc.oneof(fc.constantFrom('id', 'model', 'service_tier', 'system_fingerprint', 'choices', 'data', 'type', 'usage_', 'us\u00e6ge'), fc.string({ maxLength: 6 }))
 const anyValue = fc.oneof(scalar, fc.jsonValue({ maxDepth: 3 }), usage, fc.constant('usage'), fc.record({ usage }))
 
-function chunked(text: string, cuts: number[]): Uint8Array[] {
-  const bytes = enc.encode(text)
-  const at = [...new Set(cuts.map((c) => c % (bytes.byteLength + 1)))].sort((a, b) => a - b)
-  const out: Uint8Array[] = []
-  let from = 0
-  for (const c of [...at, bytes.byteLength]) {
-    out.push(bytes.slice(from, c))
-    from = c
-  }
-  return out
-}
+const chunked = (text: string, cuts: number[]) => cutBytes(enc.encode(text), cuts)
 
 const render = renderMembers
 

@@ -13,7 +13,7 @@ import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { costWriter } from '../../src/metering/cost'
 import { JsonMeter, SseMeter } from '../../src/metering/meter'
-import { costMicro, renderMembers } from '../helpers/metering'
+import { costMicro, cutBytes, renderMembers } from '../helpers/metering'
 
 const enc = new TextEncoder()
 const CPU = 1000
@@ -27,16 +27,7 @@ const members = (p: P, t: { input: number; cached: number; output: number; cache
 }
 const membersText = (m: ReturnType<typeof members>) => JSON.stringify(m).slice(1, -1)
 
-function cut(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
-  const at = [...new Set(cuts.map((c) => c % (bytes.byteLength + 1)))].sort((a, b) => a - b)
-  const out: Uint8Array[] = []
-  let from = 0
-  for (const c of [...at, bytes.byteLength]) {
-    out.push(bytes.slice(from, c))
-    from = c
-  }
-  return out
-}
+const cut = cutBytes
 const cuts = fc.array(fc.nat(100_000), { maxLength: 12 })
 
 const usage = fc.record({ prompt_tokens: fc.nat(1_000_000), completion_tokens: fc.nat(1_000_000), prompt_tokens_details: fc.record({ cached_tokens: fc.nat(1_000) }) })
