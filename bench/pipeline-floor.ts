@@ -18,7 +18,7 @@
  */
 import { createApp } from '../src/app'
 import { loadConfigOrExit } from '../src/config'
-import { openPaidCall } from '../src/ledger/paid-call'
+import { openPaidCall } from '../src/paid-request'
 import type { DebitMetering } from '../src/lua/debit'
 import { rememberRawPath } from '../src/proxy/raw-target'
 import { buildServices } from '../src/services'

@@ -1,8 +1,8 @@
 /**
  * What relaying one SSE answer costs the proxy in-process, no sockets: the bench upstream's 20-chunk
  * OpenAI stream (bench/proxy-upstream.ts: the usage option's `"usage":null` on every chunk and its
- * usage chunk for the metered rows) pushed through the flat relay (src/proxy/relay.ts) and the
- * metered one (src/proxy/metered-relay.ts: meter, injected-usage strip, key mask), read to the end.
+ * usage chunk for the metered rows) pushed through the flat relay (src/paid-request/relay.ts) and the
+ * metered one (src/paid-request/metered-relay.ts: meter, injected-usage strip, key mask), read to the end.
  * Prints µs of CPU per stream for each, the metered relay also with a meter that passes every chunk
  * on as is (`ident`: the relay's own structure) and without a key to mask (`nokey`). The whole
  * service's CPU per request is too noisy on two shared cores to resolve a few µs; this is not.
@@ -11,8 +11,8 @@
  */
 import { parseArgs } from 'node:util'
 import { meterFor, type UsageMeter } from '../src/metering/meter'
-import { meteredRelay } from '../src/proxy/metered-relay'
-import { relay, type ChunkReader } from '../src/proxy/relay'
+import { meteredRelay } from '../src/paid-request/metered-relay'
+import { relay, type ChunkReader } from '../src/paid-request/relay'
 import { openaiFrames } from '../test/fakes/llm'
 import { SSE_CHUNKS } from './proxy-upstream'
 

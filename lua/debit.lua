@@ -78,7 +78,7 @@
   ARGV[16] breaker default: identical requests per minute (0 = off)
   ARGV[17] low-balance alert threshold when auto-refill is off (0 = off)
   ARGV[18] abandon deadline, epoch ms: a call neither recorded nor refunded by then was cut off (an
-           API crash) and the sweeper refunds it (src/ledger/sweeper.ts)
+           API crash) and the sweeper refunds it (src/paid-request/sweeper.ts)
   ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
   ARGV[20] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3

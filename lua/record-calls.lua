@@ -9,7 +9,7 @@
   batch changes nothing the second time.
   Why a batch (issue 17): every settled call used to cost one EVALSHA of its own — a command for
   ioredis to build, write and parse, and one script start in Redis. The app gathers the calls of a
-  shard settled in one turn of its event loop (src/ledger/call-filing.ts) and files them together.
+  shard settled in one turn of its event loop (src/paid-request/call-filing.ts) and files them together.
 
   The number of KEYS is 3 + 3 × the calls in the batch (ioredis is told it with each call):
   KEYS[1] shard counters      {s}:stats

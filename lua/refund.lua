@@ -29,7 +29,7 @@
   ARGV[4] reason (provider_5xx, timeout, network, too_large, ...)
   ARGV[5] '' for a refund of the request's own failure; for the sweeper's refund of a cut-off call,
           the "now" it swept at: the call is refunded only if its in-flight deadline is still at or
-          before it, so a lease renewed since the sweep read the set (src/ledger/leases.ts) wins
+          before it, so a lease renewed since the sweep read the set (src/paid-request/leases.ts) wins
   ARGV[6] the agent's chain: ancestor ids, parent first, joined by ',' ('' = none)
   ARGV[7] the minute (epoch ms / 60000) of KEYS[11], from the debit instant ('' = no window given);
           the refund comes off that window's `credits` only when it is the call record's minute

@@ -67,7 +67,7 @@ export async function checkLedger(
                count(*) filter (where kind = 'refund') as refunds,
                sum(amount) filter (where kind in ('debit', 'refund')) as sum
         from ledger_entries where account_id = ${a.accountId}`
-      // The charged endings of the settlement table (src/ledger/paid-call/outcome.ts) other than ok.
+      // The charged endings of the settlement table (src/paid-request/outcome.ts) other than ok.
       const [c] = await sql<{ ok: string; other: string }[]>`
         select count(*) filter (where outcome = 'ok') as ok,
                count(*) filter (where outcome in ('client_closed', 'provider_4xx')) as other

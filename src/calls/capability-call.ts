@@ -1,27 +1,19 @@
 /**
- * The paid call (`POST /v1/call/{slug}`): validate → open the paid request (the debit) → the provider
- * key, read only now (none: the call settles as no_key) → upstream with a timeout (the one provider
- * request, upstream/request.ts) → settle once, by
- * the outcome table both paid paths share (ledger/paid-call).
- * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, every denial of debit.lua (AGENT_KILLED
- *         with reason breaker included), PAYMENT_REQUIRED, BYOK_REQUIRED, VAULT_UNAVAILABLE,
- *         KEY_UNREADABLE (these three refunded), PROVIDER_ERROR (refunded), RESPONSE_TOO_LARGE (refunded).
+ * The front door of a paid call (`POST /v1/call/{slug}`, and MCP's call_capability): the capability,
+ * its params, a metered call's model and ceiling — checked before anything is charged — then the paid
+ * request (paid-request/capability.ts: the debit, the provider, settle once). A keyed retry its
+ * checks now refuse gets its stored answer.
+ * errors: UNKNOWN_API, API_PAUSED, API_UNAVAILABLE, BAD_REQUEST, and those of payCapability.
  */
 import { createHash } from 'node:crypto'
 import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { checkText } from '../edge/text'
 import { ApiError } from '../errors'
-import { isRefunded, openPaidCall, providerFailure, usageAtSettle } from '../ledger/paid-call'
+import { readMeteredRequest } from '../metering/request'
+import { payCapability } from '../paid-request/capability'
 import type { Services } from '../services'
-import { callUpstream, type UpstreamResult } from '../upstream/call'
-import { clientGone } from '../upstream/request'
 import type { ProviderKeys } from '../vault/provider-key'
-import { endUserId } from '../metering/end-user'
-import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../metering/request'
-import { estimatedUsage, usageOfAnswer, type MeteredUsage } from '../metering/usage'
-import { debitMetering } from '../proxy/metered'
-import { costFields, exactCostMicro, type TokenPrices } from '../metering/cost'
 
 /**
  * An Idempotency-Key (the header on POST /v1/call, `idempotency_key` over MCP): 1 to 255 printable
@@ -76,62 +68,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
     if (stored !== null) return { status: 200, body: stored }
     throw e
   }
-  const { cap, params, metered } = checked
-
-  const { principal } = input
-  // The same hash serves the Idempotency-Key check and the breaker's identical-requests rule.
-  const requestFingerprint = fingerprint(cap.slug, input.rawBody)
-  const opened = await openPaidCall(s, {
-    principal,
-    target: cap.slug,
-    price: metered ? 0 : cap.price,
-    unpriced: !metered && cap.lane === 'free',
-    metered: metered ? debitMetering(metered) : undefined,
-    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
-    fingerprint: requestFingerprint,
-    // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
-    abandonAfterMs: cap.timeout_ms + 60_000,
-  })
-  if (opened.kind === 'replay') return { status: 200, body: opened.response }
-  const { call } = opened
-  const provider = s.catalog.providers.get(cap.provider)!
-  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'capability', capability: cap, provider }, principal.accountId))
-
-  const clampTo = metered && call.metered?.clamped ? call.metered.maxOut : null
-  const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
-  // A body goes to the provider as the caller wrote it (a 64-bit id parsed and serialised again
-  // would arrive rounded), the clamp spliced in as the proxy splices it.
-  // A metered call on the house key carries the account's end-user id, not the caller's (docs/api.md §12).
-  const endUser = metered && cap.lane === 'house' ? endUserId(s.endUserSecret, principal.accountId) : null
-  const json = metered && (clampTo !== null || endUser) ? forwardedBody(input.rawBody, metered, { clampTo, injectUsage: false, endUser }) : input.rawBody.trim() === '' ? '{}' : input.rawBody
-  // A client that sent an Idempotency-Key means to retry what it does not hear: the call runs to its
-  // end when the client goes away, and its answer is stored for that retry. Aborted instead, it was
-  // charged (client_closed) and its key freed, so the retry was charged a second time.
-  const signal = input.idempotencyKey ? undefined : input.signal
-  const up = await callUpstream(provider, cap, { value: sent, json }, apiKey, s.cfg.PROXY_MAX_RESPONSE_BYTES, signal)
-  const { outcome } = up
-  const httpStatus = up.kind === 'failed' ? null : up.status
-  const usage = metered ? usageOf(metered, up) : undefined
-  if (clientGone(outcome)) {
-    // Nobody is left to read an answer; the call is settled all the same (client_closed charged,
-    // as on the proxy; not_sent refunded: the provider was never asked).
-    await call.settle(outcome, { httpStatus, usage })
-    return { status: 499, body: '' }
-  }
-  if (up.kind !== 'response' || isRefunded(outcome)) {
-    const settled = await call.settle(outcome, { httpStatus })
-    throw providerFailure(call, settled, { providerStatus: httpStatus, cap: s.cfg.PROXY_MAX_RESPONSE_BYTES })
-  }
-  // Charged (a 2xx, a 304, a 4xx: the caller's fault): the provider's answer passes through in `result`.
-  // A metered call's charge is known only once settled: the settle hands it to the answer.
-  // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
-  const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
-  const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}) }
-    return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
-  }
-  const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
-  return { status: 200, body: settled.replay ?? answer(settled.balance, settled.charged) }
+  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, fingerprint: fingerprint(checked.cap.slug, input.rawBody) })
 }
 
 /**
@@ -148,19 +85,6 @@ async function storedAnswer(s: Services, input: CallInput): Promise<string | nul
   const { accountId, agentId } = input.principal
   const [fp, state, response] = await s.ctx.redis.hmget(s.ctx.keys.idempotency(accountId, agentId, input.idempotencyKey), 'fp', 'state', 'response')
   return state === 'done' && fp === fingerprint(input.slug, input.rawBody) ? (response ?? null) : null
-}
-
-/**
- * The usage a metered call is settled with, as its answer shows it (docs/api.md §7 and §10): the
- * counts, where they came from, and the exact cost they are charged from (before the remainder).
- */
-function usageWithCost(u: MeteredUsage, prices: TokenPrices, creditsPerUsd: number) {
-  return { ...u.tokens, source: u.source, ...costFields(exactCostMicro(u.tokens, prices), creditsPerUsd) }
-}
-
-/** The provider's usage in its answer, by the rule both paths settle with (usageAtSettle). */
-function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
-  return usageAtSettle(up.outcome, up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null, () => estimatedUsage(m.inputBound, 0))
 }
 
 function parseParams(raw: string): unknown {

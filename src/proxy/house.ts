@@ -47,12 +47,3 @@ export function houseRefusal(provider: Provider, vaultConfigured: boolean): ApiE
   return new ApiError('PROXY_UNKNOWN_PROVIDER', { provider: provider.id, house_allow: houseServes(provider) })
 }
 
-/**
- * Request headers that choose the provider-side account, organisation, project or workspace a key
- * acts in (`OpenAI-Organization`, `OpenAI-Project`, Google's `X-Goog-User-Project`, …): on the house
- * lane the client never picks which of the operator's scopes pays; the catalog's `headers` may pin one.
- * OpenAI's `OpenAI-Safety-Identifier` header too: the end user on the house lane is the service's to name.
- */
-const SCOPE_HEADER = /(organization|organisation|project|workspace|account|tenant|safety-identifier)/i
-
-export const isScopeHeader = (name: string): boolean => SCOPE_HEADER.test(name)

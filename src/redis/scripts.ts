@@ -84,7 +84,7 @@ export const BATCH_SIZE = {
   debit: 32,
   /** settle.lua: ~15 redis.calls a call; it takes a batch itself (src/lua/settle.ts builds it). */
   settle: 32,
-  /** record-calls.lua: ~10 redis.calls a call (src/ledger/call-filing.ts builds it). */
+  /** record-calls.lua: ~10 redis.calls a call (src/paid-request/call-filing.ts builds it). */
   recordCalls: 32,
 } as const satisfies Partial<Record<ScriptName, number>>
 export type BatchedScript = keyof typeof BATCH_SIZE

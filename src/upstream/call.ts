@@ -4,7 +4,6 @@
  * the cap counts the decoded bytes as they come, and the provider key is masked in the decoded
  * text, as the proxy masks it.
  */
-import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { maskKey } from './scrub'
 import { asWritten, memberText } from '../json-members'
 import type { Capability, Provider } from '../catalog/catalog'
@@ -14,7 +13,7 @@ export type UpstreamResult =
   | {
       kind: 'response'
       /** ok or provider_4xx: an answer the caller is handed. */
-      outcome: CallOutcome
+      outcome: 'ok' | 'provider_4xx'
       status: number
       body: unknown
       /**

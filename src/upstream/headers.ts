@@ -100,3 +100,13 @@ export function downstreamHeaders(upstream: Headers, apiKey: string, extra: Reco
   for (const [name, value] of Object.entries(extra)) out.set(name, value)
   return out
 }
+
+/**
+ * Request headers that choose the provider-side account, organisation, project or workspace a key
+ * acts in (`OpenAI-Organization`, `OpenAI-Project`, Google's `X-Goog-User-Project`, …): on the house
+ * lane the client never picks which of the operator's scopes pays; the catalog's `headers` may pin one.
+ * OpenAI's `OpenAI-Safety-Identifier` header too: the end user on the house lane is the service's to name.
+ */
+const SCOPE_HEADER = /(organization|organisation|project|workspace|account|tenant|safety-identifier)/i
+
+export const isScopeHeader = (name: string): boolean => SCOPE_HEADER.test(name)

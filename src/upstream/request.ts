@@ -8,7 +8,6 @@
  * buffers it (call.ts).
  */
 import type { Provider } from '../catalog/catalog'
-import type { CallOutcome } from '../ledger/paid-call/outcome'
 import { decodeBody, decodersFor } from './content-encoding'
 import { upstreamHeaders } from './headers'
 
@@ -44,6 +43,10 @@ export interface ProviderRequest {
 
 /** How a request ended with no answer: never sent, its client gone, its time up, the wire broken. */
 export type NoAnswer = 'not_sent' | 'client_closed' | 'timeout' | 'network'
+/** How a provider answered, when it did: what the caller is handed, or a failure refused before its body. */
+export type AnswerOutcome = 'ok' | 'provider_4xx' | 'provider_error' | 'redirect'
+/** Every ending a provider request can have; the paid request's settlement table names each (paid-request/outcome.ts). */
+export type ProviderOutcome = NoAnswer | AnswerOutcome | 'bad_encoding' | 'too_large'
 
 /** The client left (before the request was sent, or since): nobody reads an answer, so 499 is answered. */
 export const clientGone = (outcome: string): outcome is 'not_sent' | 'client_closed' => outcome === 'not_sent' || outcome === 'client_closed'
@@ -121,7 +124,7 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
  * because we never follow it (the upstream host comes only from the catalog) and must not hand it on
  * (an SDK would follow it with our token); a 3xx without one (304) is an answer.
  */
-export function outcomeOfAnswer(status: number, hasLocation: boolean): Extract<CallOutcome, 'ok' | 'provider_4xx' | 'provider_error' | 'redirect'> {
+export function outcomeOfAnswer(status: number, hasLocation: boolean): AnswerOutcome {
   if (status >= 500) return 'provider_error'
   if (status >= 300 && status < 400 && hasLocation) return 'redirect'
   if (status >= 400) return 'provider_4xx'

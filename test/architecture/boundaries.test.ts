@@ -24,12 +24,25 @@ describe('layering', () => {
 
   test('core importing modules/ is caught; the composition root may', () => {
     const tree = new Map([
-      ['src/ledger/debit.ts', "import type { M } from '../modules/a/model'\n"],
+      ['src/ledger/statement.ts', "import type { M } from '../modules/a/model'\n"],
       ['src/app.ts', "import { routes } from './modules/a'\n"],
       ['src/modules/a/index.ts', 'export const routes = 1\n'],
       ['src/modules/a/model.ts', 'export type M = 1\n'],
     ])
-    expect(layeringViolations(tree)).toEqual(['src/ledger/debit.ts imports src/modules/a/model.ts: only src/app.ts may import modules/'])
+    expect(layeringViolations(tree)).toEqual(['src/ledger/statement.ts imports src/modules/a/model.ts: only src/app.ts may import modules/'])
+  })
+
+  test('the paid request importing a front door, or the provider request importing the paid request, is caught', () => {
+    const tree = new Map([
+      ['src/paid-request/proxied.ts', "import { house } from '../proxy/house'\n"],
+      ['src/proxy/house.ts', 'export const house = 1\n'],
+      ['src/upstream/request.ts', "import type { CallOutcome } from '../paid-request/outcome'\n"],
+      ['src/paid-request/outcome.ts', 'export type CallOutcome = 1\n'],
+    ])
+    expect(layeringViolations(tree)).toEqual([
+      'src/paid-request/proxied.ts imports src/proxy/house.ts: the paid request imports a front door or the composition root',
+      'src/upstream/request.ts imports src/paid-request/outcome.ts: a layer under the paid request imports one above it',
+    ])
   })
 
   test('an import cycle, type-only included, is caught', () => {

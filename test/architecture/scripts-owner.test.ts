@@ -18,22 +18,22 @@ describe('one owner per contract', () => {
 
   test('a script called outside src/lua/ is caught; its wrapper may call it', () => {
     const tree = new Map([
-      ['src/ledger/debit.ts', 'export async function debit(ctx) {\n  const reply = await ctx.scripts.debit(keys, argv)\n}\n'],
+      ['src/paid-request/debit.ts', 'export async function debit(ctx) {\n  const reply = await ctx.scripts.debit(keys, argv)\n}\n'],
       ['src/auth/guard.ts', "const r = await this.ctx.scripts['authorize'](k, a)\n"],
       ['src/lua/debit.ts', 'export const runDebit = (ctx) => ctx.scripts.debit(keys, argv)\n'],
     ])
     expect(contractOwnerViolations(tree)).toEqual([
-      'src/ledger/debit.ts:2 calls a script: only its wrapper in src/lua/ may',
+      'src/paid-request/debit.ts:2 calls a script: only its wrapper in src/lua/ may',
       'src/auth/guard.ts:1 calls a script: only its wrapper in src/lua/ may',
     ])
   })
 
   test('a reply read by position outside src/lua/ is caught', () => {
     const tree = new Map([
-      ['src/ledger/refund.ts', 'return { balance: Number(reply[1]) }\n'],
+      ['src/paid-request/refund.ts', 'return { balance: Number(reply[1]) }\n'],
       ['src/lua/refund.ts', 'return { balance: Number(reply[1]) }\n'],
     ])
-    expect(contractOwnerViolations(tree)).toEqual(['src/ledger/refund.ts:1 reads a script reply by position: use the wrapper\'s named result'])
+    expect(contractOwnerViolations(tree)).toEqual(['src/paid-request/refund.ts:1 reads a script reply by position: use the wrapper\'s named result'])
   })
 
   test('the account hash read outside its reader is caught; comments and the reader are not', () => {

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Cluster } from 'ioredis'
-import { openPaidCall } from '../../src/ledger/paid-call'
+import { openPaidCall } from '../../src/paid-request'
 import { openMeteredCall } from '../helpers/metering'
 import { startTestApp, testCatalog, type TestApp } from '../helpers/harness'
 import { assertLedger } from '../helpers/invariants'

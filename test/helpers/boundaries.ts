@@ -39,6 +39,21 @@ export function importsOf(file: string, source: string, tree: Map<string, string
 
 const moduleOf = (p: string) => /^src\/modules\/([^/]+)\//.exec(p)?.[1] ?? null
 
+/**
+ * The paid request's layers (docs/architecture.md, "Walks"): front doors over the paid request over
+ * the provider request, the metering, the scripts and Redis. A request walks them downwards only.
+ */
+const FRONT_DOORS = ['src/calls/', 'src/proxy/', 'src/mcp/', 'src/oauth/', 'src/modules/']
+const PAID_REQUEST = 'src/paid-request/'
+const UNDER_PAID_REQUEST = ['src/upstream/', 'src/metering/', 'src/lua/', 'src/redis/']
+const under = (file: string, folders: string[]) => folders.some((f) => file.startsWith(f))
+
+function climbsBack(file: string, dep: string): string | null {
+  if (file.startsWith(PAID_REQUEST) && (under(dep, FRONT_DOORS) || dep === 'src/services.ts')) return 'the paid request imports a front door or the composition root'
+  if (under(file, UNDER_PAID_REQUEST) && (dep.startsWith(PAID_REQUEST) || under(dep, FRONT_DOORS))) return 'a layer under the paid request imports one above it'
+  return null
+}
+
 export function layeringViolations(tree: Map<string, string>): string[] {
   const problems: string[] = []
   const graph = new Map<string, string[]>()
@@ -50,6 +65,8 @@ export function layeringViolations(tree: Map<string, string>): string[] {
       const to = moduleOf(dep)
       if (to && from && from !== to) problems.push(`${file} imports ${dep}: a module imports another module`)
       if (to && !from && file !== COMPOSITION_ROOT) problems.push(`${file} imports ${dep}: only ${COMPOSITION_ROOT} may import modules/`)
+      const climb = climbsBack(file, dep)
+      if (climb) problems.push(`${file} imports ${dep}: ${climb}`)
     }
   }
   for (const cycle of cyclesOf(graph)) problems.push(`import cycle: ${cycle.join(' → ')}`)

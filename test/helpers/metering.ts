@@ -1,7 +1,7 @@
 /** A metered OpenAI/Anthropic-like catalog on the fake upstream, and §7's formula written independently. */
 import fc from 'fast-check'
 import type { Principal } from '../../src/auth/principal'
-import { openPaidCall } from '../../src/ledger/paid-call'
+import { openPaidCall } from '../../src/paid-request'
 import type { Services } from '../../src/services'
 import { createLlmFake, type LlmFake } from '../fakes/llm'
 import { startTestApp, type TestApp } from './harness'

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { LlmFake } from '../fakes/llm'
 import type { TestApp } from '../helpers/harness'
 import { GPT, openMeteredCall, reservation, startMeteredApp } from '../helpers/metering'
-import { refund } from '../../src/ledger/refund'
+import { refund } from '../../src/paid-request/refund'
 
 const LIMIT = 60
 let t: TestApp

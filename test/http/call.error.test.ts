@@ -138,7 +138,7 @@ describe('provider failures are refunded exactly once', () => {
   test('a repeated refund of the same call applies once', async () => {
     const a = await t.signup()
     const r = await call(a.token, 'test.fail')
-    const { refund } = await import('../../src/ledger/refund')
+    const { refund } = await import('../../src/paid-request/refund')
     const again = await refund(t.s.ctx, { accountId: a.account_id, agentId: null, callId: r.body.call_id, day: 0, reason: 'retry' })
     expect(again.applied).toBe(false)
     expect(await redisBalance(t, a.account_id)).toBe(500)
@@ -150,7 +150,7 @@ describe('provider failures are refunded exactly once', () => {
     const ok = await call(a.token, 'test.echo')
     const bad = await call(a.token, 'test.bad')
     await Bun.sleep(20) // the record that settles the call is filed just after the answer
-    const { refund } = await import('../../src/ledger/refund')
+    const { refund } = await import('../../src/paid-request/refund')
     for (const r of [ok, bad]) {
       const late = await refund(t.s.ctx, { accountId: a.account_id, agentId: null, callId: r.body.call_id, day: 0, reason: 'late' })
       expect(late.applied).toBe(false)

@@ -8,7 +8,7 @@ import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'
 import { createTestDatabase, startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 import { eventually } from '../helpers/proxy'
-import { recentCalls } from '../../src/ledger/calls'
+import { recentCalls } from '../../src/paid-request/calls'
 
 let t: TestApp
 let relay: TcpProxy

@@ -139,7 +139,7 @@ describe('an upstream that holds the call', () => {
   }
 
   test('headers, then silence: once the client left, the call settles within the drain bound (refunded)', async () => {
-    const { meteredDrain } = await import('../../src/proxy/service')
+    const { meteredDrain } = await import('../../src/paid-request/proxied')
     const was = meteredDrain.ms
     meteredDrain.ms = 300
     try {
@@ -155,7 +155,7 @@ describe('an upstream that holds the call', () => {
   })
 
   test('header bytes trickled forever (no idle timeout ever fires): once the client left, the call settles within the drain bound', async () => {
-    const { meteredDrain } = await import('../../src/proxy/service')
+    const { meteredDrain } = await import('../../src/paid-request/proxied')
     const was = meteredDrain.ms
     meteredDrain.ms = 300
     const timers: ReturnType<typeof setInterval>[] = []

@@ -6,7 +6,7 @@
  * past the cap as too_large (RESPONSE_TOO_LARGE), where the proxy said provider_error.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { CallOutcome } from '../../src/ledger/paid-call'
+import type { CallOutcome } from '../../src/paid-request'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 import { eventually } from '../helpers/proxy'

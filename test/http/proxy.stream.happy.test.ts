@@ -1,7 +1,7 @@
 /**
  * Request bodies are piped, not buffered: the provider receives the first part of an upload while
  * the client is still holding back the rest. A response that reached the proxy whole (its end with
- * its first bytes) leaves with its bytes and length (src/proxy/read-ahead.ts answers it whole: the
+ * its first bytes) leaves with its bytes and length (src/paid-request/read-ahead.ts answers it whole: the
  * choice itself is tested in test/integration/read-ahead.test.ts); one still arriving is relayed as
  * it comes (proxy.sdk.happy.test.ts, the streamed completions).
  */

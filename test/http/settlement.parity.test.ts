@@ -5,7 +5,7 @@
  * real listening server so that a client's disconnect is a real one.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { SETTLEMENT, type CallOutcome } from '../../src/ledger/paid-call'
+import { SETTLEMENT, type CallOutcome } from '../../src/paid-request'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 import { eventually } from '../helpers/proxy'

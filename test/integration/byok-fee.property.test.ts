@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { openPaidCall } from '../../src/ledger/paid-call'
+import { openPaidCall } from '../../src/paid-request'
 import { readAccount } from '../../src/redis/account-hash'
 import { tokenPrices } from '../helpers/metering'
 import { startTestApp, type TestApp } from '../helpers/harness'

@@ -1,5 +1,5 @@
 /**
- * Settled calls are filed in batches (record-calls.lua, src/ledger/call-filing.ts): the calls a shard
+ * Settled calls are filed in batches (record-calls.lua, src/paid-request/call-filing.ts): the calls a shard
  * settles in one turn of the event loop share one script. Through HTTP, concurrent calls of several
  * accounts (charged, refunded, with and without an Idempotency-Key) are each filed exactly once —
  * in activity, in the public counters and in Postgres — and fewer scripts run than calls end.

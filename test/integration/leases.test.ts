@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Server } from 'bun'
-import { debit } from '../../src/ledger/debit'
-import { refund } from '../../src/ledger/refund'
+import { debit } from '../../src/paid-request/debit'
+import { refund } from '../../src/paid-request/refund'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { refund } from '../../src/ledger/refund'
+import { refund } from '../../src/paid-request/refund'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, flushAll, pgLedger, redisBalance } from '../helpers/ledger'
 

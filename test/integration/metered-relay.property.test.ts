@@ -9,8 +9,8 @@
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { UsageMeter } from '../../src/metering/meter'
-import { meteredRelay } from '../../src/proxy/metered-relay'
-import type { RelayEnd } from '../../src/proxy/relay'
+import { meteredRelay } from '../../src/paid-request/metered-relay'
+import type { RelayEnd } from '../../src/paid-request/relay'
 
 /** A meter that passes every byte on and records what it saw. */
 class SpyMeter implements UsageMeter {

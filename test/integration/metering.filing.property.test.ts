@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { recordCall } from '../../src/ledger/calls'
+import { recordCall } from '../../src/paid-request/calls'
 import { SETTLED_CALL_TTL_S } from '../../src/ledger/constants'
 import { scanOutbox, type OutboxEntry } from '../../src/write-behind/outbox'
 import type { Principal } from '../../src/auth/principal'

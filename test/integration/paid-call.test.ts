@@ -1,12 +1,12 @@
 /**
- * The paid-request pipeline's states (ledger/paid-call): opened (debited, in flight) → settled
+ * The paid-request pipeline's states (paid-request/): opened (debited, in flight) → settled
  * exactly once, charged or refunded by the outcome table — or, never settled, refunded by the
  * sweeper at its deadline. A second settle, whatever outcome it names, moves no money and answers
  * the first one's settlement.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Principal } from '../../src/auth/principal'
-import { CALL_OUTCOMES, isRefunded, openPaidCall, type DebitedCall } from '../../src/ledger/paid-call'
+import { CALL_OUTCOMES, isRefunded, openPaidCall, type DebitedCall } from '../../src/paid-request'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
 import { eventually } from '../helpers/proxy'

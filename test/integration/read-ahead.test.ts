@@ -1,11 +1,11 @@
 /**
- * afterFirst (src/proxy/read-ahead.ts) on real streams: a body whose end the runtime already holds
+ * afterFirst (src/paid-request/read-ahead.ts) on real streams: a body whose end the runtime already holds
  * is whole; one still arriving is not, and its next read is the one already under way (nothing is
  * lost or read twice); a failure after the first read is left to the relay's first read.
  */
 import { expect, test } from 'bun:test'
-import { afterFirst } from '../../src/proxy/read-ahead'
-import type { ChunkReader } from '../../src/proxy/relay'
+import { afterFirst } from '../../src/paid-request/read-ahead'
+import type { ChunkReader } from '../../src/paid-request/relay'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()

@@ -1,5 +1,5 @@
 /**
- * Property (the proxy's response body, proxy/relay.ts): however the upstream's body is cut into
+ * Property (the proxy's response body, paid-request/relay.ts): however the upstream's body is cut into
  * chunks, the client reads exactly the body with the provider key masked — in each spelling a client
  * decodes back into it (percent-encoded, JSON-escaped), one split across chunks included — and the relay reports exactly one ending: `complete` with every byte passed,
  * `too_large` once the upstream's count passes the cap (upstream aborted, the client's body cut), or
@@ -7,7 +7,7 @@
  */
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { relay, type RelayEnd } from '../../src/proxy/relay'
+import { relay, type RelayEnd } from '../../src/paid-request/relay'
 import { keySpellings, maskKey } from '../../src/upstream/scrub'
 
 const enc = new TextEncoder()

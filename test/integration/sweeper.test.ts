@@ -3,8 +3,8 @@
  * deadline passes, its Idempotency-Key is freed, and it shows in activity as abandoned.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { debit } from '../../src/ledger/debit'
-import { AbandonedCallSweeper } from '../../src/ledger/sweeper'
+import { debit } from '../../src/paid-request/debit'
+import { AbandonedCallSweeper } from '../../src/paid-request/sweeper'
 import type { RedisContext } from '../../src/redis/context'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
@@ -117,7 +117,7 @@ describe('the abandoned-call sweeper', () => {
     const principal = await principalOf(a.token)
     for (let i = 0; i < 5; i++) await debit(t.s.ctx, { principal, target: 'test.cheap', price: 1, unpriced: false, abandonAfterMs: 1000 })
     t.clock.advance(1001)
-    const { AbandonedCallSweeper } = await import('../../src/ledger/sweeper')
+    const { AbandonedCallSweeper } = await import('../../src/paid-request/sweeper')
     const other = new AbandonedCallSweeper(t.s.ctx)
     const [x, y] = await Promise.all([t.s.sweeper.sweepOnce(), other.sweepOnce()])
     expect(x + y).toBe(5)

@@ -63,7 +63,7 @@ export const calls = pgTable(
     slug: text('slug').notNull(),
     charged: integer('charged').notNull(),
     refunded: integer('refunded').notNull(),
-    /** Written only from a CallRecord (ledger/sinks.ts), so only the words of the outcome table (ledger/paid-call/outcome.ts). */
+    /** Written only from a CallRecord (ledger/sinks.ts), so only the words of the outcome table (paid-request/outcome.ts). */
     outcome: text('outcome').notNull(),
     httpStatus: integer('http_status'),
     latencyMs: integer('latency_ms').notNull(),

@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { CALL_OUTCOMES, SETTLEMENT } from '../../ledger/paid-call'
+import { CALL_OUTCOMES, SETTLEMENT } from '../../paid-request'
 
 export const BalanceResponse = T.Object({
   balance: T.Integer({ description: 'Credits' }),

@@ -1,5 +1,5 @@
 import type { AgentView } from '../../../governance/agents'
-import type { CallRecord } from '../../../ledger/calls'
+import type { CallRecord } from '../../../paid-request/calls'
 import { esc } from '../../../pages/html'
 
 export interface ActivityPageView {

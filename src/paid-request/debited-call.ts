@@ -8,14 +8,14 @@
  * errors / metrics: a settle whose refund fails (Redis down) rejects, and the sweeper refunds the
  * call at its deadline; a failed filing or bonus is logged and never fails the request.
  */
-import type { Principal } from '../../auth/principal'
-import type { Log } from '../../log'
-import type { RedisContext } from '../../redis/context'
-import { runSettle } from '../../lua/settle'
-import type { MeteredUsage } from '../../metering/usage'
-import { applyReferralBonus } from '../accounts'
-import { filedAs, recordCall, settleFiling, type CallRecord } from '../calls'
-import { refund } from '../refund'
+import type { Principal } from '../auth/principal'
+import type { Log } from '../log'
+import type { RedisContext } from '../redis/context'
+import { runSettle } from '../lua/settle'
+import type { MeteredUsage } from '../metering/usage'
+import { applyReferralBonus } from '../ledger/accounts'
+import { filedAs, recordCall, settleFiling, type CallRecord } from './calls'
+import { refund } from './refund'
 import { isRefunded, type CallOutcome } from './outcome'
 
 /** What the request knows when it ends. */

@@ -4,9 +4,9 @@
  */
 import { CallFiling } from './call-filing'
 import type { RedisContext } from '../redis/context'
-import type { CallOutcome } from './paid-call/outcome'
+import type { CallOutcome } from './outcome'
 import type { TokenCounts, UsageSource } from '../metering/usage'
-import { RECENT_CALLS, SETTLED_CALL_TTL_S } from './constants'
+import { RECENT_CALLS, SETTLED_CALL_TTL_S } from '../ledger/constants'
 
 /** One activity entry (docs/api.md §5): metadata only, never payloads. */
 export interface CallRecord {
@@ -15,7 +15,7 @@ export interface CallRecord {
   agent_id: string | null
   charged: number
   refunded: boolean
-  /** How the call ended; whether that is refunded is the table's to say (paid-call/outcome.ts). */
+  /** How the call ended; whether that is refunded is the table's to say (paid-request/outcome.ts). */
   outcome: CallOutcome
   http_status: number | null
   latency_ms: number

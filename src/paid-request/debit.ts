@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal'
 import { randomId } from '../auth/tokens'
 import { runDebit, type DebitMetering } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
-import { DAY_KEY_TTL_S } from './constants'
+import { DAY_KEY_TTL_S } from '../ledger/constants'
 import { denial } from '../lua/denials'
 import { windowsAt } from '../windows'
 

@@ -3,7 +3,8 @@
  * call and the proxy settle through it, so a rule changed here changes for both; a rule written at a
  * call site drifted once already (a 3xx charged on one path, refunded on the other).
  */
-import type { MeteredUsage, TokenCounts } from '../../metering/usage'
+import type { MeteredUsage, TokenCounts } from '../metering/usage'
+import type { ProviderOutcome } from '../upstream/request'
 
 /**
  * charged: the provider did the work, or the caller chose to stop it.
@@ -46,6 +47,10 @@ export const SETTLEMENT = {
 } as const satisfies Record<string, 'charged' | 'refunded'>
 
 export type CallOutcome = keyof typeof SETTLEMENT
+
+// Every ending a provider request reports is settled by this table.
+const _everyProviderOutcome: Record<ProviderOutcome, 'charged' | 'refunded'> = SETTLEMENT
+void _everyProviderOutcome
 
 export const CALL_OUTCOMES = Object.keys(SETTLEMENT) as CallOutcome[]
 

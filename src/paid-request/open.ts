@@ -3,12 +3,12 @@
  * allowlists, caps, balance, breaker) and, for a request of unknown length, its in-flight lease.
  * errors: every denial of debit.lua (thrown), PAYMENT_REQUIRED (built with the account's links).
  */
-import type { Config } from '../../config'
-import type { Log } from '../../log'
-import { paymentRequired } from '../../payments/payment-required'
-import type { RedisContext } from '../../redis/context'
-import { debit, type DebitRequest } from '../debit'
-import type { InFlightLeases } from '../leases'
+import type { Config } from '../config'
+import type { Log } from '../log'
+import { paymentRequired } from '../payments/payment-required'
+import type { RedisContext } from '../redis/context'
+import { debit, type DebitRequest } from './debit'
+import type { InFlightLeases } from './leases'
 import { DebitedCall } from './debited-call'
 
 export interface PaidCallDeps {

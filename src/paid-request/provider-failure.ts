@@ -2,7 +2,7 @@
  * The answer to a refunded provider failure, the same on both paths: RESPONSE_TOO_LARGE for an
  * answer past the cap, PROVIDER_ERROR for everything else the provider got wrong.
  */
-import { ApiError } from '../../errors'
+import { ApiError } from '../errors'
 import type { DebitedCall, Settlement } from './debited-call'
 
 export function providerFailure(call: DebitedCall, s: Settlement, o: { providerStatus: number | null; cap: number }): ApiError {

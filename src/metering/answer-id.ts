@@ -6,7 +6,7 @@
  * on its way: a stream is looked at only until its id has passed.
  */
 import { memberText } from '../json-members'
-import type { UsageMeter } from '../metering/meter'
+import type { UsageMeter } from './meter'
 
 /** How much of a stream is searched for its id: the first event carries it, and is small. */
 const STREAM_SEARCH_BYTES = 65_536
