@@ -85,8 +85,7 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
   const clientLeft = () => followed?.aborted === true
   const failed = (e: unknown): NoAnswer =>
     clientLeft() ? 'client_closed' : timeout?.aborted || (e as Error).name === 'TimeoutError' ? 'timeout' : 'network'
-  const url = new URL(r.provider.base_url + r.path)
-  for (const [k, v] of r.params ?? []) url.searchParams.set(k, v)
+  const url = r.params ? withQuery(r.provider.base_url + r.path, r.params) : r.provider.base_url + r.path
   let res: Response
   try {
     res = await fetch(url, {
@@ -95,7 +94,8 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
       body: r.body ?? undefined,
       duplex: 'half',
       redirect: 'manual',
-      signal: signals.length ? AbortSignal.any(signals) : undefined,
+      // One signal is passed as it is: a combined one costs a signal and a listener per source.
+      signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
       // Bun would decode on its own, out of the cap's sight; an encoded body is decoded here instead.
       decompress: false,
     } as RequestInit)
@@ -129,4 +129,10 @@ export function outcomeOfAnswer(status: number, hasLocation: boolean): AnswerOut
   if (status >= 300 && status < 400 && hasLocation) return 'redirect'
   if (status >= 400) return 'provider_4xx'
   return 'ok'
+}
+
+function withQuery(base: string, params: [string, string][]): URL {
+  const url = new URL(base)
+  for (const [k, v] of params) url.searchParams.set(k, v)
+  return url
 }
