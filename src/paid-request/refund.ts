@@ -2,25 +2,12 @@
  * Refund the debit of a failed call (refund.lua). Idempotent by call id: retried or raced refunds
  * apply once. errors: none thrown for "already refunded" — the caller gets `applied: false`.
  */
-import { runRefund } from '../lua/refund'
+import { runRefund, type RefundArgs } from '../lua/refund'
 import { chainOf } from '../redis/agent-chain'
 import type { RedisContext } from '../redis/context'
 
-export interface RefundRequest {
-  accountId: string
-  agentId: string | null
-  callId: string
-  /** The HKT day of the debit, so the refund lowers that day's spend. */
-  day: number
-  reason: string
-  /**
-   * The sweeper's refund of a call it found past its deadline at this instant: applies only if the
-   * deadline was not moved since (a lease renewal), else `notDue`.
-   */
-  dueBy?: number
-  /** The debit's instant (the call record's `at`): the refund comes off that minute's breaker count too. */
-  at?: number
-}
+/** What refund.lua takes, less what is read here: the clock's now and the agent's chain. */
+export type RefundRequest = Omit<RefundArgs, 'now' | 'chain'>
 
 export interface RefundResult {
   applied: boolean
