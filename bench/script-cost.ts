@@ -43,7 +43,8 @@ const END = '<!-- script-cost:end -->'
 async function startCountedRedis() {
   const dir = mkdtempSync(join(tmpdir(), 'pab-callgrind-'))
   const port = freePort()
-  const proc = Bun.spawn(['valgrind', '--tool=callgrind', `--callgrind-out-file=${dir}/cg.%p`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'], {
+  const names = process.env.SCRIPT_COST_KEEP ? ['--compress-strings=no', '--compress-pos=no'] : []
+  const proc = Bun.spawn(['valgrind', '--tool=callgrind', ...names, `--callgrind-out-file=${dir}/cg.%p`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'], {
     stdout: 'ignore',
     stderr: 'ignore',
   })
@@ -65,7 +66,7 @@ async function startCountedRedis() {
   return {
     redis,
     /** Instructions redis-server executed while `fn` ran. */
-    async count(fn: () => Promise<void>): Promise<number> {
+    async count(fn: () => Promise<void>, name = ''): Promise<number> {
       control('-z')
       await fn()
       const before = new Set(readdirSync(dir))
@@ -73,6 +74,9 @@ async function startCountedRedis() {
       const dump = readdirSync(dir).find((f) => !before.has(f))
       const summary = dump && /^summary: (\d+)/m.exec(readFileSync(join(dir, dump), 'utf8'))
       if (!summary) throw new Error('no callgrind dump')
+      // SCRIPT_COST_KEEP=<dir>: each case's dump kept there, for callgrind_annotate.
+      const keep = process.env.SCRIPT_COST_KEEP
+      if (keep && dump) Bun.spawnSync(['cp', join(dir, dump), join(keep, name.replace(/[^a-z0-9]+/gi, '-'))])
       return Number(summary[1])
     },
     async stop() {
@@ -93,8 +97,13 @@ interface Row {
 /** Every case on `root`'s scripts and modules, against a fresh counted redis-server. */
 async function measureTree(root: string): Promise<Row[]> {
   const mod = (p: string) => import(join(root, p))
+  // A module that moved between trees: the first path the tree has.
+  const firstOf = async (...paths: string[]) => {
+    for (const p of paths) if (await Bun.file(join(root, p)).exists()) return mod(p)
+    throw new Error(`none of ${paths.join(', ')} in ${root}`)
+  }
   const { hashToken } = await mod('src/auth/tokens.ts')
-  const { windowsAt } = await mod('src/ledger/windows.ts')
+  const { windowsAt } = await firstOf('src/windows.ts', 'src/ledger/windows.ts')
   const { runDebit } = await mod('src/lua/debit.ts')
   const { runSettle } = await mod('src/lua/settle.ts')
   const { runRecordCalls } = await mod('src/lua/record-calls.ts')
@@ -130,7 +139,7 @@ async function measureTree(root: string): Promise<Row[]> {
   }
   const batches = <T>(make: () => T) => Array.from({ length: CALLS / BATCH }, () => Array.from({ length: BATCH }, make))
   const rows: Row[] = []
-  const measure = async (name: string, fn: () => Promise<void>) => rows.push({ case: name, perCall: Math.round((await server.count(fn)) / CALLS) })
+  const measure = async (name: string, fn: () => Promise<void>) => rows.push({ case: name, perCall: Math.round((await server.count(fn, name)) / CALLS) })
 
   for (const who of ['owner', 'depth-1', 'depth-4'] as const) {
     await runDebit(ctx, debitArgs(who)) // the minute's first call sets its windows' expiries
