@@ -82,12 +82,14 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const ownersLane = provider.byok || (looked !== null && 'value' in looked && looked.value.lane === 'owner')
   const feePct = metering && ownersLane ? (metering.spec.byok_fee_pct ?? 0) : undefined
   const price = provider.proxy.price
+  // Filed with the call: the house lane's requests are on the operator's provider bill (docs/api.md §13d).
+  const lane = ownersLane ? ('owner' as const) : house ? ('house' as const) : undefined
   // A stream may run for any length of time: its deadline is a lease, renewed while it runs.
   const opened = await openPaidCall(
     s,
     metered
-      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct) }
-      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true },
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct), lane }
+      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true, lane },
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
