@@ -29,5 +29,5 @@ export function reconciledProviders(catalog: Catalog, env: Record<string, string
     }
     out.push({ id: p.id, dialect, baseUrl: p.base_url, adminKey, slugs: [`proxy:${p.id}`, ...caps.map((c) => c.slug)], metered })
   }
-  return out
+  return out.sort((a, b) => a.id.localeCompare(b.id))
 }
