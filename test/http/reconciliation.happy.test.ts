@@ -18,7 +18,8 @@ const founder = { token: ADMIN }
 
 /** What the traffic below puts in our ledger, in the reconciliation's meaning (tokens.ts). */
 const OURS = {
-  openai: { 'gpt-test': { input: 3000, cached: 600, output: 900 }, 'gpt-test-mini': { input: 500, cached: 0, output: 100 } },
+  // Three proxied gpt-test calls and one through the metered capability llm.test.chat.
+  openai: { 'gpt-test': { input: 4000, cached: 800, output: 1200 }, 'gpt-test-mini': { input: 500, cached: 0, output: 100 } },
   // Anthropic: the cache writes count as input (80 per call).
   anthropic: { 'claude-test': { input: 2 * (800 + 80), cached: 200, output: 100 } },
 }
@@ -50,6 +51,8 @@ beforeAll(async () => {
 
   b.llm.usage = { input: 1000, cached: 200, output: 300 }
   for (let i = 0; i < 3; i++) expect((await proxied(b.base, house.token, '/openai/v1/chat/completions', chat('gpt-test'))).status).toBe(200)
+  const viaCapability = await b.t.req('POST', '/v1/call/llm.test.chat', { token: house.token, body: chat('gpt-test') })
+  expect(viaCapability.status).toBe(200)
   // The owner's lane: billed to the owner's own provider account, never counted as ours.
   for (let i = 0; i < 2; i++) expect((await proxied(b.base, owner.token, '/openai/v1/chat/completions', chat('gpt-test'))).status).toBe(200)
   b.llm.usage = { input: 500, cached: 0, output: 100 }
@@ -85,8 +88,8 @@ describe('a usage API that agrees', () => {
         const row = rowOf(v.body.days, provider, model)
         expect(row).toMatchObject({ day: DAY, ours: tokens, theirs: tokens, difference: { input: 0, cached: 0, output: 0 }, drift_pct: 0, status: 'ok' })
       }
-    // The owner's lane is not in ours: exactly the house lane's three gpt-test calls.
-    expect(rowOf(v.body.days, 'openai', 'gpt-test').ours.input).toBe(3000)
+    // The owner's lane is not in ours: exactly the house lane's four gpt-test calls.
+    expect(rowOf(v.body.days, 'openai', 'gpt-test').ours.input).toBe(4000)
     expect(await driftAlarms()).toEqual([])
     expect((await statusReasons()).filter((r) => r.startsWith('reconcile_drift'))).toEqual([])
     expect(await metric('pab_reconcile_drift{provider="openai"}')).toBe(0)
@@ -137,13 +140,13 @@ describe('a usage API that disagrees by 5% on one model', () => {
   test('that model is drift with both figures; the alarm is in /admin/alarms, /status and the metric', async () => {
     agree()
     // The bill shows 5% more input than we metered for gpt-test.
-    b.usage.usage.openai[DAY]!['gpt-test']!.input = Math.round(3000 / 0.95)
+    b.usage.usage.openai[DAY]!['gpt-test']!.input = Math.round(4000 / 0.95)
     const runsBefore = (await metric('pab_reconcile_runs_total{provider="openai",status="drift"}')) ?? 0
     const r = await run()
     expect(r.body.runs).toContainEqual({ provider: 'openai', status: 'drift', error: null })
     expect(r.body.runs).toContainEqual({ provider: 'anthropic', status: 'ok', error: null })
     const row = rowOf(r.body.days, 'openai', 'gpt-test')
-    expect(row).toMatchObject({ status: 'drift', ours: OURS.openai['gpt-test'], theirs: { input: 3158, cached: 600, output: 900 }, difference: { input: 158, cached: 0, output: 0 }, drift_pct: 5 })
+    expect(row).toMatchObject({ status: 'drift', ours: OURS.openai['gpt-test'], theirs: { input: 4211, cached: 800, output: 1200 }, difference: { input: 211, cached: 0, output: 0 }, drift_pct: 5.01 })
     expect(rowOf(r.body.days, 'openai', 'gpt-test-mini').status).toBe('ok')
 
     const alarms = await driftAlarms()
@@ -154,15 +157,15 @@ describe('a usage API that disagrees by 5% on one model', () => {
       provider: 'openai',
       day: DAY,
       threshold_pct: 2,
-      models: [{ day: DAY, model: 'gpt-test', ours: OURS.openai['gpt-test'], theirs: { input: 3158, cached: 600, output: 900 }, drift_pct: 5 }],
+      models: [{ day: DAY, model: 'gpt-test', ours: OURS.openai['gpt-test'], theirs: { input: 4211, cached: 800, output: 1200 }, drift_pct: 5.01 }],
     })
     const status = (await b.t.req('GET', '/status')).body
     expect(status.status).toBe('degraded')
     const reason = status.degraded.find((d: any) => d.reason === 'reconcile_drift:openai')
     expect(reason.detail).toContain(DAY)
-    expect(reason.detail).toContain('5%')
+    expect(reason.detail).toContain('5.01%')
     // /status is public: the percent and the day, not the token counts.
-    expect(reason.detail).not.toContain('3158')
+    expect(reason.detail).not.toContain('4211')
     expect(await metric('pab_reconcile_drift{provider="openai"}')).toBe(1)
     expect(await metric('pab_reconcile_drift{provider="anthropic"}')).toBe(0)
     expect(await metric('pab_reconcile_runs_total{provider="openai",status="drift"}')).toBe(runsBefore + 1)
