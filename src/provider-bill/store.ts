@@ -82,19 +82,21 @@ export async function unavailableSince(db: Database, since: string): Promise<Run
 }
 
 /** Every run in [from, to] with its rows, oldest day first, then provider, then model. */
-export async function listRows(db: Database, from: string, to: string, status?: RowStatus): Promise<StoredRow[]> {
+export async function listRows(db: Database, from: string, to: string): Promise<StoredRow[]> {
   const [runs, rows] = await Promise.all([
     db.select().from(providerBillRuns).where(and(gte(providerBillRuns.day, from), lte(providerBillRuns.day, to))).orderBy(asc(providerBillRuns.day), asc(providerBillRuns.provider)),
     db
       .select()
       .from(providerBillRows)
-      .where(and(gte(providerBillRows.day, from), lte(providerBillRows.day, to), status ? eq(providerBillRows.status, status) : undefined))
+      .where(and(gte(providerBillRows.day, from), lte(providerBillRows.day, to)))
       .orderBy(asc(providerBillRows.day), asc(providerBillRows.provider), asc(providerBillRows.model)),
   ])
   const byRun = new Map<string, (typeof rows)[number][]>()
   for (const r of rows) {
     const k = `${r.day}|${r.provider}`
-    byRun.set(k, [...(byRun.get(k) ?? []), r])
+    const list = byRun.get(k)
+    if (list) list.push(r)
+    else byRun.set(k, [r])
   }
   const out: StoredRow[] = []
   for (const run of runs) {
@@ -102,8 +104,7 @@ export async function listRows(db: Database, from: string, to: string, status?: 
     const base = { day: run.day, provider: run.provider, error: run.error, checkedAt: run.checkedAt }
     if (mine.length === 0) {
       // A run shows even with nothing to compare, so the founder sees the day was checked (or could not be).
-      if (!status || status === run.status)
-        out.push({ ...base, model: null, ours: { input: 0, cached: 0, output: 0 }, theirs: run.status === 'unavailable' ? null : { input: 0, cached: 0, output: 0 }, driftPct: run.status === 'unavailable' ? null : 0, status: run.status as RowStatus, unmeteredRequests: 0 })
+      out.push({ ...base, model: null, ours: { input: 0, cached: 0, output: 0 }, theirs: run.status === 'unavailable' ? null : { input: 0, cached: 0, output: 0 }, driftPct: run.status === 'unavailable' ? null : 0, status: run.status as RowStatus, unmeteredRequests: 0 })
       continue
     }
     for (const r of mine)
