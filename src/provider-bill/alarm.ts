@@ -56,10 +56,13 @@ export class DriftAlarm {
   }
 
   async reasons(): Promise<DegradedReason[]> {
-    return (await this.list()).map((a) => ({
-      reason: a.reason,
-      detail: `the provider's usage report disagrees with our metered ledger by more than ${a.threshold_pct}% on ${a.day} (${a.models.filter((m) => m.day === a.day).length} model(s), up to ${Math.max(...a.models.map((m) => m.drift_pct))}%): see GET /admin/reconciliation`,
-    }))
+    return (await this.list()).map((a) => {
+      const newest = a.models.filter((m) => m.day === a.day)
+      return {
+        reason: a.reason,
+        detail: `the provider's usage report disagrees with our metered ledger by more than ${a.threshold_pct}% on ${a.day} (${newest.length} model(s), up to ${Math.max(...newest.map((m) => m.drift_pct))}%): see GET /admin/reconciliation`,
+      }
+    })
   }
 
   private async read(): Promise<DriftAlarmView[]> {
