@@ -26,4 +26,4 @@ CREATE TABLE "provider_bill_runs" (
 );
 --> statement-breakpoint
 ALTER TABLE "calls" ADD COLUMN "lane" text;--> statement-breakpoint
-CREATE INDEX "calls_at_brin" ON "calls" USING brin ("at");
+CREATE INDEX IF NOT EXISTS "calls_at_brin" ON "calls" USING brin ("at");
