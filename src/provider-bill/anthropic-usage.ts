@@ -21,8 +21,11 @@ export async function anthropicUsage(p: BilledProvider, day: UtcDay): Promise<Ma
   const inDay = (b: Record<string, unknown>) => typeof b.starting_at === 'string' && Date.parse(b.starting_at) === day.startS * 1000
   await eachPage(url, { 'x-api-key': p.adminKey, 'anthropic-version': ANTHROPIC_VERSION }, (buckets) => {
     for (const r of resultsOf(buckets, inDay)) {
-      const creation = asObject(r.cache_creation) ?? {}
-      const writes = tokenField(creation, 'ephemeral_5m_input_tokens') + tokenField(creation, 'ephemeral_1h_input_tokens')
+      // The report nests the writes by lifetime; a flat spelling of the same two counts is read too.
+      const creation = asObject(r.cache_creation)
+      const writes = creation
+        ? tokenField(creation, 'ephemeral_5m_input_tokens') + tokenField(creation, 'ephemeral_1h_input_tokens')
+        : tokenField(r, 'cache_creation_5m_input_tokens') + tokenField(r, 'cache_creation_1h_input_tokens')
       addTo(sums, modelOf(r), {
         input: tokenField(r, 'uncached_input_tokens') + writes,
         cached: tokenField(r, 'cache_read_input_tokens'),

@@ -41,6 +41,18 @@ test('Anthropic: the cache writes are input, the reads are cached', async () => 
   expect(Object.fromEntries(got)).toEqual({ 'claude-a': { input: 1000, cached: 30, output: 9 }, 'claude-b': { input: 10, cached: 0, output: 2 } })
 })
 
+test('Anthropic: cache writes spelled flat are read as well', async () => {
+  const inner = fake.handler!
+  const start = `${DAY}T00:00:00Z`
+  fake.handler = () =>
+    Response.json({ data: [{ starting_at: start, ending_at: '2026-06-02T00:00:00Z', results: [{ model: 'claude-a', uncached_input_tokens: 7, cache_read_input_tokens: 3, cache_creation_5m_input_tokens: 2, cache_creation_1h_input_tokens: 1, output_tokens: 4 }] }], has_more: false, next_page: null })
+  try {
+    expect((await anthropicUsage(provider('anthropic'), utcDay(DAY))).get('claude-a')).toEqual({ input: 10, cached: 3, output: 4 })
+  } finally {
+    fake.handler = inner
+  }
+})
+
 test('a bucket of another day is left out', async () => {
   const inner = fake.handler!
   fake.handler = () =>
