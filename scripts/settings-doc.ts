@@ -46,7 +46,9 @@ stops the process with a message that names it. This page is generated from \`sr
 Besides these, each provider of the catalog reads its house key from the variable its \`key_env\`
 names (e.g. \`OPENAI_API_KEY\`; unset → its house routes answer \`API_UNAVAILABLE\`), and
 \`PROVIDER_<ID>_BASE_URL\` (the provider id upper-cased, \`-\` as \`_\`) points a provider at another
-base URL, e.g. a regional endpoint or a test fake (docs/catalog.md).
+base URL, e.g. a regional endpoint or a test fake (docs/catalog.md). \`<ID>_ADMIN_KEY\` (the same
+spelling, e.g. \`OPENAI_ADMIN_KEY\`, \`ANTHROPIC_ADMIN_KEY\`) is the provider's admin key for its
+usage API: set, the provider's house lane is reconciled with its bill every UTC day (docs/api.md §13d).
 
 | Setting | Default | What it is for |
 |---|---|---|

@@ -16,6 +16,7 @@ import { agentRoutes } from './modules/agents'
 import { policyRoutes } from './modules/policies'
 import { supportRoutes } from './modules/support'
 import { adminRoutes } from './modules/admin'
+import { reconciliationRoutes } from './modules/reconciliation'
 import { deadLetterRoutes } from './modules/dead-letters'
 import { PROXY_ROUTE, proxyEndpoint } from './proxy'
 import { mandateRoutes } from './modules/mandate'
@@ -84,6 +85,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     .use(proposalRoutes(s))
     .use(supportRoutes(s))
     .use(adminRoutes(s))
+    .use(reconciliationRoutes(s))
     .use(deadLetterRoutes(s))
     .use(proxy.routes())
     .use(mandateRoutes(s))

@@ -138,6 +138,14 @@ export const ConfigSchema = T.Object({
    * BASE_URL's own; any other `Origin` is refused 403 (docs/api.md §10). @default '' (none)
    */
   MCP_ALLOWED_ORIGINS: T.String({ default: '' }),
+  /**
+   * The reconciliation with the providers' bills (docs/api.md §13d): a model whose token counts
+   * (input, cached or output) differ from the provider's usage API by more than this percent of the
+   * provider's figure is `drift` and raises `reconcile_drift:<provider>`. @default 2
+   */
+  RECONCILE_DRIFT_PCT: T.Number({ default: 2, minimum: 0, maximum: 100 }),
+  /** How often every instance looks for a day to reconcile (the previous UTC day, or one to retry), ms; one instance runs it (a Redis lock). @default 300000 */
+  RECONCILE_CHECK_MS: Int(300000, 1000),
 })
 
 export type Config = Static<typeof ConfigSchema> & { BASE_URL: string }

@@ -40,6 +40,8 @@ services.deliveries.start()
 services.pauses.start()
 // Every instance sweeps; a cut-off call is refunded once whoever finds it.
 services.sweeper.start()
+// Every instance looks; the one holding the Redis lock runs the day (docs/api.md §13d).
+services.billCheck.start()
 services.log.info('listening', {
   port: listener.port,
   addresses: listener.addresses,

@@ -88,8 +88,33 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  /** The reconciliation with the providers' bills (docs/api.md §13d): runs by their outcome, counted where they ran. */
+  readonly reconcileRuns = new Counter({
+    name: 'pab_reconcile_runs_total',
+    help: "Reconciliation runs of one provider's day, by provider and outcome (ok, drift, unavailable)",
+    labelNames: ['provider', 'status'] as const,
+    registers: [this.registry],
+  })
+
   constructor() {
     for (const feature of FEATURES) this.notConfigured.inc({ feature }, 0)
+  }
+
+  /**
+   * `pab_reconcile_drift{provider}`: the models drifting in the alarm's window, read at scrape from
+   * what every instance reads (Postgres), 0 for each reconciled provider without drift.
+   */
+  watchBillDrift(providers: string[], drifting: () => Promise<{ provider: string; models: unknown[] }[]>): void {
+    new Gauge({
+      name: 'pab_reconcile_drift',
+      help: "Models whose token counts disagree with the provider's usage report beyond RECONCILE_DRIFT_PCT (last 7 reconciled days); -1 when unreadable",
+      labelNames: ['provider'] as const,
+      registers: [this.registry],
+      async collect() {
+        const views = await drifting().catch(() => null)
+        for (const provider of providers) this.set({ provider }, views === null ? -1 : (views.find((v) => v.provider === provider)?.models.length ?? 0))
+      },
+    })
   }
 
   /** Counts every batch the flusher committed; registers the scrape-time gauges of its lag. */

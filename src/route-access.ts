@@ -96,6 +96,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
   'POST /admin/signups/resume': 'founder',
   'PUT /admin/accounts/:id/balance-cap': 'founder',
   'GET /admin/alarms': 'founder',
+  'GET /admin/reconciliation': 'founder',
+  'POST /admin/reconciliation/run': 'founder',
   'GET /admin/dead-letters': 'founder',
   'POST /admin/dead-letters/:id/replay': 'founder',
   'DELETE /admin/dead-letters/:id': 'founder',

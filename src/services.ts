@@ -36,6 +36,8 @@ import { NotConfiguredAlarm } from './alarms/not-configured'
 import { ledgerHealthProbe } from './write-behind/health'
 import { LedgerAvailability } from './recovery/availability'
 import { loadEndUserSecret } from './metering/end-user-secret'
+import { BillCheck } from './provider-bill/check'
+import { DriftAlarm } from './provider-bill/alarm'
 
 
 export interface Services {
@@ -71,6 +73,10 @@ export interface Services {
   deliveries: DeliveryWorker
   /** The operator channel's Telegram bot; null without TELEGRAM_BOT_TOKEN. */
   bot: BotApi | null
+  /** The daily reconciliation with the providers' bills (docs/api.md §13d; started by index.ts). */
+  billCheck: BillCheck
+  /** Its drift alarm: /admin/alarms, /status, pab_reconcile_drift. */
+  driftAlarm: DriftAlarm
   startedAt: number
   close(): Promise<void>
 }
@@ -134,6 +140,27 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     deliveries.poke()
   }
   await pauses.refresh()
+  let driftAlarm: DriftAlarm | undefined
+  const billCheck = new BillCheck({
+    db: db.db,
+    ctx,
+    catalog,
+    env: opt.env ?? process.env,
+    thresholdPct: cfg.RECONCILE_DRIFT_PCT,
+    checkMs: cfg.RECONCILE_CHECK_MS,
+    log,
+    onRun: (provider, status) => metrics.reconcileRuns.inc({ provider, status }),
+    onStored: () => driftAlarm?.invalidate(),
+  })
+  driftAlarm = new DriftAlarm({
+    db: db.db,
+    providers: () => billCheck.providers.map((p) => p.id),
+    dueDay: () => billCheck.dueDay(),
+    thresholdPct: cfg.RECONCILE_DRIFT_PCT,
+    now: () => Date.now(),
+  })
+  health.probe(() => driftAlarm.reasons())
+  metrics.watchBillDrift(billCheck.providers.map((p) => p.id), () => driftAlarm.list())
   const sweeper = new AbandonedCallSweeper(ctx, (e) => log.warn('sweep_failed', { error: e instanceof Error ? e.message : String(e) }))
   const leases = new InFlightLeases(ctx, {}, (e) => log.warn('lease_renewal_failed', { error: e instanceof Error ? e.message : String(e) }))
   return {
@@ -158,8 +185,11 @@ export async function buildServices(cfg: Config, opt: BuildOptions = {}): Promis
     refiller,
     deliveries,
     bot,
+    billCheck,
+    driftAlarm,
     startedAt: Date.now(),
     async close() {
+      await billCheck.stop()
       await ledger.stop()
       pauses.stop()
       sweeper.stop()

@@ -137,7 +137,7 @@ const chargesOf = (r: CallRecord) => ({ reserved: r.reserved ?? r.charged, charg
 
 /** An activity row: the list's fields, a metered call's model and tokens (null for a flat one). */
 const activityRow = (r: CallRecord) => {
-  const { reserved: _r, uncharged: _u, usage_source: _s, ...row } = r
+  const { reserved: _r, uncharged: _u, usage_source: _s, lane: _l, ...row } = r
   return { ...row, ...chargesOf(r), model: r.model ?? null, tokens: r.tokens ?? null }
 }
 

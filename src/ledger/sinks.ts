@@ -86,7 +86,7 @@ const callSink: Sink = (tx, entries, o) => {
   return insertJsonRows(
     tx,
     'calls',
-    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz, model text, tokens jsonb, reserved integer, uncharged integer, usage_source text',
+    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz, model text, tokens jsonb, reserved integer, uncharged integer, usage_source text, lane text',
     {
       ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'),
       refunded: 'refunded::int',
@@ -97,7 +97,7 @@ const callSink: Sink = (tx, entries, o) => {
       tokens_out: "(tokens->>'output')::int",
       tokens_cache_write: "(tokens->>'cache_write')::int",
       tokens_cache_write_1h: "(tokens->>'cache_write_1h')::int",
-      ...same('reserved', 'uncharged', 'usage_source'),
+      ...same('reserved', 'uncharged', 'usage_source', 'lane'),
     },
     'call_id',
     `[${entries.map((e) => e.fields.rec!).join(',')}]`,

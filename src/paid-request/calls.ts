@@ -27,7 +27,15 @@ export interface CallRecord {
   reserved?: number
   uncharged?: number
   usage_source?: UsageSource | null
+  /**
+   * Whose provider key the request went out with: the house's (on the operator's provider bill) or
+   * the owner's vaulted one. Absent where no key was chosen for it (a sweep). The reconciliation with
+   * the provider's bill counts house-lane calls only (docs/api.md §13d).
+   */
+  lane?: CallLane
 }
+
+export type CallLane = 'house' | 'owner'
 
 /**
  * How a call is filed under its debit's target: a metered request is debited as

@@ -56,6 +56,8 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
     fingerprint: requestFingerprint,
     // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
     abandonAfterMs: cap.timeout_ms + 60_000,
+    // A byok capability goes out with the owner's key; house and free ones with the house's (docs/api.md §13d).
+    lane: cap.lane === 'byok' ? 'owner' : 'house',
   })
   if (opened.kind === 'replay') return { status: 200, body: opened.response }
   const { call } = opened

@@ -14,7 +14,7 @@ import type { RedisContext } from '../redis/context'
 import { runSettle } from '../lua/settle'
 import type { MeteredUsage } from '../metering/usage'
 import { applyReferralBonus } from '../ledger/accounts'
-import { filedAs, recordCall, settleFiling, type CallRecord } from './calls'
+import { filedAs, recordCall, settleFiling, type CallLane, type CallRecord } from './calls'
 import { refund } from './refund'
 import { isRefunded, type CallOutcome } from './outcome'
 
@@ -72,6 +72,8 @@ export interface DebitedCallInit {
   releaseLease: () => void
   /** Set when the call is charged by its tokens: `price` is then the reservation. */
   metered?: MeteredReservation
+  /** The key the request goes out with, when known at the debit (filed with the call: docs/api.md §13d). */
+  lane?: CallLane
 }
 
 export class DebitedCall {
@@ -169,6 +171,7 @@ export class DebitedCall {
       http_status: facts.httpStatus ?? null,
       latency_ms: Math.round(performance.now() - this.started),
       at: new Date(d.at).toISOString(),
+      ...(d.lane ? { lane: d.lane } : {}),
     }
     let filed = false
     if (refunded) {

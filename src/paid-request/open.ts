@@ -9,6 +9,7 @@ import { paymentRequired } from '../payments/payment-required'
 import type { RedisContext } from '../redis/context'
 import { debit, type DebitRequest } from './debit'
 import type { InFlightLeases } from './leases'
+import type { CallLane } from './calls'
 import { DebitedCall } from './debited-call'
 
 export interface PaidCallDeps {
@@ -22,6 +23,8 @@ export interface PaidCallDeps {
 export interface PaidCallRequest extends DebitRequest {
   /** A request with no natural end (a stream): renew its deadline while it runs (leases.ts); then the lease, not `abandonAfterMs`, is its deadline. */
   lease?: boolean
+  /** Whose key the request goes out with (the house's or the owner's), filed with the call. */
+  lane?: CallLane
 }
 
 export type OpenedCall = { kind: 'replay'; response: string } | { kind: 'debited'; call: DebitedCall }
@@ -58,6 +61,7 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     idempotencyKey: req.idempotency?.key,
     releaseLease,
     metered: req.metered ? { model: req.metered.model, inputBound: req.metered.inputBound, maxOut: d.maxOut, clamped: d.clamped } : undefined,
+    lane: req.lane,
   })
   return { kind: 'debited', call }
 }

@@ -21,6 +21,7 @@ import { downstreamHeaders, isScopeHeader } from '../upstream/headers'
 import { clientGone, requestProvider } from '../upstream/request'
 import { KeyScrubber } from '../upstream/scrub'
 import type { LaneKey, ProviderKeys } from '../vault/provider-key'
+import type { CallLane } from './calls'
 import type { DebitedCall, SettleFacts } from './debited-call'
 import { debitMetering, meteredForward, usageAtEnd, type MeteredProxyRequest } from './metered'
 import { meteredRelay } from './metered-relay'
@@ -59,6 +60,8 @@ export interface ProxiedRequest {
   metered: MeteredProxyRequest | null
   /** The owner's lane's fee percent of a metered call's cost; undefined on the house lane. */
   feePct: number | undefined
+  /** Whose key the request goes out with, when known before the debit (filed with the call: docs/api.md §13d). */
+  lane: CallLane | undefined
   created: Debited['created']
 }
 
@@ -70,8 +73,8 @@ export async function payProxied(s: ProxiedDeps, request: Request, x: ProxiedReq
   const opened = await openPaidCall(
     s,
     metered
-      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct) }
-      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true },
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct), lane: x.lane }
+      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true, lane: x.lane },
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened

@@ -62,7 +62,9 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   // after the debit, refunded, so its pricing does not matter.
   const ownersLane = provider.byok || (looked !== null && 'value' in looked && looked.value.lane === 'owner')
   const feePct = metering && ownersLane ? (metering.spec.byok_fee_pct ?? 0) : undefined
-  return payProxied(s, request, { principal, target, looked, keys, metered, feePct, created: owned?.record && owned.settled ? { record: owned.record, settled: owned.settled } : null })
+  // Filed with the call: the house lane's requests are on the operator's provider bill (docs/api.md §13d).
+  const lane = ownersLane ? ('owner' as const) : house ? ('house' as const) : undefined
+  return payProxied(s, request, { principal, target, looked, keys, metered, feePct, lane, created: owned?.record && owned.settled ? { record: owned.record, settled: owned.settled } : null })
 }
 
 /** A promise's outcome as a value: held across the debit without an unhandled rejection. */

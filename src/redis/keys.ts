@@ -278,6 +278,10 @@ export class Keys {
   rebuildLock(): string {
     return `${this.prefix}:rebuildlock`
   }
+  /** The reconciliation's lock (SET NX PX): one instance runs the day's reconciliation (docs/api.md §13d). */
+  billCheckLock(): string {
+    return `${this.prefix}:billchecklock`
+  }
   /** Set of paused capability slugs. */
   paused(): string {
     return `${this.prefix}:paused`

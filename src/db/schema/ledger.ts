@@ -79,7 +79,14 @@ export const calls = pgTable(
     uncharged: integer('uncharged'),
     /** provider | estimated */
     usageSource: text('usage_source'),
+    /** house | owner: whose provider key the request went out with (docs/api.md §13d); null when none was chosen. */
+    lane: text('lane'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [index('calls_account_at').on(t.accountId, t.at, t.callId)],
+  (t) => [
+    index('calls_account_at').on(t.accountId, t.at, t.callId),
+    // The reconciliation's sums read one UTC day of calls (docs/api.md §13d). BRIN: rows arrive in
+    // about `at` order, and its upkeep on the hot insert path is a page summary, not a B-tree entry.
+    index('calls_at_brin').using('brin', t.at),
+  ],
 )

@@ -48,8 +48,8 @@ export const adminRoutes = (s: Services, h: Http = http(s)) => {
       '/admin/alarms',
       async ({ bearer, request, server }) => {
         await founder(bearer, request, server)
-        return { alarms: s.notConfigured.list() }
+        return { alarms: [...s.notConfigured.list(), ...(await s.driftAlarm.list())] }
       },
-      { response: { 200: AlarmList }, detail: { summary: 'Founder: features this instance refused with NOT_CONFIGURED (the setting each lacks, since when, how often)' } },
+      { response: { 200: AlarmList }, detail: { summary: "Founder: features this instance refused with NOT_CONFIGURED (the setting each lacks, since when, how often), and providers whose usage report disagrees with our metered ledger (docs/api.md §13d)" } },
     )
 }
