@@ -526,6 +526,6 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed (lua/lib/thresholds.lua).
 if price > 0 then
-  warn_thresholds(threshold_levels(acct, 10), price, today, call_id, agent_ref, spent, daily_cap, rows, F_DAILY_CAP, hashes, bys, budgets, spents, day_spents)
+  warn_thresholds(threshold_levels(acct, 9), price, today, call_id, agent_ref, spent, daily_cap, rows, F_DAILY_CAP, hashes, bys, budgets, spents, day_spents)
 end
 return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}
