@@ -94,7 +94,7 @@ interface Row {
 async function measureTree(root: string): Promise<Row[]> {
   const mod = (p: string) => import(join(root, p))
   const { hashToken } = await mod('src/auth/tokens.ts')
-  const { windowsAt } = await mod('src/ledger/windows.ts')
+  const { windowsAt } = await mod('src/windows.ts')
   const { runDebit } = await mod('src/lua/debit.ts')
   const { runSettle } = await mod('src/lua/settle.ts')
   const { runRecordCalls } = await mod('src/lua/record-calls.ts')

@@ -175,7 +175,6 @@ end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 --@include allowlist
---@include thresholds
 
 -- 1. token
 local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds')
@@ -524,8 +523,6 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
--- cap.threshold: the levels of a daily cap or budget this debit crossed (lua/lib/thresholds.lua).
-if price > 0 then
-  warn_thresholds(threshold_levels(acct, 9), price, today, call_id, agent_ref, spent, daily_cap, rows, F_DAILY_CAP, hashes, bys, budgets, spents, day_spents)
-end
+-- cap.threshold: the levels of a daily cap or budget this debit crossed.
+--@include thresholds
 return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}

@@ -1,81 +1,64 @@
--- Threshold warnings (docs/api.md §13a): a debit whose spend crosses a level of a daily cap or of an
--- agent's lifetime budget tells the owner once per level and period with a `cap.threshold` event.
--- The levels are the account hash's `thresholds` (percentages, ascending, joined by ','; absent =
--- the default below, '' = off), read with the fields the debit reads anyway. A crossing is found by
--- arithmetic on numbers the debit already holds: only a debit that crosses a level reads and writes
--- its mark, a field of the hash it limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"),
--- so a refund that lowers the spend never makes a level tell twice. A daily cap's period is its HKT
--- day and cap, a budget's its cap: a cap the operator changes arms its levels again.
-local THRESHOLDS_DEFAULT = {50, 80, 100}
-
--- The levels of field `pos` of the account's reply, parsed once: a batch shares that reply among
--- its calls (lib/hash-memo.lua), so the parsed list replaces the string there.
-local function threshold_levels(acct_row, pos)
-  local spec = acct_row[pos]
-  if not spec then return THRESHOLDS_DEFAULT end
-  if type(spec) == 'table' then return spec end
-  local levels = {}
-  for p in string.gmatch(spec, '%d+') do levels[#levels + 1] = tonumber(p) end
-  acct_row[pos] = levels
-  return levels
-end
-
--- The highest level of `cap` in (before, after], or 0: arithmetic only, the common debit's whole cost.
-local function threshold_crossed(levels, before, after, cap)
-  local top = 0
-  if cap and cap > 0 then
-    for _, p in ipairs(levels) do
-      if before * 100 < p * cap and p * cap <= after * 100 then top = p end
-    end
-  end
-  return top
-end
-
--- Tells the levels in (before, after] up to `top`, past the one the mark in `field` of `hash`
--- already holds for `period`; `data` is the event's payload without its `percent`.
-local function tell_thresholds(levels, top, hash, field, period, before, after, cap, id_base, data)
-  local told = 0
-  local mark = redis.call('HGET', hash, field)
-  if mark then
-    local was, level = string.match(mark, '^(.*):(%d+)$')
-    if was == period then told = tonumber(level) end
-  end
-  if top <= told then return end
-  redis.call('HSET', hash, field, period .. ':' .. top)
-  for _, p in ipairs(levels) do
-    if p > told and before * 100 < p * cap and p * cap <= after * 100 then
-      data.percent = p
-      emit(id_base .. '_' .. p, 'cap.threshold', data)
-    end
-  end
-end
-
--- Every scope a debit of `price` moved: the account's daily spend (`acct_spent` after the debit),
--- then each level of the agent's chain (its HMGET reply `rows[i]`, whose field `cap_at` is its daily
--- cap as a number, and the numbers the debit read before it: `budgets[i]`, `spents[i]`, `day_spents[i]`).
-local function warn_thresholds(levels, price, today, call_id, caller, acct_spent, acct_cap, rows, cap_at, hashes, bys, budgets, spents, day_spents)
-  if #levels == 0 then return end
-  local function fmt(n) return string.format('%d', n) end
-  local base = 'evt_' .. call_id .. '_thr_'
-  local top = threshold_crossed(levels, acct_spent - price, acct_spent, acct_cap)
-  if top > 0 then
-    tell_thresholds(levels, top, KEYS[1], 'thr_day', today .. '/' .. fmt(acct_cap), acct_spent - price, acct_spent, acct_cap, base .. 'acct_day',
-      {scope = 'account', agent_id = caller, cap_kind = 'daily_cap', cap = acct_cap, spent = acct_spent, call_id = call_id})
-  end
+-- Threshold warnings (docs/api.md §13a), spliced into debit.lua after a debit's writes: a debit whose
+-- spend crosses a warning level of the account's daily cap, an agent's daily cap or an agent's
+-- lifetime budget tells the owner once per level and period with a `cap.threshold` event.
+-- A block, not a function: a debit whose spend stays under the lowest level of every cap makes one
+-- comparison per cap, creates no closure and allocates nothing (each allocation costs Redis' Lua
+-- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 9,
+-- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
+-- before the debit (rows, hashes, bys, budgets, spents, day_spents), F_DAILY_CAP, today, call_id,
+-- agent_id, agent_ref, and emit.
+-- Levels: the account hash's `thresholds`, percentages ascending joined by ',' (absent = 50,80,100;
+-- '' = off). Only a debit that crosses a level reads and writes its mark, a field of the hash it
+-- limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"), so a refund that lowers the
+-- spend never makes a level tell twice. A daily cap's period is its HKT day and amount, a budget's
+-- its amount: a changed cap arms its levels again.
+if price > 0 and acct[9] ~= '' then
+  local levels = acct[9] or '50,80,100'
+  -- The lowest level: a scope whose spend stays under it is passed over at one comparison.
+  local lowest = 50
+  if acct[9] then lowest = tonumber(string.match(levels, '^%d+')) or 101 end
+  local due = daily_cap > 0 and lowest * daily_cap <= spent * 100
   for i = 1, #rows do
-    local cap, day_before = rows[i][cap_at], day_spents[i]
-    top = threshold_crossed(levels, day_before, day_before + price, cap)
-    if top > 0 then
-      local who = bys[i] ~= '' and bys[i] or caller
-      tell_thresholds(levels, top, hashes[i], 'thr_day', today .. '/' .. fmt(cap), day_before, day_before + price, cap, base .. who .. '_day',
-        {scope = 'agent', agent_id = who, cap_kind = 'daily_cap', cap = cap, spent = day_before + price, call_id = call_id})
+    if due then break end
+    local cap, budget = rows[i][F_DAILY_CAP], budgets[i]
+    due = (cap and cap > 0 and lowest * cap <= (day_spents[i] + price) * 100)
+      or (budget and budget > 0 and lowest * budget <= (spents[i] + price) * 100)
+  end
+  if due then
+    -- Some spend reached the lowest level: each scope's highest level in (before, after] (the
+    -- levels are ascending) and, when there is one, each level up to it not told yet this period
+    -- (the mark), each its own event.
+    local function weigh(hash, field, period, scope, who, kind, cap, before)
+      if not cap or cap <= 0 then return end
+      local after, top = before + price, 0
+      for l in string.gmatch(levels, '%d+') do
+        l = tonumber(l)
+        if l * cap > after * 100 then break end
+        if l * cap > before * 100 then top = l end
+      end
+      if top == 0 then return end
+      period = period .. string.format('%d', cap)
+      local told = 0
+      local mark = redis.call('HGET', hash, field)
+      if mark then
+        local was, level = string.match(mark, '^(.*):(%d+)$')
+        if was == period then told = tonumber(level) end
+      end
+      if top <= told then return end
+      redis.call('HSET', hash, field, period .. ':' .. top)
+      for l in string.gmatch(levels, '%d+') do
+        l = tonumber(l)
+        if l > told and l <= top and l * cap > before * 100 then
+          emit('evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
+            {scope = scope, agent_id = who or agent_ref, cap_kind = kind, percent = l, cap = cap, spent = after, call_id = call_id})
+        end
+      end
     end
-    cap = budgets[i]
-    top = threshold_crossed(levels, spents[i], spents[i] + price, cap)
-    if top > 0 then
-      local who = bys[i] ~= '' and bys[i] or caller
-      tell_thresholds(levels, top, hashes[i], 'thr_budget', fmt(cap), spents[i], spents[i] + price, cap, base .. who .. '_budget',
-        {scope = 'agent', agent_id = who, cap_kind = 'budget', cap = cap, spent = spents[i] + price, call_id = call_id})
+    weigh(KEYS[1], 'thr_day', today .. '/', 'account', nil, 'daily_cap', daily_cap, spent - price)
+    for i = 1, #rows do
+      local who = bys[i] ~= '' and bys[i] or agent_id
+      weigh(hashes[i], 'thr_day', today .. '/', 'agent', who, 'daily_cap', rows[i][F_DAILY_CAP], day_spents[i])
+      weigh(hashes[i], 'thr_budget', '', 'agent', who, 'budget', budgets[i], spents[i])
     end
   end
 end
