@@ -89,14 +89,17 @@ describe('cap.threshold events', () => {
         const told = (await redis.xrange(keys.outbox(keys.shardOf(ACCT)), '-', '+'))
           .map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])))
           .filter((e) => e.type === 'cap.threshold')
-          .map((e) => JSON.parse(e.data!) as { scope: string; cap_kind: string; percent: number; cap: number; spent: number })
+          .map((e) => JSON.parse(e.data!) as { scope: string; agent_id: string; cap_kind: string; percent: number; cap: number; spent: number })
         const expected: string[] = []
         const active = levels ?? [50, 80, 100]
         for (const [scope, cap] of [['account:daily_cap', accountCap], ['agent:daily_cap', agentCap], ['agent:budget', budget]] as const)
           for (const p of active) if (p * cap <= most * 100) expected.push(`${scope}:${p}`)
         expect(told.map((e) => `${e.scope}:${e.cap_kind}:${e.percent}`).sort()).toEqual(expected.sort())
-        // Each event carries the cap and a spend at or past its level.
-        for (const e of told) expect(e.spent * 100).toBeGreaterThanOrEqual(e.percent * e.cap)
+        // Each event carries the cap, a spend at or past its level, and the agent (the caller, for the account's cap too).
+        for (const e of told) {
+          expect(e.spent * 100).toBeGreaterThanOrEqual(e.percent * e.cap)
+          expect(e.agent_id).toBe(AGENT)
+        }
       }),
       { numRuns: 150 },
     )
