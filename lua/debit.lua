@@ -28,7 +28,8 @@
   entry and an `agent.killed` event), answering AGENT_KILLED with reason breaker.
   Owner events ride the same outbox as `event` entries (src/events/): `balance.low` when this debit
   takes the balance below the alert threshold, `cap.reached` on the first daily-cap refusal of an
-  HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields).
+  HKT day per account, agent and request cap (marked by `cap_noted`/`reqcap_noted` hash fields),
+  `cap.threshold` when this debit's spend crosses a warning level of a cap (lua/lib/thresholds.lua).
   A refusal's only writes are the request counted against the rate limit (the first write, made
   once the token matches: every later answer counts) and, for a cap, its once-a-day mark and event.
   It also flags an auto-refill: the account hash carries `refill_below` (the mandate's threshold,
@@ -176,7 +177,7 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 --@include allowlist
 
 -- 1. token
-local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held')
+local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 -- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
 -- a batch shares among its calls through the memo (each later call skips the parse).
@@ -522,4 +523,6 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
+-- cap.threshold: the levels of a daily cap or budget this debit crossed.
+--@include thresholds
 return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}

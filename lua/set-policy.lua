@@ -16,7 +16,8 @@
   ARGV[3] account id
   ARGV[4] agent id ('' for the account)
   ARGV[5..] triplets: field, op (set | del), value
-            account fields: daily_cap, allow, balance_cap; agent fields: daily_cap, allow, per_call_max,
+            account fields: daily_cap, allow, balance_cap, thresholds (the warning levels debit.lua
+            reads: lua/lib/thresholds.lua); agent fields: daily_cap, allow, per_call_max,
             budget (lifetime credits), brk_credits, brk_same (the runaway-agent breaker, read by
             the debit; absent = defaults)
 
@@ -31,7 +32,7 @@
 
 --@include status
 local FIELDS = {
-  account = { daily_cap = true, allow = true, balance_cap = true },
+  account = { daily_cap = true, allow = true, balance_cap = true, thresholds = true },
   agent = { daily_cap = true, allow = true, per_call_max = true, budget = true, brk_credits = true, brk_same = true },
 }
 -- The field whose presence proves the hash is a real account or agent (never create one here).

@@ -54,6 +54,14 @@ export function renderEvent(ev: OwnerEvent): string {
       const hint = x.scope === 'requests' ? '' : x.scope === 'agent' && x.agent_id ? ` Raise it with /cap ${x.agent_id} <credits>.` : ' Raise it with PUT /v1/policies.'
       return `${what} (${x.spent} of ${x.cap}); calls are refused until ${x.resets_at}.${hint}`
     }
+    case 'cap.threshold': {
+      const x = d as D<'cap.threshold'>
+      const whose = x.scope === 'agent' ? `Agent ${x.agent_id}` : 'The account'
+      const what = x.cap_kind === 'budget' ? 'lifetime budget' : 'daily cap'
+      const until = x.resets_at ? ` It resets at ${x.resets_at}.` : ''
+      const hint = x.scope === 'agent' && x.cap_kind === 'daily_cap' && x.agent_id ? ` Raise it with /cap ${x.agent_id} <credits>.` : ' Raise it with PUT /v1/policies.'
+      return `${whose} has spent ${x.percent}% of its ${what} (${x.spent} of ${x.cap} credits).${until}${x.percent >= 100 ? ' Further calls are refused.' : ''}${hint}`
+    }
     case 'agent.created': {
       const x = d as D<'agent.created'>
       const under = x.parent_id ? ` by agent ${x.parent_id} (depth ${x.depth}${x.budget === null ? '' : `, budget ${x.budget}`})` : ''

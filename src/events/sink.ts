@@ -26,6 +26,8 @@ function complete(type: string, data: Record<string, unknown>, at: number): Reco
     const { day: _day, ...rest } = data
     return { ...rest, resets_at: new Date(nextHktMidnight(at)).toISOString() }
   }
+  // A budget is lifetime: it never resets.
+  if (type === 'cap.threshold') return { ...data, resets_at: data.cap_kind === 'daily_cap' ? new Date(nextHktMidnight(at)).toISOString() : null }
   return data
 }
 

@@ -17,6 +17,7 @@ export const EVENT_TYPES = [
   'refill.succeeded',
   'refill.failed',
   'cap.reached',
+  'cap.threshold',
   'agent.created',
   'agent.killed',
   'agent.revived',
@@ -45,6 +46,22 @@ export interface EventData {
   'refill.failed': { credits: number; reason: string; code?: string; message: string; card?: string; enable_url?: string; mode?: 'auto' | 'topup' }
   /** The first refusal of an HKT day by a cap: `scope` account (daily spend), agent (its daily cap) or requests (unpriced daily request cap). */
   'cap.reached': { scope: 'account' | 'agent' | 'requests'; agent_id: string | null; cap: number; spent: number; price: number; target: string; resets_at: string }
+  /**
+   * A debit's spend crossed a warning level of a cap (docs/api.md §13a): the account's or an agent's
+   * daily cap, or an agent's lifetime budget; once per level per period (a daily cap's HKT day, a
+   * budget's lifetime). `agent_id` is the capped agent, or for the account scope the caller (null:
+   * the owner token); `resets_at` is null for a budget; `call_id` the debit that crossed it.
+   */
+  'cap.threshold': {
+    scope: 'account' | 'agent'
+    agent_id: string | null
+    cap_kind: 'daily_cap' | 'budget'
+    percent: number
+    cap: number
+    spent: number
+    resets_at: string | null
+    call_id: string
+  }
   /** `reason` operator (by hand; `via` api or chat) or breaker (with the `rule`, `limit` and `observed` value that tripped it). */
   /** An agent token was created: by the operator (parent_id null) or by an agent under itself (docs/api.md §8). */
   'agent.created': { agent_id: string; name: string; parent_id: string | null; depth: number; budget: number | null; expires_at: number | null; via: 'api' | 'chat' }
@@ -96,6 +113,7 @@ export const EVENT_DOCS: Record<EventType, string> = {
   'refill.succeeded': 'an auto-refill or top-up was charged and credited',
   'refill.failed': 'a refill was refused (reason: declined, or authentication_required: confirm the card at enable_url)',
   'cap.reached': 'the first refusal of the day by the account daily cap, an agent daily cap or the request cap',
+  'cap.threshold': 'spend crossed a warning level (account.thresholds, default 50/80/100 %) of a daily cap or an agent budget; once per level per day (budget: per lifetime)',
   'agent.created': 'an agent token was created, by the operator or by an agent as its sub-agent (parent_id)',
   'agent.killed': 'an agent was killed (reason operator, or breaker: the runaway-agent breaker)',
   'agent.revived': 'a killed agent was revived by the operator',

@@ -14,5 +14,13 @@ export const NullableCredits = T.Union([Credits, T.Null()])
 export const AgentName = T.String({ minLength: 1, maxLength: 64, pattern: '\\S', description: 'Shown in listings and activity' })
 /** Seconds until an agent token expires. */
 export const AgentTtl = T.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })
+/** The warning levels of the caps (docs/api.md §13a): percentages of a daily cap or budget, each told once per period. */
+export const Thresholds = T.Array(T.Integer({ minimum: 1, maximum: 100 }), {
+  maxItems: 10,
+  uniqueItems: true,
+  description: 'Percentages 1..100 of each daily cap and agent budget at which the owner gets a cap.threshold event; [] = off',
+})
+/** The levels of an account that never set its own. */
+export const DEFAULT_THRESHOLDS: readonly number[] = [50, 80, 100]
 /** The breaker's identical requests per sliding minute (0 = off). */
 export const IdenticalPerMinute = T.Integer({ minimum: 0, maximum: 1_000_000 })

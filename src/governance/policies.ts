@@ -9,6 +9,7 @@ import { ApiError } from '../errors'
 import { runSetPolicies, type PolicyWrite } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { AGENT_ID } from './agents'
+import { DEFAULT_THRESHOLDS } from './model'
 import { readAccount } from '../redis/account-hash'
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
@@ -23,6 +24,8 @@ export interface AccountPolicy {
   daily_cap: number
   balance_cap: number
   allowlist: string[] | null
+  /** Warning levels of every daily cap and agent budget, ascending (docs/api.md §13a); [] = off. */
+  thresholds: number[]
 }
 
 export interface AgentPolicy {
@@ -42,12 +45,24 @@ export interface AgentPolicy {
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
 
 export async function readAccountPolicy(ctx: RedisContext, acct: string): Promise<AccountPolicy> {
-  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap')
+  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap', 'thresholds')
   return {
     daily_cap: a.daily_cap ?? ctx.cfg.DEFAULT_DAILY_CAP,
     balance_cap: a.balance_cap ?? ctx.cfg.DEFAULT_BALANCE_CAP,
     allowlist: decodeAllowlist(a.allow),
+    thresholds: decodeThresholds(a.thresholds),
   }
+}
+
+/** The hash's `thresholds` field: absent = the default, '' = none, else percentages joined by ','. */
+export function decodeThresholds(v: string | null): number[] {
+  if (v === null) return [...DEFAULT_THRESHOLDS]
+  return v === '' ? [] : v.split(',').map(Number)
+}
+
+/** Levels as the hash keeps them (lua/lib/thresholds.lua reads them ascending). */
+export function encodeThresholds(levels: readonly number[]): string {
+  return [...levels].sort((a, b) => a - b).join(',')
 }
 
 /** Policies of the account's agents that can still act (revoked ones are gone for good). */

@@ -1,5 +1,6 @@
 /**
- * Policies (docs/api.md §5): the account's daily cap, balance cap and allowlist, and each agent's
+ * Policies (docs/api.md §5): the account's daily cap, balance cap, allowlist and warning levels
+ * (§13a), and each agent's
  * daily cap, allowlist and per-call maximum — exactly the fields debit.lua enforces.
  * An agent token reads only its own agent's policy; only the owner token may change them.
  * errors: FORBIDDEN (balance_cap is the founder's), BAD_REQUEST (a cap, budget, breaker rate or
@@ -11,8 +12,8 @@ import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { checkField } from '../schema-check'
 import { encodeAllowlist } from './allowlist'
-import { IdenticalPerMinute, NullableCredits } from './model'
-import { applyPolicyChange, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from './policies'
+import { IdenticalPerMinute, NullableCredits, Thresholds } from './model'
+import { applyPolicyChange, encodeThresholds, readAccountPolicy, readAgentPolicies, type FieldChanges, type PolicyChange } from './policies'
 import type { RedisContext } from '../redis/context'
 
 export async function policiesOf(ctx: RedisContext, p: Pick<Principal, 'accountId' | 'agentId'>) {
@@ -28,6 +29,8 @@ interface Patch {
   budget?: number | null
   balance_cap?: unknown
   breaker?: { credits_per_minute?: number | null; identical_per_minute?: number | null }
+  /** The account's warning levels (docs/api.md §13a); null = back to the default. */
+  thresholds?: number[] | null
 }
 
 export interface PoliciesPatch {
@@ -46,6 +49,7 @@ export async function putPolicies(ctx: RedisContext, acct: string, body: Policie
 }
 
 const NullableIdentical = T.Union([IdenticalPerMinute, T.Null()])
+const NullableThresholds = T.Union([Thresholds, T.Null()])
 
 /**
  * The bounds PUT /v1/policies' body model is built from, for every caller (the allowlist's are
@@ -60,6 +64,7 @@ function checkPatch(p: Patch, at: string): void {
   check(NullableCredits, p.budget, 'budget')
   check(NullableCredits, p.breaker?.credits_per_minute, 'breaker.credits_per_minute')
   check(NullableIdentical, p.breaker?.identical_per_minute, 'breaker.identical_per_minute')
+  check(NullableThresholds, p.thresholds, 'thresholds')
 }
 
 /** Request fields → hash fields; null removes a field (no limit, or the default). */
@@ -72,5 +77,8 @@ function fields(p: Patch, at: string): FieldChanges {
   if (p.allowlist !== undefined) out.allow = encodeAllowlist(p.allowlist, `${at}.allowlist`)
   if (p.breaker?.credits_per_minute !== undefined) out.brk_credits = p.breaker.credits_per_minute
   if (p.breaker?.identical_per_minute !== undefined) out.brk_same = p.breaker.identical_per_minute
+  if (p.thresholds !== undefined && at !== 'account')
+    throw new ApiError('BAD_REQUEST', { field: `${at}.thresholds`, expected: 'warning levels are the account\'s: set account.thresholds' })
+  if (p.thresholds !== undefined) out.thresholds = p.thresholds === null ? null : encodeThresholds(p.thresholds)
   return out
 }

@@ -69,8 +69,9 @@ export const accountPolicySink: Sink = async (tx: Database, entries) => {
     dailyCap: p.dailyCap,
     allowlist: list(p.allow),
     balanceCap: p.balanceCap,
+    thresholds: p.thresholds,
     version: p.version,
     updatedAt: new Date(p.at),
   }))
-  await upsertNewer(tx, accountPolicies, accountPolicies.accountId, rows, ['dailyCap', 'allowlist', 'balanceCap', 'version', 'updatedAt'])
+  await upsertNewer(tx, accountPolicies, accountPolicies.accountId, rows, ['dailyCap', 'allowlist', 'balanceCap', 'thresholds', 'version', 'updatedAt'])
 }

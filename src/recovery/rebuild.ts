@@ -207,9 +207,12 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
   const createdMs = row?.createdAt.getTime() ?? created!.at
 
   // Policy: the Postgres projection, unless the outbox holds a newer version.
-  let pol = { v: policy?.version ?? 0, dailyCap: policy?.dailyCap ?? null, allow: policy?.allowlist?.join('\n') ?? null, balanceCap: policy?.balanceCap ?? null }
+  let pol = {
+    v: policy?.version ?? 0, dailyCap: policy?.dailyCap ?? null, allow: policy?.allowlist?.join('\n') ?? null, balanceCap: policy?.balanceCap ?? null,
+    thresholds: policy?.thresholds ?? null,
+  }
   for (const p of pending.policies)
-    if (p.version > pol.v) pol = { v: p.version, dailyCap: p.dailyCap, allow: p.allow, balanceCap: p.balanceCap }
+    if (p.version > pol.v) pol = { v: p.version, dailyCap: p.dailyCap, allow: p.allow, balanceCap: p.balanceCap, thresholds: p.thresholds }
 
   const day = hktDay(ctx.clock.now())
   const byAgent = new Map<string, AgentRow>()
@@ -267,6 +270,7 @@ export async function planRebuild(ctx: RedisContext, db: Database, account: stri
   if (pol.v > 0) fields.policy_v = String(pol.v)
   if (pol.dailyCap !== null) fields.daily_cap = String(pol.dailyCap)
   if (pol.allow !== null) fields.allow = pol.allow
+  if (pol.thresholds !== null) fields.thresholds = pol.thresholds
   // The referral bonus is still owed when the account was referred and no bonus entry exists.
   if (referrer && !led.lines.some((l) => l.id === `${account}:referral:referred`)) fields.referrer = referrer
   // The metered micro-credit remainder (docs/api.md §7) as the newest settle left it: the next settle

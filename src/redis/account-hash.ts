@@ -28,6 +28,8 @@ const FIELDS = {
   /** Allowlist patterns joined by "\n"; absent = everything. */
   allow: str,
   balance_cap: num,
+  /** Warning levels of the caps, percentages ascending joined by ','; absent = the default, '' = off (docs/api.md §13a). */
+  thresholds: str,
   /** The saved-card consent page's ref (/mandate?ref=). */
   mref: str,
   /** The enabled mandate's threshold, present only while auto-refill is on. */

@@ -186,11 +186,16 @@ export interface AccountPolicyFields {
   dailyCap: number | null
   allow: string | null
   balanceCap: number | null
+  /** The warning levels as the account hash keeps them (docs/api.md §13a): null = the default. */
+  thresholds: string | null
   at: number
 }
 
 export function accountPolicyFields({ fields: f }: OutboxEntry): AccountPolicyFields {
-  return { account: f.acct!, version: Number(f.v), dailyCap: presentNum(f.daily_cap), allow: present(f.allow), balanceCap: presentNum(f.balance_cap), at: Number(f.at) }
+  return {
+    account: f.acct!, version: Number(f.v), dailyCap: presentNum(f.daily_cap), allow: present(f.allow), balanceCap: presentNum(f.balance_cap),
+    thresholds: present(f.thresholds), at: Number(f.at),
+  }
 }
 
 /** `agent`: the agent's whole row at version v (lua/lib/agent-entry.lua). */

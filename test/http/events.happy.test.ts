@@ -2,7 +2,7 @@
  * Every owner event kind reaches the account's webhook endpoint exactly once, signed per the
  * Standard Webhooks spec (verified by the receiver with the `standardwebhooks` library), each
  * produced by its real state change: agent kill/revive/revoke (agent-state.lua), a breaker-free
- * low balance and a cap refusal (debit.lua), a sandbox auto-refill and a parked pack
+ * low balance, a cap refusal and a cap's warning level (debit.lua), a sandbox auto-refill and a parked pack
  * (credit-topup.lua), a founder's capability pause and support move. `refill.failed` is produced
  * here through emitEvent() (the sandbox never declines a saved card); its real path, a Stripe
  * decline, is in events.stripe.happy.test.ts.
@@ -55,6 +55,8 @@ describe('owner events over webhooks', () => {
     expect((await t.req('POST', '/v1/call/test.pricey', { token: owner.token, body: { q: 'x' } })).body.balance).toBe(200)
     // refill.succeeded: with auto-refill on, a debit under its threshold refills in the background
     await consentSandbox(t, owner.token, { threshold: 199, refill: 1000, ceiling: 5000 })
+    // cap.threshold: today's spend is 300; with a cap of 608 the next 5 credits cross its 50% (304)
+    await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: 608 } } })
     expect((await t.req('POST', '/v1/call/test.echo', { token: owner.token, body: { q: 'x' } })).body.balance).toBe(195)
     await t.s.refiller.idle()
     // payment.parked: a 5000-credit pack would pass the 3000 balance cap
@@ -114,6 +116,8 @@ describe('owner events over webhooks', () => {
     expect(one('payment.parked')).toMatchObject({ credits: 5000, balance: 1195, balance_cap: 3000 })
     expect(one('cap.reached')).toMatchObject({ scope: 'account', cap: 305, spent: 305, price: 5, target: 'test.echo' })
     expect(one('cap.reached').resets_at).toMatch(/T16:00:00\.000Z$/)
+    expect(one('cap.threshold')).toMatchObject({ scope: 'account', agent_id: null, cap_kind: 'daily_cap', percent: 50, cap: 608, spent: 305 })
+    expect(one('cap.threshold').resets_at).toMatch(/T16:00:00\.000Z$/)
     expect(one('capability.paused')).toEqual({ slug: 'test.pricey', reason: 'founder' })
     expect(one('support.updated')).toMatchObject({ problem_id: problem.body.id, status: 'acknowledged', note: 'on it', status_url: problem.body.status_url })
     expect(one('refill.failed')).toMatchObject({ reason: 'authentication_required', credits: 1000 })

@@ -30,7 +30,7 @@ describe('policies', () => {
     const r = await t.req('GET', '/v1/policies', { token: owner.token })
     expect(r.status).toBe(200)
     expect(r.body).toEqual({
-      account: { daily_cap: 20000, balance_cap: 100000, allowlist: null },
+      account: { daily_cap: 20000, balance_cap: 100000, allowlist: null, thresholds: [50, 80, 100] },
       agents: { [a!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK, ...TREE } },
     })
   })
@@ -43,14 +43,14 @@ describe('policies', () => {
     })
     expect(r.status).toBe(200)
     expect(r.body).toEqual({
-      account: { daily_cap: 300, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'] },
+      account: { daily_cap: 300, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'], thresholds: [50, 80, 100] },
       agents: {
         [a!.id]: { daily_cap: 40, allowlist: ['test.echo'], per_call_max: 5, breaker: BRK, ...TREE },
         [b!.id]: { daily_cap: null, allowlist: null, per_call_max: null, breaker: BRK, ...TREE },
       },
     })
     const again = await t.req('PUT', '/v1/policies', { token: owner.token, body: { account: { daily_cap: null }, agents: { [a!.id]: { per_call_max: null } } } })
-    expect(again.body.account).toEqual({ daily_cap: 20000, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'] })
+    expect(again.body.account).toEqual({ daily_cap: 20000, balance_cap: 100000, allowlist: ['test.*', 'proxy:fake'], thresholds: [50, 80, 100] })
     expect(again.body.agents[a!.id]).toEqual({ daily_cap: 40, allowlist: ['test.echo'], per_call_max: null, breaker: BRK, ...TREE })
     expect((await t.req('GET', '/v1/policies', { token: owner.token })).body).toEqual(again.body)
     expect((await t.req('GET', '/v1/balance', { token: owner.token })).body.daily_cap).toBe(20000)

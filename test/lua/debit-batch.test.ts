@@ -51,6 +51,8 @@ interface Fleet {
   /** Requests per minute of every token. */
   rateLimit: number
   accountDailyCap: number | null
+  /** The account's warning levels (docs/api.md §13a) as stored: null = the default, '' = off. */
+  thresholds: string | null
   agents: AgentSpec[]
 }
 interface CallSpec {
@@ -90,6 +92,7 @@ const fleetArb: fc.Arbitrary<Fleet> = fc.integer({ min: 1, max: 5 }).chain((n) =
     balance: fc.integer({ min: 0, max: 400 }),
     rateLimit: fc.integer({ min: 2, max: 30 }),
     accountDailyCap: fc.option(fc.integer({ min: 20, max: 300 }), { nil: null }),
+    thresholds: fc.option(fc.constantFrom('', '10,50', '5,30,60,90,100'), { nil: null }),
     agents: fc.tuple(...Array.from({ length: n }, (_, i) => agentSpec(i))).map((agents) => {
       // Depth at most 4: a level past it hangs from the root instead.
       for (let i = 0; i < agents.length; i++) if (depthOf(agents, i) > 4) agents[i]!.parent = null
@@ -116,6 +119,7 @@ const callsArb = (agents: number) =>
 async function seed(keys: Keys, f: Fleet): Promise<void> {
   const acct: Record<string, string | number> = { owner: hashToken(`owner-${ACCT}`), balance: f.balance }
   if (f.accountDailyCap !== null) acct.daily_cap = f.accountDailyCap
+  if (f.thresholds !== null) acct.thresholds = f.thresholds
   await redis.hset(keys.account(ACCT), acct)
   for (const [i, a] of f.agents.entries()) {
     const h: Record<string, string | number> = {
@@ -187,9 +191,13 @@ async function sameEitherWay(fleet: Fleet, calls: CallSpec[], extra: Partial<Deb
   const evalsha = /cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))
   expect(Number(evalsha?.[1])).toBe(1)
   expect(together).toEqual(one)
-  expect(await state(batched.keys)).toEqual(await state(alone.keys))
+  const left = await state(alone.keys)
+  expect(await state(batched.keys)).toEqual(left)
+  thresholdEvents += JSON.stringify(left).split('"cap.threshold"').length - 1
   return one
 }
+/** cap.threshold events the runs produced: the property must have weighed some crossings. */
+let thresholdEvents = 0
 
 describe('debit.lua in a batch', () => {
   test('a batch gives the replies and leaves the Redis that the same calls one at a time do (random fleets)', async () => {
@@ -199,13 +207,14 @@ describe('debit.lua in a batch', () => {
       }),
       { numRuns: 120 },
     )
+    expect(thresholdEvents).toBeGreaterThan(0)
   }, 120_000)
 
   test('a minute\'s breaker counts written after a later minute\'s call read them as its previous one are read again', async () => {
     // The clock may step back inside one batch: the second call counts into the minute the first
     // read as its previous one; the last call must weigh that count and trip the breaker.
     const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
-    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, agents: [agent] }
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
     const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
     const replies = await sameEitherWay(fleet, [call(30_200), call(0), call(40), call(30_200), call(30_200)], { breakerIdenticalPerMinute: 2 })
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
@@ -216,6 +225,7 @@ describe('debit.lua in a batch', () => {
       balance: 1_000_000,
       rateLimit: 1_000,
       accountDailyCap: null,
+      thresholds: null,
       agents: [0, 1, 2, 3].map((i) => ({ parent: i === 0 ? null : i - 1, budget: 10_000 - i, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null })),
     }
     const ctx = ctxOf(`reads${Date.now().toString(36)}`)

@@ -41,6 +41,8 @@ export const accountPolicies = pgTable('account_policies', {
   dailyCap: bigint('daily_cap', { mode: 'number' }),
   allowlist: text('allowlist').array(),
   balanceCap: bigint('balance_cap', { mode: 'number' }),
+  /** Warning levels as the account hash keeps them (docs/api.md §13a): null = the default, '' = off, else '50,80'. */
+  thresholds: text('thresholds'),
   version: integer('version').notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
 })

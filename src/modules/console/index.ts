@@ -53,7 +53,7 @@ import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } fro
 import { safeNext, signinPage } from './pages/signin'
 import { overviewMain } from './pages/overview'
 import { agentsMain } from './pages/agents'
-import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist } from './pages/policies'
+import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist, shownThresholds, THRESHOLDS_FIELD, THRESHOLDS_SHOWN_FIELD } from './pages/policies'
 import { activityMain } from './pages/activity'
 import { moneyMain } from './pages/money'
 import { keysMain } from './pages/keys'
@@ -96,6 +96,20 @@ function allowlistEdit(form: Form): { allowlist?: string[] | null } {
   if (allowAll && list.length) throw new ApiError('BAD_REQUEST', { field: 'allowlist', expected: `empty when "${ALLOW_ALL_LABEL}" is ticked (untick it to allow only the patterns)` })
   const wanted = allowAll ? null : list
   return form[SHOWN_FIELD] === shownAllowlist(wanted) ? {} : { allowlist: wanted }
+}
+
+/**
+ * The warning levels a Policies form asks for, as a patch: `{}` when the box still says what the
+ * page showed. Each entry must be a whole number; the bounds are PUT /v1/policies' own.
+ */
+function thresholdsEdit(form: Form): { thresholds?: number[] } {
+  const text = form[THRESHOLDS_FIELD]
+  if (text === undefined) return {}
+  const parts = text.split(',').map((x) => x.trim()).filter(Boolean)
+  const bad = parts.find((x) => !/^\d{1,3}$/.test(x))
+  if (bad !== undefined) throw new ApiError('BAD_REQUEST', { field: 'thresholds', expected: 'percentages 1..100 separated by commas (empty = off)' })
+  const levels = parts.map(Number)
+  return form[THRESHOLDS_SHOWN_FIELD] === shownThresholds(levels) ? {} : { thresholds: levels }
 }
 
 /** A console error: its code and message, and the way back (also the app's, for a refusal before the handler). */
@@ -306,7 +320,7 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
     )
     .get('/console', view('Overview'), { detail: { summary: 'HTML: console overview (balance, spend today, 30-day chart, top agents and routes)' } })
     .get('/console/agents', view('Agents'), { detail: { summary: 'HTML: console agents (tree, spend, kill / revive / revoke, create)' } })
-    .get('/console/policies', view('Policies'), { detail: { summary: 'HTML: console policies (caps and allowlists)' } })
+    .get('/console/policies', view('Policies'), { detail: { summary: 'HTML: console policies (caps, allowlists, warning levels)' } })
     .get('/console/activity', view('Activity'), { detail: { summary: 'HTML: console activity (paged; filter by agent, route, outcome)' } })
     .get('/console/money', view('Money'), { detail: { summary: 'HTML: console money (mandate, card, refills, top-up)' } })
     .get('/console/keys', view('Keys'), { detail: { summary: 'HTML: console keys (vaulted providers, new vault link)' } })
@@ -357,7 +371,7 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
           return { ok: 'Agent policy saved.' }
         }
         const cap = optInt(f, 'daily_cap')
-        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), ...allowlistEdit(f) } })
+        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), ...allowlistEdit(f), ...thresholdsEdit(f) } })
         return { ok: 'Account policy saved.' }
       }),
       { ...formRoute, detail: { summary: 'HTML form post: change caps and allowlists (as PUT /v1/policies)' } },

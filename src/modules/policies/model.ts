@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { Credits, IdenticalPerMinute } from '../../governance/model'
+import { Credits, IdenticalPerMinute, Thresholds } from '../../governance/model'
 
 const nullableCredits = (description: string) => T.Optional(T.Union([Credits, T.Null()], { description }))
 
@@ -8,6 +8,9 @@ const AccountPolicy = T.Object({
   daily_cap: T.Integer({ description: 'Credits the whole account may spend per HKT day' }),
   balance_cap: T.Integer({ description: 'Most credits the balance may hold (set by the founder)' }),
   allowlist: T.Union([T.Array(T.String()), T.Null()]),
+  thresholds: T.Array(T.Integer(), {
+    description: 'Percentages of each daily cap (account and agents) and agent budget at which the owner gets one cap.threshold event per period; ascending; [] = off',
+  }),
 })
 
 const BREAKER_DOC =
@@ -46,6 +49,7 @@ export const PoliciesPatch = T.Object(
         {
           daily_cap: nullableCredits('null = back to the deployment default'),
           allowlist: T.Optional(AllowlistSchema),
+          thresholds: T.Optional(T.Union([Thresholds, T.Null()], { description: 'Warning levels, 1..100 each, at most 10, no repeats; null = back to [50, 80, 100]; [] = off' })),
           balance_cap: T.Optional(T.Unknown({ description: 'Founder-only: answered with FORBIDDEN here' })),
         },
         { additionalProperties: false },

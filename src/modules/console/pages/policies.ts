@@ -6,6 +6,7 @@ interface AccountPolicy {
   daily_cap: number
   balance_cap: number
   allowlist: string[] | null
+  thresholds: number[]
 }
 interface AgentPolicy {
   daily_cap: number | null
@@ -39,6 +40,20 @@ const listInput = (id: string, list: string[] | null, label: string) => `<fields
 <label class="check" for="${id}-all"><input id="${id}-all" name="${ALLOW_ALL_FIELD}" type="checkbox" value="1"${list === null ? ' checked' : ''}> ${ALLOW_ALL_LABEL}</label>
 <label for="${id}">Allowlist patterns <small>(one per line; with the box unticked, none listed = allow nothing)</small></label><textarea id="${id}" name="allowlist" rows="3">${esc((list ?? []).join('\n'))}</textarea></fieldset>`
 
+/** The warning levels as the form shows them and reads them back (docs/api.md §13a). */
+export const THRESHOLDS_FIELD = 'thresholds'
+export const THRESHOLDS_SHOWN_FIELD = 'thresholds_shown'
+export const shownThresholds = (levels: readonly number[]): string => levels.join(', ')
+
+const thresholdsInput = (levels: number[]) => `<fieldset class="thresholds"><legend>Warning levels</legend>
+<p class="thresholds-state" data-thresholds="${esc(levels.join(','))}">${
+  levels.length
+    ? `A <code>cap.threshold</code> event (webhook and chat) when spend reaches <strong>${levels.map((l) => `${l}%`).join(', ')}</strong> of the account's or an agent's daily cap, or of an agent's budget: once per level per day (per lifetime for a budget).`
+    : '<strong>Off</strong>: no warnings before a cap is reached.'
+}</p>
+<input type="hidden" name="${THRESHOLDS_SHOWN_FIELD}" value="${esc(shownThresholds(levels))}">
+<label for="acct-thresholds">Warning levels <small>(percentages 1–100, separated by commas; empty = off)</small></label><input id="acct-thresholds" name="${THRESHOLDS_FIELD}" type="text" value="${esc(shownThresholds(levels))}"></fieldset>`
+
 export function policiesMain(p: { account: AccountPolicy; agents: Record<string, AgentPolicy> }, agents: AgentView[], csrf: FormToken): string {
   const names = new Map(agents.map((a) => [a.id, a.name]))
   const agentForms = Object.entries(p.agents)
@@ -54,6 +69,7 @@ ${listInput(`a${i}-allow`, a.allowlist, 'Allowlist')}
 ${numInput('acct-cap', 'daily_cap', p.account.daily_cap, 'Daily cap <small>(credits per HKT day, every agent together)</small>', true)}
 <p class="muted">Balance cap: ${p.account.balance_cap.toLocaleString('en')} credits (set by the service owner).</p>
 ${listInput('acct-allow', p.account.allowlist, 'Account allowlist')}
+${thresholdsInput(p.account.thresholds)}
 <button type="submit">Save account policy</button></form></section>
 <h2>Agents</h2>
 ${agentForms || '<p class="muted">No active agents.</p>'}`

@@ -1,0 +1,1 @@
+ALTER TABLE "account_policies" ADD COLUMN "thresholds" text;
