@@ -12,7 +12,7 @@ import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { checkText } from '../edge/text'
 import { ApiError } from '../errors'
-import { isRefunded, openPaidCall, providerFailure, usageAtSettle } from '../ledger/paid-call'
+import { isRefunded, openPaidCall, providerFailure, usageAtSettle, type RunBudget } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { callUpstream, type UpstreamResult } from '../upstream/call'
 import { clientGone } from '../upstream/request'
@@ -22,6 +22,7 @@ import { forwardedBody, readMeteredRequest, type MeteredRequest } from '../meter
 import { estimatedUsage, usageOfAnswer, type MeteredUsage } from '../metering/usage'
 import { debitMetering } from '../proxy/metered'
 import { costFields, exactCostMicro, type TokenPrices } from '../metering/cost'
+import type { RunState } from '../lua/debit'
 
 /**
  * An Idempotency-Key (the header on POST /v1/call, `idempotency_key` over MCP): 1 to 255 printable
@@ -38,6 +39,8 @@ export interface CallInput {
   idempotencyKey: string | null
   /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
+  /** The run budget the call counts against (X-Budget-Run; MCP `_meta["pab/run"]`; docs/api.md §13c). */
+  run?: RunBudget
 }
 
 export interface CallAnswer {
@@ -91,6 +94,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
     fingerprint: requestFingerprint,
     // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
     abandonAfterMs: cap.timeout_ms + 60_000,
+    run: input.run,
   })
   if (opened.kind === 'replay') return { status: 200, body: opened.response }
   const { call } = opened
@@ -127,11 +131,20 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
   // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
   const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
   const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}) }
+    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}), ...runFields(call.runState, call.price - charged) }
     return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
   return { status: 200, body: settled.replay ?? answer(settled.balance, settled.charged) }
+}
+
+/**
+ * The run the call counted against, as the answer shows it (docs/api.md §13c): its spend once this
+ * call is settled (a metered call's release given back), as of this call.
+ */
+function runFields(run: RunState | undefined, released: number) {
+  if (!run) return {}
+  return { run: { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() } }
 }
 
 /**

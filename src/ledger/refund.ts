@@ -20,6 +20,8 @@ export interface RefundRequest {
   dueBy?: number
   /** The debit's instant (the call record's `at`): the refund comes off that minute's breaker count too. */
   at?: number
+  /** The run the call record names (docs/api.md §13c): it gets the price back. */
+  runId?: string
 }
 
 export interface RefundResult {

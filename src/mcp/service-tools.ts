@@ -7,6 +7,7 @@ import { Type as T, type TObject } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf, reachOf } from '../account/views'
 import { callCapability, IDEMPOTENCY_KEY_PATTERN } from '../calls/capability-call'
+import { RUN_META, runBudgetOf } from '../ledger/run-header'
 import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
 import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
@@ -102,9 +103,11 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       async (call, a) => {
         // The params are the provider's free text, checked as such inside the call; the rest is one
         // line each (checked with the arguments: params is a FreeJson).
+        const run = await refusalAfterAdmission(s, call.principal, () => runBudgetOf(call.run, call.principal, RUN_META))
         const answer = await callCapability(s, keys, {
           principal: call.principal,
           slug: a.slug,
+          run,
           // As the agent wrote them, as REST forwards its body (a 64-bit id serialised again is rounded).
           rawBody: asWritten(memberText(call.writtenArguments(), 'params'), a.params ?? {}),
           idempotencyKey: a.idempotency_key ?? null,

@@ -13,6 +13,7 @@
 import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
+import { runBudgetOf } from '../ledger/run-header'
 import { openPaidCall, providerFailure, type CallOutcome, type DebitedCall, type SettleFacts } from '../ledger/paid-call'
 import type { Services } from '../services'
 import { clientGone, requestProvider } from '../upstream/request'
@@ -51,6 +52,9 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
+  // A run budget (docs/api.md §13c): read only when the header is there; never forwarded (upstream/headers.ts).
+  const runHeader = request.headers.get('x-budget-run')
+  const run = runHeader === null ? undefined : await refusalAfterAdmission(s, principal, () => runBudgetOf(runHeader, principal))
 
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
   // The lane decides what may pass, so the key is looked up before the debit (docs/api.md §12). A
@@ -86,8 +90,8 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const opened = await openPaidCall(
     s,
     metered
-      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct) }
-      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true },
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct), run }
+      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true, run },
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
@@ -223,6 +227,7 @@ async function relayDebited(s: Services, request: Request, x: Debited): Promise<
       ...(call.metered ? { 'x-pab-reserved': String(call.price) } : { 'x-pab-charged': String(call.price) }),
       ...(call.metered?.clamped ? { 'x-pab-max-tokens-clamped': String(call.metered.maxOut) } : {}),
       'x-pab-balance': String(call.balance),
+      ...runHeaders(call),
     },
     sent.decoded,
   )
@@ -326,6 +331,16 @@ function wholeAnswer(chunk: Uint8Array, o: { apiKey: string; meter: UsageMeter |
   if (!o.apiKey) return passed
   const scrubber = new KeyScrubber(o.apiKey)
   return concat(scrubber.push(passed), scrubber.flush())
+}
+
+/**
+ * The run the request counts against (docs/api.md §13c), in the header's own form: its spend after
+ * the debit (a metered request's reservation included, released at its settle).
+ */
+function runHeaders(call: DebitedCall): Record<string, string> {
+  const run = call.runState
+  if (!run) return {}
+  return { 'x-pab-run': `${run.id}; max=${run.max}; spent=${run.spent}; expires_at=${new Date(run.expiresAt).toISOString()}` }
 }
 
 /** A promise's outcome as a value: held across the debit without an unhandled rejection. */

@@ -12,6 +12,7 @@ import type { Principal } from '../../auth/principal'
 import type { Log } from '../../log'
 import type { RedisContext } from '../../redis/context'
 import { runSettle } from '../../lua/settle'
+import type { RunState } from '../../lua/debit'
 import type { MeteredUsage } from '../../metering/usage'
 import { applyReferralBonus } from '../accounts'
 import { filedAs, recordCall, settleFiling, type CallRecord } from '../calls'
@@ -72,6 +73,8 @@ export interface DebitedCallInit {
   releaseLease: () => void
   /** Set when the call is charged by its tokens: `price` is then the reservation. */
   metered?: MeteredReservation
+  /** The run budget the call counts against (docs/api.md §13c), as its debit left it. */
+  run?: RunState
 }
 
 export class DebitedCall {
@@ -94,6 +97,11 @@ export class DebitedCall {
   /** The reservation of a metered call (its `price` is what was reserved), or undefined when flat. */
   get metered(): MeteredReservation | undefined {
     return this.d.metered
+  }
+
+  /** The run the call counts against, right after its debit (its spend includes this call's price). */
+  get runState(): RunState | undefined {
+    return this.d.run
   }
 
   /** The balance right after the debit, before any settlement. */
@@ -172,7 +180,7 @@ export class DebitedCall {
     }
     let filed = false
     if (refunded) {
-      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome })).balance
+      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome, runId: d.run?.id })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
       // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle.lua
@@ -181,7 +189,7 @@ export class DebitedCall {
         d.idempotencyKey === undefined
           ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
           : undefined
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued })
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued, runId: d.run?.id })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance

@@ -3,3 +3,4 @@ export { openPaidCall, type OpenedCall, type PaidCallDeps, type PaidCallRequest 
 export { DebitedCall, type SettleFacts, type Settlement } from './debited-call'
 export { CALL_OUTCOMES, isRefunded, SETTLEMENT, usageAtSettle, type CallOutcome } from './outcome'
 export { providerFailure } from './provider-failure'
+export { parseRunHeader, runBudgetOf, RUN_HEADER, RUN_META, RUN_KEPT_S, type RunBudget } from '../run-header'
