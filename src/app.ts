@@ -25,6 +25,7 @@ import { parkedRoutes } from './modules/parked'
 import { webhookRoutes } from './modules/webhooks'
 import { operatorRoutes } from './modules/operator'
 import { proposalRoutes } from './modules/proposals'
+import { runRoutes } from './modules/runs'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
@@ -82,6 +83,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     .use(agentRoutes(s))
     .use(policyRoutes(s))
     .use(proposalRoutes(s))
+    .use(runRoutes(s))
     .use(supportRoutes(s))
     .use(adminRoutes(s))
     .use(deadLetterRoutes(s))
