@@ -33,12 +33,13 @@ local function run_charge(key, index, call_key, run, price_s, agent_id, chain, n
     local price = tonumber(price_s)
     redis.call('HSET', key, 'id', run.id, 'agent', agent_id, 'chain', chain, 'max', string.format('%d', run.max),
       'spent', price_s, 'opened', string.format('%d', now), 'expires', string.format('%d', run.expires))
-    redis.call('PEXPIREAT', key, string.format('%d', run.expires + keep_ms))
+    -- Relative to the app's clock (`now`), not Redis's: every expiry of the scripts is a TTL.
+    local kept = string.format('%d', run.expires + keep_ms - now)
+    redis.call('PEXPIRE', key, kept)
     redis.call('ZREMRANGEBYSCORE', index, '-inf', string.format('(%d', now - RUN_TTL_MAX_MS - keep_ms))
     redis.call('ZADD', index, string.format('%d', now), run.id)
     -- The index lives as long as its longest-kept record: set when it has no expiry, else only raised.
-    local gone = string.format('%d', run.expires + keep_ms)
-    if redis.call('PEXPIREAT', index, gone, 'NX') == 0 then redis.call('PEXPIREAT', index, gone, 'GT') end
+    if redis.call('PEXPIRE', index, kept, 'NX') == 0 then redis.call('PEXPIRE', index, kept, 'GT') end
     run.spent = price
   else
     run.spent = redis.call('HINCRBY', key, 'spent', price_s)
