@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll, pgLedger, redisBalance } from '../helpers/ledger'
+import { debit } from '../../src/ledger/debit'
 
 let t: TestApp
 beforeAll(async () => {
@@ -61,6 +62,19 @@ describe('run budgets', () => {
     expect(failed.body.error).toBe('PROVIDER_ERROR')
     expect((await runOf(owner.token, 'r'))!.spent).toBe(5)
     expect((await call(agent.token, 'r; max=10')).body.run.spent).toBe(10)
+  })
+
+  test('a call cut off after its debit (an API crash) is refunded by the sweeper, and its run gets the price back', async () => {
+    const owner = await t.signup()
+    const agent = (await create(owner.token, { name: 'worker' })).body
+    const principal = (await t.s.guard.tokens.resolve(agent.token))!
+    const d = await debit(t.s.ctx, { principal, target: 'test.echo', price: 5, unpriced: false, abandonAfterMs: 60_000, run: { id: 'crash', max: 20, ttlS: 3600 } })
+    expect(d.kind === 'debited' && d.run).toMatchObject({ id: 'crash', spent: 5 })
+    expect((await runOf(owner.token, 'crash'))!.spent).toBe(5)
+    t.clock.advance(60_001)
+    expect(await t.s.sweeper.sweepOnce()).toBeGreaterThanOrEqual(1)
+    expect((await runOf(owner.token, 'crash'))!.spent).toBe(0)
+    expect(await redisBalance(t, owner.account_id)).toBe(500)
   })
 
   test('the run ends at its TTL: refused as ended, listed as ended with what it did not spend; the agent spends on', async () => {
