@@ -22,7 +22,7 @@ export interface RunView {
 /** At most this many runs are listed, the newest opened first. */
 export const RUNS_LISTED = 200
 
-export async function listRuns(ctx: RedisContext, principal: Principal): Promise<RunView[]> {
+export async function listRuns(ctx: RedisContext, principal: Pick<Principal, 'accountId' | 'agentId'>): Promise<RunView[]> {
   const { redis, keys } = ctx
   const acct = principal.accountId
   const ids = await redis.zrevrange(keys.runs(acct), 0, RUNS_LISTED - 1)

@@ -99,7 +99,8 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         },
         { additionalProperties: false },
       ),
-      'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim.',
+      'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim. ' +
+        'A run budget: put "<run id>; max=<credits>; ttl=<seconds>" in the request\'s _meta["pab/run"] (as the X-Budget-Run header); the result then shows the run.',
       async (call, a) => {
         // The params are the provider's free text, checked as such inside the call; the rest is one
         // line each (checked with the arguments: params is a FreeJson).

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { flushAll, pgLedger, redisBalance } from '../helpers/ledger'
 import { debit } from '../../src/ledger/debit'
+import { ConsoleClient } from '../helpers/console'
 
 let t: TestApp
 beforeAll(async () => {
@@ -127,6 +128,26 @@ describe('run budgets', () => {
     // The agent's own budget still binds below a generous run, and a refused call opens nothing.
     expect((await call(c4.token, 'huge; max=100000', 'test.pricey')).body).toMatchObject({ rule: 'agent_budget' })
     expect(await runOf(owner.token, 'huge')).toBeUndefined()
+  })
+
+  test('the console lists the runs on the Agents page: agent, spent of max, open or ended with what it left', async () => {
+    const owner = await t.signup()
+    const agent = (await create(owner.token, { name: 'console-runner' })).body
+    const c = new ConsoleClient(t)
+    expect((await c.signIn(owner.token)).status).toBeLessThan(400)
+    expect((await c.get('/console/agents')).text).toContain('No runs.')
+    expect((await call(agent.token, 'night<b>; max=9')).status).toBe(400)
+    expect((await call(agent.token, 'nightly; max=9; ttl=30')).status).toBe(200)
+    expect((await call(agent.token, 'weekly; max=1000')).status).toBe(200)
+    t.clock.advance(30_000)
+    const html = (await c.get('/console/agents')).text
+    const rowOf = (id: string) => new RegExp(`<tr data-run="${id}">([\\s\\S]*?)</tr>`).exec(html)?.[1] ?? ''
+    expect(rowOf('nightly')).toContain('console-runner')
+    expect(rowOf('nightly')).toContain('5 of 9')
+    expect(rowOf('nightly')).toContain('ended')
+    expect(rowOf('nightly')).toContain('4 unspent')
+    expect(rowOf('weekly')).toContain('5 of 1,000')
+    expect(rowOf('weekly')).toContain('open')
   })
 
   test('a max above what the agent may spend: the agent\'s own limit applies', async () => {
