@@ -78,6 +78,27 @@ describe('run budgets', () => {
     expect(await redisBalance(t, owner.account_id)).toBe(500)
   })
 
+  test('a debit resent after a lost reply charges the run once, and its refund still finds the run', async () => {
+    const owner = await t.signup()
+    const agent = (await create(owner.token, { name: 'worker' })).body
+    // ioredis resends a script whose reply a dropped connection swallowed: here every debit runs twice.
+    const original = t.s.ctx.scripts.debit
+    t.s.ctx.scripts.debit = async (keys, argv) => {
+      await original(keys, argv)
+      return original(keys, argv)
+    }
+    try {
+      const ok = await call(agent.token, 'resent; max=20')
+      expect(ok.status).toBe(200)
+      const failed = await call(agent.token, 'resent; max=20', 'test.fail')
+      expect(failed.body).toMatchObject({ error: 'PROVIDER_ERROR', refunded: true })
+    } finally {
+      t.s.ctx.scripts.debit = original
+    }
+    expect((await runOf(owner.token, 'resent'))!.spent).toBe(5)
+    expect(await redisBalance(t, owner.account_id)).toBe(495)
+  })
+
   test('the run ends at its TTL: refused as ended, listed as ended with what it did not spend; the agent spends on', async () => {
     const owner = await t.signup()
     const agent = (await create(owner.token, { name: 'worker', daily_cap: 40 })).body

@@ -75,6 +75,11 @@ export interface DebitedCallInit {
   metered?: MeteredReservation
   /** The run budget the call counts against (docs/api.md §13c), as its debit left it. */
   run?: RunState
+  /**
+   * The run the call record names, for its refund or settle: the one the call asked for (a debit
+   * resent after a lost reply answers without the run's state, yet its record names the run).
+   */
+  runId?: string
 }
 
 export class DebitedCall {
@@ -180,7 +185,7 @@ export class DebitedCall {
     }
     let filed = false
     if (refunded) {
-      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome, runId: d.run?.id })).balance
+      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome, runId: d.runId })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
       // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle.lua
@@ -189,7 +194,7 @@ export class DebitedCall {
         d.idempotencyKey === undefined
           ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
           : undefined
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued, runId: d.run?.id })
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued, runId: d.runId })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance

@@ -59,6 +59,7 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     idempotencyKey: req.idempotency?.key,
     releaseLease,
     run: d.run,
+    runId: req.run?.id,
     metered: req.metered ? { model: req.metered.model, inputBound: req.metered.inputBound, maxOut: d.maxOut, clamped: d.clamped } : undefined,
   })
   return { kind: 'debited', call }
