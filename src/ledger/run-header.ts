@@ -39,6 +39,8 @@ export function runBudgetOf(value: unknown, principal: Principal, field: string 
 
 export function parseRunHeader(value: string, field: string = RUN_HEADER): RunBudget {
   const refuse = (reason: string) => malformed(field, reason)
+  // A header cannot carry them, an MCP string can: refused rather than trimmed away.
+  if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) throw refuse('no control characters')
   const [head, ...params] = value.split(';').map((p) => p.trim())
   if (!head || !RUN_ID.test(head)) throw refuse('the run id must be 1 to 64 of A-Z a-z 0-9 _ . : -')
   const seen = new Map<string, number>()

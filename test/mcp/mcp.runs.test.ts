@@ -49,7 +49,7 @@ describe('run budgets over MCP', () => {
     const owner = await rig.t.signup()
     const agent = await newAgent(owner.token)
     const client = await rig.connect(agent.token)
-    for (const bad of ['no max', 'x; max=1; ttl=0', 42, { id: 'x' }]) {
+    for (const bad of ['no max', 'x; max=1; ttl=0', 42, { id: 'x' }, 'job\n; max=5', 'job; max=5\u0000']) {
       const r = await callWithRun(client, 'call_capability', { slug: 'test.echo', params: { q: 'a' } }, bad)
       expect(r.isError).toBe(true)
       expect(r.json).toMatchObject({ error: 'BAD_REQUEST', field: '_meta["pab/run"]' })
