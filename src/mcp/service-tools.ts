@@ -8,6 +8,7 @@ import { Value } from '@sinclair/typebox/value'
 import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf, reachOf } from '../account/views'
 import { callCapability, IDEMPOTENCY_KEY_PATTERN } from '../calls/capability-call'
 import { RUN_META, runBudgetOf } from '../ledger/run-header'
+import { listRuns } from '../ledger/runs'
 import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
 import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
@@ -118,6 +119,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       },
     ),
     tool('get_balance', 'GET /v1/balance', nothing, '', (call) => balanceOf(s, call.principal.accountId)),
+    tool('list_runs', 'GET /v1/runs', nothing, 'The owner sees every run; an agent those of itself and its subtree.', async (call) => ({ runs: await listRuns(s.ctx, call.principal) })),
     tool<{ limit?: number; cursor?: string }>(
       'get_activity',
       'GET /v1/activity',

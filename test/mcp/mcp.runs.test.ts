@@ -43,6 +43,9 @@ describe('run budgets over MCP', () => {
     expect(JSON.parse((plain.content as { text: string }[])[0]!.text).run).toBeUndefined()
     const listed = (await rig.t.req('GET', '/v1/runs', { token: agent.token })).body.runs
     expect(listed).toMatchObject([{ id: 'mcp-job', agent_id: agent.id, max: 12, spent: 10, state: 'open' }])
+    // The list_runs tool answers what GET /v1/runs answers.
+    const tool = await client.callTool({ name: 'list_runs', arguments: {} })
+    expect(JSON.parse((tool.content as { text: string }[])[0]!.text)).toEqual({ runs: listed })
   })
 
   test('a malformed run, a non-string one, or the owner token: a tool error naming _meta["pab/run"], nothing debited', async () => {
