@@ -2,7 +2,8 @@
   keys: 17
   debit.lua: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of docs/api.md §6: token, rate limit, agent state, allowlists, idempotency,
-  per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
+  per-call max, agent budget, the run the call names (docs/api.md §13c), agent daily cap, account
+  daily cap, unpriced request cap, balance,
   then the runaway-agent breaker.
   Sub-agents (docs/api.md §8): an agent's checks are made for the agent and for every ancestor on its
   chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
