@@ -3,8 +3,7 @@
   debit.lua: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of docs/api.md §6: token, rate limit, agent state, allowlists, idempotency,
   per-call max, agent budget, the run the call names (docs/api.md §13c), agent daily cap, account
-  daily cap, unpriced request cap, balance,
-  then the runaway-agent breaker.
+  daily cap, unpriced request cap, balance, then the runaway-agent breaker.
   Sub-agents (docs/api.md §8): an agent's checks are made for the agent and for every ancestor on its
   chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
   round trip, so killing an ancestor stops its whole subtree with no write to the descendants, and
