@@ -1,9 +1,9 @@
 --[[
-  keys: 15
+  keys: 17
   debit.lua: the one money decision of a paid request (a capability call or a proxied request).
   Checks, in the order of docs/api.md §6: token, rate limit, agent state, allowlists, idempotency,
-  per-call max, agent budget, agent daily cap, account daily cap, unpriced request cap, balance,
-  then the runaway-agent breaker.
+  per-call max, agent budget, the run the call names (docs/api.md §13c), agent daily cap, account
+  daily cap, unpriced request cap, balance, then the runaway-agent breaker.
   Sub-agents (docs/api.md §8): an agent's checks are made for the agent and for every ancestor on its
   chain (state, expiry, allowlist, per-call max, lifetime budget, daily cap), here, in the same
   round trip, so killing an ancestor stops its whole subtree with no write to the descendants, and
@@ -51,6 +51,8 @@
   KEYS[13] the parent's hash            {s}:agent:<acct>:<ancestor 1>  \  the chain, nearest first;
   KEYS[14] the grandparent's hash       {s}:agent:<acct>:<ancestor 2>   | a slot past the chain's
   KEYS[15] the great-grandparent's hash {s}:agent:<acct>:<ancestor 3>  /  length repeats KEYS[2]
+  KEYS[16] the run the call names       {s}:run:<acct>:<run id>   \  docs/api.md §13c; both repeat
+  KEYS[17] the account's runs           {s}:runs:<acct>           /  KEYS[2] when the call names none
 
   An agent's (and each ancestor's) spend of an HKT day is in its own hash: `day` (the HKT day
   number) and `day_spent` (what the agent and its subtree spent that day); its spend today is
@@ -104,6 +106,9 @@
            then ARGV[29..31] may be too). The reservation is then ceil(R × pct / 100), R the house
            lane's reservation above, and the clamp weighs that; the percent goes on the call record
            (`metered` = 'fee:<pct>' where the house lane's is '1') for the settle. At 0 the reservation is 0 (the call is unpriced: ARGV[6]).
+  ARGV[33..36] a run budget (docs/api.md §13c, lua/lib/run-budget.lua), absent without one (ARGV[20..32]
+           are then all sent, '' where absent): the run id, its max (credits), its TTL (ms) and how
+           long its record is kept past its end (ms). The max and TTL count only at its opening.
   ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
   flat call with ancestors: read as ''. The chain comes first so that a sub-agent's flat call, the
   fleet's common one, sends one argument more than the owner's, not nine.
@@ -130,6 +135,8 @@
     DAILY_CAP_REACHED         {DAILY_CAP_REACHED, balance, daily_cap, spent_today}
     REQUEST_CAP_REACHED       {REQUEST_CAP_REACHED, balance, request_cap, requests_today}
     DENIED_AGENT_ALLOWLIST    {DENIED_AGENT_ALLOWLIST, balance, by_ancestor or ''}
+    DENIED_RUN_BUDGET         {DENIED_RUN_BUDGET, balance, max, spent, reason (exhausted | ended | other_agent), expires}
+                              A call that names a run adds to OK: the run's spent (after it), max, expires.
     DENIED_ACCOUNT_ALLOWLIST  {status, balance}
     UNAUTHORIZED, IDEMPOTENCY_MISMATCH, IDEMPOTENCY_IN_FLIGHT
                               {status, 0}
@@ -162,6 +169,7 @@ local metered = model ~= ''
 --@include agent-entry
 --@include budget
 --@include hash-memo
+--@include run-budget
 local ids = chain == '' and {} or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
@@ -279,6 +287,14 @@ if idem_fp ~= '' then
   end
 end
 
+-- 5a. the run the call names (docs/api.md §13c), read only when it names one
+local run, run_refused = nil, nil
+if KEYS[16] ~= KEYS[2] then
+  if not agent then return redis.error_reply('debit: a run without an agent') end
+  run, run_refused = run_of(KEYS[16], ARGV[33], ARGV[34], ARGV[35], agent_id, ids, now)
+  if run_refused then return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, run_refused, run.expires} end
+end
+
 -- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.
 local max_out, clamped, affordable = 0, 0, 0
@@ -304,6 +320,7 @@ if metered then
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
   room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
+  if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
   local house_room = room
   if fee_pct and fee_pct > 0 then house_room = math.floor(room * 100 / fee_pct) end
@@ -332,6 +349,11 @@ for i = 1, #rows do
   if budgets[i] and spents[i] + price > budgets[i] then
     return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i], bys[i]}
   end
+end
+
+-- 6c. the run: one more level of the chain, below the agent
+if run and run.spent + price > run.max then
+  return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, 'exhausted', run.expires}
 end
 
 -- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
@@ -500,11 +522,12 @@ redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', targe
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
-  redis.call('HSET', KEYS[7], 'metered', ARGV[32] and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+  redis.call('HSET', KEYS[7], 'metered', (ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
     'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
   if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
 end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
+if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
 redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
@@ -525,4 +548,4 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
 --@include thresholds
-return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped}
+return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped, unpack(run_reply(run))}

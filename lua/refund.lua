@@ -1,5 +1,5 @@
 --[[
-  keys: 11
+  keys: 12
   refund.lua: give back the debit of one call whose provider failed. Keyed by the call record, so a
   refund applies at most once however often it is retried. The refunded call stops counting against
   the day's caps. The refund is a new ledger entry naming the debit it corrects; a metered call's
@@ -22,6 +22,8 @@
   KEYS[10] ancestor 3's hash          /
   KEYS[11] the agent's breaker window of the minute the call was debited in
            {s}:brk:<acct>:<agent>:<minute> (ARGV[7]); for the owner, or with ARGV[7] '', KEYS[7]
+  KEYS[12] the run the call record names {s}:run:<acct>:<run id> (docs/api.md §13c), which gets the
+           price back; KEYS[7] when it names none (a record that names one refuses KEYS[7] here)
 
   ARGV[1] now, epoch ms
   ARGV[2] call id
@@ -44,11 +46,14 @@
 
 --@include breaker-window
 
+--@include run-budget
+
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run')
 if not call[1] then return {S_NOT_FOUND, 0} end
+if call[11] and KEYS[12] == KEYS[7] then return redis.error_reply('refund: the call\'s run ' .. call[11] .. ' was not given') end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
 if call[1] ~= 'debited' then
@@ -83,6 +88,7 @@ if price > 0 then
     release_chain(hashes, call[7], price)
     release_breaker(KEYS[11], KEYS[7], ARGV[7] or '', call[8], call[9], call[2])
   end
+  if call[11] then release_run(KEYS[12], price) end
 end
 if call[4] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('DECR', KEYS[4]) end
 -- A hold has no ledger entry to correct. Any other debit gets its refund entry, carrying the posted

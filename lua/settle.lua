@@ -44,10 +44,11 @@
     j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
            (j = 11 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
     j = 7, 8, …  per ancestor, parent first: its hash
+    then, when the call names a run (ARGV j = 14), the run's hash  {s}:run:<acct>:<run id>
 
   ARGV[1] how many recent calls the list keeps (record-calls.lua's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls.lua's ARGV[2])
-  then each call's 13 ARGV, from ARGV[2 + 13(i-1) + j]:
+  then each call's 14 ARGV, from ARGV[2 + 14(i-1) + j]:
     j = 1  now, epoch ms (the settle's instant; the entry is dated at the debit's, below)
     j = 2  call id
     j = 3  account id
@@ -63,6 +64,7 @@
            comes off that window's `credits` only when it is the call record's minute
            (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
     j = 12 input tokens written to the cache with the 5-minute lifetime, j = 13 with the 1-hour one
+    j = 14 the run the call record names ('' = none; docs/api.md §13c): it gets the release back
 
   The reservation was a hold, not a ledger entry (debit.lua raised the account's `held`): this
   takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
@@ -84,16 +86,18 @@
 
 --@include breaker-window
 
+--@include run-budget
+
 local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local PER = 13
+local PER = 14
 local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
-for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) end
+for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) + (ARGV[2 + PER * i] ~= '' and 1 or 0) end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
@@ -110,14 +114,19 @@ for i = 1, n do
   local hashes = {agent_hash}
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
   k = k + 6 + #ids
+  local run_id = ARGV[a + 14]
+  local run_key = run_id ~= '' and KEYS[k + 1]
+  if run_key then k = k + 1 end
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold')
+  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'run')
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
     out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
+  elseif (call[15] or '') ~= run_id then
+    out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
   elseif call[1] ~= 'debited' then
     out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
@@ -213,6 +222,7 @@ for i = 1, n do
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
       end
+      if run_key then release_run(run_key, released) end
     end
     local uncharged_s = string.format('%d', uncharged)
     -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily

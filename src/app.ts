@@ -26,6 +26,7 @@ import { parkedRoutes } from './modules/parked'
 import { webhookRoutes } from './modules/webhooks'
 import { operatorRoutes } from './modules/operator'
 import { proposalRoutes } from './modules/proposals'
+import { runRoutes } from './modules/runs'
 import { buildOpenApi } from './openapi'
 import { instrument, noteError, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
@@ -83,6 +84,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
     .use(agentRoutes(s))
     .use(policyRoutes(s))
     .use(proposalRoutes(s))
+    .use(runRoutes(s))
     .use(supportRoutes(s))
     .use(adminRoutes(s))
     .use(reconciliationRoutes(s))

@@ -62,6 +62,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteAccess>> = {
 
   'POST /v1/proposals': 'member',
   'GET /v1/proposals': 'member',
+  'GET /v1/runs': 'member',
   'GET /v1/proposals/:id': 'member',
   'POST /v1/proposals/:id/approve': 'operator',
   'POST /v1/proposals/:id/decline': 'operator',

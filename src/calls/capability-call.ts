@@ -12,6 +12,7 @@ import { checkText } from '../edge/text'
 import { ApiError } from '../errors'
 import { readMeteredRequest } from '../metering/request'
 import { payCapability } from '../paid-request/capability'
+import type { RunBudget } from '../paid-request/run-header'
 import type { Services } from '../services'
 import type { ProviderKeys } from '../vault/provider-key'
 
@@ -30,6 +31,8 @@ export interface CallInput {
   idempotencyKey: string | null
   /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
+  /** The run budget the call counts against (X-Budget-Run; MCP `_meta["pab/run"]`; docs/api.md §13c). */
+  run?: RunBudget
 }
 
 export interface CallAnswer {
@@ -68,7 +71,7 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
     if (stored !== null) return { status: 200, body: stored }
     throw e
   }
-  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, fingerprint: fingerprint(checked.cap.slug, input.rawBody) })
+  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, run: input.run, fingerprint: fingerprint(checked.cap.slug, input.rawBody) })
 }
 
 /**

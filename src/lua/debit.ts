@@ -36,6 +36,25 @@ export interface DebitArgs {
   metered?: DebitMetering
   /** A sub-agent's ancestors, parent first (at most 3; docs/api.md §8): every one is checked and charged. */
   chain?: readonly string[]
+  /** The run budget the call names (docs/api.md §13c): checked and charged as one more level of the chain. */
+  run?: DebitRun
+}
+
+/** A run budget as the call names it: `max` and `ttlS` count only when this call opens the run. */
+export interface DebitRun {
+  id: string
+  max: number
+  ttlS: number
+  /** How long the run's record is kept past its end, so that it can still be listed. */
+  keptS: number
+}
+
+/** The run after an admitted debit: its spend (this call's price included), max and end (epoch ms). */
+export interface RunState {
+  id: string
+  max: number
+  spent: number
+  expiresAt: number
 }
 
 /** What debit.lua needs to reserve a metered request: the model's prices and the request's bounds. */
@@ -75,10 +94,13 @@ export type DebitReply =
       /** Metered: the output ceiling reserved (0 when flat), and whether the script picked it lower than max_output. */
       maxOut: number
       clamped: boolean
+      /** Present when the call named a run (absent on a resent call id's answer). */
+      run?: RunState
     }
   | { status: 'replay'; response: string }
   | { status: 'insufficient_balance'; balance: number; price: number; refillDue: boolean; mandateRef: string; affordableMaxTokens: number }
   | Refusal
+  | { status: 'run_budget'; runId: string; reason: 'exhausted' | 'ended' | 'other_agent'; max: number; spent: number; expiresAt: number }
 
 /**
  * KEYS[13..15]: the ancestors' hashes (each carries its day spend). A slot past the chain repeats
@@ -112,6 +134,8 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       keys.inflight(keys.shardOf(acct)),
       ...chainKeys(a, keys, agentKey),
+      // KEYS[16..17]: the run and the account's runs, or the agent's key again: never read then.
+      ...(a.run ? [keys.run(acct, a.run.id), keys.runs(acct)] : [agentKey, agentKey]),
     ],
     [
       a.now,
@@ -147,11 +171,14 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
         price: num(reply, 5),
         maxOut: num(reply, 6),
         clamped: num(reply, 7) === 1,
+        ...(a.run && reply.length > 8 ? { run: { id: a.run.id, spent: num(reply, 8), max: num(reply, 9), expiresAt: num(reply, 10) } } : {}),
       }
     case S.REPLAY:
       return { status: 'replay', response: str(reply, 2) }
     case S.INSUFFICIENT_BALANCE:
       return { status: 'insufficient_balance', balance: num(reply, 1), price: num(reply, 2), refillDue: num(reply, 3) === 1, mandateRef: str(reply, 4), affordableMaxTokens: num(reply, 5) }
+    case S.DENIED_RUN_BUDGET:
+      return { status: 'run_budget', runId: a.run?.id ?? '', max: num(reply, 2), spent: num(reply, 3), reason: str(reply, 4) as 'exhausted' | 'ended' | 'other_agent', expiresAt: num(reply, 5) }
   }
   const refusal = refusalOf(reply)
   if (!refusal) throw unexpected('debit.lua', reply)
@@ -168,10 +195,16 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
 function tailArgs(a: DebitArgs): (string | number)[] {
   const chain = (a.chain ?? []).join(',')
   const m = a.metered
-  if (!m) return chain === '' ? [] : [chain]
+  if (!m) return a.run ? [chain, ...Array<string>(12).fill(''), ...runArgs(a.run)] : chain === '' ? [] : [chain]
   const args = [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
   const [bound, write, write1h] = [m.boundInput ?? m.input, m.cacheWrite ?? m.input, m.cacheWrite1h ?? m.input]
-  if (bound !== m.input || write !== m.input || write1h !== m.input || m.feePct !== undefined) args.push(bound, write, write1h)
-  if (m.feePct !== undefined) args.push(m.feePct)
+  if (bound !== m.input || write !== m.input || write1h !== m.input || m.feePct !== undefined || a.run) args.push(bound, write, write1h)
+  if (m.feePct !== undefined || a.run) args.push(m.feePct ?? '')
+  if (a.run) args.push(...runArgs(a.run))
   return args
+}
+
+/** ARGV[33..36]: a run's id, max, TTL and keep (ms), after ARGV[20..32] sent whole ('' where absent). */
+function runArgs(r: DebitRun): (string | number)[] {
+  return [r.id, r.max, r.ttlS * 1000, r.keptS * 1000]
 }

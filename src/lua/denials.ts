@@ -43,6 +43,24 @@ export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: stri
   }
 }
 
+/**
+ * A run budget's refusal (docs/api.md §13c): spent up (`exhausted`), past its TTL (`ended`), or
+ * opened by an agent that is neither the caller nor one of its ancestors (`other_agent`). A run is
+ * the agent's own ceiling: a new run id opens a new run (the agent's own limits still apply).
+ */
+export function runDenial(r: { runId: string; reason: string; max: number; spent: number; expiresAt: number }): ApiError {
+  return new ApiError('POLICY_DENIED', {
+    rule: 'run_budget',
+    run_id: r.runId,
+    reason: r.reason,
+    max: r.max,
+    spent: r.spent,
+    expires_at: new Date(r.expiresAt).toISOString(),
+    raised_by: 'agent',
+    raise_via: 'X-Budget-Run with a new run id',
+  })
+}
+
 /** A sub-agent stopped or limited by an ancestor names it (docs/api.md §8). */
 const byAncestor = (id: string | null) => (id ? { by_ancestor: id } : {})
 

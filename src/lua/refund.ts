@@ -18,6 +18,8 @@ export interface RefundArgs {
   chain: readonly string[]
   /** The debit's instant: the refund also comes off the breaker's count of that minute (lua/lib/breaker-window.lua). */
   at?: number
+  /** The run the call record names (docs/api.md §13c): it gets the price back. */
+  runId?: string
 }
 
 export type RefundReply =
@@ -42,6 +44,7 @@ export async function runRefund(ctx: RedisContext, a: RefundArgs): Promise<Refun
       // Slots past the chain repeat a key of the same hash slot; the script never touches them.
       ...[0, 1, 2].map((i) => (a.chain[i] ? keys.agent(a.accountId, a.chain[i]!) : agentKey)),
       breaker.key,
+      a.runId ? keys.run(a.accountId, a.runId) : agentKey,
     ],
     [a.now, a.callId, a.accountId, a.reason, a.dueBy ?? '', a.chain.join(','), breaker.minute],
   )

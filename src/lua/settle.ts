@@ -36,6 +36,8 @@ export interface SettleArgs {
    * for a later request runs after it.
    */
   onQueued?: () => void
+  /** The run the call record names (docs/api.md §13c): it gets the release back. */
+  runId?: string
 }
 
 export type SettleReply =
@@ -57,7 +59,7 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
 }
 
 /** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`). */
-export const SETTLE_ARGS_PER_CALL = 13
+export const SETTLE_ARGS_PER_CALL = 14
 
 type Queued = SettleArgs & { chain: readonly string[] }
 
@@ -76,9 +78,11 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
     const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
     k.push(keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), agentKey, keys.recentCalls(a.accountId), breaker.key)
     for (const id of a.chain) k.push(keys.agent(a.accountId, id))
+    if (a.runId) k.push(keys.run(a.accountId, a.runId))
     argv.push(
       a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
       a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute, a.tokens.cache_write ?? 0, a.tokens.cache_write_1h ?? 0,
+      a.runId ?? '',
     )
   }
   const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]

@@ -5,6 +5,7 @@
  */
 import { refusalAfterAdmission } from '../auth/refusal-after-admission'
 import { callCapability } from '../calls/capability-call'
+import { RUN_META, runBudgetOf } from '../paid-request/run-header'
 import type { Capability } from '../catalog/catalog'
 import { checkText } from '../edge/text'
 import { asWritten } from '../json-members'
@@ -26,7 +27,10 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
       // a value nested far past the check's depth limit (an INTERNAL where a BAD_REQUEST belongs).
       // Its refusal comes before the debit, where a paid call is admitted: answered after the
       // admission, as POST /v1/call's are (counted; a killed agent hears that).
-      await refusalAfterAdmission(s, call.principal, () => checkText(args ?? {}, 'all'))
+      const run = await refusalAfterAdmission(s, call.principal, () => {
+        checkText(args ?? {}, 'all')
+        return runBudgetOf(call.run, call.principal, RUN_META)
+      })
       const answer = await callCapability(s, keys, {
         principal: call.principal,
         slug: cap.slug,
@@ -34,6 +38,7 @@ export function capabilityTool(s: Services, keys: ProviderKeys, cap: Capability)
         rawBody: asWritten(call.writtenArguments(), args ?? {}),
         idempotencyKey: null,
         signal: call.signal,
+        run,
       })
       return new JsonAnswer(answer.body || '{}')
     },

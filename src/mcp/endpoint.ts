@@ -83,7 +83,7 @@ export class McpEndpoint {
       const params = toolCallParams(req.params)
       if (!params)
         throw new McpError(ErrorCode.InvalidParams, 'Invalid tools/call request: params.name must be a string and params.arguments, if present, an object')
-      return this.call(params.name, params.args, caller, request.signal, text)
+      return this.call(params.name, params.args, caller, request.signal, text, runOfMeta(req.params))
     }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     await server.connect(transport)
@@ -95,7 +95,7 @@ export class McpEndpoint {
     }
   }
 
-  private async call(name: string, args: unknown, caller: McpCaller, signal: AbortSignal, text: string): Promise<CallToolResult> {
+  private async call(name: string, args: unknown, caller: McpCaller, signal: AbortSignal, text: string, run?: unknown): Promise<CallToolResult> {
     try {
       const tool = this.registry.find(name)
       // Admission first, as on REST: a caller learns nothing (not even which tools exist) before it.
@@ -107,7 +107,7 @@ export class McpEndpoint {
       if (tool.access !== 'paid') await caller.admit(tool.access)
       // Cut out only when a tool asks (a paid call): one message's params.arguments, null in a batch.
       const writtenArguments = () => memberText(memberText(text, 'params'), 'arguments')
-      return success(await tool.run({ principal: caller.principal, signal, writtenArguments }, args))
+      return success(await tool.run({ principal: caller.principal, signal, writtenArguments, run }, args))
     } catch (e) {
       return failure(this.apiError(e, name, caller), caller)
     }
@@ -139,6 +139,12 @@ function withoutStacks<T>(f: () => T): T {
   } finally {
     Error.stackTraceLimit = limit
   }
+}
+
+/** `_meta["pab/run"]` of a tools/call (docs/api.md §13c): a message with `_meta` never takes the direct path. */
+function runOfMeta(params: Record<string, unknown> | undefined): unknown {
+  const meta = params?._meta
+  return typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)['pab/run'] : undefined
 }
 
 /** Whether two requests of a JSON-RPC batch share an id (compared as the transport's map of ids does). */

@@ -7,6 +7,8 @@ import { Type as T, type TObject } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ACTIVITY_MAX_LIMIT, activityOf, balanceOf, reachOf } from '../account/views'
 import { callCapability, IDEMPOTENCY_KEY_PATTERN } from '../calls/capability-call'
+import { RUN_META, runBudgetOf } from '../paid-request/run-header'
+import { listRuns } from '../ledger/runs'
 import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
 import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
@@ -98,13 +100,16 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
         },
         { additionalProperties: false },
       ),
-      'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim.',
+      'A refusal comes back as a tool error holding the REST error body; relay a 402 human_readable and enable_url to your human verbatim. ' +
+        'A run budget: put "<run id>; max=<credits>; ttl=<seconds>" in the request\'s _meta["pab/run"] (as the X-Budget-Run header); the result then shows the run.',
       async (call, a) => {
         // The params are the provider's free text, checked as such inside the call; the rest is one
         // line each (checked with the arguments: params is a FreeJson).
+        const run = await refusalAfterAdmission(s, call.principal, () => runBudgetOf(call.run, call.principal, RUN_META))
         const answer = await callCapability(s, keys, {
           principal: call.principal,
           slug: a.slug,
+          run,
           // As the agent wrote them, as REST forwards its body (a 64-bit id serialised again is rounded).
           rawBody: asWritten(memberText(call.writtenArguments(), 'params'), a.params ?? {}),
           idempotencyKey: a.idempotency_key ?? null,
@@ -114,6 +119,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       },
     ),
     tool('get_balance', 'GET /v1/balance', nothing, '', (call) => balanceOf(s, call.principal.accountId)),
+    tool('list_runs', 'GET /v1/runs', nothing, 'The owner sees every run; an agent those of itself and its subtree.', async (call) => ({ runs: await listRuns(s.ctx, call.principal) })),
     tool<{ limit?: number; cursor?: string }>(
       'get_activity',
       'GET /v1/activity',

@@ -18,6 +18,8 @@ export interface ToolCall {
    * be cut out (a batch): a paid call hands the provider its params as written, as REST does.
    */
   writtenArguments(): string | null
+  /** `_meta["pab/run"]` of the tools/call, as sent: the run budget a paid tool counts against (docs/api.md §13c). */
+  run?: unknown
 }
 
 /** The REST answer of a tool: its JSON text as REST sends it, and the same object (see JsonAnswer). */

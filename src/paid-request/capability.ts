@@ -8,6 +8,7 @@
  *         (refunded), RESPONSE_TOO_LARGE (refunded).
  */
 import type { Principal } from '../auth/principal'
+import type { RunState } from '../lua/debit'
 import type { Capability, Provider } from '../catalog/catalog'
 import { costFields, exactCostMicro, type TokenPrices } from '../metering/cost'
 import { endUserId } from '../metering/end-user'
@@ -20,6 +21,7 @@ import { debitMetering } from './metered'
 import { openPaidCall, type PaidCallDeps } from './open'
 import { isRefunded, usageAtSettle } from './outcome'
 import { providerFailure } from './provider-failure'
+import type { RunBudget } from './run-header'
 
 export interface CapabilityCallDeps extends PaidCallDeps {
   catalog: { providers: Map<string, Provider> }
@@ -40,6 +42,8 @@ export interface CheckedCapabilityCall {
   fingerprint: string
   /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
+  /** The run budget the call counts against (docs/api.md §13c). */
+  run?: RunBudget
 }
 
 export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, input: CheckedCapabilityCall): Promise<{ status: number; body: string }> {
@@ -58,6 +62,7 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
     abandonAfterMs: cap.timeout_ms + 60_000,
     // A byok capability goes out with the owner's key; house and free ones with the house's (docs/api.md §13d).
     lane: cap.lane === 'byok' ? 'owner' : 'house',
+    run: input.run,
   })
   if (opened.kind === 'replay') return { status: 200, body: opened.response }
   const { call } = opened
@@ -94,7 +99,7 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
   const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
   const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}) }
+    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}), ...runFields(call.runState, call.price - charged) }
     return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
@@ -112,4 +117,13 @@ function usageWithCost(u: MeteredUsage, prices: TokenPrices, creditsPerUsd: numb
 /** The provider's usage in its answer, by the rule both paths settle with (usageAtSettle). */
 function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
   return usageAtSettle(up.outcome, up.kind === 'response' ? usageOfAnswer(m.kind, up.body) : null, () => estimatedUsage(m.inputBound, 0))
+}
+
+/**
+ * The run the call counted against, as the answer shows it (docs/api.md §13c): its spend once this
+ * call is settled (a metered call's release given back), as of this call.
+ */
+function runFields(run: RunState | undefined, released: number) {
+  if (!run) return {}
+  return { run: { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() } }
 }

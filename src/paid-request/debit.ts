@@ -5,10 +5,11 @@
  */
 import type { Principal } from '../auth/principal'
 import { randomId } from '../auth/tokens'
-import { runDebit, type DebitMetering } from '../lua/debit'
+import { runDebit, type DebitMetering, type RunState } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from '../ledger/constants'
-import { denial } from '../lua/denials'
+import { denial, runDenial } from '../lua/denials'
+import { RUN_KEPT_S, type RunBudget } from './run-header'
 import { windowsAt } from '../windows'
 
 export interface DebitRequest {
@@ -32,6 +33,8 @@ export interface DebitRequest {
   abandonAfterMs?: number
   /** A metered request: `price` is ignored, the script reserves (docs/api.md §7). */
   metered?: DebitMetering
+  /** The run budget the call names (X-Budget-Run, docs/api.md §13c). */
+  run?: RunBudget
 }
 
 export const DEFAULT_ABANDON_AFTER_MS = 30 * 60_000
@@ -49,6 +52,8 @@ export type DebitOutcome =
       /** Metered: the output ceiling reserved; `clamped` when the script chose it below max_output. */
       maxOut: number
       clamped: boolean
+      /** The run the call named, after this debit. */
+      run?: RunState
     }
   | { kind: 'replay'; response: string }
   | { kind: 'insufficient'; balance: number; price: number; mandateRef: string; affordableMaxTokens: number }
@@ -83,16 +88,19 @@ export async function debit(ctx: RedisContext, req: DebitRequest): Promise<Debit
     lowBalanceAlert: cfg.LOW_BALANCE_ALERT,
     abandonAt: now + (req.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS),
     metered: req.metered,
+    run: req.run ? { ...req.run, keptS: RUN_KEPT_S } : undefined,
   })
   // The refill itself runs in the background and never delays or fails this request.
   if ((reply.status === 'ok' || reply.status === 'insufficient_balance') && reply.refillDue) ctx.onRefillDue?.(acct)
   switch (reply.status) {
     case 'ok':
-      return { kind: 'debited', callId, balance: reply.balance, referrerId: reply.referrerId, day: w.day, at: now, price: reply.price, maxOut: reply.maxOut, clamped: reply.clamped }
+      return { kind: 'debited', callId, balance: reply.balance, referrerId: reply.referrerId, day: w.day, at: now, price: reply.price, maxOut: reply.maxOut, clamped: reply.clamped, run: reply.run }
     case 'replay':
       return { kind: 'replay', response: reply.response }
     case 'insufficient_balance':
       return { kind: 'insufficient', balance: reply.balance, price: reply.price, mandateRef: reply.mandateRef, affordableMaxTokens: reply.affordableMaxTokens }
+    case 'run_budget':
+      throw runDenial(reply)
     default:
       throw denial(reply, { agentId, resetsAt: w.resetsAt })
   }

@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal'
 import type { Log } from '../log'
 import type { RedisContext } from '../redis/context'
 import { runSettle } from '../lua/settle'
+import type { RunState } from '../lua/debit'
 import type { MeteredUsage } from '../metering/usage'
 import { applyReferralBonus } from '../ledger/accounts'
 import { filedAs, recordCall, settleFiling, type CallLane, type CallRecord } from './calls'
@@ -74,6 +75,13 @@ export interface DebitedCallInit {
   metered?: MeteredReservation
   /** The key the request goes out with, when known at the debit (filed with the call: docs/api.md §13d). */
   lane?: CallLane
+  /** The run budget the call counts against (docs/api.md §13c), as its debit left it. */
+  run?: RunState
+  /**
+   * The run the call record names, for its refund or settle: the one the call asked for (a debit
+   * resent after a lost reply answers without the run's state, yet its record names the run).
+   */
+  runId?: string
 }
 
 export class DebitedCall {
@@ -96,6 +104,11 @@ export class DebitedCall {
   /** The reservation of a metered call (its `price` is what was reserved), or undefined when flat. */
   get metered(): MeteredReservation | undefined {
     return this.d.metered
+  }
+
+  /** The run the call counts against, right after its debit (its spend includes this call's price). */
+  get runState(): RunState | undefined {
+    return this.d.run
   }
 
   /** The balance right after the debit, before any settlement. */
@@ -175,7 +188,7 @@ export class DebitedCall {
     }
     let filed = false
     if (refunded) {
-      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome })).balance
+      balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome, runId: d.runId })).balance
     } else if (d.metered) {
       const usage = facts.usage ?? { tokens: { input: 0, cached: 0, output: 0 }, source: 'estimated' as const }
       // Without an Idempotency-Key nothing filed depends on the balance after the settle: settle.lua
@@ -184,7 +197,7 @@ export class DebitedCall {
         d.idempotencyKey === undefined
           ? settleFiling(accountId, { ...base, model: d.metered.model, reserved: d.price, tokens: usage.tokens, usage_source: usage.source })
           : undefined
-      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued })
+      const r = await runSettle(ctx, { now: ctx.clock.now(), accountId, agentId, callId: d.callId, day: d.day, at: d.at, tokens: usage.tokens, source: usage.source, file, onQueued: queued, runId: d.runId })
       // already_applied: the sweeper refunded it first (its lease lapsed); that answer stands.
       charged = r.status === 'ok' ? r.charged : 0
       if (r.status === 'ok') balance = r.balance

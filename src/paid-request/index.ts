@@ -3,6 +3,7 @@
  * a request flows through them:
  *   capability.ts, proxied.ts  the two ways in: a capability call, a proxied request (front doors hand over here)
  *   metered.ts                 a metered request's debit arguments, forwarded body and usage at its end
+ *   run-header.ts              an X-Budget-Run header read (docs/api.md §13c)
  *   open.ts → debit.ts         the reservation: debit.lua, one script (every check, the debit, its entry)
  *   leases.ts                  a stream's in-flight deadline, renewed while it runs
  *   read-ahead.ts, relay.ts, metered-relay.ts   the provider's answer relayed (after upstream/request.ts)

@@ -40,6 +40,7 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     fingerprint: req.fingerprint,
     abandonAfterMs: req.lease ? deps.leases.leaseMs : req.abandonAfterMs,
     metered: req.metered,
+    run: req.run,
   })
   if (d.kind === 'replay') return { kind: 'replay', response: d.response }
   if (d.kind === 'insufficient')
@@ -60,6 +61,8 @@ export async function openPaidCall(deps: PaidCallDeps, req: PaidCallRequest): Pr
     at: d.at,
     idempotencyKey: req.idempotency?.key,
     releaseLease,
+    run: d.run,
+    runId: req.run?.id,
     metered: req.metered ? { model: req.metered.model, inputBound: req.metered.inputBound, maxOut: d.maxOut, clamped: d.clamped } : undefined,
     lane: req.lane,
   })

@@ -30,6 +30,7 @@ import type { CallOutcome } from './outcome'
 import { providerFailure } from './provider-failure'
 import { afterFirst } from './read-ahead'
 import { relay, type RelayEnd } from './relay'
+import type { RunBudget } from './run-header'
 
 /** How long a metered answer is still read after its client left, for the usage the provider bills. */
 export const METERED_DRAIN_MS = 120_000
@@ -62,6 +63,8 @@ export interface ProxiedRequest {
   feePct: number | undefined
   /** Whose key the request goes out with, when known before the debit (filed with the call: docs/api.md §13d). */
   lane: CallLane | undefined
+  /** The run budget the request counts against (X-Budget-Run, docs/api.md §13c). */
+  run: RunBudget | undefined
   created: Debited['created']
 }
 
@@ -73,8 +76,8 @@ export async function payProxied(s: ProxiedDeps, request: Request, x: ProxiedReq
   const opened = await openPaidCall(
     s,
     metered
-      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct), lane: x.lane }
-      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true, lane: x.lane },
+      ? { principal, target: `proxy:${provider.id}/${metered.req.model}`, price: 0, unpriced: feePct === 0, lease: true, metered: debitMetering(metered.req, feePct), lane: x.lane, run: x.run }
+      : { principal, target: `proxy:${provider.id}`, price, unpriced: price === 0, lease: true, lane: x.lane, run: x.run },
   )
   if (opened.kind === 'replay') throw new Error('debit replayed a proxy request that carried no idempotency key')
   const { call } = opened
@@ -210,6 +213,7 @@ async function relayDebited(s: ProxiedDeps, request: Request, x: Debited): Promi
       ...(call.metered ? { 'x-pab-reserved': String(call.price) } : { 'x-pab-charged': String(call.price) }),
       ...(call.metered?.clamped ? { 'x-pab-max-tokens-clamped': String(call.metered.maxOut) } : {}),
       'x-pab-balance': String(call.balance),
+      ...runHeaders(call),
     },
     sent.decoded,
   )
@@ -331,4 +335,14 @@ function countedBody(request: Request, limit: number, count: (bytes: number) => 
 /** The tokens a response chained from this one carries as input: all of its own, input and output. */
 function contextTokens(t: TokenCounts): number {
   return t.input + t.cached + t.output + (t.cache_write ?? 0) + (t.cache_write_1h ?? 0)
+}
+
+/**
+ * The run the request counts against (docs/api.md §13c), in the header's own form: its spend after
+ * the debit (a metered request's reservation included, released at its settle).
+ */
+function runHeaders(call: DebitedCall): Record<string, string> {
+  const run = call.runState
+  if (!run) return {}
+  return { 'x-pab-run': `${run.id}; max=${run.max}; spent=${run.spent}; expires_at=${new Date(run.expiresAt).toISOString()}` }
 }

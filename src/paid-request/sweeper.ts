@@ -65,14 +65,14 @@ export class AbandonedCallSweeper {
   private async sweepCall(shard: number, member: string, now: number): Promise<boolean> {
     const { redis, keys } = this.ctx
     const [accountId, callId] = member.split('|') as [string, string]
-    const [agent, day, target, price, at, idem, model] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model')
+    const [agent, day, target, price, at, idem, model, run] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run')
     if (day === null) {
       // The call record expired (2 days): nothing left to reverse.
       await redis.zrem(keys.inflight(shard), member)
       return false
     }
     const agentId = agent || null
-    const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now, at: at === null ? undefined : Number(at) })
+    const r = await refund(this.ctx, { accountId, agentId, callId, day: Number(day), reason: 'abandoned', dueBy: now, at: at === null ? undefined : Number(at), runId: run || undefined })
     // Its lease was renewed after this sweep read the set: the call is alive, leave it be.
     if (r.notDue) return false
     // Settled since this sweep read the set (by its own request, or by another sweeper): its record

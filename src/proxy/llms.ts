@@ -172,6 +172,7 @@ export function llmsFullText(catalog: Catalog, cfg: Config): string {
     '',
     '- Capabilities: GET /v1/search?q=… then POST /v1/call/{slug}. A result\'s `price` is debited per call; a metered one (price 0) carries `metered.models`, charged by the tokens as above.',
     '- Balance and caps: GET /v1/balance, GET /v1/policies. Everything: /openapi.json.',
+    '- Run budgets (an agent token): send `X-Budget-Run: <run id>; max=<credits>; ttl=<seconds>` with a paid call or proxied request; every call carrying the same id counts against that run (POLICY_DENIED rule run_budget past it); list them with GET /v1/runs. Over MCP: `_meta["pab/run"]`.',
     '',
   )
   return lines.join('\n')

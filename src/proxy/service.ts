@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal'
 import { ApiError } from '../errors'
 import { readMeteredProxyRequest } from '../paid-request/metered'
 import { payProxied } from '../paid-request/proxied'
+import { runBudgetOf } from '../paid-request/run-header'
 import type { Services } from '../services'
 import type { ProviderKeys } from '../vault/provider-key'
 import { houseOpening, houseRefusal } from './house'
@@ -32,6 +33,9 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const { target } = input
   const { provider } = target
   const principal = await authenticate(s, request, input.ip)
+  // A run budget (docs/api.md §13c): read only when the header is there; never forwarded (upstream/headers.ts).
+  const runHeader = request.headers.get('x-budget-run')
+  const run = runHeader === null ? undefined : await refusalAfterAdmission(s, principal, () => runBudgetOf(runHeader, principal))
 
   const metering = s.catalog.meteredRoute(provider, target.decodedPath)
   // The lane decides what may pass, so the key is looked up before the debit (docs/api.md §12). A
@@ -64,8 +68,9 @@ export async function proxyRequest(s: Services, keys: ProviderKeys, request: Req
   const feePct = metering && ownersLane ? (metering.spec.byok_fee_pct ?? 0) : undefined
   // Filed with the call: the house lane's requests are on the operator's provider bill (docs/api.md §13d).
   const lane = ownersLane ? ('owner' as const) : house ? ('house' as const) : undefined
-  return payProxied(s, request, { principal, target, looked, keys, metered, feePct, lane, created: owned?.record && owned.settled ? { record: owned.record, settled: owned.settled } : null })
+  return payProxied(s, request, { principal, target, looked, keys, metered, feePct, lane, run, created: owned?.record && owned.settled ? { record: owned.record, settled: owned.settled } : null })
 }
+
 
 /** A promise's outcome as a value: held across the debit without an unhandled rejection. */
 async function settled<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {

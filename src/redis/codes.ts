@@ -80,6 +80,10 @@ export enum ScriptStatus {
   /** create-agent: an agent past its expiry is still in the live-agent set: release-expired.lua, then retry. */
   RELEASE_EXPIRED = 85,
 
+  // Run budgets (docs/api.md §13c): from 120.
+  /** A run named by the call would be passed, has ended, or is another agent's (POLICY_DENIED run_budget). */
+  DENIED_RUN_BUDGET = 120,
+
   // OAuth grants for MCP clients (docs/mcp-oauth.md): from 100.
   /** An authorization code or refresh token presented again after its one use: the grant is revoked. */
   GRANT_REUSED = 100,

@@ -124,6 +124,17 @@ export class Keys {
   ownedObject(acct: string, provider: string, objectId: string): string {
     return `${this.acctTag(acct)}:owned:${acct}:${provider}:${objectId}`
   }
+  /**
+   * A run budget (docs/api.md §13c): a ceiling over the calls that carry its id, opened by the
+   * first of them; kept a while past its end so that it can still be listed.
+   */
+  run(acct: string, runId: string): string {
+    return `${this.acctTag(acct)}:run:${acct}:${runId}`
+  }
+  /** The account's run ids by opening instant (ms): GET /v1/runs lists them without SCAN. */
+  runs(acct: string): string {
+    return `${this.acctTag(acct)}:runs:${acct}`
+  }
   recentCalls(acct: string): string {
     return `${this.acctTag(acct)}:calls:${acct}`
   }

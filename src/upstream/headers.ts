@@ -37,6 +37,8 @@ const REQUEST_DROP = new Set([
   'accept-encoding',
   // Who the client is stays with us.
   'forwarded',
+  // A run budget is ours to count (docs/api.md §13c), not the provider's business.
+  'x-budget-run',
   'x-real-ip',
 ])
 /** Whole families: every `x-forwarded-*` (port, prefix, server, …) and every `proxy-*`. */

@@ -1,5 +1,5 @@
 /**
- * What runDebit sends: always debit.lua's 15 KEYS (the script's fixed key count), and ARGV[20..28]
+ * What runDebit sends: always debit.lua's 17 KEYS (the script's fixed key count), and ARGV[20..28]
  * only when the call needs them. The common call (flat, no ancestors) leaves them out, since every
  * argument costs ioredis an encoding per call; the script reads the absent ones as ''. Behaviour on
  * both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
@@ -42,7 +42,9 @@ describe('lua/debit arguments', () => {
         const agentId = isAgent || depth > 0 ? 'agt_child' : null
         const chain = Array.from({ length: depth }, (_, i) => `agt_up${i}`)
         const { keys, argv } = await sent({ ...base(acct, agentId), chain, ...(metered ? { metered: metering } : {}) })
-        expect(keys.length).toBe(15)
+        expect(keys.length).toBe(17)
+        // Without a run its two slots repeat the agent's key: the call reads nothing more (docs/api.md §13c).
+        expect(keys.slice(15, 17)).toEqual([keys[1]!, keys[1]!])
         if (!metered && depth === 0) {
           expect(argv.length).toBe(19)
           // The unused ancestor slots repeat the agent's own keys (same slot, never read).
@@ -57,6 +59,28 @@ describe('lua/debit arguments', () => {
         }
       }),
       { numRuns: 60 },
+    )
+  })
+
+  test('a call that names a run sends ARGV[20..32] whole and the run at ARGV[33..36], its keys at KEYS[16..17]', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.integer({ min: 0, max: 3 }), fc.boolean(), async (metered, depth, feeLane) => {
+        const acct = newAccountId(null)
+        const chain = Array.from({ length: depth }, (_, i) => `agt_up${i}`)
+        const run = { id: 'job-7', max: 120, ttlS: 60, keptS: 600 }
+        const m = metered ? { ...metering, ...(feeLane ? { feePct: 5 } : {}) } : undefined
+        const { keys, argv } = await sent({ ...base(acct, 'agt_child'), chain, run, ...(m ? { metered: m } : {}) })
+        const k = new Keys('dargs')
+        expect(keys.length).toBe(17)
+        expect(keys.slice(15)).toEqual([k.run(acct, 'job-7'), k.runs(acct)])
+        expect(argv.length).toBe(36)
+        expect(argv.slice(32)).toEqual(['job-7', 120, 60_000, 600_000])
+        expect(argv[19]).toBe(chain.join(','))
+        // Flat: every metering slot ''; metered: the prices in 29..31 and the fee percent, or '' on the house lane.
+        if (!metered) expect(argv.slice(20, 32)).toEqual(Array(12).fill(''))
+        else expect(argv.slice(28, 32)).toEqual([100, 100, 100, feeLane ? 5 : ''])
+      }),
+      { numRuns: 40 },
     )
   })
 })

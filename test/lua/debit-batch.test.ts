@@ -65,6 +65,8 @@ interface CallSpec {
   metered: boolean
   /** ms from NOW (12:00:30): calls of one batch may straddle minutes, in either order. */
   at: number
+  /** The run budget an agent's call names (docs/api.md §13c). */
+  run?: DebitArgs['run']
 }
 
 const depthOf = (agents: AgentSpec[], i: number): number => (agents[i]!.parent === null ? 1 : 1 + depthOf(agents, agents[i]!.parent!))
@@ -149,6 +151,7 @@ function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
     callId: `call_m${n}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: f.rateLimit, defaultDailyCap: 250,
     unpricedRequestCap: 100, fingerprint: c.fingerprint, dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 4,
     lowBalanceAlert: 40, abandonAt: now + 60_000,
+    ...(c.run && agent !== null ? { run: c.run } : {}),
     ...(c.metered ? { metered: { model: 'm1', inputBound: 2_000, input: 1_000, cachedInput: 100, output: 4_000, ceiling: null, maxOutput: 6_000, minOutput: 500 } } : {}),
   }
 }
@@ -208,6 +211,42 @@ describe('debit.lua in a batch', () => {
       { numRuns: 120 },
     )
     expect(thresholdEvents).toBeGreaterThan(0)
+  }, 120_000)
+
+  test('calls that name run budgets: the same replies and Redis in a batch as one at a time (runs shared, spent up, ended, another agent\'s)', async () => {
+    // A run opened in the batch, refused past its max, past its TTL (20 s: calls reach 30 s later)
+    // or named by an agent outside its opener's line, as the calls happen to fall.
+    const runs = [
+      { id: 'r1', max: 25, ttlS: 3600, keptS: 600 },
+      { id: 'r2', max: 60, ttlS: 20, keptS: 600 },
+      { id: 'r3', max: 0, ttlS: 60, keptS: 600 },
+    ]
+    const withRuns = fleetArb.chain((f) =>
+      fc.tuple(
+        fc.constant(f),
+        callsArb(f.agents.length).chain((cs) =>
+          fc.tuple(fc.constant(cs), fc.array(fc.option(fc.constantFrom(...runs), { nil: undefined, freq: 4 }), { minLength: cs.length, maxLength: cs.length })),
+        ),
+      ),
+    )
+    let refused = 0
+    await fc.assert(
+      fc.asyncProperty(withRuns, async ([fleet, [calls, named]]) => {
+        const replies = await sameEitherWay(fleet, calls.map((c, i) => ({ ...c, run: named[i] })))
+        refused += replies.filter((r) => r.status === 'run_budget').length
+        // Each admitted call's run, after it: within its max, and its spend grows by each call's price.
+        const last = new Map<string, number>()
+        for (const r of replies) {
+          if (r.status !== 'ok' || !r.run) continue
+          expect(r.run.spent).toBeLessThanOrEqual(r.run.max)
+          expect(r.run.spent).toBe((last.get(r.run.id) ?? 0) + r.price)
+          last.set(r.run.id, r.run.spent)
+        }
+      }),
+      { numRuns: 80 },
+    )
+    // The property weighed refusals by runs, not only admissions.
+    expect(refused).toBeGreaterThan(0)
   }, 120_000)
 
   test('a minute\'s breaker counts written after a later minute\'s call read them as its previous one are read again', async () => {

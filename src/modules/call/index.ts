@@ -7,6 +7,7 @@ import { callCapability, IDEMPOTENCY_KEY } from '../../calls/capability-call'
 import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
 import { refusalAfterAdmission } from '../../auth/refusal-after-admission'
+import { runBudgetOf } from '../../paid-request/run-header'
 
 
 export const callRoutes = (s: Services, h: Http = http(s)) => {
@@ -22,13 +23,14 @@ export const callRoutes = (s: Services, h: Http = http(s)) => {
         await h.anonymous(request, server)
         throw new ApiError('UNAUTHORIZED')
       }
-      const { idempotencyKey, rawBody } = await refusalAfterAdmission(s, principal, async () => {
+      const { idempotencyKey, rawBody, run } = await refusalAfterAdmission(s, principal, async () => {
         const key = request.headers.get('idempotency-key')
         if (key !== null && !IDEMPOTENCY_KEY.test(key)) throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
+        const run = runBudgetOf(request.headers.get('x-budget-run'), principal)
         // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
-        return { idempotencyKey: key, rawBody: await readText(request, s.cfg.MAX_BODY_BYTES) }
+        return { idempotencyKey: key, rawBody: await readText(request, s.cfg.MAX_BODY_BYTES), run }
       })
-      const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey, signal: request.signal })
+      const answer = await callCapability(s, keys, { principal, slug: params.slug, rawBody, idempotencyKey, signal: request.signal, run })
       return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
     },
     {

@@ -21,5 +21,16 @@ export const CallResponse = T.Object({
       { description: 'A metered capability: the usage the call is charged for, and its exact cost' },
     ),
   ),
+  run: T.Optional(
+    T.Object(
+      {
+        id: T.String(),
+        max: T.Integer(),
+        spent: T.Integer({ description: "The run's spend once this call is charged" }),
+        expires_at: T.String(),
+      },
+      { description: 'The run budget the call named (X-Budget-Run, docs/api.md §13c)' },
+    ),
+  ),
   result: T.Unknown({ description: "The provider's answer" }),
 })

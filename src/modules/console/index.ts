@@ -54,6 +54,8 @@ import { safeNext, signinPage } from './pages/signin'
 import { overviewMain } from './pages/overview'
 import { agentsMain } from './pages/agents'
 import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist, shownThresholds, THRESHOLDS_FIELD, THRESHOLDS_SHOWN_FIELD } from './pages/policies'
+import { runsSection } from './pages/runs'
+import { listRuns } from '../../ledger/runs'
 import { activityMain } from './pages/activity'
 import { moneyMain } from './pages/money'
 import { keysMain } from './pages/keys'
@@ -161,7 +163,8 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
     },
     async Agents(sess, _url, flash, status, extra) {
       const created = extra?.created as { name: string; token: string } | undefined
-      return consolePage('Agents', formTokens(sess), agentsMain(await readAgents(s.ctx, sess.accountId), formTokens(sess), created), { flash, status })
+      const [agents, runs] = await Promise.all([readAgents(s.ctx, sess.accountId), listRuns(s.ctx, { accountId: sess.accountId, agentId: null })])
+      return consolePage('Agents', formTokens(sess), agentsMain(agents, formTokens(sess), created, runsSection(runs, agents)), { flash, status })
     },
     async Policies(sess, _url, flash, status) {
       const [p, agents] = await Promise.all([policiesOf(s.ctx, { accountId: sess.accountId, agentId: null }), readAgents(s.ctx, sess.accountId)])

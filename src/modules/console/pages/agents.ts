@@ -41,13 +41,14 @@ export function agentTree(agents: TreeAgent[], csrf: FormToken): string {
   return list(null)
 }
 
-export function agentsMain(agents: AgentView[], csrf: FormToken, created?: { name: string; token: string }): string {
+export function agentsMain(agents: AgentView[], csrf: FormToken, created?: { name: string; token: string }, runs = ''): string {
   const shown = created
     ? `<section class="notice" aria-labelledby="created-title"><h2 id="created-title">Agent “${esc(created.name)}” created</h2>
 <p>Its token, shown this once — copy it now:</p><output class="token">${esc(created.token)}</output></section>`
     : ''
   return `${shown}
 ${agentTree(agents, csrf)}
+${runs}
 <h2>Create an agent</h2>
 <form method="post" action="/console/agents">
 ${csrfField(csrf)}

@@ -1,0 +1,60 @@
+-- Run budgets (docs/api.md §13c), shared by the debit (which opens, checks and charges a run) and
+-- by refund.lua and settle.lua (which give a run back what its call did not keep).
+-- A run is a ceiling over the calls that carry its id: its hash holds `id`, `agent` (the agent that
+-- opened it), `chain` (that agent's ancestors), `max`, `spent`, `opened` and `expires` (epoch ms).
+-- It holds nothing of the agent's credits (a sub-agent's carve only bounds the budgets handed out,
+-- never the parent's own spend), so its end releases its unspent rest by admitting nothing more.
+-- A call of the agent or of any descendant may carry it; another agent's call is refused.
+-- The scripts touch the run's keys only when the call names one: an absent run's slots repeat a
+-- key the script has already (as the chain's unused slots do), so a call without one reads nothing more.
+
+-- The run a call names, read before the checks: {id, max, spent, expires, fresh} with the numbers
+-- parsed, or a refusal reason ('ended' | 'other_agent') and the run. `ids`: the caller's ancestors.
+local function run_of(key, run_id, max, ttl_ms, agent_id, ids, now)
+  local r = redis.call('HMGET', key, 'agent', 'max', 'spent', 'expires')
+  if not r[1] then
+    return {id = run_id, max = tonumber(max), spent = 0, expires = now + tonumber(ttl_ms), fresh = true}
+  end
+  local run = {id = run_id, max = tonumber(r[2]), spent = tonumber(r[3] or '0'), expires = tonumber(r[4])}
+  if run.expires <= now then return run, 'ended' end
+  if r[1] == agent_id then return run end
+  for _, id in ipairs(ids) do
+    if id == r[1] then return run end
+  end
+  return run, 'other_agent'
+end
+
+-- The debit's writes for a run: opened by its first call (listed in the account's index, kept
+-- `keep_ms` past its end), its spend raised by the price, and the call record names it so that a
+-- refund or a settle gives it back. Old ids leave the index once their records are gone.
+local RUN_TTL_MAX_MS = 604800000
+local function run_charge(key, index, call_key, run, price_s, agent_id, chain, now, keep_ms)
+  if run.fresh then
+    local price = tonumber(price_s)
+    redis.call('HSET', key, 'id', run.id, 'agent', agent_id, 'chain', chain, 'max', string.format('%d', run.max),
+      'spent', price_s, 'opened', string.format('%d', now), 'expires', string.format('%d', run.expires))
+    -- Relative to the app's clock (`now`), not Redis's: every expiry of the scripts is a TTL.
+    local kept = string.format('%d', run.expires + keep_ms - now)
+    redis.call('PEXPIRE', key, kept)
+    redis.call('ZREMRANGEBYSCORE', index, '-inf', string.format('(%d', now - RUN_TTL_MAX_MS - keep_ms))
+    redis.call('ZADD', index, string.format('%d', now), run.id)
+    -- The index lives as long as its longest-kept record: set when it has no expiry, else only raised.
+    if redis.call('PEXPIRE', index, kept, 'NX') == 0 then redis.call('PEXPIRE', index, kept, 'GT') end
+    run.spent = price
+  else
+    run.spent = redis.call('HINCRBY', key, 'spent', price_s)
+  end
+  redis.call('HSET', call_key, 'run', run.id)
+end
+
+-- The run's part of the debit's OK reply: its spend after the debit, its max and its end.
+local function run_reply(run)
+  if not run then return {} end
+  return {run.spent, run.max, run.expires}
+end
+
+-- A refund's or a settle's give-back to the run the call record names (`amount` credits), while
+-- the run's record lives.
+local function release_run(key, amount)
+  if amount > 0 and redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', 0 - amount) end
+end
