@@ -1,0 +1,76 @@
+/**
+ * COPY … FROM STDIN (text format) inside the caller's transaction: the cheapest way a batch of new
+ * rows gets into Postgres — no statement to parse or plan, no JSON to read, the heap filled a page
+ * at a time (bench/RESULTS.md, "Postgres per paid call"). Only on the postgres-js driver: on
+ * PGlite `copyRows` answers false and the caller inserts instead.
+ * errors: whatever Postgres refuses throws, and the caller's transaction can only roll back.
+ */
+import { is } from 'drizzle-orm'
+import { PostgresJsSession } from 'drizzle-orm/postgres-js'
+import type { Sql } from 'postgres'
+import type { Writable } from 'node:stream'
+import type { Database } from './client'
+
+/** A column's value as the row builders give it; null (and a number JSON could not write) is SQL NULL. */
+export type CopyValue = string | number | boolean | null | undefined | object
+
+/** One value in COPY's text format: `\N` for null, and the four characters the format gives a meaning escaped. */
+export function copyText(v: CopyValue): string {
+  if (v === null || v === undefined) return '\\N'
+  // As JSON would carry it (the insert path): a non-finite number is null, a nested value its JSON text.
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '\\N'
+  if (typeof v === 'boolean') return v ? 't' : 'f'
+  const s = typeof v === 'string' ? v : JSON.stringify(v)
+  return /[\\\n\r\t]/.test(s) ? s.replace(/[\\\n\r\t]/g, (c) => ESCAPES[c]!) : s
+}
+
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/** The rows as one COPY text body: a line a row, tab between columns. */
+export function copyBody(rows: readonly (readonly CopyValue[])[]): string {
+  let out = ''
+  for (const row of rows) out += row.map(copyText).join('\t') + '\n'
+  return out
+}
+
+/** The postgres-js client under a drizzle handle (a transaction's own), or null on another driver. */
+function postgresJs(db: Database): Sql | null {
+  const session = db._.session
+  return is(session, PostgresJsSession) ? (session.client as Sql) : null
+}
+
+/**
+ * Writes `rows` into `table` (`columns` in the rows' order) with COPY, in `tx`'s transaction.
+ * Resolves once Postgres has taken every row; false when the driver has no COPY (PGlite).
+ */
+export async function copyRows(tx: Database, table: string, columns: readonly string[], rows: readonly (readonly CopyValue[])[]): Promise<boolean> {
+  const client = postgresJs(tx)
+  if (!client) return false
+  if (rows.length === 0) return true
+  const body = copyBody(rows)
+  const stream = (await client.unsafe(`copy ${table} (${columns.join(', ')}) from stdin`).writable()) as Writable
+  await sendAll(stream, body)
+  // postgres-js (3.4.x) never settles the stream when Postgres refuses the rows after the end of
+  // the data: its 'finish' would never come, and a COMMIT of the aborted transaction answers
+  // ROLLBACK without an error. The next statement runs after the COPY, in order, and fails when the
+  // COPY did (25P02, transaction aborted): so it, not the stream, says whether the rows are in.
+  await client`select 1`
+  return true
+}
+
+/**
+ * Ends the stream with `body` and resolves once the end of the data is on its way to Postgres (the
+ * driver's final step ran), or rejects when the connection failed first.
+ */
+function sendAll(stream: Writable, body: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    stream.once('error', reject)
+    stream.once('finish', resolve)
+    const final = (stream as unknown as { _final: (cb: (e?: Error | null) => void) => void })._final
+    ;(stream as unknown as { _final: typeof final })._final = (cb) => {
+      final.call(stream, cb)
+      resolve()
+    }
+    stream.end(body)
+  })
+}
