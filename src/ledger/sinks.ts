@@ -13,62 +13,57 @@ import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type O
 import { PoisonEntry } from '../write-behind/poison'
 
 /**
- * A hot append-only table the flusher writes every round (a paid call's ledger entry and call
- * record): its columns in the order its row builder gives them, each with its type for the insert.
+ * A round of first deliveries (`fresh`) goes into the two hot append-only tables by COPY: no
+ * conflict check (no row of such an entry can be in Postgres yet, and the unique index still
+ * refuses a duplicate: outbox.ts, Sink), no statement to parse or plan, no JSON to read
+ * (bench/RESULTS.md, "Postgres per paid call (issue 42)"). False where the driver has no COPY
+ * (PGlite): the caller inserts.
  */
-interface HotTable {
-  name: string
-  /** The unique column a redelivered row conflicts on. */
-  key: string
-  columns: readonly (readonly [name: string, type: string])[]
-}
+const copyFresh = (tx: Database, fresh: boolean | undefined, table: string, columns: readonly string[], rows: () => CopyValue[][]): Promise<boolean> =>
+  fresh ? copyRows(tx, table, columns, rows()) : Promise.resolve(false)
 
 /**
- * A round of first deliveries (`fresh`) goes in by COPY: no conflict check (no row of such an entry
- * can be in Postgres yet, and the unique index still refuses a duplicate: outbox.ts, Sink), no
- * statement to parse or plan, no JSON to read — 17 → 12.7 µs of Postgres CPU a row
- * (bench/RESULTS.md, "Postgres per paid call"). Otherwise, and where the driver has no COPY
- * (PGlite), one INSERT … SELECT FROM json_to_recordset with ON CONFLICT DO NOTHING, from the same
- * rows: a redelivered entry is written once.
+ * Otherwise one INSERT … SELECT FROM json_to_recordset per batch, ON CONFLICT DO NOTHING: a
+ * redelivered entry is written once. The rows travel as a single JSON parameter; `json`, not
+ * `jsonb`: the array is read once, so building its binary form first is wasted work.
+ * `record` types the JSON fields; `select` lists, per target column, the expression reading them.
  */
-async function writeRows(tx: Database, table: HotTable, rows: CopyValue[][], fresh = false): Promise<void> {
-  const names = table.columns.map(([n]) => n)
-  if (fresh && (await copyRows(tx, table.name, names, rows))) return
-  // `json`, not `jsonb`: the array is read once, so building its binary form first is wasted work.
-  const json = JSON.stringify(rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i]]))))
-  const record = table.columns.map(([n, type]) => `${n} ${type}`).join(', ')
-  const tail = fresh ? '' : ` on conflict (${table.key}) do nothing`
-  await tx.execute(sql`${sql.raw(`insert into ${table.name} (${names.join(', ')}) select ${names.join(', ')} from json_to_recordset(`)}${json}${sql.raw(`::json) as x(${record})${tail}`)}`)
+async function insertJsonRows(tx: Database, table: string, record: string, select: Record<string, string>, conflict: string, json: string, fresh = false): Promise<void> {
+  const columns = Object.keys(select)
+  const head = `insert into ${table} (${columns.join(', ')}) select ${Object.values(select).join(', ')} from json_to_recordset(`
+  // Without COPY (PGlite), a fresh round still skips the conflict probe.
+  const tail = fresh ? '' : ` on conflict (${conflict}) do nothing`
+  await tx.execute(sql`${sql.raw(head)}${json}${sql.raw(`::json) as x(${record})${tail}`)}`)
 }
 
-const LEDGER_TABLE: HotTable = {
-  name: 'ledger_entries',
-  key: 'id',
-  columns: [
-    ['id', 'text'],
-    ['account_id', 'text'],
-    ['agent_id', 'text'],
-    ['kind', 'text'],
-    ['amount', 'bigint'],
-    ['balance_after', 'bigint'],
-    ['call_id', 'text'],
-    ['ref_id', 'text'],
-    ['target', 'text'],
-    ['uncredited', 'bigint'],
-    ['uncredited_reason', 'text'],
-    ['at', 'timestamptz'],
-    ['stream_id', 'text'],
-    ['model', 'text'],
-    ['tokens_in', 'integer'],
-    ['tokens_cached', 'integer'],
-    ['tokens_out', 'integer'],
-    ['tokens_cache_write', 'integer'],
-    ['tokens_cache_write_1h', 'integer'],
-    ['mc_rem', 'bigint'],
-  ],
-}
+/** Identity selects: each column read from the JSON field of the same name. */
+const same = (...names: string[]) => Object.fromEntries(names.map((n) => [n, n]))
 
-/** A money entry's ledger row, in LEDGER_TABLE's column order. */
+/** ledger_entries' columns, in the order of ledgerRow. */
+const LEDGER_COLUMNS = [
+  'id',
+  'account_id',
+  'agent_id',
+  'kind',
+  'amount',
+  'balance_after',
+  'call_id',
+  'ref_id',
+  'target',
+  'uncredited',
+  'uncredited_reason',
+  'at',
+  'stream_id',
+  'model',
+  'tokens_in',
+  'tokens_cached',
+  'tokens_out',
+  'tokens_cache_write',
+  'tokens_cache_write_1h',
+  'mc_rem',
+] as const
+
+/** A money entry's row, in LEDGER_COLUMNS' order: the one builder of both ways in. */
 function ledgerRow(e: OutboxEntry): CopyValue[] {
   const m = moneyFields(e)
   return [
@@ -84,7 +79,7 @@ function ledgerRow(e: OutboxEntry): CopyValue[] {
     m.uncredited,
     // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
     m.uncredited !== null ? m.reason : null,
-    // Epoch ms as an instant (an `at` that is no number throws here: the entry is poison).
+    // Epoch ms as an instant; an `at` that is no time throws here (RangeError: the entry is poison).
     new Date(m.at).toISOString(),
     writtenId(e),
     m.model,
@@ -97,51 +92,88 @@ function ledgerRow(e: OutboxEntry): CopyValue[] {
   ]
 }
 
-const ledgerSink: Sink = (tx, entries, o) => writeRows(tx, LEDGER_TABLE, entries.map(ledgerRow), o?.fresh)
-
-const CALLS_TABLE: HotTable = {
-  name: 'calls',
-  key: 'call_id',
-  columns: [
-    ['call_id', 'text'],
-    ['account_id', 'text'],
-    ['agent_id', 'text'],
-    ['slug', 'text'],
-    ['charged', 'integer'],
-    ['refunded', 'integer'],
-    ['outcome', 'text'],
-    ['http_status', 'integer'],
-    ['latency_ms', 'integer'],
-    ['at', 'timestamptz'],
-    ['model', 'text'],
-    ['tokens_in', 'integer'],
-    ['tokens_cached', 'integer'],
-    ['tokens_out', 'integer'],
-    ['tokens_cache_write', 'integer'],
-    ['tokens_cache_write_1h', 'integer'],
-    ['reserved', 'integer'],
-    ['uncharged', 'integer'],
-    ['usage_source', 'text'],
-  ],
+const ledgerSink: Sink = async (tx, entries, o) => {
+  const rows = entries.map(ledgerRow)
+  if (await copyFresh(tx, o?.fresh, 'ledger_entries', LEDGER_COLUMNS, () => rows)) return
+  await insertJsonRows(
+    tx,
+    'ledger_entries',
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at timestamptz, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, tokens_cache_write integer, tokens_cache_write_1h integer, mc_rem bigint',
+    same(...LEDGER_COLUMNS),
+    'id',
+    JSON.stringify(rows.map((r) => Object.fromEntries(LEDGER_COLUMNS.map((c, i) => [c, r[i]])))),
+    o?.fresh,
+  )
 }
 
+/** calls' columns, in the order of callRow. */
+const CALL_COLUMNS = [
+  'call_id',
+  'account_id',
+  'agent_id',
+  'slug',
+  'charged',
+  'refunded',
+  'outcome',
+  'http_status',
+  'latency_ms',
+  'at',
+  'model',
+  'tokens_in',
+  'tokens_cached',
+  'tokens_out',
+  'tokens_cache_write',
+  'tokens_cache_write_1h',
+  'reserved',
+  'uncharged',
+  'usage_source',
+] as const
+
+type CallJson = Record<string, CopyValue> & { tokens?: Record<string, CopyValue> | null }
+
 /**
- * A call entry carries its record as JSON (CallRecord plus account_id, written by recordCall); its
- * row, in CALLS_TABLE's column order. A record that is no JSON object throws (poison).
+ * A call record's row for COPY, read as the insert's json_to_recordset reads it. A record that is
+ * no JSON object throws: the fresh round fails, and the insert below (where Postgres itself
+ * refuses it) finds the entry and dead-letters it with Postgres' reason.
  */
 function callRow(e: OutboxEntry): CopyValue[] {
-  // A missing record would be a write of no row, acked as committed. Poison instead, so the entry
-  // waits in the dead letters.
-  if (!e.fields.rec) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has no record`)
-  const r = JSON.parse(e.fields.rec) as Record<string, CopyValue> & { tokens?: Record<string, CopyValue> | null }
-  if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has a record that is no object`)
-  // A metered call's tokens (docs/api.md §7); absent on a flat call's record, null here.
-  const t = r.tokens ?? null
+  const r = JSON.parse(e.fields.rec!) as CallJson
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError(`outbox: call entry ${e.fields.id ?? e.streamId}: its record is no object`)
+  const t = r.tokens !== null && typeof r.tokens === 'object' && !Array.isArray(r.tokens) ? r.tokens : null
   const refunded = typeof r.refunded === 'boolean' ? Number(r.refunded) : r.refunded
   return [r.call_id, r.account_id, r.agent_id, r.slug, r.charged, refunded, r.outcome, r.http_status, r.latency_ms, r.at, r.model, t?.input, t?.cached, t?.output, t?.cache_write, t?.cache_write_1h, r.reserved, r.uncharged, r.usage_source]
 }
 
-const callSink: Sink = (tx, entries, o) => writeRows(tx, CALLS_TABLE, entries.map(callRow), o?.fresh)
+/**
+ * A call entry already carries its record as JSON (CallRecord plus account_id, written by
+ * recordCall): the insert's batch is those strings joined, with no parse and no re-serialisation.
+ */
+const callSink: Sink = async (tx, entries, o) => {
+  // A missing record would join to nothing (`[]`, or `[a,,b]` cut down to it when tried alone): a
+  // write of no row, acked as committed. Poison instead, so the entry waits in the dead letters.
+  for (const e of entries) if (!e.fields.rec) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has no record`)
+  if (await copyFresh(tx, o?.fresh, 'calls', CALL_COLUMNS, () => entries.map(callRow))) return
+  return insertJsonRows(
+    tx,
+    'calls',
+    'call_id text, account_id text, agent_id text, slug text, charged integer, refunded boolean, outcome text, http_status integer, latency_ms integer, at timestamptz, model text, tokens jsonb, reserved integer, uncharged integer, usage_source text',
+    {
+      ...same('call_id', 'account_id', 'agent_id', 'slug', 'charged'),
+      refunded: 'refunded::int',
+      ...same('outcome', 'http_status', 'latency_ms', 'at', 'model'),
+      // A metered call's tokens (docs/api.md §7); absent on a flat call's record, null here.
+      tokens_in: "(tokens->>'input')::int",
+      tokens_cached: "(tokens->>'cached')::int",
+      tokens_out: "(tokens->>'output')::int",
+      tokens_cache_write: "(tokens->>'cache_write')::int",
+      tokens_cache_write_1h: "(tokens->>'cache_write_1h')::int",
+      ...same('reserved', 'uncharged', 'usage_source'),
+    },
+    'call_id',
+    `[${entries.map((e) => e.fields.rec!).join(',')}]`,
+    o?.fresh,
+  )
+}
 
 const accountSink: Sink = async (tx, entries) => {
   await tx
