@@ -58,17 +58,26 @@ export async function copyRows(tx: Database, table: string, columns: readonly st
   return true
 }
 
+/** What `sendAll` reaches of the driver's stream: the steps it was built with. */
+interface DriverSteps {
+  _final(cb: (e?: Error | null) => void): void
+  _destroy(e: Error | null, cb: (e?: Error | null) => void): void
+}
+
 /**
  * Ends the stream with `body` and resolves once the end of the data is on its way to Postgres (the
  * driver's final step ran), or rejects when the connection failed first.
  */
 function sendAll(stream: Writable, body: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
+    const steps = stream as unknown as DriverSteps
     stream.once('error', reject)
-    stream.once('finish', resolve)
-    const final = (stream as unknown as { _final: (cb: (e?: Error | null) => void) => void })._final
-    ;(stream as unknown as { _final: typeof final })._final = (cb) => {
+    const final = steps._final
+    steps._final = (cb) => {
       final.call(stream, cb)
+      // The end of the data is sent. The driver's destroy step sends a CopyFail, and the stream
+      // destroys itself after 'finish': that CopyFail could fall into the transaction's next COPY.
+      steps._destroy = (e, done) => done(e)
       resolve()
     }
     stream.end(body)
