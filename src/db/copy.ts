@@ -48,37 +48,40 @@ export async function copyRows(tx: Database, table: string, columns: readonly st
   if (!client) return false
   if (rows.length === 0) return true
   const body = copyBody(rows)
-  const stream = (await client.unsafe(`copy ${table} (${columns.join(', ')}) from stdin`).writable()) as Writable
-  await sendAll(stream, body)
-  // postgres-js (3.4.x) never settles the stream when Postgres refuses the rows after the end of
-  // the data: its 'finish' would never come, and a COMMIT of the aborted transaction answers
-  // ROLLBACK without an error. The next statement runs after the COPY, in order, and fails when the
-  // COPY did (25P02, transaction aborted): so it, not the stream, says whether the rows are in.
-  await client`select 1`
+  const query = client.unsafe(`copy ${table} (${columns.join(', ')}) from stdin`)
+  const stream = (await query.writable()) as Writable
+  await sendAll(query as unknown as DriverQuery, stream, body)
   return true
 }
 
-/** What `sendAll` reaches of the driver's stream: the steps it was built with. */
+/** What `sendAll` reaches of the driver's query and stream: the steps they were built with. */
+interface DriverQuery {
+  reject(e: unknown): void
+}
 interface DriverSteps {
   _final(cb: (e?: Error | null) => void): void
   _destroy(e: Error | null, cb: (e?: Error | null) => void): void
 }
 
 /**
- * Ends the stream with `body` and resolves once the end of the data is on its way to Postgres (the
- * driver's final step ran), or rejects when the connection failed first.
+ * Ends the stream with `body`; resolves once Postgres took the rows ('finish': the COPY's command
+ * completed), rejects with Postgres' own error when it refused them, or with the connection's.
  */
-function sendAll(stream: Writable, body: string): Promise<void> {
+function sendAll(query: DriverQuery, stream: Writable, body: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const steps = stream as unknown as DriverSteps
+    // postgres-js (3.4.x) reports rows refused after the end of the data only to the query, whose
+    // promise has long resolved to this stream, and never settles the stream: without this, the
+    // wait would never end, and a COMMIT of the aborted transaction answers ROLLBACK, no error.
+    query.reject = reject
     stream.once('error', reject)
+    stream.once('finish', resolve)
+    const steps = stream as unknown as DriverSteps
     const final = steps._final
     steps._final = (cb) => {
       final.call(stream, cb)
       // The end of the data is sent. The driver's destroy step sends a CopyFail, and the stream
       // destroys itself after 'finish': that CopyFail could fall into the transaction's next COPY.
       steps._destroy = (e, done) => done(e)
-      resolve()
     }
     stream.end(body)
   })
