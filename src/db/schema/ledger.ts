@@ -81,5 +81,8 @@ export const calls = pgTable(
     usageSource: text('usage_source'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [index('calls_account_at').on(t.accountId, t.at, t.callId)],
+  // Activity's order (src/account/views.ts): `at`, then the call id byte by byte (collate "C"). The
+  // call id in the default collation (calls_account_at, before 0012) gave that order to no query and
+  // made every insert dearer (bench/RESULTS.md, "Postgres per paid call (issue 42)").
+  (t) => [index('calls_account_time').on(t.accountId, t.at)],
 )
