@@ -16,20 +16,25 @@ export type CopyValue = string | number | boolean | null | undefined | object
 
 /** One value in COPY's text format: `\N` for null, and the four characters the format gives a meaning escaped. */
 export function copyText(v: CopyValue): string {
+  if (typeof v === 'string') return SPECIAL.test(v) ? v.replace(SPECIALS, (c) => ESCAPES[c]!) : v
   if (v === null || v === undefined) return '\\N'
   // As JSON would carry it (the insert path): a non-finite number is null, a nested value its JSON text.
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '\\N'
   if (typeof v === 'boolean') return v ? 't' : 'f'
-  const s = typeof v === 'string' ? v : JSON.stringify(v)
-  return /[\\\n\r\t]/.test(s) ? s.replace(/[\\\n\r\t]/g, (c) => ESCAPES[c]!) : s
+  return copyText(JSON.stringify(v))
 }
 
+const SPECIAL = /[\\\n\r\t]/
+const SPECIALS = /[\\\n\r\t]/g
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 
 /** The rows as one COPY text body: a line a row, tab between columns. */
 export function copyBody(rows: readonly (readonly CopyValue[])[]): string {
   let out = ''
-  for (const row of rows) out += row.map(copyText).join('\t') + '\n'
+  for (const row of rows) {
+    for (let i = 0; i < row.length; i++) out += (i === 0 ? '' : '\t') + copyText(row[i])
+    out += '\n'
+  }
   return out
 }
 
