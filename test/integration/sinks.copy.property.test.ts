@@ -13,7 +13,7 @@ import { openDatabase, type Database, type DbHandle } from '../../src/db/client'
 import { rowsOf } from '../../src/db/rows'
 import { LEDGER_SINKS } from '../../src/ledger/sinks'
 import { MONEY_KINDS, type OutboxEntry } from '../../src/write-behind/outbox'
-import { describeFlushError } from '../../src/write-behind/poison'
+import { classifyFlushError, describeFlushError } from '../../src/write-behind/poison'
 import { createTestDatabase } from '../helpers/harness'
 
 let pg: Awaited<ReturnType<typeof createTestDatabase>>
@@ -161,4 +161,26 @@ test('a COPY Postgres refuses rejects, rolls its transaction back and leaves the
   expect(ids).toEqual([a.fields.id!, b.fields.id!].sort())
   const aborted = rowsOf<{ n: string | number }>(await h.db.execute(sql`select count(*) as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`))
   expect(Number(aborted[0]!.n)).toBe(0)
+})
+
+test('what one way refuses the other refuses too, and the flusher reads both as poison', async () => {
+  const m = fc.sample(money, 1)[0]!
+  const r = fc.sample(record, 1)[0]!
+  const cases: [string, () => OutboxEntry[]][] = [
+    ['an amount that is no number', () => [{ ...moneyEntry(m), fields: { ...moneyEntry(m).fields, amount: 'lots' } }]],
+    ['U+0000 in a text', () => [{ ...moneyEntry(m), fields: { ...moneyEntry(m).fields, target: 'a\u0000b' } }]],
+    ['a record without `refunded`', () => [callEntry({ ...r, refunded: undefined as unknown as boolean })]],
+    ['a record that is no JSON', () => [{ ...callEntry(r), fields: { ...callEntry(r).fields, rec: '{"call_id": ' } }]],
+    ['a record that is a JSON array', () => [{ ...callEntry(r), fields: { ...callEntry(r).fields, rec: '[1]' } }]],
+  ]
+  for (const [name, entries] of cases) {
+    const es = entries()
+    const outcome = async (fresh: boolean) =>
+      h.db
+        .transaction(async (tx) => LEDGER_SINKS[es[0]!.kind]!(tx as unknown as Database, es, { fresh }))
+        .then(() => 'written', (e) => classifyFlushError(e))
+    expect([name, await outcome(true)]).toEqual([name, 'poison'])
+    expect([name, await outcome(false)]).toEqual([name, 'poison'])
+  }
+  expect(Number(rowsOf<{ n: string | number }>(await h.db.execute(sql`select count(*) as n from calls where call_id like 'call_%'`))[0]!.n)).toBe(1)
 })
