@@ -1,8 +1,8 @@
 /**
  * Where the ledger's own outbox entries land in Postgres (money entries, calls, accounts, owner
  * rotations); the other domains keep theirs beside them, and src/sinks.ts hands them all to the
- * write-behind. Every insert is idempotent on the entry's own id, so redelivery after a crash
- * between commit and ack changes nothing.
+ * write-behind. A redelivered entry (a crash between commit and ack) is inserted with ON CONFLICT
+ * DO NOTHING on its own id, so it changes nothing.
  */
 import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
@@ -12,15 +12,13 @@ import { copyRows, type CopyValue } from '../db/copy'
 import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type OutboxEntry, type Sink } from '../write-behind/outbox'
 import { PoisonEntry } from '../write-behind/poison'
 
-/**
- * A round of first deliveries (`fresh`) goes into the two hot append-only tables by COPY: no
- * conflict check (no row of such an entry can be in Postgres yet, and the unique index still
- * refuses a duplicate: outbox.ts, Sink), no statement to parse or plan, no JSON to read
- * (bench/RESULTS.md, "Postgres per paid call (issue 42)"). False where the driver has no COPY
- * (PGlite): the caller inserts.
+/*
+ * A round of first deliveries (`fresh`) goes into the two hot append-only tables by COPY
+ * (src/db/copy.ts): no conflict check (no row of such an entry can be in Postgres yet, and the
+ * unique index still refuses a duplicate: outbox.ts, Sink), no statement to parse or plan, no JSON
+ * to read (bench/RESULTS.md, "Postgres per paid call (issue 42)"). `copyRows` answers false where
+ * the driver has no COPY (PGlite), and the sink inserts.
  */
-const copyFresh = (tx: Database, fresh: boolean | undefined, table: string, columns: readonly string[], rows: () => CopyValue[][]): Promise<boolean> =>
-  fresh ? copyRows(tx, table, columns, rows()) : Promise.resolve(false)
 
 /**
  * Otherwise one INSERT … SELECT FROM json_to_recordset per batch, ON CONFLICT DO NOTHING: a
@@ -94,7 +92,7 @@ function ledgerRow(e: OutboxEntry): CopyValue[] {
 
 const ledgerSink: Sink = async (tx, entries, o) => {
   const rows = entries.map(ledgerRow)
-  if (await copyFresh(tx, o?.fresh, 'ledger_entries', LEDGER_COLUMNS, () => rows)) return
+  if (o?.fresh && (await copyRows(tx, 'ledger_entries', LEDGER_COLUMNS, rows))) return
   await insertJsonRows(
     tx,
     'ledger_entries',
@@ -152,7 +150,7 @@ const callSink: Sink = async (tx, entries, o) => {
   // A missing record would join to nothing (`[]`, or `[a,,b]` cut down to it when tried alone): a
   // write of no row, acked as committed. Poison instead, so the entry waits in the dead letters.
   for (const e of entries) if (!e.fields.rec) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has no record`)
-  if (await copyFresh(tx, o?.fresh, 'calls', CALL_COLUMNS, () => entries.map(callRow))) return
+  if (o?.fresh && (await copyRows(tx, 'calls', CALL_COLUMNS, entries.map(callRow)))) return
   return insertJsonRows(
     tx,
     'calls',
