@@ -10,6 +10,8 @@
  * ON CONFLICT probe on the append-only tables);
  * `--alter` runs DDL after the migrations, to measure a schema variant (a collation, an index);
  * PG_ROWS_DETAIL=1 prints the CPU per row of each postgres process (backend, WAL writer, …).
+ * "own backends" is the CPU of the connections to this run's database alone (schedstat, ns): the
+ * server is shared, and "Postgres" (every postgres process) also counts other clients' work.
  */
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
@@ -37,6 +39,14 @@ function pgCpu(): Map<string, number> {
   return m
 }
 const pgCpuUs = () => [...pgCpu().values()].reduce((a, b) => a + b, 0)
+/** µs on a CPU of one process (schedstat's first field is ns), 0 once it is gone. */
+function runUs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1000
+  } catch {
+    return 0
+  }
+}
 
 const rand = () => Math.random().toString(36).slice(2, 12)
 let seq = 0
@@ -73,17 +83,22 @@ async function main() {
   // Warm-up: a tenth of the calls, not counted.
   for (let i = 0; i < CALLS / 10; i += BATCH) await write(Array.from({ length: BATCH }, (_, j) => callEntries(accounts[(i + j) % accounts.length]!)).flat())
   const batches = Array.from({ length: Math.ceil(CALLS / BATCH) }, (_, b) => Array.from({ length: BATCH }, (_, j) => callEntries(accounts[(b * BATCH + j) % accounts.length]!)).flat())
+  const ownPids = async () => (await admin`select pid from pg_stat_activity where datname = ${name}`).map((r) => Number(r.pid))
+  const own0 = await ownPids()
+  const ownBefore = new Map(own0.map((p) => [p, runUs(p)]))
   const before = pgCpuUs()
   const per0 = pgCpu()
   const t0 = performance.now()
   for (const b of batches) await write(b)
   const ms = performance.now() - t0
   const us = pgCpuUs() - before
+  // A connection the pool opened during the run is counted whole.
+  const ownUs = (await ownPids()).reduce((a, p) => a + runUs(p) - (ownBefore.get(p) ?? 0), 0)
   const rows = CALLS * 2
   if (process.env.PG_ROWS_DETAIL) for (const [k, v] of pgCpu()) { const d = v - (per0.get(k) ?? 0); if (d > 0) console.log(`  ${k}: ${(d / rows).toFixed(1)} µs a row`) }
-  console.log(`${opt.fresh ? 'fresh ' : ''}batch ${BATCH} calls (${BATCH * 2} rows): ${rows} rows in ${ms.toFixed(0)} ms; Postgres ${(us / rows).toFixed(1)} µs CPU a row, ${((us / rows) * 2).toFixed(1)} a flat call`)
+  console.log(`${opt.fresh ? 'fresh ' : ''}batch ${BATCH} calls (${BATCH * 2} rows): ${rows} rows in ${ms.toFixed(0)} ms; Postgres ${(us / rows).toFixed(1)} µs CPU a row, ${((us / rows) * 2).toFixed(1)} a flat call; own backends ${(ownUs / rows).toFixed(1)} a row, ${((ownUs / rows) * 2).toFixed(1)} a flat call`)
   await db.close()
-  await admin.unsafe(`drop database ${name}`)
+  await admin.unsafe(`drop database ${name} with (force)`)
   await admin.end()
 }
 await main()

@@ -35,7 +35,7 @@ import { checkLedger, type LedgerCheck } from './lib/ledger-check'
 import { mcpRequest } from './lib/mcp'
 import { depthAgent } from './lib/sub-agents'
 import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
-import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
+import { freePort, loadAverage, measureCpu, pidsByComm, postgresBackendsOf, startChild, waitHttp, type Child } from './lib/proc'
 import { median } from './lib/ratios'
 import { render, sectionTitle, writeSection, type Report, type Row, type Skipped } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
@@ -228,15 +228,18 @@ try {
         ...(t.hop ? { hop: () => [t.hop!.proc.pid, ...(owner ? owner.extraPids() : [])] } : {}),
         redis: () => pidsByComm('redis-server'),
         postgres: () => pidsByComm('postgres'),
+        // The backends of the row's own database (the flusher's writes), apart from the shared server's other clients.
+        ...(owner?.dbName ? { pgOwn: () => postgresBackendsOf(owner.dbName!) } : {}),
       }
       const m = await measureCpu(groups, () => runLoad(load))
       if (owner) {
         clientOk.set(owner, clientOk.get(owner)! + warm.ok + m.value.ok)
         runs.set(owner, runs.get(owner)! + 2)
       }
-      const ours = m.value.clientCpuPct + Object.values(m.groupPct).reduce((a, b) => a + b, 0)
+      const { pgOwn: _inPostgres, ...counted } = m.groupPct
+      const ours = m.value.clientCpuPct + Object.values(counted).reduce((a, b) => a + b, 0)
       const others = Math.max(0, m.machineBusyPct * availableParallelism() - ours - m.irqPct - m.stealPct)
-      const cpu = { ...m.groupPct, irq: m.irqPct, steal: m.stealPct, others }
+      const cpu = { ...counted, ...(m.groupPctExact.pgOwn === undefined ? {} : { pgOwn: m.groupPctExact.pgOwn }), irq: m.irqPct, steal: m.stealPct, others }
       rows.push({ round, name: t.name, load: m.value, machineBusyPct: m.machineBusyPct, cpu, loadAfter: loadAverage() })
       console.error(`  ${Math.round(m.value.reqPerSec)} req/s, p50 ${m.value.p50} ms, p99 ${m.value.p99} ms, machine ${m.machineBusyPct}% busy`)
       // The next row must not pay for this one's write-behind (nor this one's figures hide it).

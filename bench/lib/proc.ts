@@ -91,6 +91,8 @@ export interface CpuSample<T> {
   machineBusyPct: number
   /** Per group, % of one core. */
   groupPct: Record<string, number>
+  /** The same, not rounded (a small group's µs per request). */
+  groupPctExact: Record<string, number>
   /** Interrupt/softirq and steal time, % of one core. */
   irqPct: number
   stealPct: number
@@ -106,16 +108,32 @@ export async function measureCpu<T>(groups: CpuGroups, fn: () => Promise<T>): Pr
   const seconds = (performance.now() - t0) / 1000
   const m1 = machineTicks()
   const groupPct: Record<string, number> = {}
+  const groupPctExact: Record<string, number> = {}
   for (const [k, ps] of Object.entries(pids)) {
     // A process that started inside the window (a Postgres backend for a pool's new connection, as
     // a service's flusher opens on its first busy row) is counted whole: all its ticks are the window's.
     const born = groups[k]!().filter((p) => !ps.includes(p))
     // One that exits inside the window takes its ticks along: never below 0.
-    groupPct[k] = Math.max(0, Math.round(((sum(ps) - g0[k]! + sum(born)) / TICK / seconds) * 100))
+    groupPctExact[k] = Math.max(0, ((sum(ps) - g0[k]! + sum(born)) / TICK / seconds) * 100)
+    groupPct[k] = Math.round(groupPctExact[k]!)
   }
   const machineBusyPct = Math.round(((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100)
   const pct = (ticks: number) => Math.round((ticks / TICK / seconds) * 100)
-  return { value, machineBusyPct, groupPct, irqPct: pct(m1.irq - m0.irq), stealPct: pct(m1.steal - m0.steal) }
+  return { value, machineBusyPct, groupPct, groupPctExact, irqPct: pct(m1.irq - m0.irq), stealPct: pct(m1.steal - m0.steal) }
+}
+
+/**
+ * Backends of one database of the shared Postgres server (a backend's command line names its
+ * database): a service's own Postgres CPU, apart from every other client's.
+ */
+export function postgresBackendsOf(database: string): number[] {
+  const out: number[] = []
+  for (const pid of pidsByComm('postgres')) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(` ${database} `)) out.push(pid)
+    } catch {}
+  }
+  return out
 }
 
 export function loadAverage(): string {

@@ -126,8 +126,8 @@ export function render(r: Report): string {
   for (const x of r.skipped ?? []) L.push(`- **${x.row}**: skipped — ${x.reason.replace(/\|/g, '/')}`)
   if (r.skipped?.length) L.push('')
   L.push('Where the CPU went during each measured row (% of one core; the machine has ' + r.nproc + ' cores), and what one request cost:', '')
-  L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain, client excluded) | load avg after |')
-  L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  L.push('| Round | Row | machine busy | client | upstream | hop | redis | postgres | kernel irq | steal | others | µs CPU per request (hop) | µs CPU per request (whole chain, client excluded) | µs Postgres CPU per request (its database\'s backends) | load avg after |')
+  L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const x of r.rows) {
     const c = x.cpu
     const us = (pct: number) => Math.round((pct / 100 / Math.max(1, x.load.reqPerSec)) * 1e6)
@@ -135,7 +135,7 @@ export function render(r: Report): string {
     const chain = (c.upstream ?? 0) + (c.hop ?? 0) + (c.redis ?? 0) + (c.postgres ?? 0) + (c.irq ?? 0)
     L.push(
       `| ${x.round} | ${x.name} | ${x.machineBusyPct}% | ${x.load.clientCpuPct} | ${c.upstream ?? '–'} | ${c.hop ?? '–'} | ${c.redis ?? '–'} | ${c.postgres ?? '–'} | ${c.irq ?? '–'} | ${c.steal ?? '–'} | ${c.others ?? '–'} | ` +
-        `${c.hop === undefined ? '–' : us(c.hop)} | ${us(chain)} | ${x.loadAfter} |`,
+        `${c.hop === undefined ? '–' : us(c.hop)} | ${us(chain)} | ${c.pgOwn === undefined ? '–' : ((c.pgOwn / 100 / Math.max(1, x.load.reqPerSec)) * 1e6).toFixed(1)} | ${x.loadAfter} |`,
     )
   }
   L.push('')
@@ -144,7 +144,7 @@ export function render(r: Report): string {
     for (const [name, m] of Object.entries(r.medians)) L.push(`| ${name} | ${f0(m.reqPerSec)} | ${m.p50} | ${m.p99} |`)
     L.push('')
   }
-  L.push('Rows: **upstream direct** = the fake upstream (bench/fake-upstream.ts) alone; **passthrough** = a bare Bun `fetch` forwarder in front of it (bench/passthrough.ts), no ledger; **ledger floor** = the same forwarder plus the two Redis round trips any Redis-ledger design needs per paid request at the least (a no-op script awaited before the upstream, one after it, auto-pipelined EVALSHA through ioredis as the service sends them), with no checks, no writes and no Postgres; **paid call** = `POST /v1/call/bench.search` with the owner bearer through the whole service (auth, params validation, debit.lua, upstream with the house key, record-calls.lua, the flusher writing to Postgres). "hop" is the passthrough or the service process; "kernel irq" is interrupt and softirq time (loopback networking, charged to no process); "steal" is time the hypervisor gave to other guests; "others" is the rest of the machine\'s busy time (other engineers\' work, this bench\'s orchestrator). Redis and Postgres are shared, so their columns include others\' use too.', '')
+  L.push('Rows: **upstream direct** = the fake upstream (bench/fake-upstream.ts) alone; **passthrough** = a bare Bun `fetch` forwarder in front of it (bench/passthrough.ts), no ledger; **ledger floor** = the same forwarder plus the two Redis round trips any Redis-ledger design needs per paid request at the least (a no-op script awaited before the upstream, one after it, auto-pipelined EVALSHA through ioredis as the service sends them), with no checks, no writes and no Postgres; **paid call** = `POST /v1/call/bench.search` with the owner bearer through the whole service (auth, params validation, debit.lua, upstream with the house key, record-calls.lua, the flusher writing to Postgres). "hop" is the passthrough or the service process; "kernel irq" is interrupt and softirq time (loopback networking, charged to no process); "steal" is time the hypervisor gave to other guests; "others" is the rest of the machine\'s busy time (other engineers\' work, this bench\'s orchestrator). Redis and Postgres are shared, so their columns include others\' use too; "its database\'s backends" is the Postgres CPU of the service\'s own connections alone (the flusher\'s writes), by the database their command line names.', '')
   L.push(
     'Reading it: every process of a row shares the same cores, so a row\'s throughput is bounded by the CPU its whole chain spends per request (last CPU column), not by the hop alone. ' +
       `At a fixed ${r.connections} connections the mean latency is about connections / throughput (Little\'s law), so the p99 target moves with the throughput one.`,

@@ -49,6 +49,8 @@ export interface BenchService {
   postgres: 'external' | 'pglite'
   /** The fresh database, with external Postgres. */
   dbUrl: string | undefined
+  /** Its name (its backends' CPU is the service's own Postgres work). */
+  dbName: string | undefined
   /** Whether the service runs its write-behind flusher (the production default). */
   flusher: boolean
   redis: RedisClient
@@ -152,6 +154,7 @@ export async function startService(o: {
     prefix,
     postgres: dbUrl ? 'external' : 'pglite',
     dbUrl,
+    dbName: dbUrl ? dbName : undefined,
     flusher: o.flusher !== false,
     redis,
     keys,

@@ -1,30 +1,35 @@
 /**
  * Where the ledger's own outbox entries land in Postgres (money entries, calls, accounts, owner
  * rotations); the other domains keep theirs beside them, and src/sinks.ts hands them all to the
- * write-behind. Every insert is idempotent on the entry's own id, so redelivery after a crash
- * between commit and ack changes nothing.
+ * write-behind. A redelivered entry (a crash between commit and ack) is inserted with ON CONFLICT
+ * DO NOTHING on its own id, so it changes nothing.
  */
 import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
-import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type Sink } from '../write-behind/outbox'
+import { copyRows, type CopyValue } from '../db/copy'
+import { accountFields, moneyFields, MONEY_KINDS, ownerFields, writtenId, type OutboxEntry, type Sink } from '../write-behind/outbox'
 import { PoisonEntry } from '../write-behind/poison'
 
+/*
+ * A round of first deliveries (`fresh`) goes into the two hot append-only tables by COPY
+ * (src/db/copy.ts): no conflict check (no row of such an entry can be in Postgres yet, and the
+ * unique index still refuses a duplicate: outbox.ts, Sink), no statement to parse or plan, no JSON
+ * to read (bench/RESULTS.md, "Postgres per paid call (issue 42)"). `copyRows` answers false where
+ * the driver has no COPY (PGlite), and the sink inserts.
+ */
+
 /**
- * One INSERT … SELECT FROM json_to_recordset per batch: the rows travel as a single JSON parameter.
- * Building a multi-row VALUES list through the query builder cost a third of the service's CPU per
- * paid call under load (bench/RESULTS.md); this keeps the same rows and the same ON CONFLICT.
- * `json`, not `jsonb`: the array is read once, so building its binary form first is wasted work
- * (250-row batches: 8.6–9.8 → 6.7–7.3 µs a row in Postgres, docs/decisions.md).
+ * Otherwise one INSERT … SELECT FROM json_to_recordset per batch, ON CONFLICT DO NOTHING: a
+ * redelivered entry is written once. The rows travel as a single JSON parameter; `json`, not
+ * `jsonb`: the array is read once, so building its binary form first is wasted work.
  * `record` types the JSON fields; `select` lists, per target column, the expression reading them.
  */
 async function insertJsonRows(tx: Database, table: string, record: string, select: Record<string, string>, conflict: string, json: string, fresh = false): Promise<void> {
   const columns = Object.keys(select)
   const head = `insert into ${table} (${columns.join(', ')}) select ${Object.values(select).join(', ')} from json_to_recordset(`
-  // ON CONFLICT probes the unique index before each insert (11–13% of a row's CPU in Postgres:
-  // bench/pg-rows.ts --fresh): first deliveries skip it, and the unique index still refuses a
-  // duplicate (outbox.ts, Sink).
+  // Without COPY (PGlite), a fresh round still skips the conflict probe.
   const tail = fresh ? '' : ` on conflict (${conflict}) do nothing`
   await tx.execute(sql`${sql.raw(head)}${json}${sql.raw(`::json) as x(${record})${tail}`)}`)
 }
@@ -32,57 +37,121 @@ async function insertJsonRows(tx: Database, table: string, record: string, selec
 /** Identity selects: each column read from the JSON field of the same name. */
 const same = (...names: string[]) => Object.fromEntries(names.map((n) => [n, n]))
 
-const ledgerSink: Sink = (tx, entries, o) =>
-  insertJsonRows(
+/** ledger_entries' columns, in the order of ledgerRow. */
+const LEDGER_COLUMNS = [
+  'id',
+  'account_id',
+  'agent_id',
+  'kind',
+  'amount',
+  'balance_after',
+  'call_id',
+  'ref_id',
+  'target',
+  'uncredited',
+  'uncredited_reason',
+  'at',
+  'stream_id',
+  'model',
+  'tokens_in',
+  'tokens_cached',
+  'tokens_out',
+  'tokens_cache_write',
+  'tokens_cache_write_1h',
+  'mc_rem',
+] as const
+
+/** A money entry's row, in LEDGER_COLUMNS' order: the one builder of both ways in. */
+function ledgerRow(e: OutboxEntry): CopyValue[] {
+  const m = moneyFields(e)
+  return [
+    m.id,
+    m.account,
+    m.agent,
+    m.kind,
+    m.amount,
+    m.balanceAfter,
+    m.callId,
+    m.refId,
+    m.target,
+    m.uncredited,
+    // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
+    m.uncredited !== null ? m.reason : null,
+    // Epoch ms as an instant; an `at` that is no time throws here (RangeError: the entry is poison).
+    new Date(m.at).toISOString(),
+    writtenId(e),
+    m.model,
+    m.tokens?.input,
+    m.tokens?.cached,
+    m.tokens?.output,
+    m.tokens?.cache_write,
+    m.tokens?.cache_write_1h,
+    m.remainder,
+  ]
+}
+
+const ledgerSink: Sink = async (tx, entries, o) => {
+  const rows = entries.map(ledgerRow)
+  if (o?.fresh && (await copyRows(tx, 'ledger_entries', LEDGER_COLUMNS, rows))) return
+  await insertJsonRows(
     tx,
     'ledger_entries',
-    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at bigint, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, tokens_cache_write integer, tokens_cache_write_1h integer, mc_rem bigint',
-    {
-      ...same('id', 'account_id', 'agent_id', 'kind', 'amount', 'balance_after', 'call_id', 'ref_id', 'target', 'uncredited', 'uncredited_reason'),
-      at: `timestamptz 'epoch' + at * interval '1 millisecond'`,
-      stream_id: 'stream_id',
-      ...same('model', 'tokens_in', 'tokens_cached', 'tokens_out', 'tokens_cache_write', 'tokens_cache_write_1h', 'mc_rem'),
-    },
+    'id text, account_id text, agent_id text, kind text, amount bigint, balance_after bigint, call_id text, ref_id text, target text, uncredited bigint, uncredited_reason text, at timestamptz, stream_id text, model text, tokens_in integer, tokens_cached integer, tokens_out integer, tokens_cache_write integer, tokens_cache_write_1h integer, mc_rem bigint',
+    same(...LEDGER_COLUMNS),
     'id',
-    JSON.stringify(
-      entries.map((e) => {
-        const m = moneyFields(e)
-        return {
-          id: m.id,
-          account_id: m.account,
-          agent_id: m.agent,
-          kind: m.kind,
-          amount: m.amount,
-          balance_after: m.balanceAfter,
-          call_id: m.callId,
-          ref_id: m.refId,
-          target: m.target,
-          uncredited: m.uncredited,
-          // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
-          uncredited_reason: m.uncredited !== null ? m.reason : null,
-          at: m.at,
-          stream_id: writtenId(e),
-          model: m.model,
-          tokens_in: m.tokens?.input ?? null,
-          tokens_cached: m.tokens?.cached ?? null,
-          tokens_out: m.tokens?.output ?? null,
-          tokens_cache_write: m.tokens?.cache_write ?? null,
-          tokens_cache_write_1h: m.tokens?.cache_write_1h ?? null,
-          mc_rem: m.remainder,
-        }
-      }),
-    ),
+    JSON.stringify(rows.map((r) => Object.fromEntries(LEDGER_COLUMNS.map((c, i) => [c, r[i]])))),
     o?.fresh,
   )
+}
+
+/** calls' columns, in the order of callRow. */
+const CALL_COLUMNS = [
+  'call_id',
+  'account_id',
+  'agent_id',
+  'slug',
+  'charged',
+  'refunded',
+  'outcome',
+  'http_status',
+  'latency_ms',
+  'at',
+  'model',
+  'tokens_in',
+  'tokens_cached',
+  'tokens_out',
+  'tokens_cache_write',
+  'tokens_cache_write_1h',
+  'reserved',
+  'uncharged',
+  'usage_source',
+  'lane',
+] as const
+
+type CallJson = Record<string, CopyValue> & { tokens?: Record<string, CopyValue> | null }
+
+/**
+ * A call record's row for COPY, read as the insert's json_to_recordset reads it. A record that is
+ * no JSON object throws: the fresh round fails, and the insert below (where Postgres itself
+ * refuses it) finds the entry and dead-letters it with Postgres' reason.
+ */
+function callRow(e: OutboxEntry): CopyValue[] {
+  const r = JSON.parse(e.fields.rec!) as CallJson
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError(`outbox: call entry ${e.fields.id ?? e.streamId}: its record is no object`)
+  const t = r.tokens !== null && typeof r.tokens === 'object' && !Array.isArray(r.tokens) ? r.tokens : null
+  const refunded = typeof r.refunded === 'boolean' ? Number(r.refunded) : r.refunded
+  return [r.call_id, r.account_id, r.agent_id, r.slug, r.charged, refunded, r.outcome, r.http_status, r.latency_ms, r.at, r.model, t?.input, t?.cached, t?.output, t?.cache_write, t?.cache_write_1h, r.reserved, r.uncharged, r.usage_source, r.lane]
+}
 
 /**
  * A call entry already carries its record as JSON (CallRecord plus account_id, written by
- * recordCall): the batch is those strings joined, with no parse and no re-serialisation.
+ * recordCall): the insert's batch is those strings joined, with no parse and no re-serialisation.
  */
-const callSink: Sink = (tx, entries, o) => {
+const callSink: Sink = async (tx, entries, o) => {
   // A missing record would join to nothing (`[]`, or `[a,,b]` cut down to it when tried alone): a
   // write of no row, acked as committed. Poison instead, so the entry waits in the dead letters.
   for (const e of entries) if (!e.fields.rec) throw new PoisonEntry(`outbox: call entry ${e.fields.id ?? e.streamId} has no record`)
+  if (o?.fresh && (await copyRows(tx, 'calls', CALL_COLUMNS, entries.map(callRow)))) return
   return insertJsonRows(
     tx,
     'calls',

@@ -83,8 +83,11 @@ export const calls = pgTable(
     lane: text('lane'),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
   },
+  // Activity's order (src/account/views.ts): `at`, then the call id byte by byte (collate "C"). The
+  // call id in the default collation (calls_account_at, before 0014) gave that order to no query and
+  // made every insert dearer (bench/RESULTS.md, "Postgres per paid call (issue 42)").
   (t) => [
-    index('calls_account_at').on(t.accountId, t.at, t.callId),
+    index('calls_account_time').on(t.accountId, t.at),
     // The reconciliation's sums read one UTC day of calls (docs/api.md §13d). BRIN: rows arrive in
     // about `at` order, and its upkeep on the hot insert path is a page summary, not a B-tree entry.
     index('calls_at_brin').using('brin', t.at),
