@@ -16,3 +16,17 @@ export const AgentName = T.String({ minLength: 1, maxLength: 64, pattern: '\\S',
 export const AgentTtl = T.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })
 /** The breaker's identical requests per sliding minute (0 = off). */
 export const IdenticalPerMinute = T.Integer({ minimum: 0, maximum: 1_000_000 })
+
+const raiseOf = <S extends ReturnType<typeof T.Union>>(base: S) =>
+  T.Optional(T.Object({ until: T.String({ format: 'date-time', description: 'When the raise lapses by itself' }), base }))
+/** Standing temporary raises (docs/api.md §13b): the policy field shows the raised value until `until`, then `base`. */
+export const RaisedSchema = T.Optional(
+  T.Object(
+    {
+      daily_cap: raiseOf(T.Union([T.Integer(), T.Null()])),
+      allowlist: raiseOf(T.Union([T.Array(T.String()), T.Null()])),
+      budget: raiseOf(T.Union([T.Integer(), T.Null()])),
+    },
+    { description: 'Present while an approval for a time (POST /v1/proposals/{id}/approve with for_s) stands: each raised field, when it lapses and what it goes back to' },
+  ),
+)

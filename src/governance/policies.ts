@@ -10,6 +10,7 @@ import { runSetPolicies, type PolicyWrite } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
 import { AGENT_ID } from './agents'
 import { readAccount } from '../redis/account-hash'
+import { applyRaises, type RaisedView } from './raises'
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
 export type FieldChanges = Record<string, string | number | null>
@@ -23,6 +24,8 @@ export interface AccountPolicy {
   daily_cap: number
   balance_cap: number
   allowlist: string[] | null
+  /** Standing temporary raises (docs/api.md §13b); absent when none. */
+  raised?: RaisedView
 }
 
 export interface AgentPolicy {
@@ -37,16 +40,20 @@ export interface AgentPolicy {
   parent_id: string | null
   depth: number
   expires_at: string | null
+  /** Standing temporary raises (docs/api.md §13b); absent when none. */
+  raised?: RaisedView
 }
 
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
 
 export async function readAccountPolicy(ctx: RedisContext, acct: string): Promise<AccountPolicy> {
-  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap')
+  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap', 'raises')
+  const { fields, raised } = applyRaises(a.raises, ctx.clock.now(), { daily_cap: a.daily_cap === null ? null : String(a.daily_cap), allow: a.allow })
   return {
-    daily_cap: a.daily_cap ?? ctx.cfg.DEFAULT_DAILY_CAP,
+    daily_cap: optNum(fields.daily_cap) ?? ctx.cfg.DEFAULT_DAILY_CAP,
     balance_cap: a.balance_cap ?? ctx.cfg.DEFAULT_BALANCE_CAP,
-    allowlist: decodeAllowlist(a.allow),
+    allowlist: decodeAllowlist(fields.allow),
+    ...(raised ? { raised } : {}),
   }
 }
 
@@ -56,7 +63,7 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
   const ids = only ? [only] : await redis.smembers(keys.agents(acct))
   const rows = await Promise.all(
     ids.map((id) =>
-      redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same', 'budget', 'spent_total', 'parent', 'depth', 'expires'),
+      redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same', 'budget', 'spent_total', 'parent', 'depth', 'expires', 'raises'),
     ),
   )
   const out: Record<string, AgentPolicy> = {}
@@ -64,7 +71,9 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
     .map((id, i) => [id, rows[i]!] as const)
     .filter(([, r]) => r[0] && r[1] !== 'revoked')
     .sort(([a], [b]) => a.localeCompare(b))
-    .forEach(([id, [, , dailyCap, allow, perCallMax, brkCredits, brkSame, budget, spentTotal, parent, depth, expires]]) => {
+    .forEach(([id, [, , storedCap, storedAllow, perCallMax, brkCredits, brkSame, storedBudget, spentTotal, parent, depth, expires, raises]]) => {
+      const { fields, raised } = applyRaises(raises, ctx.clock.now(), { daily_cap: storedCap, allow: storedAllow, budget: storedBudget })
+      const { daily_cap: dailyCap, allow, budget } = fields
       const breaker = {
         credits_per_minute: optNum(brkCredits) ?? ctx.cfg.BREAKER_CREDITS_PER_MINUTE,
         identical_per_minute: optNum(brkSame) ?? ctx.cfg.BREAKER_IDENTICAL_PER_MINUTE,
@@ -79,6 +88,7 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
         parent_id: parent ?? null,
         depth: Number(depth ?? 1),
         expires_at: expires ? new Date(Number(expires)).toISOString() : null,
+        ...(raised ? { raised } : {}),
       }
     })
   return out

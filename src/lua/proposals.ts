@@ -57,6 +57,8 @@ export interface DecideArgs {
   claim: string
   claimLeaseMs: number
   maxPatterns: number
+  /** approve: a temporary raise's duration, ms (docs/api.md §13b); absent = a lasting change. */
+  forMs?: number
 }
 
 export type DecideReply =
@@ -74,7 +76,10 @@ export async function runDecideProposal(ctx: RedisContext, a: DecideArgs): Promi
   const { keys } = ctx
   const reply = await ctx.scripts.decideProposal(
     [keys.proposals(a.accountId), keys.pendingProposals(a.accountId), keys.account(a.accountId), keys.agent(a.accountId, a.agentId), keys.outbox(keys.shardOf(a.accountId))],
-    [a.now, a.accountId, a.id, a.action, a.via, a.note, a.statusUrlBase, a.claim, a.claimLeaseMs, a.maxPatterns],
+    [
+      a.now, a.accountId, a.id, a.action, a.via, a.note, a.statusUrlBase, a.claim, a.claimLeaseMs, a.maxPatterns,
+      ...(a.forMs === undefined ? [] : [a.forMs, new Date(a.now + a.forMs).toISOString()]),
+    ],
   )
   switch (statusOf(reply)) {
     case S.OK:

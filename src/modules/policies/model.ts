@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { Credits, IdenticalPerMinute } from '../../governance/model'
+import { Credits, IdenticalPerMinute, RaisedSchema } from '../../governance/model'
 
 const nullableCredits = (description: string) => T.Optional(T.Union([Credits, T.Null()], { description }))
 
@@ -8,6 +8,7 @@ const AccountPolicy = T.Object({
   daily_cap: T.Integer({ description: 'Credits the whole account may spend per HKT day' }),
   balance_cap: T.Integer({ description: 'Most credits the balance may hold (set by the founder)' }),
   allowlist: T.Union([T.Array(T.String()), T.Null()]),
+  raised: RaisedSchema,
 })
 
 const BREAKER_DOC =
@@ -32,6 +33,7 @@ const AgentPolicy = T.Object({
   parent_id: T.Union([T.String(), T.Null()], { description: 'The agent that created this sub-agent; null for the operator\'s agents' }),
   depth: T.Integer({ minimum: 1, maximum: 4 }),
   expires_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
+  raised: RaisedSchema,
 })
 
 export const Policies = T.Object({

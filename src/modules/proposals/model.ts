@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { DecisionNote, PROPOSAL_KINDS, PROPOSAL_STATUSES } from '../../proposals/record'
+import { DecisionNote, PROPOSAL_KINDS, PROPOSAL_STATUSES, RaiseSeconds } from '../../proposals/record'
 
 // Patterns rather than unions of literals: a validation error then names the allowed values.
 const oneOf = (values: readonly string[], description: string) => T.String({ pattern: `^(${values.join('|')})$`, description })
@@ -25,6 +25,13 @@ export const DecisionObject = T.Object(
 /** The body may be left out. */
 export const DecisionBody = T.Optional(DecisionObject)
 
+/** An approval may be for a time (docs/api.md §13b). */
+export const ApproveObject = T.Object(
+  { note: T.Optional(DecisionNote), for_s: T.Optional(RaiseSeconds) },
+  { additionalProperties: false },
+)
+export const ApproveBody = T.Optional(ApproveObject)
+
 export const ProposalParams = T.Object({ id: T.String({ maxLength: 64 }) })
 
 export const ProposalQuery = T.Object({ status: T.Optional(oneOf(PROPOSAL_STATUSES, PROPOSAL_STATUSES.join(' | '))) })
@@ -43,6 +50,7 @@ export const Proposal = T.Object({
   decided_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
   decided_via: T.Union([T.String(), T.Null()], { description: 'api | chat | expiry' }),
   note: T.Union([T.String(), T.Null()]),
+  lapses_at: T.Union([T.String({ format: 'date-time' }), T.Null()], { description: 'An approval for a time (for_s): when the raise lapses by itself; else null' }),
 })
 
 export const ProposalList = T.Object({ proposals: T.Array(Proposal) })
