@@ -99,7 +99,8 @@ export function renderEvent(ev: OwnerEvent): string {
     }
     case 'proposal.decided': {
       const x = d as D<'proposal.decided'>
-      return `Proposal ${x.proposal_id} (${proposalWhat(x)}) is ${x.status}${x.via === 'chat' ? ' (chat)' : ''}${x.note ? `: ${x.note}` : ''}.`
+      const until = x.lapses_at ? ` until ${x.lapses_at}, then it lapses by itself` : ''
+      return `Proposal ${x.proposal_id} (${proposalWhat(x)}) is ${x.status}${until}${x.via === 'chat' ? ' (chat)' : ''}${x.note ? `: ${x.note}` : ''}.`
     }
     default:
       return `Event ${String(ev.type)}: ${JSON.stringify(ev.data)}`

@@ -83,10 +83,12 @@ test('no call past the original limit after the lapse, none refused within the r
       t.clock.set(NOON)
       const { owner, caller, ask } = await setUp(s)
       // Events in time order: approvals first at an equal instant.
-      const events = [
+      type Step = { at: number; raise?: Scenario['raises'][number]; burst?: Scenario['bursts'][number] }
+      const events: Step[] = [
         ...s.raises.map((r) => ({ at: r.at, raise: r })),
         ...s.bursts.map((b) => ({ at: b.at, burst: b })),
-      ].sort((x, y) => x.at - y.at || (x.raise ? -1 : 1))
+      ]
+      events.sort((x, y) => x.at - y.at || (x.raise ? -1 : 1))
       let spent = 0
       let limit = s.base
       let lapses = -1   // ms after noon; the raise in force until then
