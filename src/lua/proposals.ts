@@ -21,6 +21,8 @@ export interface ProposeArgs {
   /** `{BASE_URL}/v1/proposals/`: the events carry status_url. */
   statusUrlBase: string
   maxPending: number
+  /** The raise's duration asked for, seconds (docs/api.md §13b); absent = a lasting change. */
+  forS?: number
 }
 
 export type ProposeReply = { status: 'ok' } | { status: 'rate_limited'; retryAfterMs: number }
@@ -29,7 +31,7 @@ export async function runPropose(ctx: RedisContext, a: ProposeArgs): Promise<Pro
   const { keys } = ctx
   const reply = await ctx.scripts.propose(
     [keys.proposals(a.accountId), keys.pendingProposals(a.accountId), keys.outbox(keys.shardOf(a.accountId))],
-    [a.now, a.accountId, a.id, a.kind, a.value, a.agentId ?? '', a.by, a.reason, a.expires, new Date(a.expires).toISOString(), a.statusUrlBase, a.maxPending],
+    [a.now, a.accountId, a.id, a.kind, a.value, a.agentId ?? '', a.by, a.reason, a.expires, new Date(a.expires).toISOString(), a.statusUrlBase, a.maxPending, ...(a.forS === undefined ? [] : [a.forS])],
   )
   switch (statusOf(reply)) {
     case S.OK:

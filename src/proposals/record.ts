@@ -51,6 +51,8 @@ export interface ProposalRecord {
   /** An approval's top-up in flight (decide-proposal.lua claim): its token and when it lapses. */
   claim?: string
   claim_until?: number
+  /** The duration the proposer asked for, seconds: the approval's default (docs/api.md §13b). */
+  for_s?: number
   /** An approval with a duration: when its raise lapses, epoch ms (docs/api.md §13b). */
   lapses?: number
 }
@@ -75,6 +77,8 @@ export interface ProposalView {
   decided_at: string | null
   decided_via: DecidedVia | null
   note: string | null
+  /** The raise's duration asked for, seconds; null = a lasting change. */
+  for_s: number | null
   /** When the approved raise lapses by itself; null = a lasting change (or not approved). */
   lapses_at: string | null
 }
@@ -99,6 +103,7 @@ export function viewOf(r: ProposalRecord, baseUrl: string): ProposalView {
     decided_at: r.decided === undefined ? null : new Date(r.decided).toISOString(),
     decided_via: r.via ?? null,
     note: r.note ?? null,
+    for_s: r.for_s ?? null,
     lapses_at: r.lapses === undefined ? null : new Date(r.lapses).toISOString(),
   }
 }
