@@ -176,6 +176,40 @@ describe('temporary raises', () => {
     expect((decided!.data as Record<string, unknown>).lapses_at).toBe(new Date(NOON + 3600_000).toISOString())
   })
 
+  test('a proposer asks for a time: the approval defaults to it, an approval with for_s overrides it; refusals say so', async () => {
+    const o = await owner()
+    const a = await o.mk('asker', { daily_cap: 1 })
+    await call(a.token)
+    const refused = await call(a.token)
+    expect(refused.body).toMatchObject({ rule: 'agent_daily_cap', kind: 'raise_daily_cap', propose_via: 'POST /v1/proposals' })
+    expect(refused.body.propose_temporary).toContain('for_s')
+
+    const asked = await t.req('POST', '/v1/proposals', { token: a.token, body: { kind: 'raise_daily_cap', value: 4, reason: 'r', for_s: 600 } })
+    expect(asked.body).toMatchObject({ status: 'pending', for_s: 600, lapses_at: null })
+    expect((await approve(o.token, asked.body.id)).body).toMatchObject({ for_s: 600, lapses_at: new Date(NOON + 600_000).toISOString() })
+    const other = await propose(a.token, { kind: 'raise_daily_cap', value: 5, for_s: 600 })
+    expect((await approve(o.token, other, { for_s: 60 })).body.lapses_at).toBe(new Date(NOON + 60_000).toISOString())
+    // Without for_s anywhere a proposal shows null and its approval is lasting.
+    const lasting = await propose(a.token, { kind: 'raise_daily_cap', value: 6 })
+    expect((await approve(o.token, lasting)).body).toMatchObject({ for_s: null, lapses_at: null })
+    expect((await policies(o.token)).agents[a.id].raised).toBeUndefined()
+
+    // Checked when filed: bounds, a top-up, a sub-agent's budget.
+    for (const [body, field] of [
+      [{ kind: 'raise_daily_cap', value: 4, for_s: 59 }, 'for_s'],
+      [{ kind: 'raise_daily_cap', value: 4, for_s: '1h' }, 'for_s'],
+      [{ kind: 'topup', value: 1000, for_s: 3600 }, 'for_s'],
+    ] as const) {
+      const r = await t.req('POST', '/v1/proposals', { token: a.token, body: { reason: 'r', ...body } })
+      expect([r.status, r.body.error, r.body.field]).toEqual([400, 'BAD_REQUEST', field])
+    }
+    const parent = await o.mk('p', { budget: 10 })
+    const child = await o.mk('c', { budget: 2 }, parent.token)
+    const r = await t.req('POST', '/v1/proposals', { token: child.token, body: { kind: 'raise_budget', value: 5, reason: 'r', for_s: 600 } })
+    expect([r.status, r.body.error, r.body.field]).toEqual([400, 'BAD_REQUEST', 'for_s'])
+    expect((await t.req('GET', '/v1/proposals?status=pending', { token: o.token })).body.proposals).toHaveLength(0)
+  })
+
   test('bad durations: 400 naming for_s, the proposal still pending and nothing raised', async () => {
     const o = await owner()
     const a = await o.mk('bad', { daily_cap: 1 })
