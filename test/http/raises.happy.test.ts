@@ -164,6 +164,18 @@ describe('temporary raises', () => {
     expect((await policies(o.token)).agents[a.id].daily_cap).toBe(1)
   })
 
+  test("a parent's raised cap bounds its new sub-agents while it stands, its base from the lapse on", async () => {
+    const o = await owner()
+    const p = await o.mk('parent', { daily_cap: 5, budget: 100 })
+    await approve(o.token, await propose(o.token, { kind: 'raise_daily_cap', value: 20, agent_id: p.id }), { for_s: 60 })
+    const during = await t.req('POST', '/v1/agents', { token: p.token, body: { name: 'c1', budget: 10, daily_cap: 10 } })
+    expect(during.status).toBe(201)
+    t.clock.advance(60_000)
+    const after = await t.req('POST', '/v1/agents', { token: p.token, body: { name: 'c2', budget: 10, daily_cap: 10 } })
+    expect(after.status).toBe(403)
+    expect(after.body).toMatchObject({ error: 'POLICY_DENIED', field: 'daily_cap', limit: 5 })
+  })
+
   test('Postgres keeps the lasting policy; the decision event carries lapses_at', async () => {
     const o = await owner()
     const a = await o.mk('kept', { daily_cap: 7 })
