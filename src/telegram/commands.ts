@@ -127,6 +127,9 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
 
 const label = (a: Pick<AgentView, 'id' | 'name'>) => `"${a.name}" (${a.id})`
 
+/** A temporary raise of the daily cap (docs/api.md §13b), as /status adds it. */
+const raisedCap = (r: { until: string; base: number | null } | undefined) => (r ? `; raised until ${r.until}, then ${r.base ?? 'the default'}` : '')
+
 const UNIT_S = { m: 60, h: 3600, d: 86400 } as const
 
 /** `45m`, `1h`, `2d` as seconds (the service holds it to 60 s..30 days); undefined: not a duration. */
@@ -182,7 +185,7 @@ async function status(ctx: RedisContext, acct: string): Promise<string> {
   return [
     `Account ${acct}`,
     `Balance: ${Number(balance ?? 0)} credits (cap ${policy.balance_cap})`,
-    `Spent today: ${Number(spent ?? 0)} of ${policy.daily_cap} (resets ${w.resetsAt})`,
+    `Spent today: ${Number(spent ?? 0)} of ${policy.daily_cap} (resets ${w.resetsAt})${raisedCap(policy.raised?.daily_cap)}`,
     `Agents: ${count('active')} active, ${count('killed')} killed`,
   ].join('\n')
 }

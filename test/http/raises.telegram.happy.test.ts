@@ -56,6 +56,11 @@ describe('/approve <id> <duration>', () => {
     expect(tg.to(CHAT)).toContain(`Proposal ${p.id} (a daily cap of 3 credits for agent ${a.id}) is approved until ${until}, then it lapses by itself (chat): enjoy.`)
 
     expect((await call(a.token)).status).toBe(200)
+    // The account's own cap, raised for a day: /status says until when.
+    const acct = (await t.req('POST', '/v1/proposals', { token: o.token, body: { kind: 'raise_daily_cap', value: 30000, reason: 'launch day' } })).body
+    expect(await say(`/approve ${acct.id} 1d`)).toContain(`until ${new Date(NOON + 86400_000).toISOString()}`)
+    expect(await say('/status')).toContain(`of 30000 (resets `)
+    expect(await say('/status')).toContain(`; raised until ${new Date(NOON + 86400_000).toISOString()}, then the default`)
     t.clock.set(NOON + 3600_000)
     expect((await call(a.token)).body).toMatchObject({ rule: 'agent_daily_cap', cap: 1 })
   })
