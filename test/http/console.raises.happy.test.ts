@@ -30,15 +30,24 @@ describe('console: temporary raises', () => {
     const asked = (await t.req('POST', '/v1/proposals', { token: agent.token, body: { kind: 'raise_daily_cap', value: 9, reason: 'an hour of work', for_s: 3600 } })).body
     const plain = (await t.req('POST', '/v1/proposals', { token: agent.token, body: { kind: 'allow', value: 'test.echo', reason: 'one more route' } })).body
     const topup = (await t.req('POST', '/v1/proposals', { token: agent.token, body: { kind: 'topup', value: 1000, reason: 'money' } })).body
+    const child = (await t.req('POST', '/v1/agents', { token: agent.token, body: { name: 'child', budget: 5 } })).body
+    const childBudget = (await t.req('POST', '/v1/proposals', { token: agent.token, body: { kind: 'raise_budget', value: 9, agent_id: child.id, reason: 'more' } })).body
+    expect(childBudget.status).toBe('pending')
 
     const page = await c.get('/console/proposals')
     expect(page.text).toContain('Asked for <strong>1h</strong> only')
     expect(page.text).toContain('<option value="">As asked (1h)</option>')
     expect(page.text).toContain('<option value="">For good</option>')
     expect(page.text).toContain('<option value="900">15 minutes</option>')
-    // A top-up cannot lapse: no duration offered.
-    const topupCard = page.text.slice(page.text.indexOf(`data-proposal="${topup.id}"`))
-    expect(topupCard.slice(0, topupCard.indexOf('</section>'))).not.toContain('name="for_s"')
+    // A top-up cannot lapse, nor a sub-agent's budget: no duration offered.
+    const card = (id: string) => {
+      expect(page.text).toContain(`data-proposal="${id}"`)
+      const from = page.text.slice(page.text.indexOf(`data-proposal="${id}"`))
+      return from.slice(0, from.indexOf('</section>'))
+    }
+    expect(card(topup.id)).not.toContain('name="for_s"')
+    expect(card(childBudget.id)).not.toContain('name="for_s"')
+    expect(card(asked.id)).toContain('name="for_s"')
 
     // Out of bounds: refused as the API refuses it; nothing decided.
     const bad = await c.post(`/console/proposals/${plain.id}/approve`, { csrf: csrfOf(page.text), for_s: '30' })

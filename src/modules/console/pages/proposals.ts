@@ -18,6 +18,10 @@ function forSelect(i: number, asked: number | null): string {
   return `<label for="for-${i}">For <small>(a temporary raise lapses by itself)</small></label><select id="for-${i}" name="for_s">${options.join('')}</select>`
 }
 
+/** A top-up cannot lapse, nor a sub-agent's budget (carved from its parent's): no duration offered. */
+const lapsable = (p: ProposalView, agents: AgentView[]) =>
+  p.kind !== 'topup' && !(p.kind === 'raise_budget' && agents.find((a) => a.id === p.agent_id)?.parent_id)
+
 /** Pending proposals (docs/api.md §11) with Approve / Decline, an optional note and, for a policy, a duration. */
 export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf: FormToken): string {
   if (!pending.length) return '<p>No proposals.</p><p class="muted"><small>When an agent asks for more room (a higher cap, a budget, an allowlist pattern, a top-up), it is listed here with Approve / Decline.</small></p>'
@@ -33,7 +37,7 @@ export function proposalsMain(pending: ProposalView[], agents: AgentView[], csrf
 ${p.for_s ? `<p>Asked for <strong>${esc(durationWords(p.for_s))}</strong> only: approved, it lapses by itself.</p>` : ''}
 <form method="post" action="${base}/approve">${csrfField(csrf)}
 <label for="note-${i}">Note <small>(optional)</small></label><input id="note-${i}" name="note" type="text" maxlength="280">
-${p.kind === 'topup' ? '' : forSelect(i, p.for_s)}
+${lapsable(p, agents) ? forSelect(i, p.for_s) : ''}
 <button type="submit">Approve</button><button type="submit" class="quiet" formaction="${base}/decline">Decline</button></form>
 </section>`
     })
