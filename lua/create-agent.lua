@@ -72,6 +72,8 @@
 
 --@include live-agents
 
+--@include raises
+
 --@include status
 
 local now, acct, agent_id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -101,6 +103,7 @@ if #ids > 0 then
   -- Their limits are kept for the checks below (rows[i], nearest first).
   local rows = {}
   for i = 1, #ids do
+    settle_raises(KEYS[3 + i], now)   -- a lapsed temporary raise limits no longer (lib/raises.lua)
     local a = redis.call('HMGET', KEYS[3 + i], 'token', 'state', 'kill_reason', 'expires', 'chain', 'daily_cap', 'per_call_max', 'allow')
     rows[i] = a
     if not a[1] then return {S_NOT_FOUND, 0} end

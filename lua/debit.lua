@@ -170,6 +170,7 @@ local metered = model ~= ''
 --@include budget
 --@include hash-memo
 --@include run-budget
+--@include raises
 local ids = chain == '' and {} or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
@@ -185,8 +186,9 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 --@include allowlist
 
 -- 1. token
-local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds')
+local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
+raised_row(acct, 10, now)   -- a lapsed temporary raise reads as its base (lib/raises.lua)
 -- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
 -- a batch shares among its calls through the memo (each later call skips the parse).
 local function num_at(r, f)
@@ -218,7 +220,7 @@ if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
   agent = memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
-    'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain')
+    'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
 end
@@ -229,10 +231,12 @@ local today = string.format('%d', day)
 local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
 if agent then
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
+  raised_row(agent, 15, now)
   for i = 1, #ids do
     local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
-      'budget', 'spent_total', 'day', 'day_spent', 'carved')
+      'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
     if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+    raised_row(a, 11, now)
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i, r in ipairs(rows) do

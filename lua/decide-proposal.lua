@@ -9,6 +9,12 @@
   asked in between): it is claimed first (claim), then approved (finish) once the top-up credited,
   or released (release) when it failed, which leaves it pending. A claim lapses after lease_ms.
   A pending proposal found past its expiry moves to `expired` whatever was asked.
+  An approval with a duration (ARGV[11], docs/api.md §13b) is a temporary raise: the field takes the
+  proposal's value until now + duration and the base it held is kept beside it (lib/raises.lua);
+  the record gets `lapses`. A top-level agent's budget may be raised so here too (a sub-agent's
+  budget is carved from its parent's: only the lasting path of PUT /v1/policies moves it). An
+  approval without one is a lasting change and ends a raise of the same field, except that a
+  lasting `allow` during a raise of the list adds its pattern to the base as well.
 
   KEYS[1] proposals hash  {s}:props:<acct>
   KEYS[2] pending index   {s}:propq:<acct>
@@ -26,6 +32,8 @@
   ARGV[8]  claim token (claim, finish, release)
   ARGV[9]  claim lease, ms
   ARGV[10] most patterns in one allowlist
+  ARGV[11] approve: the raise's duration, ms ('' or absent = a lasting change)
+  ARGV[12] approve with a duration: when it lapses, ISO 8601 (for the event)
 
   Returns {OK, status, changed (1 | 0: already so)}
         | {WRONG_STATE, status}  (not pending: approved, declined or expired)
@@ -42,10 +50,13 @@
 
 --@include allowlist
 
+--@include raises
+
 --@include status
 
 local now, acct, id, action, via, note, status_base = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local token, lease, max_patterns = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local for_ms, lapses_iso = tonumber(ARGV[11] or ''), ARGV[12]
 
 local raw = redis.call('HGET', KEYS[1], id)
 if not raw then return {S_NOT_FOUND, 'proposal'} end
@@ -91,34 +102,64 @@ if action ~= 'approve' then return redis.error_reply('decide-proposal: unknown a
 
 -- Policy kinds: the same checks as PUT /v1/policies, then the change and its projection entry.
 local changed = 1
+local lapses = for_ms and tonumber(now) + for_ms or nil
+-- The field's new value: until `lapses` (a raise), or for good (ending a raise of the field).
+local function apply(key, field, new)
+  if lapses then
+    start_raise(key, field, new, lapses, id)
+    rec.lapses = lapses
+  else
+    redis.call('HSET', key, field, new)
+    end_raise(key, field)
+  end
+end
 if rec.agent_id then
-  local a = redis.call('HMGET', KEYS[4], 'token', 'state', 'allow')
+  settle_raises(KEYS[4], now)
+  local a = redis.call('HMGET', KEYS[4], 'token', 'state', 'allow', 'parent', 'raises')
   if not a[1] then return {S_NOT_FOUND, 'agent'} end
   if a[2] == 'revoked' then return {S_AGENT_REVOKED, 0} end
   local field, new
   if rec.kind == 'raise_daily_cap' then field, new = 'daily_cap', rec.value
+  elseif rec.kind == 'raise_budget' and lapses then
+    if a[4] then return redis.error_reply('decide-proposal: a sub-agent\'s budget is not raised for a time') end
+    field, new = 'budget', rec.value
   elseif rec.kind == 'allow' then
     if not allowed(redis.call('HGET', KEYS[3], 'allow'), rec.value) then return {S_DENIED_ACCOUNT_ALLOWLIST, 0} end
+    -- A lasting pattern during a raise of the list goes into the list that stays (its base) too.
+    local rs = not lapses and a[5] and cjson.decode(a[5])
+    local raised = rs and rs.allow
+    local lasting = raised and raised.base or a[3]
     -- No list of its own (everything the account allows), or a pattern of it already covers this one.
-    if allowed(a[3], rec.value) then changed = 0
+    if allowed(a[3], rec.value) and allowed(lasting, rec.value) then changed = 0
     else
-      local n = 0
-      for _ in string.gmatch(a[3], '[^\n]+') do n = n + 1 end
-      if n >= max_patterns then return {S_LIMIT_REACHED, max_patterns} end
-      field, new = 'allow', (a[3] == '' and rec.value or a[3] .. '\n' .. rec.value)
+      local function plus(list) return list == '' and rec.value or list .. '\n' .. rec.value end
+      field, new = 'allow', a[3]
+      if not allowed(a[3], rec.value) then
+        local n = 0
+        for _ in string.gmatch(a[3], '[^\n]+') do n = n + 1 end
+        if n >= max_patterns then return {S_LIMIT_REACHED, max_patterns} end
+        new = plus(a[3])
+      end
+      if raised then
+        raised.base = allowed(lasting, rec.value) and lasting or plus(lasting)
+        raised.value = new
+        redis.call('HSET', KEYS[4], 'allow', new, 'raises', cjson.encode(rs))
+        field = nil
+      end
     end
   else return redis.error_reply('decide-proposal: ' .. tostring(rec.kind) .. ' is not approved here') end
-  if field then
-    redis.call('HSET', KEYS[4], field, new)
+  if changed == 1 then
+    if field then apply(KEYS[4], field, new) end
     local v = redis.call('HINCRBY', KEYS[4], 'v', 1)
     append_agent_entry(KEYS[4], KEYS[5], acct, rec.agent_id, v, now)
   end
 else
   if rec.kind ~= 'raise_daily_cap' then return redis.error_reply('decide-proposal: ' .. tostring(rec.kind) .. ' needs an agent') end
   if redis.call('HEXISTS', KEYS[3], 'balance') == 0 then return {S_NOT_FOUND, 'account'} end
-  redis.call('HSET', KEYS[3], 'daily_cap', rec.value)
+  settle_raises(KEYS[3], now)
+  apply(KEYS[3], 'daily_cap', rec.value)
   local v = redis.call('HINCRBY', KEYS[3], 'policy_v', 1)
   append_account_policy_entry(KEYS[3], KEYS[5], acct, v, now)
 end
-decide_proposal(KEYS[1], KEYS[2], KEYS[5], acct, rec, 'approved', via, note, now, status_base)
+decide_proposal(KEYS[1], KEYS[2], KEYS[5], acct, rec, 'approved', via, note, now, status_base, rec.lapses and lapses_iso)
 return {S_OK, 'approved', changed}

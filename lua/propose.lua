@@ -23,6 +23,8 @@
   ARGV[10] expires, ISO 8601 (for the event)
   ARGV[11] status URL base ({BASE_URL}/v1/proposals/)
   ARGV[12] most pending proposals per agent (the account's own count as one more "agent")
+  ARGV[13] the raise's duration the proposer asks for, seconds ('' or absent = a lasting change;
+           docs/api.md §13b): kept on the record as `for_s`, the approval's default
 
   Returns {OK, version} | {RATE_LIMITED, ms until the proposer's oldest pending one expires}
 ]]
@@ -62,11 +64,14 @@ if mine >= max_pending then return {S_RATE_LIMITED, math.max(1000, oldest - tonu
 local rec = {id = id, kind = kind, value = value, by = by, reason = reason, status = 'pending',
   created = tonumber(now), expires = expires, v = 1}
 if agent_id ~= '' then rec.agent_id = agent_id end
+local for_s = tonumber(ARGV[13] or '')
+if for_s then rec.for_s = for_s end
 redis.call('HSET', KEYS[1], id, cjson.encode(rec))
 redis.call('ZADD', KEYS[2], expires, id)
 append_proposal_entry(KEYS[3], acct, rec, now)
 local data = {proposal_id = id, kind = kind, value = proposal_value(rec), agent_id = rec.agent_id or cjson.null,
   reason = reason, proposed_by = by, status = 'pending', status_url = status_base .. id, expires_at = expires_iso}
+if for_s then data.for_s = for_s end
 redis.call('XADD', KEYS[3], '*', 'kind', 'event', 'id', 'evt_' .. id .. '_created', 'acct', acct,
   'type', 'proposal.created', 'at', now, 'data', cjson.encode(data))
 return {S_OK, 1}

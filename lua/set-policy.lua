@@ -21,6 +21,10 @@
             budget (lifetime credits), brk_credits, brk_same (the runaway-agent breaker, read by
             the debit; absent = defaults)
 
+  A field under a temporary raise (docs/api.md §13b, lib/raises.lua) that this change sets or
+  removes is the owner's again: the raise ends and the new value stays. Lapsed raises are folded
+  back first.
+
   Returns {OK, version} | {NOT_FOUND, 0}
 ]]
 
@@ -29,6 +33,8 @@
 --@include account-policy-entry
 
 --@include budget
+
+--@include raises
 
 --@include status
 local FIELDS = {
@@ -46,6 +52,7 @@ for i = 5, #ARGV, 3 do
   if ARGV[i + 1] ~= 'set' and ARGV[i + 1] ~= 'del' then return redis.error_reply('set-policy: bad op ' .. tostring(ARGV[i + 1])) end
 end
 if redis.call('HEXISTS', KEYS[1], WITNESS[entity]) == 0 then return {S_NOT_FOUND, 0} end
+settle_raises(KEYS[1], now)
 
 -- What a sub-agent holds against its parent before and after: the parent's carve follows it.
 local held = nil
@@ -56,6 +63,7 @@ end
 for i = 5, #ARGV, 3 do
   if ARGV[i + 1] == 'set' then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
   else redis.call('HDEL', KEYS[1], ARGV[i]) end
+  end_raise(KEYS[1], ARGV[i])
 end
 
 if held then

@@ -39,13 +39,13 @@ export const ERRORS = {
   POLICY_DENIED: {
     status: 403,
     message: 'Blocked by the {rule} policy before dispatch. The {raised_by} can change it via {raise_via}.',
-    // price: per_call_max's; resets_at: agent_daily_cap's; parent_id: exceeds_parent's; run_id … expires_at: run_budget's (ledger/denials.ts, governance/agents.ts).
-    context: ['rule', 'raised_by', 'raise_via', 'cap', 'price', 'spent', 'resets_at', 'propose_via', 'kind', 'by_ancestor', 'budget', 'spent_total', 'field', 'limit', 'max_depth', 'parent_id', 'run_id', 'reason', 'max', 'expires_at'],
+    // price: per_call_max's; resets_at: agent_daily_cap's; parent_id: exceeds_parent's; run_id … expires_at: run_budget's; propose_temporary: a cap's (ledger/denials.ts, governance/agents.ts).
+    context: ['rule', 'raised_by', 'raise_via', 'cap', 'price', 'spent', 'resets_at', 'propose_via', 'kind', 'propose_temporary', 'by_ancestor', 'budget', 'spent_total', 'field', 'limit', 'max_depth', 'parent_id', 'run_id', 'reason', 'max', 'expires_at'],
   },
   DAILY_CAP_REACHED: {
     status: 429,
     message: 'The account daily spend cap ({cap} credits) is reached. It resets at {resets_at} (00:00 HKT); the operator can raise it via PUT /v1/policies.',
-    context: ['cap', 'spent', 'resets_at', 'raise_via', 'propose_via', 'kind'],
+    context: ['cap', 'spent', 'resets_at', 'raise_via', 'propose_via', 'kind', 'propose_temporary'],
   },
   RATE_LIMITED: {
     status: 429,

@@ -4,7 +4,12 @@
 -- the breaker trip of debit.lua). Returns the row read, {token, name, state, created, ...}.
 local function append_agent_entry(agent_key, outbox_key, acct, agent_id, v, now)
   local a = redis.call('HMGET', agent_key, 'token', 'name', 'state', 'created', 'daily_cap', 'allow', 'per_call_max',
-    'parent', 'chain', 'depth', 'budget', 'expires', 'spent_total')
+    'parent', 'chain', 'depth', 'budget', 'expires', 'spent_total', 'raises')
+  -- A standing temporary raise enters the entry as its base: the projection keeps the lasting
+  -- policy, so a rebuild from it ends a raise early and never makes one last (lib/raises.lua).
+  if a[14] then
+    for f, x in pairs(cjson.decode(a[14])) do a[({ daily_cap = 5, allow = 6, budget = 11 })[f]] = x.base or false end
+  end
   local e = {'kind', 'agent', 'id', agent_id .. ':v' .. v, 'acct', acct, 'agent', agent_id, 'token', a[1],
     'name', a[2], 'state', a[3], 'created', a[4], 'v', v, 'at', now}
   if a[5] then e[#e + 1] = 'daily_cap'; e[#e + 1] = a[5] end

@@ -13,7 +13,8 @@ local function proposal_value(rec)
 end
 
 -- pending → approved | declined | expired: the record, its index, its entry and its event.
-local function decide_proposal(props_key, pending_key, outbox_key, acct, rec, status, via, note, now, status_base)
+-- `lapses_iso`: when an approval's temporary raise lapses (docs/api.md §13b), else nil.
+local function decide_proposal(props_key, pending_key, outbox_key, acct, rec, status, via, note, now, status_base, lapses_iso)
   rec.status = status
   rec.decided = tonumber(now)
   rec.via = via
@@ -26,6 +27,7 @@ local function decide_proposal(props_key, pending_key, outbox_key, acct, rec, st
   append_proposal_entry(outbox_key, acct, rec, now)
   local data = {proposal_id = rec.id, kind = rec.kind, value = proposal_value(rec), status = status,
     agent_id = rec.agent_id or cjson.null, via = via, note = rec.note or cjson.null, status_url = status_base .. rec.id}
+  if lapses_iso then data.lapses_at = lapses_iso end
   redis.call('XADD', outbox_key, '*', 'kind', 'event', 'id', 'evt_' .. rec.id .. '_' .. status, 'acct', acct,
     'type', 'proposal.decided', 'at', now, 'data', cjson.encode(data))
 end

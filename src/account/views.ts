@@ -16,6 +16,7 @@ import { readAccount } from '../redis/account-hash'
 import { withCacheWrites } from '../metering/usage'
 import type { Principal } from '../auth/principal'
 import { subtreeOf } from '../governance/agents'
+import { applyRaises } from '../governance/raises'
 
 /** The most calls one page of /v1/activity returns. */
 export const ACTIVITY_MAX_LIMIT = 200
@@ -23,15 +24,17 @@ export const ACTIVITY_MAX_LIMIT = 200
 export async function balanceOf(s: Services, accountId: string) {
   const { redis, keys } = s.ctx
   const w = windowsAt(s.ctx.clock.now())
-  const [a, spent] = await Promise.all([readAccount(s.ctx, accountId, 'balance', 'held', 'daily_cap', 'balance_cap', 'mref'), redis.get(keys.spentToday(accountId, w.day))])
+  const [a, spent] = await Promise.all([readAccount(s.ctx, accountId, 'balance', 'held', 'daily_cap', 'balance_cap', 'mref', 'raises'), redis.get(keys.spentToday(accountId, w.day))])
   const mref = a.mref
+  // The cap in force: a temporary raise's base from its lapse on (docs/api.md §13b).
+  const cap = applyRaises(a.raises, s.ctx.clock.now(), { daily_cap: a.daily_cap === null ? null : String(a.daily_cap) }).fields.daily_cap
   return {
     balance: a.balance ?? 0,
     // Metered calls' reservations still open (docs/api.md §7): each is charged or released when its
     // call settles. The ledger's entries (the statement's balance_after) sum to balance + held.
     held: a.held ?? 0,
     balance_cap: a.balance_cap ?? s.cfg.DEFAULT_BALANCE_CAP,
-    daily_cap: a.daily_cap ?? s.cfg.DEFAULT_DAILY_CAP,
+    daily_cap: cap === null || cap === undefined ? s.cfg.DEFAULT_DAILY_CAP : Number(cap),
     spent_today: Number(spent ?? 0),
     resets_at: w.resetsAt,
     links: accountLinks(s, mref ?? ''),

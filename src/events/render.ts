@@ -6,6 +6,14 @@ type D<T extends EventType> = EventData[T]
 const agentName = (d: { name?: string; agent_id: string }) => (d.name ? `"${d.name}" (${d.agent_id})` : d.agent_id)
 
 /** What a proposal asks for, in words. */
+/** A raise's duration as the chat writes it (`/approve <id> 1h`): days, hours or minutes when whole, else seconds. */
+export function durationWords(s: number): string {
+  if (s % 86400 === 0) return `${s / 86400}d`
+  if (s % 3600 === 0) return `${s / 3600}h`
+  if (s % 60 === 0) return `${s / 60}m`
+  return `${s}s`
+}
+
 function proposalWhat(x: { kind: string; value: number | string; agent_id: string | null }): string {
   const whose = x.agent_id ? `agent ${x.agent_id}` : 'the account'
   switch (x.kind) {
@@ -103,11 +111,13 @@ export function renderEvent(ev: OwnerEvent): string {
     case 'proposal.created': {
       const x = d as D<'proposal.created'>
       const who = x.proposed_by === 'owner' ? 'The owner' : `Agent ${x.proposed_by}`
-      return `${who} proposes ${proposalWhat(x)}: "${x.reason}". Approve with /approve ${x.proposal_id}, or /decline ${x.proposal_id} (expires ${x.expires_at}).`
+      const time = x.for_s ? ` for ${durationWords(x.for_s)} (then it lapses by itself)` : ''
+      return `${who} proposes ${proposalWhat(x)}${time}: "${x.reason}". Approve with /approve ${x.proposal_id}, or /decline ${x.proposal_id} (expires ${x.expires_at}).`
     }
     case 'proposal.decided': {
       const x = d as D<'proposal.decided'>
-      return `Proposal ${x.proposal_id} (${proposalWhat(x)}) is ${x.status}${x.via === 'chat' ? ' (chat)' : ''}${x.note ? `: ${x.note}` : ''}.`
+      const until = x.lapses_at ? ` until ${x.lapses_at}, then it lapses by itself` : ''
+      return `Proposal ${x.proposal_id} (${proposalWhat(x)}) is ${x.status}${until}${x.via === 'chat' ? ' (chat)' : ''}${x.note ? `: ${x.note}` : ''}.`
     }
     default:
       return `Event ${String(ev.type)}: ${JSON.stringify(ev.data)}`

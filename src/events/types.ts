@@ -92,9 +92,11 @@ export interface EventData {
     status: 'pending'
     status_url: string
     expires_at: string
+    /** A temporary raise asked for, seconds (docs/api.md §13b). */
+    for_s?: number
   }
   /** A proposal left `pending`: approved or declined (`via` api or chat), or expired (`via` expiry). */
-  'proposal.decided': { proposal_id: string; kind: string; value: number | string; agent_id: string | null; status: 'approved' | 'declined' | 'expired'; via: string; note: string | null; status_url: string }
+  'proposal.decided': { proposal_id: string; kind: string; value: number | string; agent_id: string | null; status: 'approved' | 'declined' | 'expired'; via: string; note: string | null; status_url: string; lapses_at?: string }
 }
 
 /** An event as stored and delivered. */

@@ -11,6 +11,7 @@ import type { RedisContext } from '../redis/context'
 import { windowsAt } from '../windows'
 import { runAgentState, runCreateAgent, runRecountAgents, type CreateAgentArgs } from '../lua/agents'
 import { decodeAllowlist } from './allowlist'
+import { applyRaises, type RaisedView } from './raises'
 import { denial } from '../lua/denials'
 
 /**
@@ -53,6 +54,8 @@ export interface AgentView {
   expires_at: string | null
   /** The OAuth client whose consent created this agent (its name, docs/mcp-oauth.md); null otherwise. */
   oauth_client: string | null
+  /** Standing temporary raises (docs/api.md §13b); absent when none. */
+  raised?: RaisedView
 }
 
 export interface NewAgent {
@@ -68,7 +71,7 @@ export interface NewAgent {
   parent?: { id: string; chain: readonly string[] }
 }
 
-const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain', 'day', 'day_spent', 'oauth_client'] as const
+const FIELDS = ['token', 'name', 'state', 'daily_cap', 'allow', 'per_call_max', 'created', 'kill_reason', 'parent', 'depth', 'budget', 'spent_total', 'expires', 'chain', 'day', 'day_spent', 'oauth_client', 'raises'] as const
 
 /** The token → principal mapping, chain included: it never changes, so it is cached with the token. */
 export const tokenMapping = (acct: string, id: string, chain: readonly string[]) => `${acct}|${id}|${chain.join(',')}`
@@ -101,8 +104,10 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
   const rows = await Promise.all(
     list.map(async (id) => {
       const f = await redis.hmget(keys.agent(acct, id), ...FIELDS)
-      const [token, name, state, dailyCap, allow, perCallMax, created, killReason, parent, depth, budget, spentTotal, expires, chain, spentDay, daySpent, oauthClient] = f
+      const [token, name, state, storedCap, storedAllow, perCallMax, created, killReason, parent, depth, storedBudget, spentTotal, expires, chain, spentDay, daySpent, oauthClient, raises] = f
       if (!token) return null
+      const { fields, raised } = applyRaises(raises, ctx.clock.now(), { daily_cap: storedCap, allow: storedAllow, budget: storedBudget })
+      const { daily_cap: dailyCap, allow, budget } = fields
       return {
         id,
         name: name ?? '',
@@ -120,6 +125,7 @@ export async function readAgentRows(ctx: RedisContext, acct: string, ids?: strin
         spent_total: Number(spentTotal ?? 0),
         expires_at: expires ? new Date(Number(expires)).toISOString() : null,
         oauth_client: oauthClient ?? null,
+        ...(raised ? { raised } : {}),
         chain: chain ? chain.split(',') : [],
         created: Number(created),
       }

@@ -24,3 +24,17 @@ export const Thresholds = T.Array(T.Integer({ minimum: 1, maximum: 100 }), {
 export const DEFAULT_THRESHOLDS: readonly number[] = [50, 80, 100]
 /** The breaker's identical requests per sliding minute (0 = off). */
 export const IdenticalPerMinute = T.Integer({ minimum: 0, maximum: 1_000_000 })
+
+const raiseOf = <S extends ReturnType<typeof T.Union>>(base: S) =>
+  T.Optional(T.Object({ until: T.String({ format: 'date-time', description: 'When the raise lapses by itself' }), base }))
+/** Standing temporary raises (docs/api.md §13b): the policy field shows the raised value until `until`, then `base`. */
+export const RaisedSchema = T.Optional(
+  T.Object(
+    {
+      daily_cap: raiseOf(T.Union([T.Integer(), T.Null()])),
+      allowlist: raiseOf(T.Union([T.Array(T.String()), T.Null()])),
+      budget: raiseOf(T.Union([T.Integer(), T.Null()])),
+    },
+    { description: 'Present while an approval for a time (POST /v1/proposals/{id}/approve with for_s) stands: each raised field, when it lapses and what it goes back to' },
+  ),
+)

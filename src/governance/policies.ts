@@ -11,6 +11,7 @@ import { decodeAllowlist } from './allowlist'
 import { AGENT_ID } from './agents'
 import { DEFAULT_THRESHOLDS } from './model'
 import { readAccount } from '../redis/account-hash'
+import { applyRaises, type RaisedView } from './raises'
 
 /** One field change: a value to set, or null to remove the field (= no limit / default). */
 export type FieldChanges = Record<string, string | number | null>
@@ -26,6 +27,8 @@ export interface AccountPolicy {
   allowlist: string[] | null
   /** Warning levels of every daily cap and agent budget, ascending (docs/api.md §13a); [] = off. */
   thresholds: number[]
+  /** Standing temporary raises (docs/api.md §13b); absent when none. */
+  raised?: RaisedView
 }
 
 export interface AgentPolicy {
@@ -40,17 +43,21 @@ export interface AgentPolicy {
   parent_id: string | null
   depth: number
   expires_at: string | null
+  /** Standing temporary raises (docs/api.md §13b); absent when none. */
+  raised?: RaisedView
 }
 
 const optNum = (v: string | null | undefined) => (v === null || v === undefined ? null : Number(v))
 
 export async function readAccountPolicy(ctx: RedisContext, acct: string): Promise<AccountPolicy> {
-  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap', 'thresholds')
+  const a = await readAccount(ctx, acct, 'daily_cap', 'allow', 'balance_cap', 'thresholds', 'raises')
+  const { fields, raised } = applyRaises(a.raises, ctx.clock.now(), { daily_cap: a.daily_cap === null ? null : String(a.daily_cap), allow: a.allow })
   return {
-    daily_cap: a.daily_cap ?? ctx.cfg.DEFAULT_DAILY_CAP,
+    daily_cap: optNum(fields.daily_cap) ?? ctx.cfg.DEFAULT_DAILY_CAP,
     balance_cap: a.balance_cap ?? ctx.cfg.DEFAULT_BALANCE_CAP,
-    allowlist: decodeAllowlist(a.allow),
+    allowlist: decodeAllowlist(fields.allow),
     thresholds: decodeThresholds(a.thresholds),
+    ...(raised ? { raised } : {}),
   }
 }
 
@@ -71,7 +78,7 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
   const ids = only ? [only] : await redis.smembers(keys.agents(acct))
   const rows = await Promise.all(
     ids.map((id) =>
-      redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same', 'budget', 'spent_total', 'parent', 'depth', 'expires'),
+      redis.hmget(keys.agent(acct, id), 'token', 'state', 'daily_cap', 'allow', 'per_call_max', 'brk_credits', 'brk_same', 'budget', 'spent_total', 'parent', 'depth', 'expires', 'raises'),
     ),
   )
   const out: Record<string, AgentPolicy> = {}
@@ -79,7 +86,9 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
     .map((id, i) => [id, rows[i]!] as const)
     .filter(([, r]) => r[0] && r[1] !== 'revoked')
     .sort(([a], [b]) => a.localeCompare(b))
-    .forEach(([id, [, , dailyCap, allow, perCallMax, brkCredits, brkSame, budget, spentTotal, parent, depth, expires]]) => {
+    .forEach(([id, [, , storedCap, storedAllow, perCallMax, brkCredits, brkSame, storedBudget, spentTotal, parent, depth, expires, raises]]) => {
+      const { fields, raised } = applyRaises(raises, ctx.clock.now(), { daily_cap: storedCap, allow: storedAllow, budget: storedBudget })
+      const { daily_cap: dailyCap, allow, budget } = fields
       const breaker = {
         credits_per_minute: optNum(brkCredits) ?? ctx.cfg.BREAKER_CREDITS_PER_MINUTE,
         identical_per_minute: optNum(brkSame) ?? ctx.cfg.BREAKER_IDENTICAL_PER_MINUTE,
@@ -94,6 +103,7 @@ export async function readAgentPolicies(ctx: RedisContext, acct: string, only?: 
         parent_id: parent ?? null,
         depth: Number(depth ?? 1),
         expires_at: expires ? new Date(Number(expires)).toISOString() : null,
+        ...(raised ? { raised } : {}),
       }
     })
   return out

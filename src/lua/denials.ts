@@ -7,8 +7,12 @@ import type { Refusal } from './refusal'
 import { rateHeaders } from '../windows'
 
 const RAISE_VIA = 'PUT /v1/policies'
-/** A refusal that an operator's approval could lift names the proposal (docs/api.md §11) that would help. */
-const propose = (kind: string) => ({ propose_via: 'POST /v1/proposals', kind })
+/**
+ * A refusal that an operator's approval could lift names the proposal (docs/api.md §11) that would
+ * help, and that it may ask for a time only (docs/api.md §13b).
+ */
+const propose = (kind: string) => ({ propose_via: 'POST /v1/proposals', kind, propose_temporary: TEMPORARY })
+const TEMPORARY = 'add for_s (60 to 2592000 seconds) to ask for a temporary raise: approved, it lapses by itself after that long'
 
 export function denial(r: Refusal, ctx: { agentId: string | null; resetsAt: string }): ApiError {
   switch (r.status) {

@@ -21,6 +21,8 @@ export interface ProposeArgs {
   /** `{BASE_URL}/v1/proposals/`: the events carry status_url. */
   statusUrlBase: string
   maxPending: number
+  /** The raise's duration asked for, seconds (docs/api.md §13b); absent = a lasting change. */
+  forS?: number
 }
 
 export type ProposeReply = { status: 'ok' } | { status: 'rate_limited'; retryAfterMs: number }
@@ -29,7 +31,7 @@ export async function runPropose(ctx: RedisContext, a: ProposeArgs): Promise<Pro
   const { keys } = ctx
   const reply = await ctx.scripts.propose(
     [keys.proposals(a.accountId), keys.pendingProposals(a.accountId), keys.outbox(keys.shardOf(a.accountId))],
-    [a.now, a.accountId, a.id, a.kind, a.value, a.agentId ?? '', a.by, a.reason, a.expires, new Date(a.expires).toISOString(), a.statusUrlBase, a.maxPending],
+    [a.now, a.accountId, a.id, a.kind, a.value, a.agentId ?? '', a.by, a.reason, a.expires, new Date(a.expires).toISOString(), a.statusUrlBase, a.maxPending, ...(a.forS === undefined ? [] : [a.forS])],
   )
   switch (statusOf(reply)) {
     case S.OK:
@@ -57,6 +59,8 @@ export interface DecideArgs {
   claim: string
   claimLeaseMs: number
   maxPatterns: number
+  /** approve: a temporary raise's duration, ms (docs/api.md §13b); absent = a lasting change. */
+  forMs?: number
 }
 
 export type DecideReply =
@@ -74,7 +78,10 @@ export async function runDecideProposal(ctx: RedisContext, a: DecideArgs): Promi
   const { keys } = ctx
   const reply = await ctx.scripts.decideProposal(
     [keys.proposals(a.accountId), keys.pendingProposals(a.accountId), keys.account(a.accountId), keys.agent(a.accountId, a.agentId), keys.outbox(keys.shardOf(a.accountId))],
-    [a.now, a.accountId, a.id, a.action, a.via, a.note, a.statusUrlBase, a.claim, a.claimLeaseMs, a.maxPatterns],
+    [
+      a.now, a.accountId, a.id, a.action, a.via, a.note, a.statusUrlBase, a.claim, a.claimLeaseMs, a.maxPatterns,
+      ...(a.forMs === undefined ? [] : [a.forMs, new Date(a.now + a.forMs).toISOString()]),
+    ],
   )
   switch (statusOf(reply)) {
     case S.OK:

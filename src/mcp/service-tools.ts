@@ -13,7 +13,8 @@ import { searchAnswer } from '../catalog/search-answer'
 import { changeAgentState, readAgents, type AgentAction } from '../governance/agents'
 import { putPolicies, type PoliciesPatch } from '../governance/policy-views'
 import { topup } from '../mandate/mandate'
-import { createProposal, type NewProposal } from '../proposals/proposals'
+import { approveProposal, createProposal, declineProposal, type NewProposal } from '../proposals/proposals'
+import { DecisionNote, RaiseSeconds } from '../proposals/record'
 import { proposalDeps } from '../proposals/deps'
 import type { Services } from '../services'
 import { fileProblem, type NewProblem } from '../support/problems'
@@ -80,6 +81,7 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
     }
   }
   const nothing = T.Object({}, { additionalProperties: false })
+  const proposalId = T.String({ maxLength: 64, description: 'The proposal, prop_…' })
   const activityQuery = schemas.part('GET /v1/activity', 'query') as TObject
 
   return [
@@ -138,8 +140,29 @@ export function serviceTools(s: Services, schemas: RouteSchemas, keys: ProviderK
       requestLink(s, vault, call.principal.accountId, a.provider),
     ),
     tool<NewProblem>('file_support_problem', 'POST /v1/support', 'body', '', (call, a) => fileProblem(s, call.principal, a)),
-    tool<NewProposal>('propose', 'POST /v1/proposals', 'body', 'Your human decides; poll status_url.', (call, a) =>
-      createProposal(proposals, call.principal, a),
+    tool<NewProposal>(
+      'propose',
+      'POST /v1/proposals',
+      'body',
+      'Your human decides; poll status_url. With for_s you ask for a temporary raise, which lapses by itself.',
+      (call, a) => createProposal(proposals, call.principal, a),
+    ),
+    // The operator's decisions (docs/api.md §11, §13b): owner only, as their routes.
+    tool<{ id: string; note?: string; for_s?: number }>(
+      'approve_proposal',
+      'POST /v1/proposals/:id/approve',
+      T.Object({ id: proposalId, note: T.Optional(DecisionNote), for_s: T.Optional(RaiseSeconds) }, { additionalProperties: false }),
+      "Owner token only. for_s (or the proposal's own for_s) makes it a temporary raise, shown with lapses_at.",
+      (call, a) => approveProposal(proposals, call.principal.accountId, a.id, a.note ?? '', 'api', a.for_s),
+      'operator',
+    ),
+    tool<{ id: string; note?: string }>(
+      'decline_proposal',
+      'POST /v1/proposals/:id/decline',
+      T.Object({ id: proposalId, note: T.Optional(DecisionNote) }, { additionalProperties: false }),
+      'Owner token only.',
+      (call, a) => declineProposal(proposals, call.principal.accountId, a.id, a.note ?? ''),
+      'operator',
     ),
     // Stricter than its route (where an agent token lists and kills its own descendants): over MCP
     // the agents' tools are the owner's only.

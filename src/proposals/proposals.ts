@@ -29,6 +29,7 @@ import {
   MAX_PENDING_PER_AGENT,
   PROPOSAL_ID,
   PROPOSAL_TTL_MS,
+  RaiseSeconds,
   parseRecord,
   statusUrlBase,
   viewOf,
@@ -51,6 +52,8 @@ export interface NewProposal {
   value: number | string
   agent_id?: string
   reason: string
+  /** A temporary raise asked for, seconds (docs/api.md §13b). */
+  for_s?: number
 }
 
 /** Who asks: the principal's account and agent (null = the owner). */
@@ -65,6 +68,7 @@ export async function createProposal(d: ProposalDeps, who: Caller, body: NewProp
   const { ctx } = d
   const value = checkValue(d, body.kind, body.value)
   const agentId = await targetAgent(ctx, who, body)
+  if (body.for_s !== undefined) await checkRaise(ctx, who.accountId, { kind: body.kind, agent_id: agentId ?? undefined }, body.for_s)
   const id = 'prop_' + randomId()
   const now = ctx.clock.now()
   const expires = now + PROPOSAL_TTL_MS
@@ -80,6 +84,7 @@ export async function createProposal(d: ProposalDeps, who: Caller, body: NewProp
     expires,
     statusUrlBase: statusUrlBase(ctx.cfg.BASE_URL),
     maxPending: MAX_PENDING_PER_AGENT,
+    forS: body.for_s,
   })
   if (reply.status === 'rate_limited') {
     const retry = Math.max(1, Math.ceil(reply.retryAfterMs / 1000))
@@ -128,10 +133,17 @@ export async function listProposals(d: ProposalDeps, who: Caller, status?: Propo
  * decide-proposal.lua with the proposal's move; a top-up is claimed, run through POST /v1/topup's
  * service, then approved — or released and its error answered, the proposal still pending.
  */
-export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api'): Promise<ProposalView> {
+export async function approveProposal(d: ProposalDeps, accountId: string, id: string, note = '', via: 'api' | 'chat' = 'api', forS?: number): Promise<ProposalView> {
   const { ctx } = d
   checkNote(note)
   const rec = await readRecord(ctx, accountId, id)
+  // The duration the proposer asked for, unless the operator names another.
+  forS ??= rec.for_s
+  if (forS !== undefined) {
+    await checkRaise(ctx, accountId, rec, forS)
+    decided(await decide(ctx, accountId, rec, 'approve', via, note, '', forS * 1000))
+    return (await readView(d, accountId, id))!
+  }
   // A budget moves a parent's carve (docs/api.md §8), so it goes through PUT /v1/policies' own path,
   // held like a top-up: claimed, applied by that service, then approved or released.
   const apply =
@@ -169,6 +181,19 @@ export async function declineProposal(d: ProposalDeps, accountId: string, id: st
 }
 
 // ---- checks ----
+
+/**
+ * A temporary raise (docs/api.md §13b): a duration in bounds, for a policy that can lapse. A top-up
+ * cannot be taken back, and a sub-agent's budget is carved from its parent's (docs/api.md §8), so
+ * only a lasting approval moves it. A proposal already decided is left to the script's CONFLICT.
+ */
+async function checkRaise(ctx: RedisContext, acct: string, rec: Pick<ProposalRecord, 'kind' | 'agent_id'> & { status?: string }, forS: number): Promise<void> {
+  checkField(RaiseSeconds, forS, 'for_s')
+  if (rec.status !== undefined && rec.status !== 'pending') return
+  if (rec.kind === 'topup') throw new ApiError('BAD_REQUEST', { field: 'for_s', expected: 'no duration: a top-up cannot lapse (approve it without for_s)' })
+  if (rec.kind === 'raise_budget' && (await readAgent(ctx, acct, rec.agent_id!)).parent_id !== null)
+    throw new ApiError('BAD_REQUEST', { field: 'for_s', expected: "no duration: a sub-agent's budget is carved from its parent's and is raised for good only" })
+}
 
 /**
  * The note as the REST body holds it, for every caller: at most 280 characters, one line without
@@ -221,7 +246,7 @@ function live(agent: { id: string; state: string }): string {
 
 // ---- Redis ----
 
-function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: DecideAction, via: 'api' | 'chat', note: string, claim = ''): Promise<DecideReply> {
+function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: DecideAction, via: 'api' | 'chat', note: string, claim = '', forMs?: number): Promise<DecideReply> {
   return runDecideProposal(ctx, {
     now: ctx.clock.now(),
     accountId: acct,
@@ -234,6 +259,7 @@ function decide(ctx: RedisContext, acct: string, rec: ProposalRecord, action: De
     claim,
     claimLeaseMs: CLAIM_LEASE_MS,
     maxPatterns: MAX_PATTERNS,
+    forMs,
   })
 }
 

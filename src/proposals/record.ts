@@ -19,6 +19,11 @@ export const PROPOSAL_ID = /^prop_[A-Za-z0-9_-]{22}$/
 /** The operator's note on a decision (the REST body's field; the service checks it for every caller). */
 export const DecisionNote = T.String({ maxLength: 280, description: 'A word for the agent, shown with the decision' })
 
+/** A temporary raise lasts from a minute to 30 days (docs/api.md §13b). */
+export const MIN_RAISE_S = 60
+export const MAX_RAISE_S = 30 * 24 * 3600
+export const RaiseSeconds = T.Integer({ minimum: MIN_RAISE_S, maximum: MAX_RAISE_S, description: 'Approve for this many seconds only (60 to 2592000): the raise then lapses by itself' })
+
 /** Unanswered proposals expire after this long (docs/api.md §11). */
 export const PROPOSAL_TTL_MS = 24 * 3600 * 1000
 /** Pending proposals one agent (or the account itself) may hold at once. */
@@ -46,6 +51,10 @@ export interface ProposalRecord {
   /** An approval's top-up in flight (decide-proposal.lua claim): its token and when it lapses. */
   claim?: string
   claim_until?: number
+  /** The duration the proposer asked for, seconds: the approval's default (docs/api.md §13b). */
+  for_s?: number
+  /** An approval with a duration: when its raise lapses, epoch ms (docs/api.md §13b). */
+  lapses?: number
 }
 
 export function parseRecord(raw: string): ProposalRecord {
@@ -68,6 +77,10 @@ export interface ProposalView {
   decided_at: string | null
   decided_via: DecidedVia | null
   note: string | null
+  /** The raise's duration asked for, seconds; null = a lasting change. */
+  for_s: number | null
+  /** When the approved raise lapses by itself; null = a lasting change (or not approved). */
+  lapses_at: string | null
 }
 
 /** The value as the API shows it: credits as a number, a pattern as a string. */
@@ -90,5 +103,7 @@ export function viewOf(r: ProposalRecord, baseUrl: string): ProposalView {
     decided_at: r.decided === undefined ? null : new Date(r.decided).toISOString(),
     decided_via: r.via ?? null,
     note: r.note ?? null,
+    for_s: r.for_s ?? null,
+    lapses_at: r.lapses === undefined ? null : new Date(r.lapses).toISOString(),
   }
 }

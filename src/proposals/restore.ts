@@ -29,6 +29,8 @@ function recordOf(r: Row): ProposalRecord {
     ...(r.decidedAt ? { decided: r.decidedAt.getTime() } : {}),
     ...(r.decidedVia ? { via: r.decidedVia as ProposalRecord['via'] } : {}),
     ...(r.note !== null ? { note: r.note } : {}),
+    ...(r.forS !== null ? { for_s: r.forS } : {}),
+    ...(r.lapsesAt ? { lapses: r.lapsesAt.getTime() } : {}),
     v: r.version,
   }
 }

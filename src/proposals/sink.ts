@@ -31,6 +31,8 @@ export function rowOf(accountId: string, r: ProposalRecord, updatedMs: number): 
     createdAt: new Date(r.created),
     expiresAt: new Date(r.expires),
     decidedAt: at(r.decided),
+    forS: r.for_s ?? null,
+    lapsesAt: at(r.lapses),
     version: r.v,
     updatedAt: new Date(updatedMs),
   }
@@ -55,6 +57,7 @@ export const proposalSink: Sink = async (tx: Database, entries) => {
         decidedVia: sql`excluded.decided_via`,
         note: sql`excluded.note`,
         decidedAt: sql`excluded.decided_at`,
+        lapsesAt: sql`excluded.lapses_at`,
         version: sql`excluded.version`,
         updatedAt: sql`excluded.updated_at`,
       },

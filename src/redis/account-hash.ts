@@ -35,6 +35,8 @@ const FIELDS = {
   /** The enabled mandate's threshold, present only while auto-refill is on. */
   refill_below: num,
   policy_v: num,
+  /** Standing temporary raises of the policy fields, JSON (lua/lib/raises.lua, docs/api.md §13b). */
+  raises: str,
   /** Micro-credits of metered usage not yet charged, 0 ≤ r < 1e6 (settle.lua, docs/api.md §7). */
   mc_rem: num,
   /** Hundredths of a micro-credit an owner's-lane fee left beside mc_rem, 0..99 (settle.lua, docs/metering.md). */

@@ -10,7 +10,8 @@
  *   /revive <agent>         revive a killed agent (the spec's /revive)
  *   /cap <agent> <credits>  set an agent's daily cap ("off" removes it)
  *   /proposals              the pending proposals
- *   /approve <id> [note]    approve a proposal (also its Approve button); /decline <id> [note]
+ *   /approve <id> [1h] [note]  approve a proposal (also its Approve button), for a time with a
+ *                           duration (m, h, d: docs/api.md §13b); /decline <id> [note]
  *   /unlink                 stop this chat acting for the account
  * errors: none thrown; every outcome is a reply text.
  */
@@ -34,7 +35,7 @@ export const HELP = [
   '/revive <agent> — revive a killed agent',
   '/cap <agent> <credits> — set an agent daily cap ("off" removes it)',
   '/proposals — pending proposals from your agents',
-  '/approve <id> [note] — approve a proposal; /decline <id> [note] declines it',
+  '/approve <id> [30m|1h|2d] [note] — approve a proposal (for a time: it lapses by itself); /decline <id> [note] declines it',
   '/unlink — stop this chat acting for the account',
 ].join('\n')
 
@@ -103,12 +104,14 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
         return listPending(await listProposals(d.proposals, { accountId: acct, agentId: null }, 'pending'))
       case 'approve':
       case 'decline': {
-        if (args.length < 1) return `Usage: /${cmd} <proposal id> [note]`
+        if (args.length < 1) return `Usage: /${cmd} <proposal id>${cmd === 'approve' ? ' [30m|1h|2d]' : ''} [note]`
+        // /approve <id> 1h …: a second word that is a duration makes it a temporary raise.
+        const forS = cmd === 'approve' && args[1] !== undefined ? durationSeconds(args[1]) : undefined
         // Held to the REST body's rule by the service (280 characters, one line): refused, not cut.
-        const note = args.slice(1).join(' ')
-        const decide = cmd === 'approve' ? approveProposal : declineProposal
-        const p = await decide(d.proposals, acct, args[0]!, note, 'chat')
-        return `Proposal ${p.id} is ${p.status}.`
+        const note = args.slice(forS === undefined ? 1 : 2).join(' ')
+        const p =
+          cmd === 'approve' ? await approveProposal(d.proposals, acct, args[0]!, note, 'chat', forS) : await declineProposal(d.proposals, acct, args[0]!, note, 'chat')
+        return `Proposal ${p.id} is ${p.status}${p.lapses_at ? ` until ${p.lapses_at}, then it lapses by itself` : ''}.`
       }
       case 'unlink':
         await unlinkChat(d.db, who)
@@ -123,6 +126,17 @@ export async function runCommand(d: CommandDeps, who: ChatUser, text: string): P
 }
 
 const label = (a: Pick<AgentView, 'id' | 'name'>) => `"${a.name}" (${a.id})`
+
+/** A temporary raise of the daily cap (docs/api.md §13b), as /status adds it. */
+const raisedCap = (r: { until: string; base: number | null } | undefined) => (r ? `; raised until ${r.until}, then ${r.base ?? 'the default'}` : '')
+
+const UNIT_S = { m: 60, h: 3600, d: 86400 } as const
+
+/** `45m`, `1h`, `2d` as seconds (the service holds it to 60 s..30 days); undefined: not a duration. */
+export function durationSeconds(word: string): number | undefined {
+  const m = /^(\d{1,7})([mhd])$/i.exec(word)
+  return m ? Number(m[1]) * UNIT_S[m[2]!.toLowerCase() as keyof typeof UNIT_S] : undefined
+}
 
 function listPending(list: ProposalView[]): string {
   if (list.length === 0) return 'No pending proposals.'
@@ -171,7 +185,7 @@ async function status(ctx: RedisContext, acct: string): Promise<string> {
   return [
     `Account ${acct}`,
     `Balance: ${Number(balance ?? 0)} credits (cap ${policy.balance_cap})`,
-    `Spent today: ${Number(spent ?? 0)} of ${policy.daily_cap} (resets ${w.resetsAt})`,
+    `Spent today: ${Number(spent ?? 0)} of ${policy.daily_cap} (resets ${w.resetsAt})${raisedCap(policy.raised?.daily_cap)}`,
     `Agents: ${count('active')} active, ${count('killed')} killed`,
   ].join('\n')
 }

@@ -45,6 +45,15 @@ interface AgentSpec {
   allow: string | null
   killed: boolean
   brkCredits: number | null
+  /** A temporary raise standing on the hash (lua/lib/raises.lua, docs/api.md §13b); absent = none. */
+  raise?: RaiseSpec
+}
+interface RaiseSpec {
+  field: 'daily_cap' | 'allow' | 'budget'
+  /** The raised value the field holds until the lapse. */
+  value: string
+  /** ms from NOW. */
+  lapses: number
 }
 interface Fleet {
   balance: number
@@ -54,6 +63,8 @@ interface Fleet {
   /** The account's warning levels (docs/api.md §13a) as stored: null = the default, '' = off. */
   thresholds: string | null
   agents: AgentSpec[]
+  /** A raise of the account's daily cap (daily_cap only). */
+  accountRaise?: RaiseSpec
 }
 interface CallSpec {
   /** -1: the owner token; else an agent's index. */
@@ -117,11 +128,20 @@ const callsArb = (agents: number) =>
     { minLength: 2, maxLength: 30 },
   )
 
+/** A raise as decide-proposal.lua leaves it: the raised value in the field, the base and the lapse in `raises`. */
+function withRaise(h: Record<string, string | number>, r: RaiseSpec | undefined): void {
+  if (!r) return
+  const base = h[r.field]
+  h[r.field] = r.value
+  h.raises = JSON.stringify({ [r.field]: { value: r.value, ...(base === undefined ? {} : { base: String(base) }), lapses: NOW + r.lapses, by: 'prop_x' } })
+}
+
 /** The fleet as create-agent.lua and set-policy.lua leave it, under `keys`. */
 async function seed(keys: Keys, f: Fleet): Promise<void> {
   const acct: Record<string, string | number> = { owner: hashToken(`owner-${ACCT}`), balance: f.balance }
   if (f.accountDailyCap !== null) acct.daily_cap = f.accountDailyCap
   if (f.thresholds !== null) acct.thresholds = f.thresholds
+  withRaise(acct, f.accountRaise)
   await redis.hset(keys.account(ACCT), acct)
   for (const [i, a] of f.agents.entries()) {
     const h: Record<string, string | number> = {
@@ -137,6 +157,7 @@ async function seed(keys: Keys, f: Fleet): Promise<void> {
     // What its children hold against it: their unspent budgets.
     const carved = f.agents.reduce((s, c) => (c.parent === i && c.budget !== null ? s + Math.max(0, c.budget - c.spent) : s), 0)
     if (carved > 0) h.carved = carved
+    withRaise(h, a.raise)
     await redis.hset(keys.agent(ACCT, agentId(i)), h)
   }
 }
@@ -247,6 +268,41 @@ describe('debit.lua in a batch', () => {
     )
     // The property weighed refusals by runs, not only admissions.
     expect(refused).toBeGreaterThan(0)
+  }, 120_000)
+
+  test('temporary raises: the batch agrees with one at a time across each lapse, and from the lapse on the debit answers as with the base', async () => {
+    // Lapses among the calls' instants (-30 200 .. 30 200 ms), so a batch straddles them.
+    const lapses = fc.constantFrom(-40_000, 0, 41, 30_000, 60_000)
+    const raiseOf = (field: RaiseSpec['field']) =>
+      fc.record({
+        field: fc.constant(field),
+        value: field === 'allow' ? fc.constantFrom('a.*\nc.y', 'c.y', 'b.x') : fc.integer({ min: 0, max: 150 }).map(String),
+        lapses,
+      })
+    const raised = fleetArb.chain((f) =>
+      fc
+        .record({
+          agents: fc.tuple(...f.agents.map((a) => fc.option(fc.oneof(raiseOf('daily_cap'), raiseOf('allow'), ...(a.parent === null ? [raiseOf('budget')] : [])), { nil: undefined }))),
+          account: fc.option(raiseOf('daily_cap'), { nil: undefined }),
+        })
+        .map(({ agents, account }) => ({ ...f, accountRaise: account, agents: f.agents.map((a, i) => ({ ...a, raise: agents[i] })) })),
+    )
+    await fc.assert(
+      fc.asyncProperty(raised.chain((f) => fc.tuple(fc.constant(f), callsArb(f.agents.length))), async ([fleet, calls]) => {
+        const one = await sameEitherWay(fleet, calls)
+        // Every call at or after every lapse: the same replies as a fleet that never had a raise.
+        const last = Math.max(...[fleet.accountRaise, ...fleet.agents.map((a) => a.raise)].map((r) => r?.lapses ?? -Infinity))
+        if (calls.every((c) => c.at >= last)) {
+          const base: Fleet = { ...fleet, accountRaise: undefined, agents: fleet.agents.map((a) => ({ ...a, raise: undefined })) }
+          const ctx = ctxOf(`base${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`)
+          await seed(ctx.keys, base)
+          const plain: DebitReply[] = []
+          for (const [n, c] of calls.entries()) plain.push(await runDebit(ctx, argsOf(base, c, n)))
+          expect(one).toEqual(plain)
+        }
+      }),
+      { numRuns: 120 },
+    )
   }, 120_000)
 
   test('a minute\'s breaker counts written after a later minute\'s call read them as its previous one are read again', async () => {

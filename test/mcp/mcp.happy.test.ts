@@ -11,7 +11,7 @@ import { callTool, mcpRig } from '../helpers/mcp'
 
 const ADMIN = 'founder-secret-mcp-0123456789abcdef'
 const SERVICE_TOOLS = ['search_capabilities', 'call_capability', 'get_balance', 'get_activity', 'top_up', 'request_vault_link', 'file_support_problem', 'propose']
-const OWNER_TOOLS = ['list_agents', 'kill_agent', 'revive_agent', 'set_policies']
+const OWNER_TOOLS = ['list_agents', 'kill_agent', 'revive_agent', 'set_policies', 'approve_proposal', 'decline_proposal']
 
 const rig = mcpRig({ env: { ADMIN_TOKEN: ADMIN, ...vaultEnv() } })
 const connect = rig.connect

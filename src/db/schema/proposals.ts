@@ -30,6 +30,10 @@ export const proposals = pgTable(
     createdAt: ts('created_at').notNull(),
     expiresAt: ts('expires_at').notNull(),
     decidedAt: ts('decided_at'),
+    /** A temporary raise (docs/api.md §13b): the duration asked for, seconds; null = none asked. */
+    forS: integer('for_s'),
+    /** An approval for a time: when its raise lapses; null = a lasting change (or not approved). */
+    lapsesAt: ts('lapses_at'),
     version: integer('version').notNull(),
     updatedAt: ts('updated_at').notNull(),
   },

@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { AgentName, AgentTtl, Credits } from '../../governance/model'
+import { AgentName, AgentTtl, Credits, RaisedSchema } from '../../governance/model'
 
 const OptionalCredits = (description: string) => T.Union([Credits, T.Null()], { description })
 
@@ -46,6 +46,7 @@ export const Agent = T.Object({
   spent_total: T.Integer({ description: 'Credits spent over its life by the agent and its subtree, refunds given back' }),
   created_at: T.String({ format: 'date-time' }),
   oauth_client: T.Union([T.String(), T.Null()], { description: 'The OAuth client (its name) whose consent created this agent, for an MCP client connected by URL; null otherwise' }),
+  raised: RaisedSchema,
 })
 
 export const CreatedAgent = T.Object({

@@ -53,7 +53,7 @@ import { barePage, consolePage, CONSOLE_HEADERS, type Flash, type PageName } fro
 import { safeNext, signinPage } from './pages/signin'
 import { overviewMain } from './pages/overview'
 import { agentsMain } from './pages/agents'
-import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, policiesMain, SHOWN_FIELD, shownAllowlist, shownThresholds, THRESHOLDS_FIELD, THRESHOLDS_SHOWN_FIELD } from './pages/policies'
+import { ALLOW_ALL_FIELD, ALLOW_ALL_LABEL, CAP_SHOWN_FIELD, policiesMain, SHOWN_FIELD, shownAllowlist, shownThresholds, THRESHOLDS_FIELD, THRESHOLDS_SHOWN_FIELD } from './pages/policies'
 import { runsSection } from './pages/runs'
 import { listRuns } from '../../ledger/runs'
 import { activityMain } from './pages/activity'
@@ -112,6 +112,18 @@ function thresholdsEdit(form: Form): { thresholds?: number[] } {
   if (bad !== undefined) throw new ApiError('BAD_REQUEST', { field: 'thresholds', expected: 'percentages 1..100 separated by commas (empty = off)' })
   const levels = parts.map(Number)
   return form[THRESHOLDS_SHOWN_FIELD] === shownThresholds(levels) ? {} : { thresholds: levels }
+}
+
+/**
+ * The daily cap of a policy form: left out when the form carries back the value it showed
+ * (CAP_SHOWN_FIELD) unchanged, so saving another field never makes a temporary raise of the cap
+ * lasting (docs/api.md §13b). A form without it sends the cap as before.
+ */
+function capEdit(form: Form): { daily_cap?: number | null } {
+  const cap = optInt(form, 'daily_cap')
+  const shown = form[CAP_SHOWN_FIELD]
+  if (shown !== undefined && (shown === '' ? null : Number(shown)) === cap) return {}
+  return { daily_cap: cap }
 }
 
 /** A console error: its code and message, and the way back (also the app's, for a refusal before the handler). */
@@ -369,12 +381,12 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
       '/console/policies',
       act('Policies', async (sess, f) => {
         if (f.agent) {
-          const caps = { daily_cap: optInt(f, 'daily_cap'), per_call_max: optInt(f, 'per_call_max') }
+          const caps = { ...capEdit(f), per_call_max: optInt(f, 'per_call_max') }
           await putPolicies(s.ctx, sess.accountId, { agents: { [f.agent]: { ...caps, ...allowlistEdit(f) } } })
           return { ok: 'Agent policy saved.' }
         }
-        const cap = optInt(f, 'daily_cap')
-        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null ? {} : { daily_cap: cap }), ...allowlistEdit(f), ...thresholdsEdit(f) } })
+        const { daily_cap: cap } = capEdit(f)
+        await putPolicies(s.ctx, sess.accountId, { account: { ...(cap === null || cap === undefined ? {} : { daily_cap: cap }), ...allowlistEdit(f), ...thresholdsEdit(f) } })
         return { ok: 'Account policy saved.' }
       }),
       { ...formRoute, detail: { summary: 'HTML form post: change caps and allowlists (as PUT /v1/policies)' } },
@@ -404,8 +416,10 @@ export const consoleRoutes = (s: Services, h: Http = http(s)) => {
     .post(
       '/console/proposals/:id/approve',
       act('Proposals', async (sess, f, params) => {
-        const p = await approveProposal(proposals, sess.accountId, params.id ?? '', f.note ?? '')
-        return { ok: `Proposal ${p.id} approved.` }
+        // '' = as asked; anything else is held to for_s' bounds by the service (a 400 naming for_s).
+        const forS = f.for_s === undefined || f.for_s === '' ? undefined : /^\d+$/.test(f.for_s) ? Number(f.for_s) : NaN
+        const p = await approveProposal(proposals, sess.accountId, params.id ?? '', f.note ?? '', 'api', forS)
+        return { ok: `Proposal ${p.id} approved${p.lapses_at ? ` until ${p.lapses_at.replace('T', ' ').slice(0, 16)} UTC, then it lapses by itself` : ''}.` }
       }),
       { ...formRoute, detail: { summary: 'HTML form post: approve a proposal (as POST /v1/proposals/{id}/approve)' } },
     )

@@ -1,6 +1,6 @@
 import { Type as T } from '@sinclair/typebox'
 import { AllowlistSchema } from '../../governance/allowlist'
-import { Credits, IdenticalPerMinute, Thresholds } from '../../governance/model'
+import { Credits, IdenticalPerMinute, RaisedSchema, Thresholds } from '../../governance/model'
 
 const nullableCredits = (description: string) => T.Optional(T.Union([Credits, T.Null()], { description }))
 
@@ -11,6 +11,7 @@ const AccountPolicy = T.Object({
   thresholds: T.Array(T.Integer(), {
     description: 'Percentages of each daily cap (account and agents) and agent budget at which the owner gets one cap.threshold event per period; ascending; [] = off',
   }),
+  raised: RaisedSchema,
 })
 
 const BREAKER_DOC =
@@ -35,6 +36,7 @@ const AgentPolicy = T.Object({
   parent_id: T.Union([T.String(), T.Null()], { description: 'The agent that created this sub-agent; null for the operator\'s agents' }),
   depth: T.Integer({ minimum: 1, maximum: 4 }),
   expires_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
+  raised: RaisedSchema,
 })
 
 export const Policies = T.Object({

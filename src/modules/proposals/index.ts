@@ -5,7 +5,7 @@ import type { Services } from '../../services'
 import { approveProposal, createProposal, declineProposal, getProposal, listProposals, type NewProposal } from '../../proposals/proposals'
 import { proposalDeps } from '../../proposals/deps'
 import type { ProposalStatus } from '../../proposals/record'
-import { DecisionBody, DecisionObject, NewProposalBody, Proposal, ProposalList, ProposalParams, ProposalQuery } from './model'
+import { ApproveBody, ApproveObject, DecisionBody, DecisionObject, NewProposalBody, Proposal, ProposalList, ProposalParams, ProposalQuery } from './model'
 
 /** Proposals (docs/api.md §11): any token of the account proposes and reads; only the operator decides. */
 export const proposalRoutes = (s: Services, h: Http = http(s)) => {
@@ -49,15 +49,15 @@ export const proposalRoutes = (s: Services, h: Http = http(s)) => {
       '/v1/proposals/:id/approve',
       async (c) => {
         const principal = await h.admitIn(c)
-        return approveProposal(d, principal.accountId, c.params.id, c.body?.note ?? '')
+        return approveProposal(d, principal.accountId, c.params.id, c.body?.note ?? '', 'api', c.body?.for_s)
       },
       {
         parse: h.json,
         params: ProposalParams,
-        body: DecisionBody,
-        transform: rejectUnknownFields(DecisionObject),
+        body: ApproveBody,
+        transform: rejectUnknownFields(ApproveObject),
         response: { 200: Proposal },
-        detail: { summary: 'Approve (operator): applied at once with the checks of PUT /v1/policies or POST /v1/topup; not pending → CONFLICT' },
+        detail: { summary: 'Approve (operator): applied at once with the checks of PUT /v1/policies or POST /v1/topup; with for_s the raise lapses by itself then; not pending → CONFLICT' },
       },
     )
     .post(

@@ -1,5 +1,5 @@
 import { Type as T } from '@sinclair/typebox'
-import { DecisionNote, PROPOSAL_KINDS, PROPOSAL_STATUSES } from '../../proposals/record'
+import { DecisionNote, MAX_RAISE_S, MIN_RAISE_S, PROPOSAL_KINDS, PROPOSAL_STATUSES, RaiseSeconds } from '../../proposals/record'
 
 // Patterns rather than unions of literals: a validation error then names the allowed values.
 const oneOf = (values: readonly string[], description: string) => T.String({ pattern: `^(${values.join('|')})$`, description })
@@ -14,6 +14,9 @@ export const NewProposalBody = T.Object(
     value: T.Union([T.Integer(), T.String({ maxLength: 86 })], { description: 'Credits (an integer), or the pattern for allow' }),
     agent_id: T.Optional(T.String({ maxLength: 64, description: 'The agent concerned; an agent token may name itself (the default) or its subtree' })),
     reason: T.String({ minLength: 1, maxLength: 280, description: 'Why, in at most 280 characters (metadata only: no payloads or keys)' }),
+    for_s: T.Optional(
+      T.Integer({ minimum: MIN_RAISE_S, maximum: MAX_RAISE_S, description: 'Ask for a temporary raise: this many seconds (60 to 2592000), after which it lapses by itself; not for a topup' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -24,6 +27,13 @@ export const DecisionObject = T.Object(
 )
 /** The body may be left out. */
 export const DecisionBody = T.Optional(DecisionObject)
+
+/** An approval may be for a time (docs/api.md §13b). */
+export const ApproveObject = T.Object(
+  { note: T.Optional(DecisionNote), for_s: T.Optional(RaiseSeconds) },
+  { additionalProperties: false },
+)
+export const ApproveBody = T.Optional(ApproveObject)
 
 export const ProposalParams = T.Object({ id: T.String({ maxLength: 64 }) })
 
@@ -43,6 +53,8 @@ export const Proposal = T.Object({
   decided_at: T.Union([T.String({ format: 'date-time' }), T.Null()]),
   decided_via: T.Union([T.String(), T.Null()], { description: 'api | chat | expiry' }),
   note: T.Union([T.String(), T.Null()]),
+  for_s: T.Union([T.Integer(), T.Null()], { description: 'The temporary raise asked for, seconds (the approval\'s default); null = a lasting change' }),
+  lapses_at: T.Union([T.String({ format: 'date-time' }), T.Null()], { description: 'An approval for a time (for_s): when the raise lapses by itself; else null' }),
 })
 
 export const ProposalList = T.Object({ proposals: T.Array(Proposal) })

@@ -1,6 +1,7 @@
 import type { AgentView } from '../../../governance/agents'
 import { esc } from '../../../pages/html'
 import { actionButton, csrfField, type FormToken } from './layout'
+import { raisedNote } from './raised'
 
 /** Sub-agents (docs/api.md §8) add these; the page nests agents when they are present. */
 type TreeAgent = AgentView & { parent_id?: string | null; budget?: number | null; spent_total?: number | null; depth?: number }
@@ -20,6 +21,7 @@ function row(a: TreeAgent, csrf: FormToken, children: string): string {
 <div class="muted"><code>${esc(a.id)}</code></div>
 ${a.oauth_client ? `<div>OAuth client: <strong>${esc(a.oauth_client)}</strong> <span class="muted">(connected by URL; Revoke disconnects it)</span></div>` : ''}
 <div>spent today ${n(a.spent_today)} · daily cap ${n(a.daily_cap)} · per call ${n(a.per_call_max)}${budget}</div>
+${raisedNote(a.raised)}
 <div>${buttons}</div>
 ${children}
 </li>`

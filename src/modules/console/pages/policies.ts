@@ -1,18 +1,29 @@
 import type { AgentView } from '../../../governance/agents'
 import { esc } from '../../../pages/html'
 import { csrfField, type FormToken } from './layout'
+import type { RaisedView } from '../../../governance/raises'
+import { raisedNote } from './raised'
 
 interface AccountPolicy {
   daily_cap: number
   balance_cap: number
   allowlist: string[] | null
   thresholds: number[]
+  raised?: RaisedView
 }
 interface AgentPolicy {
   daily_cap: number | null
   allowlist: string[] | null
   per_call_max: number | null
+  raised?: RaisedView
 }
+
+/**
+ * The daily cap as the form shows it, and carries back (CAP_SHOWN_FIELD): saved unchanged, it is
+ * not sent, so saving another field leaves a temporary raise of the cap to lapse (docs/api.md §13b).
+ */
+export const CAP_SHOWN_FIELD = 'daily_cap_shown'
+const capShown = (v: number | null) => `<input type="hidden" name="${CAP_SHOWN_FIELD}" value="${v ?? ''}">`
 
 const numInput = (id: string, name: string, value: number | null, label: string, required = false) =>
   `<label for="${id}">${label}</label><input id="${id}" name="${name}" type="number" min="0" step="1" value="${value ?? ''}"${required ? ' required' : ''}>`
@@ -59,14 +70,16 @@ export function policiesMain(p: { account: AccountPolicy; agents: Record<string,
   const agentForms = Object.entries(p.agents)
     .map(([id, a], i) => `<section class="card"><h3>${esc(names.get(id) ?? id)} <code>${esc(id)}</code></h3>
 <form method="post" action="/console/policies">${csrfField(csrf)}<input type="hidden" name="agent" value="${esc(id)}">
-${numInput(`a${i}-cap`, 'daily_cap', a.daily_cap, 'Daily cap <small>(credits; empty = none)</small>')}
+${raisedNote(a.raised)}
+${numInput(`a${i}-cap`, 'daily_cap', a.daily_cap, 'Daily cap <small>(credits; empty = none)</small>')}${capShown(a.daily_cap)}
 ${numInput(`a${i}-pcm`, 'per_call_max', a.per_call_max, 'Per-call maximum <small>(credits; empty = none)</small>')}
 ${listInput(`a${i}-allow`, a.allowlist, 'Allowlist')}
 <button type="submit">Save agent policy</button></form></section>`)
     .join('\n')
   return `<h2>Account</h2>
 <section class="card"><form method="post" action="/console/policies">${csrfField(csrf)}
-${numInput('acct-cap', 'daily_cap', p.account.daily_cap, 'Daily cap <small>(credits per HKT day, every agent together)</small>', true)}
+${raisedNote(p.account.raised)}
+${numInput('acct-cap', 'daily_cap', p.account.daily_cap, 'Daily cap <small>(credits per HKT day, every agent together)</small>', true)}${capShown(p.account.daily_cap)}
 <p class="muted">Balance cap: ${p.account.balance_cap.toLocaleString('en')} credits (set by the service owner).</p>
 ${listInput('acct-allow', p.account.allowlist, 'Account allowlist')}
 ${thresholdsInput(p.account.thresholds)}
