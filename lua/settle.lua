@@ -102,6 +102,9 @@ if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, th
 local organic_calls, honored = 0, 0
 local out = {}
 local k = 3
+-- As record-calls.lua: the in-flight members of the calls settled, taken out by one ZREM after the
+-- loop, and each recent-calls list's new records pushed by one LPUSH a list.
+local landed, lists, pushed = {}, {}, {}
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -196,7 +199,7 @@ for i = 1, n do
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
-    redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
+    landed[#landed + 1] = account_id .. '|' .. call_id
     -- The balance, the holds and the remainder in one write, from the values read above (the script
     -- runs alone, and a batch's earlier call of the account wrote before this one read): one
     -- command where two HINCRBYs and an HSET were (issue 14's bench).
@@ -246,7 +249,12 @@ for i = 1, n do
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
       local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
-      if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      local records = pushed[list]
+      if not records then
+        records = {}
+        pushed[list], lists[#lists + 1] = records, list
+      end
+      records[#records + 1] = record
       if organic == '1' then
         organic_calls = organic_calls + 1
         honored = honored + charged
@@ -274,6 +282,10 @@ for i = 1, n do
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
 end
+for _, list in ipairs(lists) do
+  if redis.call('LPUSH', list, unpack(pushed[list])) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+end
+if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
 if organic_calls > 0 then
   redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
   redis.call('HINCRBY', KEYS[3], 'credits_honored', honored)
