@@ -220,7 +220,9 @@ for i = 1, n do
     local kind, amount_s = 'debit', minus_charged_s
     if not hold then kind, amount_s = 'refund', released_s end
     if released > 0 then
-      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
+      -- One command where EXISTS + DECRBY were: a day spend the debit left expires (every writer sets
+      -- its TTL), so a DECRBY that made a key without one made it from nothing, and it goes again.
+      if redis.call('DECRBY', acct_day, released_s) == -released and redis.call('TTL', acct_day) == -1 then redis.call('DEL', acct_day) end
       if call[3] ~= '' then
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
