@@ -93,6 +93,12 @@ local MICRO = 1000000
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local PER = 14
+-- A token count as a number: tonumber is a strtod (~850 instructions), and most counts of a call
+-- (cached, cache writes) are '0'.
+local function count_of(s)
+  if s == '0' then return 0 end
+  return tonumber(s)
+end
 local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
@@ -109,8 +115,8 @@ local landed, lists, pushed = {}, {}, {}
 for i = 1, n do
   local a = 2 + PER * (i - 1)
   local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local t_cw, t_cw1h = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
+  local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
+  local t_cw, t_cw1h = count_of(ARGV[a + 12]), count_of(ARGV[a + 13])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chain_ids(chain)
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
@@ -134,7 +140,11 @@ for i = 1, n do
     out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
     local reserved = tonumber(call[2])
-    local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    -- A price is parsed only when its tokens are not 0.
+    local cost = 0
+    if t_in > 0 then cost = t_in * tonumber(call[7]) end
+    if t_cached > 0 then cost = cost + t_cached * tonumber(call[8]) end
+    if t_out > 0 then cost = cost + t_out * tonumber(call[9]) end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
@@ -144,6 +154,7 @@ for i = 1, n do
     end
     local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
     local r = tonumber(acc[1] or '0')
+    local held, balance_before = tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
     -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
     -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
     local q = fee and tonumber(acc[4] or '0') or 0
@@ -155,8 +166,8 @@ for i = 1, n do
     local hold = call[14] == '1'
     local found, limit = reserved, reserved
     if hold then
-      found = math.min(tonumber(acc[2] or '0'), reserved)
-      limit = math.min(reserved, tonumber(acc[3] or '0') + found)
+      found = math.min(held, reserved)
+      limit = math.min(reserved, balance_before + found)
     end
     local charged, uncharged
     if fee then
@@ -203,8 +214,7 @@ for i = 1, n do
     -- The balance, the holds and the remainder in one write, from the values read above (the script
     -- runs alone, and a batch's earlier call of the account wrote before this one read): one
     -- command where two HINCRBYs and an HSET were (issue 14's bench).
-    local balance = tonumber(acc[3] or '0') + found - charged
-    local held = tonumber(acc[2] or '0')
+    local balance = balance_before + found - charged
     local balance_s = string.format('%d', balance)
     if fee then
       held = held - found
@@ -229,7 +239,7 @@ for i = 1, n do
       end
       if run_key then release_run(run_key, released) end
     end
-    local uncharged_s = string.format('%d', uncharged)
+    local uncharged_s = uncharged == 0 and '0' or string.format('%d', uncharged)
     -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily
     -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
     -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
@@ -250,7 +260,7 @@ for i = 1, n do
     else
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
-      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
+      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
       local records = pushed[list]
       if not records then
         records = {}
