@@ -111,6 +111,24 @@ local k = 3
 -- As record-calls.lua: the in-flight members of the calls settled, taken out by one ZREM after the
 -- loop, and each recent-calls list's new records pushed by one LPUSH a list.
 local landed, lists, pushed = {}, {}, {}
+-- The batch's account rows, each read by one HMGET and written by one HSET after the loop, and each
+-- day spend's release summed into one DECRBY: a batch often holds several calls of one busy account.
+-- A call sees the earlier calls' writes here (nothing but this script runs meanwhile).
+local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
+local function account_of(key, fee)
+  local m = rows[key]
+  if not m then
+    local acc = fee and redis.call('HMGET', key, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', key, 'mc_rem', 'held', 'balance')
+    m = {r = tonumber(acc[1] or '0'), held = tonumber(acc[2] or '0'), balance = tonumber(acc[3] or '0')}
+    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
+    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
+    if fee then m.q = tonumber(acc[4] or '0') end
+    rows[key], row_keys[#row_keys + 1] = m, key
+  elseif fee and not m.q then
+    m.q = tonumber(redis.call('HGET', key, 'mc_rem_c') or '0')
+  end
+  return m
+end
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -137,7 +155,7 @@ for i = 1, n do
   elseif (call[15] or '') ~= run_id then
     out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
   elseif call[1] ~= 'debited' then
-    out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
+    out[i] = {S_ALREADY_APPLIED, rows[acct] and rows[acct].balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
     local reserved = tonumber(call[2])
     -- A price is parsed only when its tokens are not 0.
@@ -152,12 +170,9 @@ for i = 1, n do
       local p_cw = p[1] or call[7]
       cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
     end
-    local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
-    local r = tonumber(acc[1] or '0')
-    local held, balance_before = tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
-    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
-    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
-    local q = fee and tonumber(acc[4] or '0') or 0
+    local row = account_of(acct, fee)
+    local r, held, balance_before = row.r, row.held, row.balance
+    local q = fee and row.q or 0
     -- The hold is debit.lua's (`hold` on the call record); a call debited before the hold existed (a
     -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
@@ -211,20 +226,15 @@ for i = 1, n do
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     landed[#landed + 1] = account_id .. '|' .. call_id
-    -- The balance, the holds and the remainder in one write, from the values read above (the script
-    -- runs alone, and a batch's earlier call of the account wrote before this one read): one
-    -- command where two HINCRBYs and an HSET were (issue 14's bench).
+    -- The balance, the holds and the remainder go to the row, written after the loop; `held` and
+    -- `mc_rem_c` only once a call moved them (a call debited before the hold existed has none).
     local balance = balance_before + found - charged
-    local balance_s = string.format('%d', balance)
-    if fee then
+    row.balance, row.r = balance, r
+    if fee or hold then
       held = held - found
-      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
-    elseif hold then
-      held = held - found
-      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s)
-    else
-      redis.call('HSET', acct, 'balance', balance_s, 'mc_rem', rem_s)
+      row.held, row.held_moved = held, true
     end
+    if fee then row.q, row.q_moved = q, true end
     -- The entry carries the posted balance, balance + the holds still open.
     local posted_s = string.format('%d', balance + held)
     local kind, amount_s = 'debit', minus_charged_s
@@ -232,7 +242,8 @@ for i = 1, n do
     if released > 0 then
       -- One command where EXISTS + DECRBY were: a day spend the debit left expires (every writer sets
       -- its TTL), so a DECRBY that made a key without one made it from nothing, and it goes again.
-      if redis.call('DECRBY', acct_day, released_s) == -released and redis.call('TTL', acct_day) == -1 then redis.call('DEL', acct_day) end
+      if not day_release[acct_day] then day_release[acct_day], day_keys[#day_keys + 1] = 0, acct_day end
+      day_release[acct_day] = day_release[acct_day] + released
       if call[3] ~= '' then
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
@@ -293,6 +304,20 @@ for i = 1, n do
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
+end
+for _, key in ipairs(row_keys) do
+  local row = rows[key]
+  local fields = {'balance', string.format('%d', row.balance)}
+  if row.held_moved then fields[3], fields[4] = 'held', string.format('%d', row.held) end
+  fields[#fields + 1], fields[#fields + 2] = 'mc_rem', string.format('%d', row.r)
+  if row.q_moved then fields[#fields + 1], fields[#fields + 2] = 'mc_rem_c', string.format('%d', row.q) end
+  redis.call('HSET', key, unpack(fields))
+end
+-- A day spend the debit left expires (every writer sets its TTL): a DECRBY that made a key without
+-- one made it from nothing (the day had expired), and it goes again.
+for _, key in ipairs(day_keys) do
+  local total = day_release[key]
+  if redis.call('DECRBY', key, string.format('%d', total)) == -total and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
 end
 for _, list in ipairs(lists) do
   if redis.call('LPUSH', list, unpack(pushed[list])) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
