@@ -103,7 +103,14 @@ local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
-for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) + (ARGV[2 + PER * i] ~= '' and 1 or 0) end
+-- Each call's chain split once, here ('' = none: no split at all, the owner's and a top-level agent's).
+local chains = {}
+local NO_IDS = {}
+for i = 1, n do
+  local chain = ARGV[2 + PER * (i - 1) + 8]
+  chains[i] = chain == '' and NO_IDS or chain_ids(chain)
+  want = want + 6 + #chains[i] + (ARGV[2 + PER * i] ~= '' and 1 or 0)
+end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
@@ -136,7 +143,7 @@ for i = 1, n do
   local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
   local t_cw, t_cw1h = count_of(ARGV[a + 12]), count_of(ARGV[a + 13])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
-  local ids = chain_ids(chain)
+  local ids = chains[i]
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
   local hashes = {agent_hash}
   for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
@@ -147,7 +154,7 @@ for i = 1, n do
 
   local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'run')
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
-  local fee = call[5] and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
+  local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -216,7 +223,8 @@ for i = 1, n do
     local released = reserved - charged
     -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
     -- or joined into a string is formatted anew each time; every value here is an integer).
-    local charged_s, released_s, rem_s = string.format('%d', charged), string.format('%d', released), string.format('%d', r)
+    local charged_s = charged == 0 and '0' or string.format('%d', charged)
+    local released_s, rem_s = released == 0 and '0' or string.format('%d', released), string.format('%d', r)
     local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
