@@ -17,7 +17,8 @@
   KEYS[3] in-flight calls     {s}:inflight
   and for the i-th call (i from 1), at KEYS[3 + 3(i-1) + j]:
     j = 1  recent calls list   {s}:calls:<acct>
-    j = 2  idempotency record  {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
+    j = 2  idempotency record  {s}:idem:<acct>:<agent|_owner>:<key>  (without a key: j = 3 again, never
+           touched; a repeated key costs the script less than a new string)
     j = 3  call record         {s}:call:<call_id>
 
   ARGV[1] how many recent calls a list keeps (it may hold up to 32 more, trimmed in steps)
