@@ -99,6 +99,12 @@ local function count_of(s)
   if s == '0' then return 0 end
   return tonumber(s)
 end
+-- A release of a day spend, in one command where EXISTS + DECRBY were: a day spend the debit left
+-- expires (every writer sets its TTL), so a DECRBY that made a key without one made it from nothing
+-- (the day had expired), and it goes again.
+local function release_day(key, amount, amount_s)
+  if redis.call('DECRBY', key, amount_s) == -amount and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
+end
 local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
@@ -106,36 +112,27 @@ local want = 3
 -- Each call's chain split once, here ('' = none: no split at all, the owner's and a top-level agent's).
 local chains = {}
 local NO_IDS = {}
+-- The accounts the batch settles more than one call of (true), each of the rest false.
+local shared = {}
 for i = 1, n do
-  local chain = ARGV[2 + PER * (i - 1) + 8]
+  local a = 2 + PER * (i - 1)
+  local chain = ARGV[a + 8]
   chains[i] = chain == '' and NO_IDS or chain_ids(chain)
-  want = want + 6 + #chains[i] + (ARGV[2 + PER * i] ~= '' and 1 or 0)
+  want = want + 6 + #chains[i] + (ARGV[a + 14] ~= '' and 1 or 0)
+  shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
 end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
 local k = 3
--- As record-calls.lua: the in-flight members of the calls settled, taken out by one ZREM after the
--- loop, and each recent-calls list's new records pushed by one LPUSH a list.
-local landed, lists, pushed = {}, {}, {}
--- The batch's account rows, each read by one HMGET and written by one HSET after the loop, and each
--- day spend's release summed into one DECRBY: a batch often holds several calls of one busy account.
--- A call sees the earlier calls' writes here (nothing but this script runs meanwhile).
-local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
-local function account_of(key, fee)
-  local m = rows[key]
-  if not m then
-    local acc = fee and redis.call('HMGET', key, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', key, 'mc_rem', 'held', 'balance')
-    m = {r = tonumber(acc[1] or '0'), held = tonumber(acc[2] or '0'), balance = tonumber(acc[3] or '0')}
-    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
-    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
-    if fee then m.q = tonumber(acc[4] or '0') end
-    rows[key], row_keys[#row_keys + 1] = m, key
-  elseif fee and not m.q then
-    m.q = tonumber(redis.call('HGET', key, 'mc_rem_c') or '0')
-  end
-  return m
-end
+-- The in-flight members of the calls settled, taken out by one ZREM after the loop (as record-calls.lua).
+local landed = {}
+-- A busy account's calls, when the batch holds several: its row read by one HMGET and written by one
+-- HSET after the loop, each of its day spends released by one DECRBY, its list pushed by one LPUSH.
+-- A call sees the earlier calls' writes in `rows` (nothing but this script runs meanwhile). An
+-- account with one call in the batch reads and writes as it goes: these tables cost more than they
+-- save for it.
+local rows, row_keys, day_release, day_keys, lists, pushed = {}, {}, {}, {}, {}, {}
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -162,7 +159,8 @@ for i = 1, n do
   elseif (call[15] or '') ~= run_id then
     out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
   elseif call[1] ~= 'debited' then
-    out[i] = {S_ALREADY_APPLIED, rows[acct] and rows[acct].balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
+    local row = rows[acct]
+    out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
     local reserved = tonumber(call[2])
     -- A price is parsed only when its tokens are not 0.
@@ -177,9 +175,23 @@ for i = 1, n do
       local p_cw = p[1] or call[7]
       cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
     end
-    local row = account_of(acct, fee)
-    local r, held, balance_before = row.r, row.held, row.balance
-    local q = fee and row.q or 0
+    local many = shared[account_id]
+    local row = many and rows[acct]
+    local r, held, balance_before, q
+    if row then
+      if fee and not row.q then row.q = tonumber(redis.call('HGET', acct, 'mc_rem_c') or '0') end
+      r, held, balance_before, q = row.r, row.held, row.balance, row.q or 0
+    else
+      local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
+      r, held, balance_before = tonumber(acc[1] or '0'), tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
+      -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
+      -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
+      q = fee and tonumber(acc[4] or '0') or 0
+      if many then
+        row = {r = r, held = held, balance = balance_before, q = fee and q or false, held_moved = false, q_moved = false}
+        rows[acct], row_keys[#row_keys + 1] = row, acct
+      end
+    end
     -- The hold is debit.lua's (`hold` on the call record); a call debited before the hold existed (a
     -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
@@ -234,15 +246,21 @@ for i = 1, n do
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
     landed[#landed + 1] = account_id .. '|' .. call_id
-    -- The balance, the holds and the remainder go to the row, written after the loop; `held` and
-    -- `mc_rem_c` only once a call moved them (a call debited before the hold existed has none).
+    -- The balance, the holds and the remainder in one write (or the row's, written after the loop);
+    -- `held` and `mc_rem_c` only when the call moved them (one debited before the hold existed has none).
     local balance = balance_before + found - charged
-    row.balance, row.r = balance, r
-    if fee or hold then
-      held = held - found
-      row.held, row.held_moved = held, true
+    if fee or hold then held = held - found end
+    if row then
+      row.balance, row.r = balance, r
+      if fee or hold then row.held, row.held_moved = held, true end
+      if fee then row.q, row.q_moved = q, true end
+    elseif fee then
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
+    elseif hold then
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s)
+    else
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'mc_rem', rem_s)
     end
-    if fee then row.q, row.q_moved = q, true end
     -- The entry carries the posted balance, balance + the holds still open.
     local posted_s = string.format('%d', balance + held)
     local kind, amount_s = 'debit', minus_charged_s
@@ -250,8 +268,12 @@ for i = 1, n do
     if released > 0 then
       -- One command where EXISTS + DECRBY were: a day spend the debit left expires (every writer sets
       -- its TTL), so a DECRBY that made a key without one made it from nothing, and it goes again.
-      if not day_release[acct_day] then day_release[acct_day], day_keys[#day_keys + 1] = 0, acct_day end
-      day_release[acct_day] = day_release[acct_day] + released
+      if not many then
+        release_day(acct_day, released, released_s)
+      else
+        if not day_release[acct_day] then day_release[acct_day], day_keys[#day_keys + 1] = 0, acct_day end
+        day_release[acct_day] = day_release[acct_day] + released
+      end
       if call[3] ~= '' then
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
@@ -280,12 +302,16 @@ for i = 1, n do
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
       local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
-      local records = pushed[list]
-      if not records then
-        records = {}
-        pushed[list], lists[#lists + 1] = records, list
+      if not many then
+        if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      else
+        local records = pushed[list]
+        if not records then
+          records = {}
+          pushed[list], lists[#lists + 1] = records, list
+        end
+        records[#records + 1] = record
       end
-      records[#records + 1] = record
       if organic == '1' then
         organic_calls = organic_calls + 1
         honored = honored + charged
@@ -321,12 +347,7 @@ for _, key in ipairs(row_keys) do
   if row.q_moved then fields[#fields + 1], fields[#fields + 2] = 'mc_rem_c', string.format('%d', row.q) end
   redis.call('HSET', key, unpack(fields))
 end
--- A day spend the debit left expires (every writer sets its TTL): a DECRBY that made a key without
--- one made it from nothing (the day had expired), and it goes again.
-for _, key in ipairs(day_keys) do
-  local total = day_release[key]
-  if redis.call('DECRBY', key, string.format('%d', total)) == -total and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
-end
+for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
 for _, list in ipairs(lists) do
   if redis.call('LPUSH', list, unpack(pushed[list])) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
 end

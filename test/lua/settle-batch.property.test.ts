@@ -35,8 +35,8 @@ afterAll(async () => {
 
 const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts, clock: { now: () => NOW } }) as unknown as RedisContext
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
-// Two accounts of one shard (one hash slot: one script).
-const ACCOUNTS = ['acc_07_settle_a', 'acc_07_settle_b']
+// Three accounts of one shard (one hash slot: one script).
+const ACCOUNTS = ['acc_07_settle_a', 'acc_07_settle_b', 'acc_07_settle_c']
 const AGENT = 'agt_settle'
 const KEEP = 2
 
