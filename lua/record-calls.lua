@@ -47,9 +47,15 @@ local organic_calls, honored = 0, 0
 local out = {}
 -- The in-flight members of the calls filed, taken out by one ZREM after the loop (one command, not n).
 local landed = {}
--- Each list's new records in filing order, pushed by one LPUSH a list after the loop: a batch often
--- holds several calls of one busy account. The list may pass keep + TRIM_SLACK by the batch before
--- its trim, never after.
+-- The lists of a busy account the batch files several calls of (true), each of the rest false: such
+-- a list's new records, in filing order, are pushed by one LPUSH after the loop (the list may pass
+-- keep + TRIM_SLACK by the batch before its trim, never after). A list of one call is pushed as it
+-- goes: the tables cost more than they save for it.
+local shared = {}
+for i = 1, n do
+  local list = KEYS[4 + 3 * (i - 1)]
+  shared[list] = shared[list] ~= nil
+end
 local lists, pushed = {}, {}
 
 -- Every redis.call costs ~1-2 µs of Redis' one thread on each paid call (issue 17): the call hash is
@@ -72,12 +78,16 @@ for i = 1, n do
     end
     redis.call('EXPIRE', call_key, settled_ttl)
     landed[#landed + 1] = ARGV[a + 7] .. '|' .. call_id
-    local records = pushed[list]
-    if not records then
-      records = {}
-      pushed[list], lists[#lists + 1] = records, list
+    if not shared[list] then
+      if redis.call('LPUSH', list, record) > keep + TRIM_SLACK then redis.call('LTRIM', list, 0, keep - 1) end
+    else
+      local records = pushed[list]
+      if not records then
+        records = {}
+        pushed[list], lists[#lists + 1] = records, list
+      end
+      records[#records + 1] = record
     end
-    records[#records + 1] = record
     if organic == '1' then
       organic_calls = organic_calls + 1
       honored = honored + tonumber(charged)
