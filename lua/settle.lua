@@ -142,8 +142,7 @@ for i = 1, n do
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chains[i]
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  local hashes = {agent_hash}
-  for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
+  local chain_at = k + 6   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
   k = k + 6 + #ids
   local run_id = ARGV[a + 14]
   local run_key = run_id ~= '' and KEYS[k + 1]
@@ -275,6 +274,8 @@ for i = 1, n do
         day_release[acct_day] = day_release[acct_day] + released
       end
       if call[3] ~= '' then
+        local hashes = {agent_hash}
+        for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
       end
@@ -325,8 +326,10 @@ for i = 1, n do
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
-      local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
-        ARGV[a + 7], dated, string.format('%d', #call[4]), call[4], call[6]}, '|')
+      -- One concatenation (one string made), not a table and table.concat.
+      local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. string.format('%d', #call[4]) .. '|' ..
+        call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       if t_cw > 0 or t_cw1h > 0 then
