@@ -133,6 +133,8 @@ local landed = {}
 -- account with one call in the batch reads and writes as it goes: these tables cost more than they
 -- save for it.
 local rows, row_keys, day_release, day_keys, lists, pushed = {}, {}, {}, {}, {}, {}
+-- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
+local target_lengths = {}
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -326,9 +328,14 @@ for i = 1, n do
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
+      local target_length = target_lengths[call[4]]
+      if not target_length then
+        target_length = string.format('%d', #call[4])
+        target_lengths[call[4]] = target_length
+      end
       -- One concatenation (one string made), not a table and table.concat.
       local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
-        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. string.format('%d', #call[4]) .. '|' ..
+        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. target_length .. '|' ..
         call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
