@@ -108,15 +108,21 @@ async function measureTree(root: string): Promise<Row[]> {
   const { runSettle } = await mod('src/lua/settle.ts')
   const { runRecordCalls } = await mod('src/lua/record-calls.ts')
   const { Keys } = await mod('src/redis/keys.ts')
-  const { loadScripts } = await mod('src/redis/scripts.ts')
+  const { loadScripts, readScripts } = await mod('src/redis/scripts.ts')
 
   const server = await startCountedRedis()
+  // Every script compiled before counting: a server compiles each once in its life, and a case's
+  // first batch would otherwise count it (~9,600 instructions a call for settle.lua's 320 calls).
+  for (const s of readScripts() as { lua: string }[]) await server.redis.script('LOAD', s.lua)
   const keys = new Keys(`cost${Date.now().toString(36)}`)
   const ctx = { redis: server.redis, keys, scripts: loadScripts(server.redis), clock: { now: () => Date.now() } }
   const acct = 'acc_07_scriptcost'
   const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
   // An account and a depth-4 chain as create-agent.lua leaves them (budgets far beyond the run).
   await server.redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
+  // The spread cases' accounts: each call of a batch another account's (of the same shard).
+  const spread = Array.from({ length: BATCH }, (_, j) => `${acct}_${j}`)
+  for (const a of spread) await server.redis.hset(keys.account(a), { owner: hashToken('owner'), balance: 1e12 })
   for (let i = 0; i < 4; i++) {
     const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
     if (i > 0) Object.assign(h, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
@@ -126,10 +132,10 @@ async function measureTree(root: string): Promise<Row[]> {
   const now = Date.now()
   const w = windowsAt(now)
   let seq = 0
-  const debitArgs = (who: Who, metered = false) => {
+  const debitArgs = (who: Who, metered = false, accountId = acct) => {
     const agent = who === 'owner' ? null : who === 'depth-1' ? 0 : 3
     return {
-      now, accountId: acct, agentId: agent === null ? null : ids[agent], chain: agent === null ? [] : ids.slice(0, agent).reverse(),
+      now, accountId, agentId: agent === null ? null : ids[agent], chain: agent === null ? [] : ids.slice(0, agent).reverse(),
       tokenHash: hashToken(agent === null ? 'owner' : ids[agent]!), target: metered ? 'proxy:llm/m1' : 'bench.search', price: 5, unpriced: false,
       callId: `call_cost_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12,
       unpricedRequestCap: 1e9, fingerprint: 'fp', dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9,
@@ -153,26 +159,32 @@ async function measureTree(root: string): Promise<Row[]> {
 
   const record = (callId: string) =>
     JSON.stringify({ call_id: callId, account_id: acct, agent_id: null, slug: 'bench.search', outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date(now).toISOString(), refunded: false }).slice(0, -1)
-  for (const metered of [false, true]) {
-    const calls = batches(() => debitArgs('owner', metered))
+  // Then, uncounted debits, the same filing and settle with each call of a batch another account's
+  // (a script's batch is one shard's calls: one busy account's, or many accounts').
+  for (const [metered, many] of [[false, false], [true, false], [false, true], [true, true]] as const) {
+    let j = 0
+    const calls = batches(() => debitArgs('owner', metered, many ? spread[j++ % BATCH] : acct))
     const label = metered ? 'metered' : 'flat'
-    await measure(`${label}: debit.lua, batches of ${BATCH}`, async () => {
+    const of = many ? `, ${BATCH} accounts a batch` : ''
+    const debits = async () => {
       for (const b of calls) await Promise.all(b.map((a) => runDebit(ctx, a)))
-    })
+    }
+    if (many) await debits()
+    else await measure(`${label}: debit.lua, batches of ${BATCH}`, debits)
     if (metered)
-      await measure(`metered: settle.lua (charge, release, file), batches of ${BATCH}`, async () => {
+      await measure(`metered: settle.lua (charge, release, file), batches of ${BATCH}${of}`, async () => {
         for (const b of calls)
           await Promise.all(
             b.map((a) =>
-              runSettle(ctx, { now, accountId: acct, agentId: null, callId: a.callId, day: a.day, chain: [], tokens: { input: 100, cached: 0, output: 200 }, source: 'provider',
+              runSettle(ctx, { now, accountId: a.accountId, agentId: null, callId: a.callId, day: a.day, chain: [], tokens: { input: 100, cached: 0, output: 200 }, source: 'provider',
                 file: { recordHead: record(a.callId), organic: true, recentCalls: 200, settledTtlS: 3600 } }),
             ),
           )
       })
     else
-      await measure(`flat: record-calls.lua (file), batches of ${BATCH}`, async () => {
+      await measure(`flat: record-calls.lua (file), batches of ${BATCH}${of}`, async () => {
         for (const b of calls)
-          await runRecordCalls(ctx, keys.shardOf(acct), b.map((a) => ({ accountId: acct, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })), { recentCalls: 200, settledTtlS: 3600 })
+          await runRecordCalls(ctx, keys.shardOf(acct), b.map((a) => ({ accountId: a.accountId, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })), { recentCalls: 200, settledTtlS: 3600 })
       })
   }
   await server.stop()

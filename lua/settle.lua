@@ -93,26 +93,58 @@ local MICRO = 1000000
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local PER = 14
+-- A token count as a number: tonumber is a strtod (~850 instructions), and most counts of a call
+-- (cached, cache writes) are '0'.
+local function count_of(s)
+  if s == '0' then return 0 end
+  return tonumber(s)
+end
+-- A release of a day spend, in one command where EXISTS + DECRBY were: a day spend the debit left
+-- expires (every writer sets its TTL), so a DECRBY that made a key without one made it from nothing
+-- (the day had expired), and it goes again.
+local function release_day(key, amount, amount_s)
+  if redis.call('DECRBY', key, amount_s) == -amount and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
+end
 local n = (#ARGV - 2) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
-for i = 1, n do want = want + 6 + #chain_ids(ARGV[2 + PER * (i - 1) + 8]) + (ARGV[2 + PER * i] ~= '' and 1 or 0) end
+-- Each call's chain split once, here ('' = none: no split at all, the owner's and a top-level agent's).
+local chains = {}
+local NO_IDS = {}
+-- The accounts the batch settles more than one call of (true), each of the rest false.
+local shared = {}
+for i = 1, n do
+  local a = 2 + PER * (i - 1)
+  local chain = ARGV[a + 8]
+  chains[i] = chain == '' and NO_IDS or chain_ids(chain)
+  want = want + 6 + #chains[i] + (ARGV[a + 14] ~= '' and 1 or 0)
+  shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
+end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
 local organic_calls, honored = 0, 0
 local out = {}
 local k = 3
+-- The in-flight members of the calls settled, taken out by one ZREM after the loop (as record-calls.lua).
+local landed = {}
+-- A busy account's calls, when the batch holds several: its row read by one HMGET and written by one
+-- HSET after the loop, each of its day spends released by one DECRBY, its list pushed by one LPUSH.
+-- A call sees the earlier calls' writes in `rows` (nothing but this script runs meanwhile). An
+-- account with one call in the batch reads and writes as it goes: these tables cost more than they
+-- save for it.
+local rows, row_keys, day_release, day_keys, lists, pushed = {}, {}, {}, {}, {}, {}
+-- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
+local target_lengths = {}
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
   local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local t_in, t_cached, t_out = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local t_cw, t_cw1h = tonumber(ARGV[a + 12]), tonumber(ARGV[a + 13])
+  local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
+  local t_cw, t_cw1h = count_of(ARGV[a + 12]), count_of(ARGV[a + 13])
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
-  local ids = chain_ids(chain)
+  local ids = chains[i]
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  local hashes = {agent_hash}
-  for m = 1, #ids do hashes[m + 1] = KEYS[k + 6 + m] end
+  local chain_at = k + 6   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
   k = k + 6 + #ids
   local run_id = ARGV[a + 14]
   local run_key = run_id ~= '' and KEYS[k + 1]
@@ -120,7 +152,7 @@ for i = 1, n do
 
   local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'run')
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
-  local fee = call[5] and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
+  local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
   elseif (call[10] or '') ~= chain then
@@ -128,10 +160,15 @@ for i = 1, n do
   elseif (call[15] or '') ~= run_id then
     out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
   elseif call[1] ~= 'debited' then
-    out[i] = {S_ALREADY_APPLIED, tonumber(redis.call('HGET', acct, 'balance') or '0')}
+    local row = rows[acct]
+    out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
     local reserved = tonumber(call[2])
-    local cost = t_in * tonumber(call[7]) + t_cached * tonumber(call[8]) + t_out * tonumber(call[9])
+    -- A price is parsed only when its tokens are not 0.
+    local cost = 0
+    if t_in > 0 then cost = t_in * tonumber(call[7]) end
+    if t_cached > 0 then cost = cost + t_cached * tonumber(call[8]) end
+    if t_out > 0 then cost = cost + t_out * tonumber(call[9]) end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
@@ -139,11 +176,23 @@ for i = 1, n do
       local p_cw = p[1] or call[7]
       cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
     end
-    local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
-    local r = tonumber(acc[1] or '0')
-    -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
-    -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
-    local q = fee and tonumber(acc[4] or '0') or 0
+    local many = shared[account_id]
+    local row = many and rows[acct]
+    local r, held, balance_before, q
+    if row then
+      if fee and not row.q then row.q = tonumber(redis.call('HGET', acct, 'mc_rem_c') or '0') end
+      r, held, balance_before, q = row.r, row.held, row.balance, row.q or 0
+    else
+      local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
+      r, held, balance_before = tonumber(acc[1] or '0'), tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
+      -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
+      -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
+      q = fee and tonumber(acc[4] or '0') or 0
+      if many then
+        row = {r = r, held = held, balance = balance_before, q = fee and q or false, held_moved = false, q_moved = false}
+        rows[acct], row_keys[#row_keys + 1] = row, acct
+      end
+    end
     -- The hold is debit.lua's (`hold` on the call record); a call debited before the hold existed (a
     -- rolling deploy) has its reservation in the ledger, and its entry is, as then, a refund of the
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
@@ -152,8 +201,8 @@ for i = 1, n do
     local hold = call[14] == '1'
     local found, limit = reserved, reserved
     if hold then
-      found = math.min(tonumber(acc[2] or '0'), reserved)
-      limit = math.min(reserved, tonumber(acc[3] or '0') + found)
+      found = math.min(held, reserved)
+      limit = math.min(reserved, balance_before + found)
     end
     local charged, uncharged
     if fee then
@@ -187,7 +236,8 @@ for i = 1, n do
     local released = reserved - charged
     -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
     -- or joined into a string is formatted anew each time; every value here is an integer).
-    local charged_s, released_s, rem_s = string.format('%d', charged), string.format('%d', released), string.format('%d', r)
+    local charged_s = charged == 0 and '0' or string.format('%d', charged)
+    local released_s, rem_s = released == 0 and '0' or string.format('%d', released), string.format('%d', r)
     local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
@@ -196,35 +246,44 @@ for i = 1, n do
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
-    redis.call('ZREM', KEYS[2], account_id .. '|' .. call_id)
-    -- The balance, the holds and the remainder in one write, from the values read above (the script
-    -- runs alone, and a batch's earlier call of the account wrote before this one read): one
-    -- command where two HINCRBYs and an HSET were (issue 14's bench).
-    local balance = tonumber(acc[3] or '0') + found - charged
-    local held = tonumber(acc[2] or '0')
-    local balance_s = string.format('%d', balance)
-    if fee then
-      held = held - found
-      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
+    landed[#landed + 1] = account_id .. '|' .. call_id
+    -- The balance, the holds and the remainder in one write (or the row's, written after the loop);
+    -- `held` and `mc_rem_c` only when the call moved them (one debited before the hold existed has none).
+    local balance = balance_before + found - charged
+    if fee or hold then held = held - found end
+    if row then
+      row.balance, row.r = balance, r
+      if fee or hold then row.held, row.held_moved = held, true end
+      if fee then row.q, row.q_moved = q, true end
+    elseif fee then
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
     elseif hold then
-      held = held - found
-      redis.call('HSET', acct, 'balance', balance_s, 'held', string.format('%d', held), 'mc_rem', rem_s)
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s)
     else
-      redis.call('HSET', acct, 'balance', balance_s, 'mc_rem', rem_s)
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'mc_rem', rem_s)
     end
     -- The entry carries the posted balance, balance + the holds still open.
     local posted_s = string.format('%d', balance + held)
     local kind, amount_s = 'debit', minus_charged_s
     if not hold then kind, amount_s = 'refund', released_s end
     if released > 0 then
-      if redis.call('EXISTS', acct_day) == 1 then redis.call('DECRBY', acct_day, released_s) end
+      -- One command where EXISTS + DECRBY were: a day spend the debit left expires (every writer sets
+      -- its TTL), so a DECRBY that made a key without one made it from nothing, and it goes again.
+      if not many then
+        release_day(acct_day, released, released_s)
+      else
+        if not day_release[acct_day] then day_release[acct_day], day_keys[#day_keys + 1] = 0, acct_day end
+        day_release[acct_day] = day_release[acct_day] + released
+      end
       if call[3] ~= '' then
+        local hashes = {agent_hash}
+        for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
         release_chain(hashes, call[11], released)
         release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
       end
       if run_key then release_run(run_key, released) end
     end
-    local uncharged_s = string.format('%d', uncharged)
+    local uncharged_s = uncharged == 0 and '0' or string.format('%d', uncharged)
     -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily
     -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
     -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
@@ -245,8 +304,17 @@ for i = 1, n do
     else
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
-      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. string.format('%d', math.ceil(uncharged / MICRO)) .. '}'
-      if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
+      if not many then
+        if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+      else
+        local records = pushed[list]
+        if not records then
+          records = {}
+          pushed[list], lists[#lists + 1] = records, list
+        end
+        records[#records + 1] = record
+      end
       if organic == '1' then
         organic_calls = organic_calls + 1
         honored = honored + charged
@@ -260,8 +328,15 @@ for i = 1, n do
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
-      local settle = table.concat({account_id, call[3], amount_s, posted_s, rem_s, uncharged_s, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
-        ARGV[a + 7], dated, string.format('%d', #call[4]), call[4], call[6]}, '|')
+      local target_length = target_lengths[call[4]]
+      if not target_length then
+        target_length = string.format('%d', #call[4])
+        target_lengths[call[4]] = target_length
+      end
+      -- One concatenation (one string made), not a table and table.concat.
+      local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. target_length .. '|' ..
+        call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       if t_cw > 0 or t_cw1h > 0 then
@@ -274,6 +349,19 @@ for i = 1, n do
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
 end
+for _, key in ipairs(row_keys) do
+  local row = rows[key]
+  local fields = {'balance', string.format('%d', row.balance)}
+  if row.held_moved then fields[3], fields[4] = 'held', string.format('%d', row.held) end
+  fields[#fields + 1], fields[#fields + 2] = 'mc_rem', string.format('%d', row.r)
+  if row.q_moved then fields[#fields + 1], fields[#fields + 2] = 'mc_rem_c', string.format('%d', row.q) end
+  redis.call('HSET', key, unpack(fields))
+end
+for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
+for _, list in ipairs(lists) do
+  if redis.call('LPUSH', list, unpack(pushed[list])) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
+end
+if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
 if organic_calls > 0 then
   redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
   redis.call('HINCRBY', KEYS[3], 'credits_honored', honored)

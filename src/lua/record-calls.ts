@@ -32,7 +32,10 @@ export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: rea
   const argv: (string | number)[] = [o.recentCalls, o.settledTtlS]
   for (const c of calls) {
     const idem = c.idempotency
-    k.push(keys.recentCalls(c.accountId), keys.idempotency(c.accountId, c.agentId, idem?.key ?? null), keys.call(c.accountId, c.callId))
+    // Without a key the idempotency slot repeats the call record's key (never touched without a
+    // mode): a string Redis has already made costs the script less than a new one.
+    const call = keys.call(c.accountId, c.callId)
+    k.push(keys.recentCalls(c.accountId), idem ? keys.idempotency(c.accountId, c.agentId, idem.key) : call, call)
     argv.push(c.recordJson, c.callId, c.charged, c.organic ? '1' : '0', idem?.mode ?? '', idem?.mode === 'store' ? idem.replay : '', c.accountId)
   }
   const reply = await ctx.scripts.recordCalls(k, argv)

@@ -1,0 +1,134 @@
+/**
+ * record-calls.lua files a batch with one ZREM of the in-flight set and one LPUSH per recent-calls
+ * list (issue 42's bench), where each call used to take its own. That must change nothing a reader
+ * sees: over random batches — several calls of one account, refunded and recorded calls, the same
+ * call twice, Idempotency-Keys stored and released, lists near their trim — one batch and the same
+ * calls one script at a time give the same replies, the same newest `keep` calls of each list (in
+ * the same order), the same in-flight set, counters, call records, idempotency records and outbox
+ * entries. On a private redis-server.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import Redis from 'ioredis'
+import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
+import type { RedisContext } from '../../src/redis/context'
+import { Keys } from '../../src/redis/keys'
+import { loadScripts } from '../../src/redis/scripts'
+import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+
+let server: RedisServer
+let redis: Redis
+let scripts: ReturnType<typeof loadScripts>
+beforeAll(async () => {
+  server = await startRedisServer()
+  redis = new Redis(server.url, { enableAutoPipelining: true })
+  scripts = loadScripts(redis)
+})
+afterAll(async () => {
+  redis?.disconnect()
+  await server?.stop()
+})
+
+const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts }) as unknown as RedisContext
+// Three accounts of one shard (one hash slot: one script).
+const ACCOUNTS = ['acc_07_filing_a', 'acc_07_filing_b', 'acc_07_filing_c']
+const KEEP = 3
+const SLACK = 32
+
+interface CallSpec {
+  acct: number
+  /** 'debited': kept its charge; 'refunded': refunded before its filing (the request's own or the sweeper's). */
+  state: 'debited' | 'refunded'
+  recorded: boolean
+  charged: number
+  idem: 'store' | 'release' | null
+}
+interface Case {
+  /** Records already in each account's list (up to keep + slack: the next push may trim). */
+  listed: number[]
+  calls: CallSpec[]
+  /** Positions of calls filed twice in the batch (a resent call). */
+  again: number[]
+}
+
+const callSpec = fc.record({
+  acct: fc.integer({ min: 0, max: ACCOUNTS.length - 1 }),
+  state: fc.constantFrom<'debited' | 'refunded'>('debited', 'debited', 'refunded'),
+  recorded: fc.boolean(),
+  charged: fc.integer({ min: 0, max: 50 }),
+  idem: fc.constantFrom<'store' | 'release' | null>(null, null, 'store', 'release'),
+})
+const caseArb: fc.Arbitrary<Case> = fc.record({
+  listed: fc.array(fc.integer({ min: 0, max: KEEP + SLACK }), { minLength: ACCOUNTS.length, maxLength: ACCOUNTS.length }),
+  calls: fc.array(callSpec, { minLength: 1, maxLength: 40 }),
+  again: fc.array(fc.nat(), { maxLength: 4 }),
+})
+
+let run = 0
+async function oneAtATime(ctx: RedisContext, shard: ReturnType<Keys['shardOf']>, calls: RecordCallArgs[], o: { recentCalls: number; settledTtlS: number }) {
+  const replies = []
+  for (const a of calls) replies.push(...(await runRecordCalls(ctx, shard, [a], o)))
+  return replies
+}
+/** The Redis a case leaves behind, filed as one batch or one call a script. */
+async function file(c: Case, batched: boolean) {
+  const prefix = `rcb${++run}${batched ? 'b' : 's'}`
+  const ctx = ctxOf(prefix)
+  const { keys } = ctx
+  const shard = keys.shardOf(ACCOUNTS[0]!)
+  for (const [i, n] of c.listed.entries())
+    for (let k = 0; k < n; k++) await redis.lpush(keys.recentCalls(ACCOUNTS[i]!), JSON.stringify({ call_id: `old_${i}_${k}` }))
+  const args: RecordCallArgs[] = c.calls.map((s, i) => {
+    const accountId = ACCOUNTS[s.acct]!
+    const callId = `call_${i}`
+    const refunded = s.state === 'refunded'
+    const charged = refunded ? 0 : s.charged
+    return {
+      accountId, callId, agentId: null, charged, organic: !refunded,
+      recordJson: JSON.stringify({ call_id: callId, account_id: accountId, refunded, charged }),
+      idempotency: s.idem === 'store' ? { key: `k${i}`, mode: 'store', replay: JSON.stringify({ call_id: callId }) } : s.idem === 'release' ? { key: `k${i}`, mode: 'release' } : null,
+    }
+  })
+  for (const [i, s] of c.calls.entries()) {
+    const a = args[i]!
+    await redis.hset(keys.call(a.accountId, a.callId), { price: s.charged, state: s.state, ...(s.recorded ? { recorded: '1' } : {}) })
+    await redis.expire(keys.call(a.accountId, a.callId), 172_800)
+    if (!s.recorded && s.state === 'debited') await redis.zadd(keys.inflight(shard), 1, `${a.accountId}|${a.callId}`)
+    if (s.idem) await redis.hset(keys.idempotency(a.accountId, null, `k${i}`), { state: 'pending', call: a.callId })
+  }
+  const order = [...args]
+  for (const p of c.again) order.splice((p % (order.length + 1)), 0, args[p % args.length]!)
+  const o = { recentCalls: KEEP, settledTtlS: 3600 }
+  const replies = batched ? await runRecordCalls(ctx, shard, order, o) : await oneAtATime(ctx, shard, order, o)
+
+  const lists = await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1)))
+  const lengths = await Promise.all(ACCOUNTS.map((a) => redis.llen(keys.recentCalls(a))))
+  const callsLeft = await Promise.all(args.map(async (a) => ({ h: await redis.hgetall(keys.call(a.accountId, a.callId)), ttl: await redis.ttl(keys.call(a.accountId, a.callId)) })))
+  const idem = await Promise.all(c.calls.map((s, i) => (s.idem ? redis.hgetall(keys.idempotency(args[i]!.accountId, null, `k${i}`)) : null)))
+  const outbox = (await redis.xrange(keys.outbox(shard), '-', '+')).map(([, fields]) => fields)
+  return {
+    replies, lists, lengths,
+    calls: callsLeft.map((x) => ({ ...x, ttl: x.ttl > 3600 ? 'debit' : x.ttl > 0 ? 'filed' : x.ttl })),
+    inflight: await redis.zrange(keys.inflight(shard), 0, -1),
+    stats: await redis.hgetall(keys.stats(shard)),
+    idem, outbox,
+  }
+}
+
+test('one batch and one call a script file the same: replies, lists, in-flight set, counters, records, outbox', async () => {
+  await fc.assert(
+    fc.asyncProperty(caseArb, async (c) => {
+      const batched = await file(c, true)
+      const single = await file(c, false)
+      const { lengths, ...seen } = batched
+      const { lengths: singleLengths, ...seenSingle } = single
+      expect(seen).toEqual(seenSingle)
+      // The list holds its newest `keep` and at most TRIM_SLACK more, whichever way it was filed.
+      for (const n of [...lengths, ...singleLengths]) expect(n).toBeLessThanOrEqual(KEEP + SLACK)
+      // Every call filed once: its record pushed once, its in-flight member gone.
+      expect(batched.inflight).toEqual([])
+      expect(batched.outbox).toHaveLength(c.calls.filter((s) => !s.recorded).length)
+    }),
+    { numRuns: 60 },
+  )
+}, 120_000)

@@ -1,0 +1,153 @@
+/**
+ * settle.lua reads each account row of a batch once and writes it once after its last call, sums each
+ * day spend's release into one DECRBY, and takes the in-flight members out and pushes each recent-calls
+ * list once (issue 42's bench). That must change nothing but the cost: over random batches of metered
+ * calls of two accounts — the owner and an agent, the house lane and the owner's lane (a fee), cache
+ * writes, filed and not filed, the same call twice, a day spend expired before the settle — one batch
+ * and the same settles one script at a time give the same replies and leave the same Redis: account
+ * rows, day spends (an expired one is not made again), agent rows, call records, in-flight set,
+ * counters, the newest calls of each list and the outbox entries. On a private redis-server.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import Redis from 'ioredis'
+import { hashToken } from '../../src/auth/tokens'
+import { windowsAt } from '../../src/windows'
+import { runDebit, type DebitArgs } from '../../src/lua/debit'
+import { runSettle, type SettleArgs } from '../../src/lua/settle'
+import type { RedisContext } from '../../src/redis/context'
+import { Keys } from '../../src/redis/keys'
+import { loadScripts } from '../../src/redis/scripts'
+import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+
+let server: RedisServer
+let redis: Redis
+let scripts: ReturnType<typeof loadScripts>
+beforeAll(async () => {
+  server = await startRedisServer()
+  redis = new Redis(server.url, { enableAutoPipelining: true })
+  scripts = loadScripts(redis)
+})
+afterAll(async () => {
+  redis?.disconnect()
+  await server?.stop()
+})
+
+const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts, clock: { now: () => NOW } }) as unknown as RedisContext
+const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
+// Three accounts of one shard (one hash slot: one script).
+const ACCOUNTS = ['acc_07_settle_a', 'acc_07_settle_b', 'acc_07_settle_c']
+const AGENT = 'agt_settle'
+const KEEP = 2
+
+interface CallSpec {
+  acct: number
+  agent: boolean
+  fee: number | null
+  input: number
+  cached: number
+  output: number
+  cacheWrite: number
+  organic: boolean
+}
+interface Case {
+  /** Filed by the settle or not: one batch's calls share it (their options make the batch's group). */
+  filed: boolean
+  balances: number[]
+  calls: CallSpec[]
+  /** Positions of calls settled twice (a resent settle). */
+  again: number[]
+  /** Accounts whose day spend expired between the debits and the settles. */
+  expired: boolean[]
+}
+
+const callSpec: fc.Arbitrary<CallSpec> = fc.record({
+  acct: fc.integer({ min: 0, max: ACCOUNTS.length - 1 }),
+  agent: fc.boolean(),
+  fee: fc.option(fc.integer({ min: 0, max: 100 }), { nil: null }),
+  input: fc.constantFrom(0, 1, 999, 40_000),
+  cached: fc.constantFrom(0, 0, 500),
+  output: fc.constantFrom(0, 7, 3_000, 200_000),
+  cacheWrite: fc.constantFrom(0, 0, 1_200),
+  organic: fc.boolean(),
+})
+const caseArb: fc.Arbitrary<Case> = fc.record({
+  filed: fc.boolean(),
+  balances: fc.array(fc.integer({ min: 0, max: 4_000 }), { minLength: ACCOUNTS.length, maxLength: ACCOUNTS.length }),
+  calls: fc.array(callSpec, { minLength: 1, maxLength: 24 }),
+  again: fc.array(fc.nat(), { maxLength: 3 }),
+  expired: fc.array(fc.boolean(), { minLength: ACCOUNTS.length, maxLength: ACCOUNTS.length }),
+})
+
+const w = windowsAt(NOW)
+let run = 0
+/** The replies and the Redis a case leaves behind, settled as batches or one settle a script. */
+async function settle(c: Case, batched: boolean) {
+  const ctx = ctxOf(`stb${++run}${batched ? 'b' : 's'}`)
+  const { keys } = ctx
+  const shard = keys.shardOf(ACCOUNTS[0]!)
+  for (const [i, acct] of ACCOUNTS.entries()) {
+    await redis.hset(keys.account(acct), { owner: hashToken(`owner${i}`), balance: c.balances[i]! })
+    await redis.hset(keys.agent(acct, AGENT), { token: hashToken(`${AGENT}${i}`), name: AGENT, created: 1, v: 1, state: 'active', spent_total: 0, depth: 1, budget: 1e9 })
+  }
+  const debited: SettleArgs[] = []
+  for (const [i, s] of c.calls.entries()) {
+    const accountId = ACCOUNTS[s.acct]!
+    const agentId = s.agent ? AGENT : null
+    const callId = `call_${i}`
+    const args: DebitArgs = {
+      now: NOW, accountId, agentId, chain: [], tokenHash: hashToken(s.agent ? `${AGENT}${s.acct}` : `owner${s.acct}`), target: 'proxy:llm/m1', price: 5, unpriced: false,
+      callId, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12, unpricedRequestCap: 1e9, fingerprint: 'fp',
+      dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9, lowBalanceAlert: 0, abandonAt: NOW + 60_000,
+      metered: { model: 'm1', inputBound: 2_000, input: 1000, cachedInput: 100, output: 4000, cacheWrite: 1250, ceiling: 256, maxOutput: 4096, minOutput: 16, ...(s.fee === null ? {} : { feePct: s.fee }) },
+    }
+    const r = await runDebit(ctx, args)
+    if (r.status !== 'ok') continue
+    debited.push({
+      now: NOW + 1_000, accountId, agentId, callId, day: w.day, chain: [], at: NOW, source: 'provider',
+      tokens: { input: s.input, cached: s.cached, output: s.output, ...(s.cacheWrite ? { cache_write: s.cacheWrite } : {}) },
+      ...(c.filed ? { file: { recordHead: JSON.stringify({ call_id: callId, account_id: accountId }).slice(0, -1), organic: s.organic, recentCalls: KEEP, settledTtlS: 3600 } } : {}),
+    })
+  }
+  for (const [i, acct] of ACCOUNTS.entries()) if (c.expired[i]) await redis.del(keys.spentToday(acct, w.day))
+  const order = [...debited]
+  if (debited.length) for (const p of c.again) order.splice(p % (order.length + 1), 0, debited[p % debited.length]!)
+  const replies = []
+  if (batched) replies.push(...(await Promise.all(order.map((a) => runSettle(ctx, a)))))
+  else for (const a of order) replies.push(await runSettle(ctx, a))
+
+  const ttlOf = async (key: string) => {
+    const t = await redis.ttl(key)
+    return t > 0 ? 'expires' : t
+  }
+  return {
+    debited: debited.length,
+    replies,
+    accounts: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.account(a)))),
+    days: await Promise.all(ACCOUNTS.map(async (a) => [await redis.get(keys.spentToday(a, w.day)), await ttlOf(keys.spentToday(a, w.day))])),
+    agents: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.agent(a, AGENT)))),
+    calls: await Promise.all(debited.map(async (a) => [await redis.hgetall(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
+    lists: await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1))),
+    inflight: await redis.zrange(keys.inflight(shard), 0, -1),
+    stats: await redis.hgetall(keys.stats(shard)),
+    outbox: (await redis.xrange(keys.outbox(shard), '-', '+')).map(([, f]) => f),
+  }
+}
+
+test('one batch and one settle a script: the same replies, account rows, day spends, agents, records, lists and outbox', async () => {
+  let settledSome = 0
+  await fc.assert(
+    fc.asyncProperty(caseArb, async (c) => {
+      const batched = await settle(c, true)
+      const single = await settle(c, false)
+      expect(batched).toEqual(single)
+      if (batched.replies.some((r) => r.status === 'ok')) settledSome++
+      // Every settled call left the in-flight set; an expired day spend was not made again.
+      expect(batched.inflight).toEqual([])
+      for (const [i, expired] of c.expired.entries()) if (expired) expect(batched.days[i]).toEqual([null, -2])
+    }),
+    { numRuns: 50 },
+  )
+  // The property ran on settles, not only on refusals.
+  expect(settledSome).toBeGreaterThan(25)
+}, 180_000)
