@@ -142,7 +142,18 @@
                               {status, 0}
 ]]
 
+--@include rate-window
+--@include agent-entry
+--@include budget
+--@include hash-memo
+--@include run-budget
+--@include allowlist
+-- Above: the libraries, functions of their arguments only. In a batch they are made once for the
+-- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
+--@batch-per-call
 --@include status
+-- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
+glob_left = GLOB_STEPS
 
 local now = tonumber(ARGV[1])
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
@@ -165,11 +176,6 @@ local idem_key = ARGV[19]
 local chain = ARGV[20] or ''
 local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
---@include rate-window
---@include agent-entry
---@include budget
---@include hash-memo
---@include run-budget
 local ids = chain == '' and {} or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
@@ -181,8 +187,6 @@ local function emit(id, type, data)
     'at', now_s, 'data', cjson.encode(data))
 end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
-
---@include allowlist
 
 -- 1. token
 local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds')

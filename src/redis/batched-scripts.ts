@@ -35,6 +35,12 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
+  // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
+  // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
+  // and its collection (bench/RESULTS.md, issue 42).
+  const marker = /^--@batch-per-call$/m.exec(shared)
+  const once = marker ? shared.slice(0, marker.index) : ''
+  const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty = {}, {}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
@@ -46,8 +52,9 @@ local function batch_write(key, fields)
   end
   redis.call('HSET', key, unpack(args))
 end
+${once}
 local function one(KEYS, ARGV)
-${shared}
+${eachCall}
 end
 local n = tonumber(ARGV[1])
 local out, at = {}, 1 + n
