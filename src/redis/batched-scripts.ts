@@ -24,9 +24,16 @@ interface Call {
 }
 
 /**
- * The wrapper: KEYS are the calls' keys one after the other (`perCall` each); ARGV[1] is the number
- * of calls, ARGV[2 .. n + 1] each call's number of ARGV, then every call's ARGV one after the other.
- * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own.
+ * The wrapper: a batch's calls mostly repeat the call before them (one account, one agent, one
+ * minute), so each call sends only where it differs from it, and each distinct value once. KEYS are
+ * the batch's distinct keys; ARGV[1] is the number of calls, ARGV[2 .. n + 1] each call's changes,
+ * then the batch's distinct arguments, both in the order first met. A call's changes are its number
+ * of ARGV, then a slot per change, space-separated: p (a slot of the `perCall` keys, then of the
+ * ARGV after them) takes the next value not sent before, p=i the i-th distinct one sent. Most calls
+ * of a batch change the same slots, and each distinct list is parsed once. Every argument sent
+ * costs Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
+ * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
+ * (a copy: what a call does to them never reaches the next).
  */
 export function batchedLua(body: string, perCall: number): string {
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
@@ -57,13 +64,40 @@ local function one(KEYS, ARGV)
 ${eachCall}
 end
 local n = tonumber(ARGV[1])
-local out, at = {}, 1 + n
+local out, parsed = {}, {}
+local key_at, arg_at = 0, 1 + n   -- the last key and argument taken as new
+local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
 for i = 1, n do
-  local o = (i - 1) * ${perCall}
-  local keys = {unpack(KEYS, o + 1, o + ${perCall})}
-  local argc = tonumber(ARGV[1 + i])
-  local argv = {unpack(ARGV, at + 1, at + argc)}
-  at = at + argc
+  local spec = ARGV[1 + i]
+  local changes = parsed[spec]
+  if not changes then
+    local argc, rest = string.match(spec, '^(%d+)(.*)$')
+    changes = {argc = tonumber(argc)}
+    for slot, ref in string.gmatch(rest, '(%d+)=?(%d*)') do
+      changes[#changes + 1] = tonumber(slot)
+      changes[#changes + 1] = tonumber(ref) or 0
+    end
+    parsed[spec] = changes
+  end
+  for j = 1, #changes, 2 do
+    local slot, r = changes[j], changes[j + 1]
+    if slot <= ${perCall} then
+      if r == 0 then
+        key_at = key_at + 1
+        r = key_at
+      end
+      tkeys[slot] = KEYS[r]
+    else
+      if r == 0 then
+        arg_at = arg_at + 1
+        r = arg_at
+      else
+        r = r + 1 + n
+      end
+      targv[slot - ${perCall}] = ARGV[r]
+    end
+  end
+  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
   local ok, reply = pcall(one, keys, argv)
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
@@ -71,6 +105,19 @@ end
 for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
 return out
 `
+}
+
+/** A batch's distinct values in the order first met: `ref` is 0 for a new one (sent), else its number. */
+class Distinct {
+  readonly sent: string[] = []
+  private readonly seen = new Map<string, number>()
+  ref(v: string): number {
+    const at = this.seen.get(v)
+    if (at !== undefined) return at
+    this.sent.push(v)
+    this.seen.set(v, this.sent.length)
+    return 0
+  }
 }
 
 /** The key's hash slot tag (`{…}`): calls of one tag share a batch. */
@@ -96,15 +143,19 @@ export function batchedCaller(
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
-    const keys: string[] = []
-    const counts: number[] = []
-    const argv: Argv = []
-    for (const c of calls) {
-      keys.push(...c.keys)
-      counts.push(c.argv.length)
-      argv.push(...c.argv)
-    }
-    return send(keys, [calls.length, ...counts, ...argv])
+    const keys = new Distinct()
+    const values = new Distinct()
+    let before: Call = { keys: [], argv: [] }
+    const changes = calls.map((c) => {
+      const list = [String(c.argv.length)]
+      const slot = (at: number, ref: number) => list.push(ref === 0 ? String(at) : `${at}=${ref}`)
+      c.keys.forEach((k, j) => k !== before.keys[j] && slot(j + 1, keys.ref(k)))
+      const argv = c.argv.map(String)
+      argv.forEach((v, j) => v !== before.argv[j] && slot(perCall + j + 1, values.ref(v)))
+      before = { keys: c.keys, argv }
+      return list.join(' ')
+    })
+    return send(keys.sent, [calls.length, ...changes, ...values.sent])
   }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }
