@@ -521,8 +521,19 @@ end
 if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
-redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
+-- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
+-- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
+-- search and a growth of the record's listpack (bench/RESULTS.md, issue 42).
+if unpriced or idem_key ~= '' or chain ~= '' or brk_counted then
+  local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
+  if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
+  if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
+  if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
+  if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
+  redis.call('HSET', KEYS[7], unpack(f))
+else
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
+end
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
