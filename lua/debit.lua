@@ -148,23 +148,38 @@
 --@include hash-memo
 --@include run-budget
 --@include allowlist
--- Above: the libraries, functions of their arguments only. In a batch they are made once for the
+-- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
+-- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
+-- Alone, a table that grows entry by entry would cost more than it saves.
+local number_of = tonumber
+if hash_memo then
+  local parsed_numbers = {}
+  number_of = function(s)
+    local v = parsed_numbers[s]
+    if v == nil then
+      v = tonumber(s)
+      parsed_numbers[s] = v
+    end
+    return v
+  end
+end
+-- Above: the libraries and the batch's helpers, no call's state. In a batch they are made once for the
 -- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
 --@batch-per-call
 --@include status
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
-local now = tonumber(ARGV[1])
+local now = number_of(ARGV[1])
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = tonumber(ARGV[5])
+local price = number_of(ARGV[5])
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = tonumber(ARGV[8])
-local default_daily_cap = tonumber(ARGV[9])
+local rate_limit = number_of(ARGV[8])
+local default_daily_cap = number_of(ARGV[9])
 local idem_fp = ARGV[11]
 local day_ttl = ARGV[12]
 local account_id = ARGV[13]
@@ -323,7 +338,7 @@ if metered then
     if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
-  room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
+  room = math.min(room, number_of(acct[3] or default_daily_cap) - day_spent(0))
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
   local house_room = room
@@ -379,7 +394,7 @@ for i, r in ipairs(rows) do
     end
   end
 end
-local daily_cap = tonumber(acct[3] or default_daily_cap)
+local daily_cap = number_of(acct[3] or default_daily_cap)
 local spent = day_spent(0)
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
@@ -388,7 +403,7 @@ end
 
 -- 8. unpriced routes: daily request cap instead of a price
 if unpriced then
-  local request_cap = tonumber(ARGV[10])
+  local request_cap = number_of(ARGV[10])
   local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
     note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
@@ -399,7 +414,7 @@ end
 -- 9. balance
 -- An enabled mandate's threshold: a balance under it asks the app for a background refill.
 local function refill_due(b)
-  return (acct[6] and b < tonumber(acct[6])) and 1 or 0
+  return (acct[6] and b < number_of(acct[6])) and 1 or 0
 end
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
@@ -420,8 +435,8 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
 if agent then
-  local brk_credits = tonumber(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-  local brk_same = tonumber(agent[13] or ARGV[16])
+  local brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+  local brk_same = number_of(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
     local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
@@ -476,7 +491,7 @@ memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
-local held = tonumber(acct[8] or '0')
+local held = number_of(acct[8] or '0')
 if metered and price > 0 then
   held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
   memo_write(KEYS[1], 8, held)
@@ -556,7 +571,7 @@ if not metered then
     'call', call_id, 'target', target, 'at', now_s)
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
-local low = tonumber(acct[6] or ARGV[17])
+local low = number_of(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
