@@ -165,6 +165,8 @@ if hash_memo then
 end
 -- Above: the libraries and the batch's helpers, no call's state. In a batch they are made once for the
 -- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
+-- The empty list of a call without ancestors or levels (never written).
+local NONE = {}
 --@batch-per-call
 --@include status
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
@@ -191,7 +193,7 @@ local idem_key = ARGV[19]
 local chain = ARGV[20] or ''
 local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
-local ids = chain == '' and {} or chain_ids(chain)
+local ids = chain == '' and NONE or chain_ids(chain)
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
@@ -245,8 +247,12 @@ end
 -- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
 -- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
 local today = string.format('%d', day)
-local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
+-- The owner has no levels: the shared empty table, read only (a table made and collected per call
+-- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
+local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
 if agent then
+  rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
+  budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
   for i = 1, #ids do
     local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
@@ -266,9 +272,11 @@ if agent then
 end
 -- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
 -- the metered clamp and the daily-cap checks both weigh it.
+local account_day_spent = nil
 local function day_spent(i)
-  if not day_spents[i] then day_spents[i] = memo_count(KEYS[3]) end
-  return day_spents[i]
+  if i > 0 then return day_spents[i] end
+  if not account_day_spent then account_day_spent = memo_count(KEYS[3]) end
+  return account_day_spent
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
