@@ -261,13 +261,21 @@ if agent then
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i, r in ipairs(rows) do
-    budgets[i] = num_at(r, F_BUDGET)
-    spents[i] = num_at(r, F_SPENT) or 0
+    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
+    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
+    -- would only cost the reply a hash part.
+    if not r.parsed then
+      num_at(r, F_BUDGET)
+      num_at(r, F_SPENT)
+      num_at(r, F_DAY_SPENT)
+      num_at(r, F_PER_CALL_MAX)
+      num_at(r, F_DAILY_CAP)
+      if hash_memo then r.parsed = true end
+    end
+    budgets[i] = r[F_BUDGET]
+    spents[i] = r[F_SPENT] or 0
     -- A `day` other than today's: the level has spent nothing yet today.
-    day_spents[i] = r[F_DAY] == today and num_at(r, F_DAY_SPENT) or 0
-    -- The per-call max and daily cap, weighed by the checks below, as numbers too.
-    num_at(r, F_PER_CALL_MAX)
-    num_at(r, F_DAILY_CAP)
+    day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
   end
 end
 -- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
