@@ -535,10 +535,8 @@ if price > 0 then
     if hash_memo then
       -- In a batch, each level's hash is written once, after its last call, its numbers formatted
       -- then (lib/hash-memo.lua).
-      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price)
-      memo_defer(hashes[i], F_DAY, 'day', today)
-      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_spents[i] + price)
-      if carved then memo_defer(hashes[i], F_CARVED, 'carved', carved) end
+      memo_defer_fields(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
+        F_DAY_SPENT, 'day_spent', day_spents[i] + price, carved and F_CARVED, 'carved', carved)
     else
       local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
       if carved then

@@ -81,6 +81,25 @@ local function memo_defer(key, pos, field, value)
   d[field] = value
 end
 
+-- memo_defer of three or four fields of one hash (the fourth's position nil when none): one walk of
+-- the hash's lists and one look-up of its deferred fields, where a memo_defer each would make four.
+local function memo_defer_fields(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
+  local m = hash_memo[key]
+  if m then
+    for _, reply in pairs(m) do
+      reply[p1], reply[p2], reply[p3] = v1, v2, v3
+      if p4 then reply[p4] = v4 end
+    end
+  end
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  d[f1], d[f2], d[f3] = v1, v2, v3
+  if p4 then d[f4] = v4 end
+end
+
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.
 local function memo_flush(key)
   local d = hash_dirty and hash_dirty[key]
