@@ -163,6 +163,16 @@ if hash_memo then
     return v
   end
 end
+-- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
+-- a batch shares among its calls through the memo (each later call skips the parse).
+local function num_at(r, f)
+  local v = r[f]
+  if v then
+    v = tonumber(v)
+    r[f] = v
+  end
+  return v
+end
 -- Above: the libraries and the batch's helpers, no call's state. In a batch they are made once for the
 -- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
 -- The empty list of a call without ancestors or levels (never written).
@@ -208,16 +218,6 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 -- 1. token
 local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
--- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
--- a batch shares among its calls through the memo (each later call skips the parse).
-local function num_at(r, f)
-  local v = r[f]
-  if v then
-    v = tonumber(v)
-    r[f] = v
-  end
-  return v
-end
 local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
@@ -428,13 +428,12 @@ if unpriced then
 end
 
 -- 9. balance
--- An enabled mandate's threshold: a balance under it asks the app for a background refill.
-local function refill_due(b)
-  return (acct[6] and b < number_of(acct[6])) and 1 or 0
-end
+-- An enabled mandate's threshold (`refill_below`): a balance under it asks the app for a background
+-- refill (the replies' refill_due).
+local refill_below = acct[6] and number_of(acct[6])
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or '', affordable}
+  return {S_INSUFFICIENT_BALANCE, balance, price, (refill_below and balance < refill_below) and 1 or 0, acct[7] or '', affordable}
 end
 
 -- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
@@ -468,17 +467,15 @@ if agent then
     local weigh_same = brk_same > 0 and same
     -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
     local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
+    -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
-    local function windowed(count, prev_count)
-      return math.floor(tonumber(prev_count or '0') * weight) + count
-    end
     local rule, limit, seen = nil, 0, 0
     if weigh_credits then
-      seen = windowed(credits, prev[1])
+      seen = math.floor(tonumber(prev[1] or '0') * weight) + credits
       if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
     end
     if not rule and weigh_same then
-      seen = windowed(same, prev[2])
+      seen = math.floor(tonumber(prev[2] or '0') * weight) + same
       if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
     end
     if rule then
@@ -535,7 +532,7 @@ if price > 0 then
     if hash_memo then
       -- In a batch, each level's hash is written once, after its last call, its numbers formatted
       -- then (lib/hash-memo.lua).
-      memo_defer_fields(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
+      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
         F_DAY_SPENT, 'day_spent', day_spents[i] + price, carved and F_CARVED, 'carved', carved)
     else
       local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
@@ -592,4 +589,4 @@ if price > 0 and low > 0 and balance < low and balance + price >= low then
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
 --@include thresholds
-return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped, unpack(run_reply(run))}
+return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped, unpack(run_reply(run))}

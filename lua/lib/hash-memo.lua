@@ -68,22 +68,12 @@ local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
 end
 
--- In a batch: `field` (number `pos` of the lists) of hash `key` is now `value` (a string, or an
--- integer formatted when written), written to Redis after the batch's last call (the wrapper's
--- flush, or memo_flush).
-local function memo_defer(key, pos, field, value)
-  memo_write(key, pos, value)
-  local d = hash_dirty[key]
-  if not d then
-    d = {}
-    hash_dirty[key] = d
-  end
-  d[field] = value
-end
-
--- memo_defer of three or four fields of one hash (the fourth's position nil when none): one walk of
--- the hash's lists and one look-up of its deferred fields, where a memo_defer each would make four.
-local function memo_defer_fields(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
+-- In a batch: three or four fields of hash `key` are now their values (a string, or an integer
+-- formatted when written), written to Redis after the batch's last call (the wrapper's flush, or
+-- memo_flush). Each is (pos: its number in the lists, field, value); the fourth's pos is nil when
+-- none. One call for them all: a Lua call per field cost the debit ~2,000 instructions each
+-- (bench/RESULTS.md, issue 42).
+local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   local m = hash_memo[key]
   if m then
     for _, reply in pairs(m) do
