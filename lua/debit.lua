@@ -177,6 +177,8 @@ end
 -- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
 -- The empty list of a call without ancestors or levels (never written).
 local NONE = {}
+-- In a batch, each chain's ids split once (never written).
+local chains = {}
 --@batch-per-call
 --@include status
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
@@ -203,7 +205,11 @@ local idem_key = ARGV[19]
 local chain = ARGV[20] or ''
 local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
-local ids = chain == '' and NONE or chain_ids(chain)
+local ids = chain == '' and NONE or chains[chain]
+if not ids then
+  ids = chain_ids(chain)
+  if hash_memo then chains[chain] = ids end
+end
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
