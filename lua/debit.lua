@@ -229,7 +229,7 @@ local balance = num_at(acct, 2)
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if redis.call('EXISTS', KEYS[7]) == 1 then
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
-  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
+  return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
@@ -301,7 +301,8 @@ if weighted >= rate_limit then
   return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
-memo_put(KEYS[5], rate_count(KEYS[5]))
+-- In a batch the count is the memo's, written once after the batch's last call.
+if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
 for i, r in ipairs(rows) do
@@ -516,9 +517,12 @@ if metered and price > 0 then
   memo_write(KEYS[1], 8, held)
 end
 if price > 0 then
-  spent = redis.call('INCRBY', KEYS[3], price_s)
-  memo_put(KEYS[3], spent)
-  if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  if hash_memo then
+    spent = memo_incr(KEYS[3], price, number_of(day_ttl) * 1000)
+  else
+    spent = redis.call('INCRBY', KEYS[3], price_s)
+    if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  end
   -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
   -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
   -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went

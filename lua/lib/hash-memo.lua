@@ -18,6 +18,7 @@
 local hash_memo = nil --@batch-memo
 local hash_dirty = nil --@batch-dirty
 local write_deferred = nil --@batch-write
+local count_dirty = nil --@batch-counts
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
 -- the batch's calls (a caller writes into it only a field's parsed number).
@@ -66,6 +67,21 @@ end
 -- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
 local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
+end
+
+-- In a batch: counter `key` rises by `by` (> 0), in the memo now and in Redis after the batch's last
+-- call (the wrapper's flush: one INCRBY of the batch's rises, where each call would make its own); a
+-- counter this creates then gets `expire_ms`, as its first INCRBY would have. Returns its count.
+local function memo_incr(key, by, expire_ms)
+  local n = memo_count(key) + by
+  hash_memo[key] = n
+  local c = count_dirty[key]
+  if not c then
+    c = {0, n == by and expire_ms or false}
+    count_dirty[key] = c
+  end
+  c[1] = c[1] + by
+  return n
 end
 
 -- In a batch: three or four fields of hash `key` are now their values (a string, or an integer

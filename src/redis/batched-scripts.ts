@@ -42,6 +42,7 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
+    .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
   // and its collection (bench/RESULTS.md, issue 42).
@@ -49,7 +50,7 @@ export function batchedLua(body: string, perCall: number): string {
   const once = marker ? shared.slice(0, marker.index) : ''
   const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo, batch_dirty = {}, {}
+local batch_memo, batch_dirty, batch_counts = {}, {}, {}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
 local function batch_write(key, fields)
   local args = {}
@@ -103,6 +104,11 @@ for i = 1, n do
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
 for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
+-- A counter's deferred rises, and the expiry of one they created.
+for key, c in pairs(batch_counts) do
+  redis.call('INCRBY', key, c[1])
+  if c[2] then redis.call('PEXPIRE', key, c[2]) end
+end
 return out
 `
 }
