@@ -179,8 +179,8 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
---@batch-per-call
 --@include status
+--@batch-per-call
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
