@@ -173,13 +173,14 @@ local function num_at(r, f)
   end
   return v
 end
--- Above: the libraries and the batch's helpers, no call's state. In a batch they are made once for the
--- batch's calls, below this marker once per call (src/redis/batched-scripts.ts).
 -- The empty list of a call without ancestors or levels (never written).
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
 --@include status
+-- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
+-- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
+-- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 41).
 --@batch-per-call
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
