@@ -59,9 +59,10 @@
   day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
   day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
-  for each hash and counter, and each level's HSET is made once, after the batch's last call; the
-  replies and what is left in Redis are those of the same calls one at a time
-  (test/lua/debit-batch.test.ts).
+  for each hash and counter, and each level's HSET, the rate window's and the day spend's rises are
+  made once, after the batch's last call; the replies and what is left in Redis are those of the
+  same calls one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
+  `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
