@@ -8,8 +8,10 @@
  * before it (Redis runs them one after the other anyway), and gets its own reply or its own error.
  * A call alone in its turn goes as the plain script. A body that reads through
  * lua/lib/hash-memo.lua (the debit) shares what it read among the batch's calls and writes its
- * deferred fields once after the last one: each hash is read and written once per batch, not once
- * per call, with the same replies and the same Redis left behind (test/lua/debit-batch.test.ts).
+ * deferred fields and counter rises once after the last one: each hash and counter is read and
+ * written once per batch, not once per call, with the same replies and the same Redis left behind
+ * (test/lua/debit-batch.test.ts). What it puts above a `--@batch-per-call` line is made once per
+ * batch (test/lua/batched-args.property.test.ts).
  * errors: a call whose body fails (an error reply, a failing redis.call) rejects that call alone.
  */
 import type { RedisClient } from './client'
