@@ -59,9 +59,10 @@
   day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
   day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
-  for each hash and counter, and each level's HSET is made once, after the batch's last call; the
-  replies and what is left in Redis are those of the same calls one at a time
-  (test/lua/debit-batch.test.ts).
+  for each hash and counter, and each level's HSET, the rate window's and the day spend's rises are
+  made once, after the batch's last call; the replies and what is left in Redis are those of the
+  same calls one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
+  `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -142,18 +143,60 @@
                               {status, 0}
 ]]
 
+--@include rate-window
+--@include agent-entry
+--@include budget
+--@include hash-memo
+--@include run-budget
+--@include allowlist
+--@include raises
+-- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
+-- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
+-- Alone, a table that grows entry by entry would cost more than it saves.
+local number_of = tonumber
+if hash_memo then
+  local parsed_numbers = {}
+  number_of = function(s)
+    local v = parsed_numbers[s]
+    if v == nil then
+      v = tonumber(s)
+      parsed_numbers[s] = v
+    end
+    return v
+  end
+end
+-- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
+-- a batch shares among its calls through the memo (each later call skips the parse).
+local function num_at(r, f)
+  local v = r[f]
+  if v then
+    v = tonumber(v)
+    r[f] = v
+  end
+  return v
+end
+-- The empty list of a call without ancestors or levels (never written).
+local NONE = {}
+-- In a batch, each chain's ids split once (never written).
+local chains = {}
 --@include status
+-- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
+-- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
+-- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 41).
+--@batch-per-call
+-- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
+glob_left = GLOB_STEPS
 
-local now = tonumber(ARGV[1])
+local now = number_of(ARGV[1])
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = tonumber(ARGV[5])
+local price = number_of(ARGV[5])
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = tonumber(ARGV[8])
-local default_daily_cap = tonumber(ARGV[9])
+local rate_limit = number_of(ARGV[8])
+local default_daily_cap = number_of(ARGV[9])
 local idem_fp = ARGV[11]
 local day_ttl = ARGV[12]
 local account_id = ARGV[13]
@@ -165,13 +208,11 @@ local idem_key = ARGV[19]
 local chain = ARGV[20] or ''
 local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
---@include rate-window
---@include agent-entry
---@include budget
---@include hash-memo
---@include run-budget
---@include raises
-local ids = chain == '' and {} or chain_ids(chain)
+local ids = chain == '' and NONE or chains[chain]
+if not ids then
+  ids = chain_ids(chain)
+  if hash_memo then chains[chain] = ids end
+end
 if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ancestors') end
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
@@ -183,28 +224,16 @@ local function emit(id, type, data)
 end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
---@include allowlist
-
 -- 1. token
 local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 raised_row(acct, 10, now)   -- a lapsed temporary raise reads as its base (lib/raises.lua)
--- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
--- a batch shares among its calls through the memo (each later call skips the parse).
-local function num_at(r, f)
-  local v = r[f]
-  if v then
-    v = tonumber(v)
-    r[f] = v
-  end
-  return v
-end
 local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if redis.call('EXISTS', KEYS[7]) == 1 then
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
-  return {S_OK, balance, acct[5] or '', tonumber(redis.call('GET', KEYS[3]) or '0'), 0,
+  return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
@@ -228,8 +257,12 @@ end
 -- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
 -- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
 local today = string.format('%d', day)
-local rows, hashes, bys, budgets, spents, day_spents = {}, {}, {}, {}, {}, {}
+-- The owner has no levels: the shared empty table, read only (a table made and collected per call
+-- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
+local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
 if agent then
+  rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
+  budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
   raised_row(agent, 15, now)
   for i = 1, #ids do
@@ -240,20 +273,30 @@ if agent then
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i, r in ipairs(rows) do
-    budgets[i] = num_at(r, F_BUDGET)
-    spents[i] = num_at(r, F_SPENT) or 0
+    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
+    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
+    -- would only cost the reply a hash part.
+    if not r.parsed then
+      num_at(r, F_BUDGET)
+      num_at(r, F_SPENT)
+      num_at(r, F_DAY_SPENT)
+      num_at(r, F_PER_CALL_MAX)
+      num_at(r, F_DAILY_CAP)
+      if hash_memo then r.parsed = true end
+    end
+    budgets[i] = r[F_BUDGET]
+    spents[i] = r[F_SPENT] or 0
     -- A `day` other than today's: the level has spent nothing yet today.
-    day_spents[i] = r[F_DAY] == today and num_at(r, F_DAY_SPENT) or 0
-    -- The per-call max and daily cap, weighed by the checks below, as numbers too.
-    num_at(r, F_PER_CALL_MAX)
-    num_at(r, F_DAILY_CAP)
+    day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
   end
 end
 -- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
 -- the metered clamp and the daily-cap checks both weigh it.
+local account_day_spent = nil
 local function day_spent(i)
-  if not day_spents[i] then day_spents[i] = memo_count(KEYS[3]) end
-  return day_spents[i]
+  if i > 0 then return day_spents[i] end
+  if not account_day_spent then account_day_spent = memo_count(KEYS[3]) end
+  return account_day_spent
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
@@ -264,7 +307,8 @@ if weighted >= rate_limit then
   return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
-memo_put(KEYS[5], rate_count(KEYS[5]))
+-- In a batch the count is the memo's, written once after the batch's last call.
+if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
 for i, r in ipairs(rows) do
@@ -323,7 +367,7 @@ if metered then
     if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
-  room = math.min(room, tonumber(acct[3] or default_daily_cap) - day_spent(0))
+  room = math.min(room, number_of(acct[3] or default_daily_cap) - day_spent(0))
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
   local house_room = room
@@ -379,7 +423,7 @@ for i, r in ipairs(rows) do
     end
   end
 end
-local daily_cap = tonumber(acct[3] or default_daily_cap)
+local daily_cap = number_of(acct[3] or default_daily_cap)
 local spent = day_spent(0)
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
@@ -388,7 +432,7 @@ end
 
 -- 8. unpriced routes: daily request cap instead of a price
 if unpriced then
-  local request_cap = tonumber(ARGV[10])
+  local request_cap = number_of(ARGV[10])
   local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
     note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
@@ -397,13 +441,12 @@ if unpriced then
 end
 
 -- 9. balance
--- An enabled mandate's threshold: a balance under it asks the app for a background refill.
-local function refill_due(b)
-  return (acct[6] and b < tonumber(acct[6])) and 1 or 0
-end
+-- An enabled mandate's threshold (`refill_below`): a balance under it asks the app for a background
+-- refill (the replies' refill_due).
+local refill_below = acct[6] and number_of(acct[6])
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  return {S_INSUFFICIENT_BALANCE, balance, price, refill_due(balance), acct[7] or '', affordable}
+  return {S_INSUFFICIENT_BALANCE, balance, price, (refill_below and balance < refill_below) and 1 or 0, acct[7] or '', affordable}
 end
 
 -- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
@@ -420,8 +463,8 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
 if agent then
-  local brk_credits = tonumber(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-  local brk_same = tonumber(agent[13] or ARGV[16])
+  local brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+  local brk_same = number_of(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
     local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
@@ -437,17 +480,15 @@ if agent then
     local weigh_same = brk_same > 0 and same
     -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
     local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
+    -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
-    local function windowed(count, prev_count)
-      return math.floor(tonumber(prev_count or '0') * weight) + count
-    end
     local rule, limit, seen = nil, 0, 0
     if weigh_credits then
-      seen = windowed(credits, prev[1])
+      seen = math.floor(tonumber(prev[1] or '0') * weight) + credits
       if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
     end
     if not rule and weigh_same then
-      seen = windowed(same, prev[2])
+      seen = math.floor(tonumber(prev[2] or '0') * weight) + same
       if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
     end
     if rule then
@@ -476,15 +517,18 @@ memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
-local held = tonumber(acct[8] or '0')
+local held = number_of(acct[8] or '0')
 if metered and price > 0 then
   held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
   memo_write(KEYS[1], 8, held)
 end
 if price > 0 then
-  spent = redis.call('INCRBY', KEYS[3], price_s)
-  memo_put(KEYS[3], spent)
-  if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  if hash_memo then
+    spent = memo_incr(KEYS[3], price, number_of(day_ttl) * 1000)
+  else
+    spent = redis.call('INCRBY', KEYS[3], price_s)
+    if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
+  end
   -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
   -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
   -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went
@@ -504,10 +548,8 @@ if price > 0 then
     if hash_memo then
       -- In a batch, each level's hash is written once, after its last call, its numbers formatted
       -- then (lib/hash-memo.lua).
-      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price)
-      memo_defer(hashes[i], F_DAY, 'day', today)
-      memo_defer(hashes[i], F_DAY_SPENT, 'day_spent', day_spents[i] + price)
-      if carved then memo_defer(hashes[i], F_CARVED, 'carved', carved) end
+      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
+        F_DAY_SPENT, 'day_spent', day_spents[i] + price, carved and F_CARVED, 'carved', carved)
     else
       local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
       if carved then
@@ -521,8 +563,19 @@ end
 if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
-redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target,
-  'unpriced', unpriced and '1' or '0', 'state', 'debited', 'day', today, 'at', now_s, 'idem', idem_key, 'chain', chain, 'brk', brk_counted and '1' or '0')
+-- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
+-- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
+-- search and a growth of the record's listpack (bench/RESULTS.md, issue 42).
+if unpriced or idem_key ~= '' or chain ~= '' or brk_counted then
+  local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
+  if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
+  if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
+  if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
+  if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
+  redis.call('HSET', KEYS[7], unpack(f))
+else
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
+end
 if metered then
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
@@ -545,11 +598,11 @@ if not metered then
     'call', call_id, 'target', target, 'at', now_s)
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
-local low = tonumber(acct[6] or ARGV[17])
+local low = number_of(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit('evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
 --@include thresholds
-return {S_OK, balance, acct[5] or '', spent, refill_due(balance), price, max_out, clamped, unpack(run_reply(run))}
+return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped, unpack(run_reply(run))}

@@ -14,7 +14,8 @@ local STAR = 42   -- string.byte('*')
 -- nothing, so the target is refused, never let through: only an account's own lists can spend it,
 -- and no list a person writes comes near (100 globs against a 40-character name: ~10^4 steps).
 -- A script that checks lists against lists (create-agent.lua) may raise it before its checks.
-local glob_left = 100000
+local GLOB_STEPS = 100000
+local glob_left = GLOB_STEPS
 
 -- Whether `name` matches `glob`, whose one wildcard is '*' (any run of characters, '*' included).
 -- A walk that only ever returns to the last '*' seen: at most #glob × #name steps. A Lua pattern

@@ -18,6 +18,7 @@
 local hash_memo = nil --@batch-memo
 local hash_dirty = nil --@batch-dirty
 local write_deferred = nil --@batch-write
+local count_dirty = nil --@batch-counts
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
 -- the batch's calls (a caller writes into it only a field's parsed number).
@@ -68,17 +69,41 @@ local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
 end
 
--- In a batch: `field` (number `pos` of the lists) of hash `key` is now `value` (a string, or an
--- integer formatted when written), written to Redis after the batch's last call (the wrapper's
--- flush, or memo_flush).
-local function memo_defer(key, pos, field, value)
-  memo_write(key, pos, value)
+-- In a batch: counter `key` rises by `by` (> 0), in the memo now and in Redis after the batch's last
+-- call (the wrapper's flush: one INCRBY of the batch's rises, where each call would make its own); a
+-- counter this creates then gets `expire_ms`, as its first INCRBY would have. Returns its count.
+local function memo_incr(key, by, expire_ms)
+  local n = memo_count(key) + by
+  hash_memo[key] = n
+  local c = count_dirty[key]
+  if not c then
+    c = {0, n == by and expire_ms or false}
+    count_dirty[key] = c
+  end
+  c[1] = c[1] + by
+  return n
+end
+
+-- In a batch: three or four fields of hash `key` are now their values (a string, or an integer
+-- formatted when written), written to Redis after the batch's last call (the wrapper's flush, or
+-- memo_flush). Each is (pos: its number in the lists, field, value); the fourth's pos is nil when
+-- none. One call for them all: a Lua call per field cost the debit ~2,000 instructions each
+-- (bench/RESULTS.md, issue 42).
+local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
+  local m = hash_memo[key]
+  if m then
+    for _, reply in pairs(m) do
+      reply[p1], reply[p2], reply[p3] = v1, v2, v3
+      if p4 then reply[p4] = v4 end
+    end
+  end
   local d = hash_dirty[key]
   if not d then
     d = {}
     hash_dirty[key] = d
   end
-  d[field] = value
+  d[f1], d[f2], d[f3] = v1, v2, v3
+  if p4 then d[f4] = v4 end
 end
 
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.

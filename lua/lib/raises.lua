@@ -7,6 +7,7 @@
 
 -- Where each raisable field sits in the debit's rows: the account's and every agent level's.
 local RAISED_AT = { daily_cap = 3, allow = 4, budget = 6 }
+local RAISED_NUMBER = { daily_cap = true, budget = true }
 
 -- A row's policy fields as of `now`: each raised field reads its raised value before the lapse and
 -- its base from the lapse on. `at` is where the row holds `raises`; the decoded table replaces the
@@ -19,7 +20,12 @@ local function raised_row(r, at, now)
     r[at] = rs
   end
   for field, x in pairs(rs) do
-    if now < x.lapses then r[RAISED_AT[field]] = x.value else r[RAISED_AT[field]] = x.base or false end
+    local v
+    if now < x.lapses then v = x.value else v = x.base or false end
+    -- A cap or budget as a number: in a batch the debit parses a shared row's numbers once, so a
+    -- field written here after that must already be one.
+    if v and RAISED_NUMBER[field] then v = tonumber(v) end
+    r[RAISED_AT[field]] = v
   end
 end
 

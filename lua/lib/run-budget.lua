@@ -48,8 +48,9 @@ local function run_charge(key, index, call_key, run, price_s, agent_id, chain, n
 end
 
 -- The run's part of the debit's OK reply: its spend after the debit, its max and its end.
+local NO_RUN = {}   -- never written: a call without a run allocates nothing for its reply
 local function run_reply(run)
-  if not run then return {} end
+  if not run then return NO_RUN end
   return {run.spent, run.max, run.expires}
 end
 

@@ -8,8 +8,10 @@
  * before it (Redis runs them one after the other anyway), and gets its own reply or its own error.
  * A call alone in its turn goes as the plain script. A body that reads through
  * lua/lib/hash-memo.lua (the debit) shares what it read among the batch's calls and writes its
- * deferred fields once after the last one: each hash is read and written once per batch, not once
- * per call, with the same replies and the same Redis left behind (test/lua/debit-batch.test.ts).
+ * deferred fields and counter rises once after the last one: each hash and counter is read and
+ * written once per batch, not once per call, with the same replies and the same Redis left behind
+ * (test/lua/debit-batch.test.ts). What it puts above a `--@batch-per-call` line is made once per
+ * batch (test/lua/batched-args.property.test.ts).
  * errors: a call whose body fails (an error reply, a failing redis.call) rejects that call alone.
  */
 import type { RedisClient } from './client'
@@ -24,9 +26,16 @@ interface Call {
 }
 
 /**
- * The wrapper: KEYS are the calls' keys one after the other (`perCall` each); ARGV[1] is the number
- * of calls, ARGV[2 .. n + 1] each call's number of ARGV, then every call's ARGV one after the other.
- * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own.
+ * The wrapper: a batch's calls mostly repeat the call before them (one account, one agent, one
+ * minute), so each call sends only where it differs from it, and each distinct value once. KEYS are
+ * the batch's distinct keys; ARGV[1] is the number of calls, ARGV[2 .. n + 1] each call's changes,
+ * then the batch's distinct arguments, both in the order first met. A call's changes are its number
+ * of ARGV, then a slot per change, space-separated: p (a slot of the `perCall` keys, then of the
+ * ARGV after them) takes the next value not sent before, p=i the i-th distinct one sent. Most calls
+ * of a batch change the same slots, and each distinct list is parsed once. Every argument sent
+ * costs Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
+ * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
+ * (a copy: what a call does to them never reaches the next).
  */
 export function batchedLua(body: string, perCall: number): string {
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
@@ -35,8 +44,15 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local hash_memo = nil --@batch-memo$/m, 'local hash_memo = batch_memo')
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
+    .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
+  // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
+  // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
+  // and its collection (bench/RESULTS.md, issue 42).
+  const marker = /^--@batch-per-call$/m.exec(shared)
+  const once = marker ? shared.slice(0, marker.index) : ''
+  const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo, batch_dirty = {}, {}
+local batch_memo, batch_dirty, batch_counts = {}, {}, {}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
 local function batch_write(key, fields)
   local args = {}
@@ -46,24 +62,70 @@ local function batch_write(key, fields)
   end
   redis.call('HSET', key, unpack(args))
 end
+${once}
 local function one(KEYS, ARGV)
-${shared}
+${eachCall}
 end
 local n = tonumber(ARGV[1])
-local out, at = {}, 1 + n
+local out, parsed = {}, {}
+local key_at, arg_at = 0, 1 + n   -- the last key and argument taken as new
+local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
 for i = 1, n do
-  local o = (i - 1) * ${perCall}
-  local keys = {unpack(KEYS, o + 1, o + ${perCall})}
-  local argc = tonumber(ARGV[1 + i])
-  local argv = {unpack(ARGV, at + 1, at + argc)}
-  at = at + argc
+  local spec = ARGV[1 + i]
+  local changes = parsed[spec]
+  if not changes then
+    local argc, rest = string.match(spec, '^(%d+)(.*)$')
+    changes = {argc = tonumber(argc)}
+    for slot, ref in string.gmatch(rest, '(%d+)=?(%d*)') do
+      changes[#changes + 1] = tonumber(slot)
+      changes[#changes + 1] = tonumber(ref) or 0
+    end
+    parsed[spec] = changes
+  end
+  for j = 1, #changes, 2 do
+    local slot, r = changes[j], changes[j + 1]
+    if slot <= ${perCall} then
+      if r == 0 then
+        key_at = key_at + 1
+        r = key_at
+      end
+      tkeys[slot] = KEYS[r]
+    else
+      if r == 0 then
+        arg_at = arg_at + 1
+        r = arg_at
+      else
+        r = r + 1 + n
+      end
+      targv[slot - ${perCall}] = ARGV[r]
+    end
+  end
+  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
   local ok, reply = pcall(one, keys, argv)
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
 for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
+-- A counter's deferred rises, and the expiry of one they created.
+for key, c in pairs(batch_counts) do
+  redis.call('INCRBY', key, c[1])
+  if c[2] then redis.call('PEXPIRE', key, c[2]) end
+end
 return out
 `
+}
+
+/** A batch's distinct values in the order first met: `ref` is 0 for a new one (sent), else its number. */
+class Distinct {
+  readonly sent: string[] = []
+  private readonly seen = new Map<string, number>()
+  ref(v: string): number {
+    const at = this.seen.get(v)
+    if (at !== undefined) return at
+    this.sent.push(v)
+    this.seen.set(v, this.sent.length)
+    return 0
+  }
 }
 
 /** The key's hash slot tag (`{…}`): calls of one tag share a batch. */
@@ -89,15 +151,19 @@ export function batchedCaller(
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
-    const keys: string[] = []
-    const counts: number[] = []
-    const argv: Argv = []
-    for (const c of calls) {
-      keys.push(...c.keys)
-      counts.push(c.argv.length)
-      argv.push(...c.argv)
-    }
-    return send(keys, [calls.length, ...counts, ...argv])
+    const keys = new Distinct()
+    const values = new Distinct()
+    let before: Call = { keys: [], argv: [] }
+    const changes = calls.map((c) => {
+      const list = [String(c.argv.length)]
+      const slot = (at: number, ref: number) => list.push(ref === 0 ? String(at) : `${at}=${ref}`)
+      c.keys.forEach((k, j) => k !== before.keys[j] && slot(j + 1, keys.ref(k)))
+      const argv = c.argv.map(String)
+      argv.forEach((v, j) => v !== before.argv[j] && slot(perCall + j + 1, values.ref(v)))
+      before = { keys: c.keys, argv }
+      return list.join(' ')
+    })
+    return send(keys.sent, [calls.length, ...changes, ...values.sent])
   }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }

@@ -78,6 +78,8 @@ interface CallSpec {
   at: number
   /** The run budget an agent's call names (docs/api.md §13c). */
   run?: DebitArgs['run']
+  /** Resent: the call id of the call at this index again (ioredis resending a lost reply's script). */
+  resends?: number
 }
 
 const depthOf = (agents: AgentSpec[], i: number): number => (agents[i]!.parent === null ? 1 : 1 + depthOf(agents, agents[i]!.parent!))
@@ -169,7 +171,7 @@ function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
   return {
     now, accountId: ACCT, agentId: agent === null ? null : agentId(agent), chain: agent === null ? [] : chainOf(f.agents, agent).map(agentId),
     tokenHash: hashToken(agent === null ? `owner-${ACCT}` : `tok-${agent}`), target: c.metered ? 'proxy:llm/m1' : c.target, price: c.price, unpriced: false,
-    callId: `call_m${n}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: f.rateLimit, defaultDailyCap: 250,
+    callId: `call_m${c.resends ?? n}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: f.rateLimit, defaultDailyCap: 250,
     unpricedRequestCap: 100, fingerprint: c.fingerprint, dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 4,
     lowBalanceAlert: 40, abandonAt: now + 60_000,
     ...(c.run && agent !== null ? { run: c.run } : {}),
@@ -313,6 +315,15 @@ describe('debit.lua in a batch', () => {
     const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
     const replies = await sameEitherWay(fleet, [call(30_200), call(0), call(40), call(30_200), call(30_200)], { breakerIdenticalPerMinute: 2 })
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
+  })
+
+  test('a resent call id answers, in a batch, the account\'s day spend the calls before it left', async () => {
+    // The day spend and the rate window are written after a batch's last call: a resent call's
+    // answer must still count the debits made before it in the same batch.
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [] }
+    const call = (price: number, resends?: number): CallSpec => ({ who: -1, price, target: 'a.x', fingerprint: '', metered: false, at: 0, ...(resends === undefined ? {} : { resends }) })
+    const replies = await sameEitherWay(fleet, [call(3), call(4), call(3, 0), call(5), call(4, 1)])
+    expect(replies.map((r) => (r.status === 'ok' ? r.spentToday : r.status))).toEqual([3, 7, 7, 12, 12])
   })
 
   test('a batch of one depth-4 agent\'s calls reads the account, the agent and each ancestor once', async () => {
