@@ -7,31 +7,21 @@
  * clamp and trip inside the batch. On a private redis-server, so INFO commandstats counts this
  * file's commands only.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { windowsAt } from '../../src/windows'
 import { runDebit, type DebitArgs, type DebitReply } from '../../src/lua/debit'
-import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
-import { loadScripts } from '../../src/redis/scripts'
-import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+import { privateScriptServer } from '../helpers/script-rig'
 
-let server: RedisServer
+const rig = privateScriptServer()
 let redis: Redis
-let scripts: ReturnType<typeof loadScripts>
-beforeAll(async () => {
-  server = await startRedisServer()
-  redis = new Redis(server.url, { enableAutoPipelining: true })
-  scripts = loadScripts(redis)
+beforeAll(() => {
+  redis = rig.redis
 })
-afterAll(async () => {
-  redis?.disconnect()
-  await server?.stop()
-})
-
-const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts }) as unknown as RedisContext
+const ctxOf = rig.ctxOf
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
 const ACCT = 'acc_07_batchmemo'
 

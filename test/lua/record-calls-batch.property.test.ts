@@ -7,29 +7,20 @@
  * the same order), the same in-flight set, counters, call records, idempotency records and outbox
  * entries. On a private redis-server.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import Redis from 'ioredis'
 import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
 import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
-import { loadScripts } from '../../src/redis/scripts'
-import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+import { privateScriptServer } from '../helpers/script-rig'
 
-let server: RedisServer
+const rig = privateScriptServer()
 let redis: Redis
-let scripts: ReturnType<typeof loadScripts>
-beforeAll(async () => {
-  server = await startRedisServer()
-  redis = new Redis(server.url, { enableAutoPipelining: true })
-  scripts = loadScripts(redis)
+beforeAll(() => {
+  redis = rig.redis
 })
-afterAll(async () => {
-  redis?.disconnect()
-  await server?.stop()
-})
-
-const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts }) as unknown as RedisContext
+const ctxOf = rig.ctxOf
 // Three accounts of one shard (one hash slot: one script).
 const ACCOUNTS = ['acc_07_filing_a', 'acc_07_filing_b', 'acc_07_filing_c']
 const KEEP = 3

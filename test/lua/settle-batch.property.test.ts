@@ -8,32 +8,21 @@
  * rows, day spends (an expired one is not made again), agent rows, call records, in-flight set,
  * counters, the newest calls of each list and the outbox entries. On a private redis-server.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { windowsAt } from '../../src/windows'
 import { runDebit, type DebitArgs } from '../../src/lua/debit'
 import { runSettle, type SettleArgs } from '../../src/lua/settle'
-import type { RedisContext } from '../../src/redis/context'
-import { Keys } from '../../src/redis/keys'
-import { loadScripts } from '../../src/redis/scripts'
-import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+import { privateScriptServer } from '../helpers/script-rig'
 
-let server: RedisServer
+const rig = privateScriptServer({ clock: { now: () => NOW } })
 let redis: Redis
-let scripts: ReturnType<typeof loadScripts>
-beforeAll(async () => {
-  server = await startRedisServer()
-  redis = new Redis(server.url, { enableAutoPipelining: true })
-  scripts = loadScripts(redis)
+beforeAll(() => {
+  redis = rig.redis
 })
-afterAll(async () => {
-  redis?.disconnect()
-  await server?.stop()
-})
-
-const ctxOf = (prefix: string) => ({ redis, keys: new Keys(prefix), scripts, clock: { now: () => NOW } }) as unknown as RedisContext
+const ctxOf = rig.ctxOf
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
 // Three accounts of one shard (one hash slot: one script).
 const ACCOUNTS = ['acc_07_settle_a', 'acc_07_settle_b', 'acc_07_settle_c']
