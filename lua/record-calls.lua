@@ -42,24 +42,21 @@ local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local n = (#KEYS - 3) / 3
 if n ~= math.floor(n) or #ARGV ~= 2 + 7 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 -- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
-local TRIM_SLACK = 32
+--@include recent-calls
 local organic_calls, honored = 0, 0
 local out = {}
 -- The in-flight members of the calls filed, taken out by one ZREM after the loop (one command, not n).
 local landed = {}
--- The lists of a busy account the batch files several calls of (true), each of the rest false: such
--- a list's new records, in filing order, are pushed by one LPUSH after the loop (the list may pass
--- keep + TRIM_SLACK by the batch before its trim, never after). A list of one call is pushed as it
--- goes: the tables cost more than they save for it.
+-- The lists of a busy account the batch files several calls of (true), each of the rest false
+-- (lib/recent-calls.lua): a list of one call is pushed as it goes, the tables costing more than they save.
 local shared = {}
 for i = 1, n do
   local list = KEYS[4 + 3 * (i - 1)]
   shared[list] = shared[list] ~= nil
 end
-local lists, pushed = {}, {}
 
 -- Every redis.call costs ~1-2 µs of Redis' one thread on each paid call (issue 17): the call hash is
--- read and written once, and a list is trimmed in steps of TRIM_SLACK rather than on every push.
+-- read and written once, and a list is trimmed in steps of RECENT_SLACK (lib/recent-calls.lua) rather than on every push.
 for i = 1, n do
   local k, a = 3 + 3 * (i - 1), 2 + 7 * (i - 1)
   local list, idem, call_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
@@ -78,16 +75,7 @@ for i = 1, n do
     end
     redis.call('EXPIRE', call_key, settled_ttl)
     landed[#landed + 1] = ARGV[a + 7] .. '|' .. call_id
-    if not shared[list] then
-      if redis.call('LPUSH', list, record) > keep + TRIM_SLACK then redis.call('LTRIM', list, 0, keep - 1) end
-    else
-      local records = pushed[list]
-      if not records then
-        records = {}
-        pushed[list], lists[#lists + 1] = records, list
-      end
-      records[#records + 1] = record
-    end
+    file_recent(list, record, shared[list], keep)
     if organic == '1' then
       organic_calls = organic_calls + 1
       honored = honored + tonumber(charged)
@@ -104,9 +92,7 @@ for i = 1, n do
     out[i] = S_OK
   end
 end
-for _, list in ipairs(lists) do
-  if redis.call('LPUSH', list, unpack(pushed[list])) > keep + TRIM_SLACK then redis.call('LTRIM', list, 0, keep - 1) end
-end
+push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[3], unpack(landed)) end
 if organic_calls > 0 then
   redis.call('HINCRBY', KEYS[1], 'organic_calls_routed', organic_calls)

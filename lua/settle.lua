@@ -87,6 +87,7 @@
 --@include breaker-window
 
 --@include run-budget
+--@include recent-calls
 
 local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
@@ -132,7 +133,7 @@ local landed = {}
 -- A call sees the earlier calls' writes in `rows` (nothing but this script runs meanwhile). An
 -- account with one call in the batch reads and writes as it goes: these tables cost more than they
 -- save for it.
-local rows, row_keys, day_release, day_keys, lists, pushed = {}, {}, {}, {}, {}, {}
+local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
 -- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
 local target_lengths = {}
 
@@ -305,16 +306,7 @@ for i = 1, n do
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
       local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
-      if not many then
-        if redis.call('LPUSH', list, record) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
-      else
-        local records = pushed[list]
-        if not records then
-          records = {}
-          pushed[list], lists[#lists + 1] = records, list
-        end
-        records[#records + 1] = record
-      end
+      file_recent(list, record, many, keep)
       if organic == '1' then
         organic_calls = organic_calls + 1
         honored = honored + charged
@@ -358,9 +350,7 @@ for _, key in ipairs(row_keys) do
   redis.call('HSET', key, unpack(fields))
 end
 for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
-for _, list in ipairs(lists) do
-  if redis.call('LPUSH', list, unpack(pushed[list])) > keep + 32 then redis.call('LTRIM', list, 0, keep - 1) end
-end
+push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
 if organic_calls > 0 then
   redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
