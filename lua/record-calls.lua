@@ -43,7 +43,6 @@ local n = (#KEYS - 3) / 3
 if n ~= math.floor(n) or #ARGV ~= 2 + 7 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 -- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
 --@include recent-calls
-local organic_calls, honored = 0, 0
 local out = {}
 -- The in-flight members of the calls filed, taken out by one ZREM after the loop (one command, not n).
 local landed = {}
@@ -77,8 +76,7 @@ for i = 1, n do
     landed[#landed + 1] = ARGV[a + 7] .. '|' .. call_id
     file_recent(list, record, shared[list], keep)
     if organic == '1' then
-      organic_calls = organic_calls + 1
-      honored = honored + tonumber(charged)
+      count_organic(tonumber(charged))
     end
     if idem_mode == 'store' then
       redis.call('HSET', idem, 'state', 'done', 'response', ARGV[a + 6])
@@ -94,8 +92,5 @@ for i = 1, n do
 end
 push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[3], unpack(landed)) end
-if organic_calls > 0 then
-  redis.call('HINCRBY', KEYS[1], 'organic_calls_routed', organic_calls)
-  redis.call('HINCRBY', KEYS[1], 'credits_honored', honored)
-end
+write_organic(KEYS[1])
 return out

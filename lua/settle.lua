@@ -123,7 +123,6 @@ for i = 1, n do
   shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
 end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
-local organic_calls, honored = 0, 0
 local out = {}
 local k = 3
 -- The in-flight members of the calls settled, taken out by one ZREM after the loop (as record-calls.lua).
@@ -308,8 +307,7 @@ for i = 1, n do
       local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
       file_recent(list, record, many, keep)
       if organic == '1' then
-        organic_calls = organic_calls + 1
-        honored = honored + charged
+        count_organic(charged)
       end
       -- The debit entry rides in the call entry: one stream entry per metered call instead of two
       -- (issue 14's bench: the second XADD was a ninth of this script, and one more entry for the
@@ -352,8 +350,5 @@ end
 for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
 push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
-if organic_calls > 0 then
-  redis.call('HINCRBY', KEYS[3], 'organic_calls_routed', organic_calls)
-  redis.call('HINCRBY', KEYS[3], 'credits_honored', honored)
-end
+write_organic(KEYS[3])
 return out
