@@ -196,7 +196,84 @@ async function measureTree(root: string): Promise<Row[]> {
   return rows
 }
 
-function render(cur: Row[], base: Row[] | null, baseName: string): string {
+/**
+ * The floor under the flat call's two scripts: the same Redis commands, keys and values the debit and
+ * the filing write for a call (balance, call record and its expiry, in-flight member, two outbox
+ * entries, the recent list), in batches of 16 with a call id and a record per call, and no check, no
+ * read, no decoding. What the scripts cost above it is Lua and the reads; what it costs is the write
+ * set itself, which only fewer or smaller writes can lower.
+ */
+async function measureFloor(): Promise<Row[]> {
+  const server = await startCountedRedis()
+  const r = server.redis
+  const loop = (body: string, after = '') => `local n = #ARGV / 2
+local landed = {}
+for i = 1, n do
+  local id, rec = ARGV[2 * i - 1], ARGV[2 * i]
+  local ck = '{s}:call:' .. id
+${body}
+end
+${after}
+return n`
+  const debitEntry = `'kind', 'debit', 'id', id .. ':debit', 'acct', 'acc', 'agent', '', 'amount', '-5', 'bal', tostring(bal), 'call', id, 'target', 'bench.search', 'at', '1790000000000'`
+  const variants: [string, string][] = [
+    [
+      "the flat debit's writes alone",
+      loop(`  local bal = redis.call('HINCRBY', KEYS[1], 'balance', '-5')
+  redis.call('HSET', ck, 'price', '5', 'agent', '', 'target', 'bench.search', 'state', 'debited', 'day', '20000', 'at', '1790000000000')
+  redis.call('EXPIRE', ck, '172800')
+  redis.call('ZADD', KEYS[2], '1790000060000', 'acc|' .. id)
+  redis.call('XADD', KEYS[3], '*', ${debitEntry})`),
+    ],
+    [
+      "the flat filing's writes alone",
+      loop(
+        `  redis.call('HSET', ck, 'recorded', '1', 'state', 'settled')
+  redis.call('EXPIRE', ck, '3600')
+  redis.call('LPUSH', KEYS[4], rec)
+  redis.call('XADD', KEYS[3], '*', 'kind', 'call', 'id', id .. ':call', 'organic', '1', 'charged', '5', 'rec', rec)
+  landed[i] = 'acc|' .. id`,
+        `redis.call('ZREM', KEYS[2], unpack(landed))`,
+      ),
+    ],
+    [
+      'the flat debit\'s writes, balance written once a batch, call record one SET … EX, entry one field',
+      loop(`  local bal = 1000000 - 5 * i
+  redis.call('SET', ck, '5|||bench.search|debited|20000|1790000000000', 'EX', '172800')
+  redis.call('ZADD', KEYS[2], '1790000060000', 'acc|' .. id)
+  redis.call('XADD', KEYS[3], '*', 'p', 'debit|' .. id .. '|acc||-5|' .. bal .. '|bench.search|1790000000000')`, `redis.call('HSET', KEYS[1], 'balance', '999920')`),
+    ],
+    [
+      "the flat filing's writes, call record one SET … EX, entry one field",
+      loop(
+        `  redis.call('SET', ck, '5|||bench.search|settled|20000|1790000000000|1', 'EX', '3600')
+  redis.call('LPUSH', KEYS[4], rec)
+  redis.call('XADD', KEYS[3], '*', 'p', 'call|' .. id .. '|1|5', 'rec', rec)
+  landed[i] = 'acc|' .. id`,
+        `redis.call('ZREM', KEYS[2], unpack(landed))`,
+      ),
+    ],
+  ]
+  const keys = ['{s}:acct:acc', '{s}:inflight', '{s}:outbox', '{s}:calls:acc']
+  await r.hset('{s}:acct:acc', 'balance', 1e12)
+  const rec = (id: string) => JSON.stringify({ call_id: id, account_id: 'acc', agent_id: null, slug: 'bench.search', outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date().toISOString(), refunded: false, charged: 5 })
+  const ids = Array.from({ length: CALLS }, (_, i) => `call_floor_${i}`)
+  const rows: Row[] = []
+  for (const [name, lua] of variants) {
+    const sha = (await r.script('LOAD', lua)) as string
+    const n = await server.count(async () => {
+      for (let b = 0; b < CALLS / BATCH; b++) {
+        const argv = ids.slice(b * BATCH, (b + 1) * BATCH).flatMap((id) => [id, rec(id)])
+        await r.evalsha(sha, keys.length, ...keys, ...argv)
+      }
+    }, name)
+    rows.push({ case: `floor: ${name}, batches of ${BATCH}`, perCall: Math.round(n / CALLS) })
+  }
+  await server.stop()
+  return rows
+}
+
+function render(cur: Row[], base: Row[] | null, baseName: string, floor: Row[]): string {
   const head = base ? `| Case | current | ${baseName} | current / baseline |\n|---|---:|---:|---:|` : '| Case | instructions per call |\n|---|---:|'
   const fmt = (n: number) => n.toLocaleString('en-US')
   const lines = cur.map((r) => {
@@ -224,6 +301,7 @@ function render(cur: Row[], base: Row[] | null, baseName: string): string {
     '',
     `- depth-4 / owner debit, batched: ${d.depth.toFixed(2)}×${db ? ` (baseline ${db.depth.toFixed(2)}×)` : ''}`,
     `- metered / flat, Redis' part of the call (debit + settle.lua against debit + record-calls.lua), batched: ${d.metered.toFixed(2)}×${db ? ` (baseline ${db.metered.toFixed(2)}×)` : ''}`,
+    ...floor.map((f) => `- ${f.case}: ${f.perCall.toLocaleString('en-US')} (the same commands with no checks, reads or decoding: measureFloor)`),
     END,
   ].join('\n')
 }
@@ -237,7 +315,9 @@ async function main() {
     console.log(`measuring ${baseline.root} (${baseline.commit})...`)
     base = await measureTree(baseline.root)
   }
-  const section = render(cur, base, baseline ? `baseline ${baseline.commit}` : '')
+  console.log('measuring the floor...')
+  const floor = await measureFloor()
+  const section = render(cur, base, baseline ? `baseline ${baseline.commit}` : '', floor)
   console.log('\n' + section)
   if (!opt['no-write']) replaceSection(RESULTS, TITLE, END, section)
 }
