@@ -78,6 +78,8 @@ interface Sample {
   kinds: Record<string, Kind>
   /** --monitor: per command, calls sent by the service and calls run by a script. */
   monitor: Record<string, { sent: number; lua: number }> | null
+  /** --monitor: per script (SHA, the kind of its first key), its calls and KEYS sent. */
+  monitorScripts: Record<string, { calls: number; keys: number }> | null
   ledger: { granted: number; balances: number; charged: number; debits: number; callsOk: number; grants: number; exact: boolean }
 }
 
@@ -207,6 +209,7 @@ function withoutOwn(stats: Record<string, Stat>, own: Record<string, number>): R
 /** `ours`: the bench's own connection (its INFO and XLEN of the drain check), left out. */
 async function monitorOn(url: string, ours: string) {
   const counts: Record<string, { sent: number; lua: number }> = {}
+  const scripts: Record<string, { calls: number; keys: number }> = {}
   const base = new Redis(url)
   const m = await base.monitor()
   m.on('monitor', (_time: string, args: string[], source: string) => {
@@ -215,9 +218,17 @@ async function monitorOn(url: string, ours: string) {
     const c = (counts[name] ??= { sent: 0, lua: 0 })
     if (source === 'lua') c.lua++
     else c.sent++
+    // Which script: its SHA and the kind of its first key (`acct`, `outbox`, ...), and its KEYS (a batch's size).
+    if (name === 'evalsha' || name === 'eval') {
+      const kind = /^[^:]+:\{s:\d+\}:([a-z_-]+)/.exec(args[3] ?? '')?.[1] ?? '?'
+      const s = (scripts[`${name} ${name === 'evalsha' ? args[1]!.slice(0, 8) : ''} (first key: ${kind})`] ??= { calls: 0, keys: 0 })
+      s.calls++
+      s.keys += Number(args[2])
+    }
   })
   return {
     counts,
+    scripts,
     stop: () => {
       m.disconnect()
       base.disconnect()
@@ -277,7 +288,7 @@ async function sample(tree: { name: string; root: string }, upstreamUrl: string,
         exact: false,
       }
       ledger.exact = balances + BENCH_PRICE * charged === granted && ledger.debits === charged && ledger.callsOk === charged && ledger.grants === granted
-      return { tree: tree.name, ok: load.ok, statuses: load.statuses, loadMs: load.ms, drainMs, serverCpuUs: cpuUs - cpu0, stats, kinds, monitor: mon?.counts ?? null, ledger }
+      return { tree: tree.name, ok: load.ok, statuses: load.statuses, loadMs: load.ms, drainMs, serverCpuUs: cpuUs - cpu0, stats, kinds, monitor: mon?.counts ?? null, monitorScripts: mon?.scripts ?? null, ledger }
     } finally {
       await sql.end()
     }
@@ -297,17 +308,19 @@ function render(samples: Sample[], trees: string[]): string {
   const L: string[] = []
   L.push(`${CALLS} flat paid calls (${BENCH_SLUG}, price ${BENCH_PRICE}) over ${ACCOUNTS} accounts, ${IN_FLIGHT} in flight, after one warm-up call per account; ${ROUNDS} rounds, medians; each sample on its own redis-server and Postgres database.`)
   L.push('')
-  L.push('| tree | 2xx (median) | Redis µs / paid call (commandstats) | scripts | write-behind | others | commands sent / paid call | redis-server CPU µs / paid call | ledger exact |')
-  L.push('|---|---:|---:|---:|---:|---:|---:|---:|---|')
+  L.push('| tree | 2xx (median) | Redis µs / paid call (commandstats) | min | scripts | write-behind | others | commands sent / paid call | redis-server CPU µs / paid call | ledger exact |')
+  L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   const med = (t: string, f: (s: Sample) => number) => median(samples.filter((s) => s.tree === t).map(f))
   for (const t of trees) {
     const mine = samples.filter((s) => s.tree === t)
     const cmds = (s: Sample) => Object.entries(s.stats).reduce((a, [n, st]) => a + (s.kinds[n] !== 'in scripts' ? st.calls : 0), 0) / s.ok
     L.push(
-      `| ${t} | ${med(t, (s) => s.ok)} | **${f1(med(t, (s) => perCall(s)))}** | ${f1(med(t, (s) => perCall(s, 'scripts')))} | ${f1(med(t, (s) => perCall(s, 'write-behind')))} | ${f1(med(t, (s) => perCall(s, 'others')))} | ${f2(med(t, cmds))} | ${f1(med(t, (s) => s.serverCpuUs / s.ok))} | ${mine.every((s) => s.ledger.exact) ? `yes (${mine.length}/${mine.length})` : `**no** (${mine.filter((s) => s.ledger.exact).length}/${mine.length})`} |`,
+      `| ${t} | ${med(t, (s) => s.ok)} | **${f1(med(t, (s) => perCall(s)))}** | ${f1(Math.min(...mine.map((s) => perCall(s))))} | ${f1(med(t, (s) => perCall(s, 'scripts')))} | ${f1(med(t, (s) => perCall(s, 'write-behind')))} | ${f1(med(t, (s) => perCall(s, 'others')))} | ${f2(med(t, cmds))} | ${f1(med(t, (s) => s.serverCpuUs / s.ok))} | ${mine.every((s) => s.ledger.exact) ? `yes (${mine.length}/${mine.length})` : `**no** (${mine.filter((s) => s.ledger.exact).length}/${mine.length})`} |`,
     )
   }
   if (trees.length === 2) L.push('', `Ratio ${trees[0]} / ${trees[1]} (Redis µs per paid call, medians): ${f2(med(trees[0]!, (s) => perCall(s)) / med(trees[1]!, (s) => perCall(s)))}×`)
+  L.push('', 'Every sample, in the order run (µs of Redis per paid call, commandstats / redis-server CPU; the load\'s wall time):', '')
+  L.push(samples.map((s) => `${s.tree.split(' ')[0]} ${f1(perCall(s))} / ${f1(s.serverCpuUs / s.ok)} (${Math.round(s.loadMs)} ms)`).join(' · '))
   L.push('', 'Per command (medians over the rounds; per paid call that answered 2xx):', '')
   const names = [...new Set(samples.flatMap((s) => Object.keys(s.stats)))]
   const kindIn = (n: string) => [...new Set(samples.filter((s) => s.stats[n]).map((s) => s.kinds[n]))].join(', ')
@@ -327,7 +340,8 @@ function render(samples: Sample[], trees: string[]): string {
     '',
     '"in scripts": run by a script (`redis.call`), its usec already inside EVALSHA; not summed. commandstats usec is the time between a command\'s start and end, so a',
     'busy machine (redis-server waiting for a core mid-script) inflates it; "redis-server CPU" is the main thread\'s own run time over the same window',
-    '(/proc/<pid>/schedstat): the commands plus reading, parsing and answering them, and the flusher\'s idle polls.',
+    '(/proc/<pid>/schedstat): the commands plus reading, parsing and answering them, and the flusher\'s idle polls. A busy machine only adds',
+    'to either figure, so "min" is the sample least disturbed.',
   )
   if (samples.some((s) => s.monitor)) {
     L.push('', 'MONITOR (--monitor; calls per paid call, sent by the service / run by a script, medians; usec above are not a measurement in this mode):', '')
@@ -338,6 +352,10 @@ function render(samples: Sample[], trees: string[]): string {
       const cells = trees.map((t) => `${f2(med(t, (s) => (s.monitor?.[n]?.sent ?? 0) / s.ok))} / ${f2(med(t, (s) => (s.monitor?.[n]?.lua ?? 0) / s.ok))}`)
       L.push(`| ${n} | ${cells.join(' | ')} |`)
     }
+    L.push('', 'Scripts sent (MONITOR), per tree and round: calls per paid call and KEYS per call (a batch carries each call\'s keys):', '')
+    for (const smp of samples)
+      for (const [k, v] of Object.entries(smp.monitorScripts ?? {}).sort((a, b) => b[1].calls - a[1].calls))
+        L.push(`- ${smp.tree}: ${k}: ${f2(v.calls / smp.ok)} per paid call, ${f1(v.keys / v.calls)} KEYS per call`)
   }
   return L.join('\n')
 }
