@@ -84,6 +84,8 @@ export async function startService(o: {
   catalog?: unknown
   /** Run on this Redis Cluster (`host:port,...`) instead of BENCH_REDIS_URL (the scale bench). */
   redisClusterNodes?: string
+  /** Run on this Redis (a private redis-server: bench/redis-cpu.ts) instead of BENCH_REDIS_URL. */
+  redisUrl?: string
   /**
    * The tree whose service runs (its own src/index.ts, lua/ and node_modules): a checkout of an
    * earlier commit for a baseline row. Default: this tree.
@@ -93,6 +95,7 @@ export async function startService(o: {
   env?: Record<string, string>
 }): Promise<BenchService> {
   const root = o.root ?? ROOT
+  const redisUrl = o.redisUrl ?? REDIS_URL
   const prefix = `bench${Math.random().toString(36).slice(2, 10)}`
   const dbName = `bench_${Math.random().toString(36).slice(2, 10)}`
   let dbUrl: string | undefined
@@ -111,7 +114,7 @@ export async function startService(o: {
     PORT: String(o.port),
     DATABASE_URL: dbUrl,
     PGLITE_DIR: o.pglite ? join(o.outDir, 'pg') : undefined,
-    REDIS_URL,
+    REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: prefix,
     LOG: 'silent',
     CATALOG_FILE: catalogFile,
@@ -144,7 +147,7 @@ export async function startService(o: {
     o.flusherProcess && o.flusher !== false
       ? startChild('flusher', [bun, 'run', 'src/flusher-main.ts'], env, join(o.outDir, 'flusher.log'), { cwd: root })
       : null
-  const redis = createRedis({ REDIS_URL, REDIS_CLUSTER_NODES: o.redisClusterNodes })
+  const redis = createRedis({ REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: o.redisClusterNodes })
   await redis.ping() // a cluster client learns its masters on connect
   const keys = new Keys(prefix)
 
