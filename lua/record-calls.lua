@@ -3,10 +3,10 @@
   record-calls.lua: file the outcomes of finished calls of one shard (metadata only, never payloads),
   a batch in one script: each call's account's recent-calls list for /v1/activity, the outbox (so
   Postgres keeps it), the shard's public counters, and the stored answer of an Idempotency-Key. Not
-  a money decision: the money moved in debit/refund already. A call that kept its charge is marked
-  settled here, so a stray late refund of it can never apply. A call is recorded once: a resent
-  script (lost reply), a sweeper racing the request's own record, or the same call twice in one
-  batch changes nothing the second time.
+  a money decision: the money moved in debit/refund already. A filed call's record is marked
+  `filed` (kept its charge or refunded before), so a stray late refund of it can never apply. A
+  call is recorded once: a resent script (lost reply), a sweeper racing the request's own record,
+  or the same call twice in one batch changes nothing the second time.
   Why a batch (issue 17): every settled call used to cost one EVALSHA of its own — a command for
   ioredis to build, write and parse, and one script start in Redis. The app gathers the calls of a
   shard settled in one turn of its event loop (src/paid-request/call-filing.ts) and files them together.
@@ -62,16 +62,12 @@ for i = 1, n do
   -- `charged` stays the string it came as: the XADD takes it as given, and only an organic call's
   -- is parsed (a tonumber is a strtod, a Lua number passed to a command a printf).
   local record, call_id, charged, organic, idem_mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-  local call = redis.call('HMGET', call_key, 'recorded', 'state')
-  if call[1] == '1' then
+  -- The claim, one write where HMGET + HSET were: HSET answers the fields it added, 1 (`recorded`)
+  -- the first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
+  -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
+  if redis.call('HSET', call_key, 'recorded', '1', 'state', 'filed') == 0 then
     out[i] = S_ALREADY_APPLIED
   else
-    -- Refunds run before the record is filed, so a call still 'debited' here kept its charge.
-    if call[2] == 'debited' then
-      redis.call('HSET', call_key, 'recorded', '1', 'state', 'settled')
-    else
-      redis.call('HSET', call_key, 'recorded', '1')
-    end
     redis.call('EXPIRE', call_key, settled_ttl)
     landed[#landed + 1] = ARGV[a + 7] .. '|' .. call_id
     file_recent(list, record, shared[list], keep)
