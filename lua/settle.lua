@@ -154,17 +154,22 @@ for i = 1, n do
 
   -- Each field read costs ~2,000 instructions (a scan of the record's listpack, a reply string, a
   -- Lua string): the owner's call (its agent key the `_owner` one) never reads the three only an
-  -- agent's release needs, and its record must name no agent.
+  -- agent's release needs, and its record must name no agent; `p_cached` (last) is read only for
+  -- cached tokens.
   local owner = string.sub(agent_hash, -7) == ':_owner'
-  local call = owner and redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'at', 'hold', 'run')
-    or redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk')
+  local call
+  if owner then
+    if t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
+    else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
+  elseif t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
+  else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
-  elseif (call[13] or '') ~= chain then
+  elseif (not owner and call[12] or '') ~= chain then
     out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
-  elseif (call[12] or '') ~= run_id then
+  elseif (call[11] or '') ~= run_id then
     out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
   elseif owner and call[3] ~= '' then
     out[i] = 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s'
@@ -176,8 +181,8 @@ for i = 1, n do
     -- A price is parsed only when its tokens are not 0.
     local cost = 0
     if t_in > 0 then cost = t_in * tonumber(call[7]) end
-    if t_cached > 0 then cost = cost + t_cached * tonumber(call[8]) end
-    if t_out > 0 then cost = cost + t_out * tonumber(call[9]) end
+    if t_cached > 0 then cost = cost + t_cached * tonumber(call[owner and 12 or 15]) end
+    if t_out > 0 then cost = cost + t_out * tonumber(call[8]) end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
@@ -207,7 +212,7 @@ for i = 1, n do
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
     -- account was restored from the ledger while the call ran (its holds lost with the hash): the
     -- charge then comes out of the balance, never below 0, and what it cannot take is uncharged.
-    local hold = call[11] == '1'
+    local hold = call[10] == '1'
     local found, limit = reserved, reserved
     if hold then
       found = math.min(held, reserved)
@@ -288,8 +293,8 @@ for i = 1, n do
       if call[3] ~= '' then
         local hashes = {agent_hash}
         for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
-        release_chain(hashes, call[14], released)
-        release_breaker(breaker, agent_hash, ARGV[a + 11], call[10], call[15], released_s)
+        release_chain(hashes, call[13], released)
+        release_breaker(breaker, agent_hash, ARGV[a + 11], call[9], call[14], released_s)
       end
       if run_key then release_run(run_key, released) end
     end
@@ -298,7 +303,7 @@ for i = 1, n do
     -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
     -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
     -- A stream reserved at 23:59 HKT and settled at 00:01 was the next day's spend in Postgres.
-    local dated = call[10] or now
+    local dated = call[9] or now
     if head == '' then
       local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
         'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
