@@ -3,10 +3,10 @@
   record-calls.lua: file the outcomes of finished calls of one shard (metadata only, never payloads),
   a batch in one script: each call's account's recent-calls list for /v1/activity, the outbox (so
   Postgres keeps it), the shard's public counters, and the stored answer of an Idempotency-Key. Not
-  a money decision: the money moved in debit/refund already. A call that kept its charge is marked
-  settled here, so a stray late refund of it can never apply. A call is recorded once: a resent
-  script (lost reply), a sweeper racing the request's own record, or the same call twice in one
-  batch changes nothing the second time.
+  a money decision: the money moved in debit/refund already. A filed call's record is marked
+  `filed` (kept its charge or refunded before), so a stray late refund of it can never apply. A
+  call is recorded once: a resent script (lost reply), a sweeper racing the request's own record,
+  or the same call twice in one batch changes nothing the second time.
   Why a batch (issue 17): every settled call used to cost one EVALSHA of its own — a command for
   ioredis to build, write and parse, and one script start in Redis. The app gathers the calls of a
   shard settled in one turn of its event loop (src/paid-request/call-filing.ts) and files them together.
@@ -24,14 +24,13 @@
   ARGV[1] how many recent calls a list keeps (it may hold up to 32 more, trimmed in steps)
   ARGV[2] seconds the call record is kept from now on: filed, it only guards against a resent
           script (the debit gave it two days, for a refund that may still come)
-  and for the i-th call, at ARGV[2 + 7(i-1) + j]:
+  and for the i-th call, at ARGV[2 + 6(i-1) + j]:
     j = 1  call record, JSON
     j = 2  call id
-    j = 3  credits kept by the call (0 when refunded)
-    j = 4  '1' when the call counts as organic (succeeded, not refunded)
+    j = 3  account id (its in-flight member is `<acct>|<call_id>`)
+    j = 4  the credits the call kept when it counts as organic (succeeded, not refunded), else ''
     j = 5  '' without a key; 'store' to keep the answer for replay; 'release' to free the key
     j = 6  the answer to replay, JSON (with 'store'), else ''
-    j = 7  account id (its in-flight member is `<acct>|<call_id>`)
 
   Returns one status per call, in order: {OK | ALREADY_APPLIED, ...}
 ]]
@@ -40,7 +39,7 @@
 -- The TTL goes to EXPIRE as given: a Lua number would be formatted anew for every call.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local n = (#KEYS - 3) / 3
-if n ~= math.floor(n) or #ARGV ~= 2 + 7 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+if n ~= math.floor(n) or #ARGV ~= 2 + 6 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
 -- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
 --@include recent-calls
 local out = {}
@@ -57,27 +56,20 @@ end
 -- Every redis.call costs ~1-2 µs of Redis' one thread on each paid call (issue 17): the call hash is
 -- read and written once, and a list is trimmed in steps of RECENT_SLACK (lib/recent-calls.lua) rather than on every push.
 for i = 1, n do
-  local k, a = 3 + 3 * (i - 1), 2 + 7 * (i - 1)
+  local k, a = 3 + 3 * (i - 1), 2 + 6 * (i - 1)
   local list, idem, call_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
-  -- `charged` stays the string it came as: the XADD takes it as given, and only an organic call's
-  -- is parsed (a tonumber is a strtod, a Lua number passed to a command a printf).
-  local record, call_id, charged, organic, idem_mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-  local call = redis.call('HMGET', call_key, 'recorded', 'state')
-  if call[1] == '1' then
+  -- `honored` stays the string it came as: the XADD takes it as given, and only the counters parse it
+  -- (a tonumber is a strtod, a Lua number passed to a command a printf).
+  local record, call_id, honored, idem_mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 4], ARGV[a + 5]
+  -- The claim, one write where HMGET + HSET were: HSET answers the fields it added, 1 (`recorded`)
+  -- the first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
+  -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
+  if redis.call('HSET', call_key, 'recorded', '1', 'state', 'filed') == 0 then
     out[i] = S_ALREADY_APPLIED
   else
-    -- Refunds run before the record is filed, so a call still 'debited' here kept its charge.
-    if call[2] == 'debited' then
-      redis.call('HSET', call_key, 'recorded', '1', 'state', 'settled')
-    else
-      redis.call('HSET', call_key, 'recorded', '1')
-    end
     redis.call('EXPIRE', call_key, settled_ttl)
-    landed[#landed + 1] = ARGV[a + 7] .. '|' .. call_id
+    landed[#landed + 1] = ARGV[a + 3] .. '|' .. call_id
     file_recent(list, record, shared[list], keep)
-    if organic == '1' then
-      count_organic(tonumber(charged))
-    end
     if idem_mode == 'store' then
       redis.call('HSET', idem, 'state', 'done', 'response', ARGV[a + 6])
       redis.call('EXPIRE', idem, '86400')
@@ -85,8 +77,14 @@ for i = 1, n do
       -- A refunded call keeps nothing: the same key may be retried and will be charged then.
       redis.call('DEL', idem)
     end
-    -- `organic` and `charged` beside the record: the flusher's metrics read them without parsing it.
-    redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged, 'rec', record)
+    -- `organic` and `charged` (an organic call's) beside the record: the flusher's metrics read them
+    -- without parsing it.
+    if honored ~= '' then
+      count_organic(tonumber(honored))
+      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', '1', 'charged', honored, 'rec', record)
+    else
+      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', '0', 'rec', record)
+    end
     out[i] = S_OK
   end
 end

@@ -39,32 +39,34 @@
     j = 1  account hash                   {s}:acct:<acct>
     j = 2  call record                    {s}:call:<call_id>
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
-    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner;
+           the `_owner` one says the call is the owner's, which its record must agree with)
     j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
     j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
-           (j = 11 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
+           (j = 10 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
     j = 7, 8, …  per ancestor, parent first: its hash
-    then, when the call names a run (ARGV j = 14), the run's hash  {s}:run:<acct>:<run id>
+    then, when the call names a run (ARGV j = 12), the run's hash  {s}:run:<acct>:<run id>
 
   ARGV[1] how many recent calls the list keeps (record-calls.lua's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls.lua's ARGV[2])
-  then each call's 14 ARGV, from ARGV[2 + 14(i-1) + j]:
-    j = 1  now, epoch ms (the settle's instant; the entry is dated at the debit's, below)
-    j = 2  call id
-    j = 3  account id
-    j = 4  input tokens (not cached), j = 5 cached input tokens, j = 6 output tokens
-    j = 7  usage source: provider | estimated
-    j = 8  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
+  ARGV[3] now, epoch ms: the date of an entry whose call record has no `at` (the entry is dated at
+          the debit's instant, below)
+  then each call's 12 ARGV, from ARGV[3 + 12(i-1) + j] (each argument costs ~1,000 instructions):
+    j = 1  call id
+    j = 2  account id
+    j = 3  input tokens (not cached), j = 4 cached input tokens, j = 5 output tokens
+    j = 6  usage source: provider | estimated
+    j = 7  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
            the call's keys, and must be the call record's
-    j = 9  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+    j = 8  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
            this script appends ('' = file nothing: the caller runs record-calls.lua, e.g. to store an
            Idempotency-Key answer built from the balance after the settle)
-    j = 10 '1' when the call counts as organic (record-calls.lua's)
-    j = 11 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
+    j = 9  '1' when the call counts as organic (record-calls.lua's)
+    j = 10 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
            comes off that window's `credits` only when it is the call record's minute
            (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
-    j = 12 input tokens written to the cache with the 5-minute lifetime, j = 13 with the 1-hour one
-    j = 14 the run the call record names ('' = none; docs/api.md §13c): it gets the release back
+    j = 11 input tokens written to the cache, `<5-minute lifetime>,<1-hour lifetime>` ('' = none)
+    j = 12 the run the call record names ('' = none; docs/api.md §13c): it gets the release back
 
   The reservation was a hold, not a ledger entry (debit.lua raised the account's `held`): this
   takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
@@ -77,7 +79,8 @@
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
       | {ALREADY_APPLIED, balance} (settled or refunded before) | {NOT_FOUND, 0} (or not metered)
-      | an error text when the chain given is not the call record's (that call only: nothing of it written)
+      | an error text when the chain given, or the owner's key, is not the call record's (that call
+        only: nothing of it written)
 ]]
 
 --@include status
@@ -93,7 +96,7 @@ local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local PER = 14
+local PER = 12
 -- A token count as a number: tonumber is a strtod (~850 instructions), and most counts of a call
 -- (cached, cache writes) are '0'.
 local function count_of(s)
@@ -106,7 +109,7 @@ end
 local function release_day(key, amount, amount_s)
   if redis.call('DECRBY', key, amount_s) == -amount and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
 end
-local n = (#ARGV - 2) / PER
+local n = (#ARGV - 3) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
 -- The keys the chains lay out, checked before the first write.
 local want = 3
@@ -119,7 +122,7 @@ for i = 1, n do
   local a = 2 + PER * (i - 1)
   local chain = ARGV[a + 8]
   chains[i] = chain == '' and NO_IDS or chain_ids(chain)
-  want = want + 6 + #chains[i] + (ARGV[a + 14] ~= '' and 1 or 0)
+  want = want + 6 + #chains[i] + (ARGV[a + 13] ~= '' and 1 or 0)
   shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
 end
 if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
@@ -138,27 +141,44 @@ local target_lengths = {}
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
-  local now, call_id, account_id = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local call_id, account_id = ARGV[a + 2], ARGV[a + 3]
   local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
-  local t_cw, t_cw1h = count_of(ARGV[a + 12]), count_of(ARGV[a + 13])
+  -- The cache writes, '' for none (most calls: one argument where two '0' were).
+  local cw, cw_s, cw1h_s, t_cw, t_cw1h = ARGV[a + 12], '0', '0', 0, 0
+  if cw ~= '' then
+    cw_s, cw1h_s = string.match(cw, '^([^,]+),(.+)$')
+    t_cw, t_cw1h = tonumber(cw_s), tonumber(cw1h_s)
+  end
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chains[i]
   local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
   local chain_at = k + 6   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
   k = k + 6 + #ids
-  local run_id = ARGV[a + 14]
+  local run_id = ARGV[a + 13]
   local run_key = run_id ~= '' and KEYS[k + 1]
   if run_key then k = k + 1 end
 
-  local call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_cached', 'p_out', 'chain', 'day', 'at', 'brk', 'hold', 'run')
+  -- Each field read costs ~2,000 instructions (a scan of the record's listpack, a reply string, a
+  -- Lua string): the owner's call (its agent key the `_owner` one) never reads the three only an
+  -- agent's release needs, and its record must name no agent; `p_cached` (last) is read only for
+  -- cached tokens.
+  local owner = string.sub(agent_hash, -7) == ':_owner'
+  local call
+  if owner then
+    if t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
+    else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
+  elseif t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
+  else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
-  elseif (call[10] or '') ~= chain then
+  elseif (not owner and call[12] or '') ~= chain then
     out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
-  elseif (call[15] or '') ~= run_id then
+  elseif (call[11] or '') ~= run_id then
     out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
+  elseif owner and call[3] ~= '' then
+    out[i] = 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s'
   elseif call[1] ~= 'debited' then
     local row = rows[acct]
     out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
@@ -167,8 +187,8 @@ for i = 1, n do
     -- A price is parsed only when its tokens are not 0.
     local cost = 0
     if t_in > 0 then cost = t_in * tonumber(call[7]) end
-    if t_cached > 0 then cost = cost + t_cached * tonumber(call[8]) end
-    if t_out > 0 then cost = cost + t_out * tonumber(call[9]) end
+    if t_cached > 0 then cost = cost + t_cached * tonumber(call[owner and 12 or 15]) end
+    if t_out > 0 then cost = cost + t_out * tonumber(call[8]) end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
@@ -198,7 +218,7 @@ for i = 1, n do
     -- release. `found`: what of the reservation the account still holds — all of it, unless the
     -- account was restored from the ledger while the call ran (its holds lost with the hash): the
     -- charge then comes out of the balance, never below 0, and what it cannot take is uncharged.
-    local hold = call[14] == '1'
+    local hold = call[10] == '1'
     local found, limit = reserved, reserved
     if hold then
       found = math.min(held, reserved)
@@ -241,7 +261,8 @@ for i = 1, n do
     local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
-      redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s, 'recorded', '1')
+      -- Filed: the record record-calls.lua leaves (`filed`, `recorded`).
+      redis.call('HSET', call_key, 'state', 'filed', 'charged', charged_s, 'recorded', '1')
       redis.call('EXPIRE', call_key, settled_ttl)
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
@@ -278,8 +299,8 @@ for i = 1, n do
       if call[3] ~= '' then
         local hashes = {agent_hash}
         for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
-        release_chain(hashes, call[11], released)
-        release_breaker(breaker, agent_hash, ARGV[a + 11], call[12], call[13], released_s)
+        release_chain(hashes, call[13], released)
+        release_breaker(breaker, agent_hash, ARGV[a + 11], call[9], call[14], released_s)
       end
       if run_key then release_run(run_key, released) end
     end
@@ -288,7 +309,7 @@ for i = 1, n do
     -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
     -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
     -- A stream reserved at 23:59 HKT and settled at 00:01 was the next day's spend in Postgres.
-    local dated = call[12] or now
+    local dated = call[9] or ARGV[3]
     if head == '' then
       local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
         'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
@@ -298,7 +319,7 @@ for i = 1, n do
         for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
       end
       if t_cw > 0 or t_cw1h > 0 then
-        for _, v in ipairs({'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13]}) do entry[#entry + 1] = v end
+        for _, v in ipairs({'tcw', cw_s, 'tcw1h', cw1h_s}) do entry[#entry + 1] = v end
       end
       redis.call('XADD', KEYS[1], '*', unpack(entry))
     else
@@ -331,7 +352,7 @@ for i = 1, n do
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       if t_cw > 0 or t_cw1h > 0 then
         redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
-          'tcw', ARGV[a + 12], 'tcw1h', ARGV[a + 13])
+          'tcw', cw_s, 'tcw1h', cw1h_s)
       else
         redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
       end

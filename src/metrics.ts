@@ -209,8 +209,8 @@ export class Metrics {
       this.flushLag.observe(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
       const f = e.fields
       if (e.kind === 'call') {
-        // record-calls.lua writes `organic` and `charged` beside the record, so a batch is not parsed
-        // record by record (issue 17); an entry written before that still carries only `rec`.
+        // record-calls.lua writes `organic` (and an organic call's `charged`) beside the record, so a
+        // batch is not parsed record by record (issue 17); an entry written before that carries only `rec`.
         const organic = f.organic !== undefined ? { ok: f.organic === '1', charged: Number(f.charged ?? 0) } : organicOfRecord(f.rec)
         if (organic.ok) {
           organicCalls++

@@ -36,7 +36,7 @@ export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: rea
     // mode): a string Redis has already made costs the script less than a new one.
     const call = keys.call(c.accountId, c.callId)
     k.push(keys.recentCalls(c.accountId), idem ? keys.idempotency(c.accountId, c.agentId, idem.key) : call, call)
-    argv.push(c.recordJson, c.callId, c.charged, c.organic ? '1' : '0', idem?.mode ?? '', idem?.mode === 'store' ? idem.replay : '', c.accountId)
+    argv.push(c.recordJson, c.callId, c.accountId, c.organic ? c.charged : '', idem?.mode ?? '', idem?.mode === 'store' ? idem.replay : '')
   }
   const reply = await ctx.scripts.recordCalls(k, argv)
   if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls.lua', reply)

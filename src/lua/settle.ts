@@ -58,8 +58,9 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
   return settled
 }
 
-/** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`). */
-export const SETTLE_ARGS_PER_CALL = 14
+/** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`), after the batch's own. */
+export const SETTLE_ARGS_PER_CALL = 12
+export const SETTLE_SHARED_ARGS = 3
 
 type Queued = SettleArgs & { chain: readonly string[] }
 
@@ -72,16 +73,19 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
   const shard = keys.shardOf(calls[0]!.accountId)
   const file = calls.find((c) => c.file)?.file
   const k: string[] = [keys.outbox(shard), keys.inflight(shard), keys.stats(shard)]
-  const argv: (string | number)[] = [file?.recentCalls ?? 0, file?.settledTtlS ?? 0]
+  // `now` once a batch: only the date of an entry whose record has no `at` (lua/settle.lua).
+  const argv: (string | number)[] = [file?.recentCalls ?? 0, file?.settledTtlS ?? 0, calls[0]!.now]
   for (const a of calls) {
     const agentKey = keys.agent(a.accountId, a.agentId)
     const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
     k.push(keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), agentKey, keys.recentCalls(a.accountId), breaker.key)
     for (const id of a.chain) k.push(keys.agent(a.accountId, id))
     if (a.runId) k.push(keys.run(a.accountId, a.runId))
+    const cw = a.tokens.cache_write ?? 0
+    const cw1h = a.tokens.cache_write_1h ?? 0
     argv.push(
-      a.now, a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
-      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute, a.tokens.cache_write ?? 0, a.tokens.cache_write_1h ?? 0,
+      a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
+      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute, cw || cw1h ? `${cw},${cw1h}` : '',
       a.runId ?? '',
     )
   }

@@ -32,7 +32,7 @@ test('a variable-key script and a batch land on their own master beside commands
     const filed = tags.map((tag, i) =>
       scripts.recordCalls(
         [`${tag}:stats`, `${tag}:outbox`, `${tag}:inflight`, ...Array.from({ length: 1 + (i % 2) }, (_, c) => [`${tag}:calls:a`, `${tag}:idem:a:_owner:`, `${tag}:call:r${round}c${c}`]).flat()],
-        [200, 300, ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `r${round}c${c}`, 5, '1', '', '', 'a']).flat()],
+        [200, 300, ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `r${round}c${c}`, 'a', 5, '', '']).flat()],
       ),
     )
     const plain = tags.map((tag) => redis.incr(`${tag}:plain`))

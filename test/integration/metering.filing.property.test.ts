@@ -54,7 +54,7 @@ async function filedOf(acct: string, callId: string): Promise<Filed> {
   expect(debits.length).toBe(1)
   expect(entries.length).toBe(1)
   const h = await ctx.redis.hmget(keys.call(acct, callId), 'recorded', 'state')
-  expect(h).toEqual(['1', 'settled'])
+  expect(h).toEqual(['1', 'filed'])
   const ttl = await ctx.redis.ttl(keys.call(acct, callId))
   expect(ttl).toBeGreaterThan(0)
   expect(ttl).toBeLessThanOrEqual(SETTLED_CALL_TTL_S)

@@ -9,7 +9,7 @@
  *   bun test test/integration/settle-batch.test.ts
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { SETTLE_ARGS_PER_CALL } from '../../src/lua/settle'
+import { SETTLE_ARGS_PER_CALL, SETTLE_SHARED_ARGS } from '../../src/lua/settle'
 import type { Principal } from '../../src/auth/principal'
 import { runSettle } from '../../src/lua/settle'
 import { startTestApp, type TestApp } from '../helpers/harness'
@@ -30,7 +30,7 @@ const INPUT_BOUND = 1000
 const CEILING = 1000
 
 /** Counts the settle.lua scripts sent and the calls they carried (2 shared args, then 10 a call). */
-const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - 2) / SETTLE_ARGS_PER_CALL)
+const countSettles = () => countScript(t, 'settle', (_, argv) => (argv.length - SETTLE_SHARED_ARGS) / SETTLE_ARGS_PER_CALL)
 
 const open = (principal: Principal) =>
   openMeteredCall(t.s, principal, { input: PRICE.input, cachedInput: PRICE.cached_input, output: PRICE.output }, { inputBound: INPUT_BOUND, ceiling: CEILING })

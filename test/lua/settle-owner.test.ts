@@ -1,0 +1,30 @@
+/**
+ * settle.lua reads fewer fields of an owner's call record (its agent key the `_owner` one): the
+ * record must then name no agent, or the release would skip the agent's windows. Such a settle is
+ * refused alone, nothing of it written; an owner's call settles as before.
+ */
+import { expect, test } from 'bun:test'
+import { runSettle } from '../../src/lua/settle'
+import { scriptRig } from '../helpers/script-rig'
+
+const { redis, keys, ctx } = scriptRig('stlowner')
+const ACCT = 'acc_05_stlowner'
+const day = 20000
+
+async function debited(callId: string, agent: string) {
+  await redis.hset(keys.call(ACCT, callId), { price: 50, agent, target: 'proxy:llm/m1', state: 'debited', day, at: 1, metered: '1', hold: '1', model: 'm1', p_in: 1000, p_cached: 100, p_out: 7000 })
+}
+
+test('an agent\'s call settled as the owner\'s is refused alone; the owner\'s settles', async () => {
+  await redis.hset(keys.account(ACCT), { balance: 900, held: 100 })
+  await debited('c_agent', 'agt_x')
+  await debited('c_owner', '')
+  const base = { now: 2, accountId: ACCT, agentId: null, day, chain: [], tokens: { input: 100, cached: 0, output: 200 }, source: 'provider' as const }
+  const [bad, good] = await Promise.allSettled([runSettle(ctx, { ...base, callId: 'c_agent' }), runSettle(ctx, { ...base, callId: 'c_owner' })])
+  expect(bad.status).toBe('rejected')
+  expect(String((bad as PromiseRejectedResult).reason)).toContain('not the owner')
+  expect(await redis.hget(keys.call(ACCT, 'c_agent'), 'state')).toBe('debited')
+  expect(good.status).toBe('fulfilled')
+  expect((good as PromiseFulfilledResult<{ status: string; charged: number }>).value).toMatchObject({ status: 'ok', charged: 1 })
+  expect(await redis.hmget(keys.account(ACCT), 'balance', 'held')).toEqual(['949', '50'])
+})
