@@ -511,16 +511,26 @@ if agent then
 end
 
 -- All checks passed: the writes (the breaker's counts are made).
-balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
+-- In a batch the balance (and `held`) is the memo's, written once after the batch's last call: the
+-- memo holds what Redis holds (every write to it goes through the memo).
+if hash_memo then
+  balance = balance - price
+  memo_set(KEYS[1], 2, 'balance', balance)   -- the account list's `balance`
+else
+  balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
+end
 local balance_s = string.format('%d', balance)
-memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
 local held = number_of(acct[8] or '0')
 if metered and price > 0 then
-  held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
-  memo_write(KEYS[1], 8, held)
+  if hash_memo then
+    held = held + price
+    memo_set(KEYS[1], 8, 'held', held)
+  else
+    held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
+  end
 end
 if price > 0 then
   if hash_memo then
@@ -586,7 +596,8 @@ end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
-redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
+-- In a batch, one ZADD of all its calls after the last (nothing in the script reads the set).
+memo_zadd(KEYS[12], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
   redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
   redis.call('EXPIRE', KEYS[8], '86400')

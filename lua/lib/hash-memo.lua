@@ -19,6 +19,7 @@ local hash_memo = nil --@batch-memo
 local hash_dirty = nil --@batch-dirty
 local write_deferred = nil --@batch-write
 local count_dirty = nil --@batch-counts
+local set_adds = nil --@batch-adds
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
 -- the batch's calls (a caller writes into it only a field's parsed number).
@@ -104,6 +105,34 @@ local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   end
   d[f1], d[f2], d[f3] = v1, v2, v3
   if p4 then d[f4] = v4 end
+end
+
+-- In a batch: one field of hash `key` is now `value` (as memo_defer), written after the batch's last
+-- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call.
+local function memo_set(key, pos, field, value)
+  local m = hash_memo[key]
+  if m then
+    for _, reply in pairs(m) do reply[pos] = value end
+  end
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  d[field] = value
+end
+
+-- ZADD key score member; in a batch, added to the batch's one ZADD of `key` after its last call
+-- (the wrapper's flush). Only for a sorted set the script never reads (a debit's in-flight set).
+local function memo_zadd(key, score, member)
+  if not set_adds then return redis.call('ZADD', key, score, member) end
+  local a = set_adds[key]
+  if not a then
+    a = {}
+    set_adds[key] = a
+  end
+  a[#a + 1] = score
+  a[#a + 1] = member
 end
 
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.

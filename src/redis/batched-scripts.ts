@@ -45,6 +45,7 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
     .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
+    .replace(/^local set_adds = nil --@batch-adds$/m, 'local set_adds = batch_adds')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
   // and its collection (bench/RESULTS.md, issue 42).
@@ -52,7 +53,7 @@ export function batchedLua(body: string, perCall: number): string {
   const once = marker ? shared.slice(0, marker.index) : ''
   const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo, batch_dirty, batch_counts = {}, {}, {}
+local batch_memo, batch_dirty, batch_counts, batch_adds = {}, {}, {}, {}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
 local function batch_write(key, fields)
   local args = {}
@@ -111,6 +112,8 @@ for key, c in pairs(batch_counts) do
   redis.call('INCRBY', key, c[1])
   if c[2] then redis.call('PEXPIRE', key, c[2]) end
 end
+-- A sorted set's deferred members, in one ZADD.
+for key, a in pairs(batch_adds) do redis.call('ZADD', key, unpack(a)) end
 return out
 `
 }
