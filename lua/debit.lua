@@ -180,6 +180,9 @@ local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
 --@include status
+-- In a batch: true when none of its calls' records (KEYS[7]) existed before it (the wrapper's one
+-- EXISTS of them all, src/redis/batched-scripts.ts): no call of it is then a resent one.
+local batch_new = nil --@batch-new 7
 -- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
 -- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
 -- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 41).
@@ -231,7 +234,7 @@ raised_row(acct, 10, now)   -- a lapsed temporary raise reads as its base (lib/r
 local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
-if redis.call('EXISTS', KEYS[7]) == 1 then
+if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}

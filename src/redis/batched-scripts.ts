@@ -38,6 +38,7 @@ interface Call {
  * (a copy: what a call does to them never reaches the next).
  */
 export function batchedLua(body: string, perCall: number): string {
+  const own = ownKeySlot(body)
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
   // the batch's calls; the writes are made after the last call.
   const shared = body
@@ -46,6 +47,7 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
     .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
     .replace(/^local set_adds = nil --@batch-adds$/m, 'local set_adds = batch_adds')
+    .replace(OWN_KEY, 'local batch_new = batch_new')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
   // and its collection (bench/RESULTS.md, issue 42).
@@ -54,6 +56,17 @@ export function batchedLua(body: string, perCall: number): string {
   const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty, batch_counts, batch_adds = {}, {}, {}, {}
+local batch_n, batch_keys = tonumber(ARGV[1]), 0   -- the calls, and the keys before their shared ones
+${
+  own
+    ? `-- KEYS[1 .. n]: each call's own key (slot ${own}). None existing: no call of the batch was applied
+-- before (a batch is applied whole or not at all), so none is a resend. A negative n: two calls
+-- share one (never sent by the app), each call checks its own.
+local batch_new = false
+if batch_n < 0 then batch_n = -batch_n else batch_new = redis.call('EXISTS', unpack(KEYS, 1, batch_n)) == 0 end
+batch_keys = batch_n`
+    : ''
+}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
 local function batch_write(key, fields)
   local args = {}
@@ -67,9 +80,9 @@ ${once}
 local function one(KEYS, ARGV)
 ${eachCall}
 end
-local n = tonumber(ARGV[1])
+local n = batch_n
 local out, parsed = {}, {}
-local key_at, arg_at = 0, 1 + n   -- the last key and argument taken as new
+local key_at, arg_at = batch_keys, 1 + n   -- the last key and argument taken as new
 local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
 for i = 1, n do
   local spec = ARGV[1 + i]
@@ -89,7 +102,7 @@ for i = 1, n do
       if r == 0 then
         key_at = key_at + 1
         r = key_at
-      end
+      ${own ? "else\n        r = r + n   -- after the own keys\n      " : ''}end
       tkeys[slot] = KEYS[r]
     else
       if r == 0 then
@@ -101,7 +114,8 @@ for i = 1, n do
       targv[slot - ${perCall}] = ARGV[r]
     end
   end
-  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
+${own ? `  tkeys[${own}] = KEYS[i]
+` : ''}  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
   local ok, reply = pcall(one, keys, argv)
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
@@ -116,6 +130,18 @@ end
 for key, a in pairs(batch_adds) do redis.call('ZADD', key, unpack(a)) end
 return out
 `
+}
+
+/**
+ * A body's `local batch_new = nil --@batch-new <slot>` line: KEYS[slot] is each call's own key (the
+ * debit's call record), which exists once the call was applied. The wrapper then sends the calls'
+ * own keys first and checks them with one EXISTS: `batch_new` is true when none exists, so the calls
+ * need not check their own (a resent batch has them all, or none when every call was refused).
+ */
+const OWN_KEY = /^local batch_new = nil --@batch-new (\d+)$/m
+function ownKeySlot(body: string): number | null {
+  const m = OWN_KEY.exec(body)
+  return m ? Number(m[1]) : null
 }
 
 /** A batch's distinct values in the order first met: `ref` is 0 for a new one (sent), else its number. */
@@ -152,6 +178,7 @@ export function batchedCaller(
   max?: number,
 ) {
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
+  const own = ownKeySlot(lua)
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
     const keys = new Distinct()
@@ -160,13 +187,16 @@ export function batchedCaller(
     const changes = calls.map((c) => {
       const list = [String(c.argv.length)]
       const slot = (at: number, ref: number) => list.push(ref === 0 ? String(at) : `${at}=${ref}`)
-      c.keys.forEach((k, j) => k !== before.keys[j] && slot(j + 1, keys.ref(k)))
+      c.keys.forEach((k, j) => j + 1 !== own && k !== before.keys[j] && slot(j + 1, keys.ref(k)))
       const argv = c.argv.map(String)
       argv.forEach((v, j) => v !== before.argv[j] && slot(perCall + j + 1, values.ref(v)))
       before = { keys: c.keys, argv }
       return list.join(' ')
     })
-    return send(keys.sent, [calls.length, ...changes, ...values.sent])
+    if (own === null) return send(keys.sent, [calls.length, ...changes, ...values.sent])
+    const owns = calls.map((c) => c.keys[own - 1]!)
+    const shared = new Set(owns).size < owns.length
+    return send([...owns, ...keys.sent], [shared ? -calls.length : calls.length, ...changes, ...values.sent])
   }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }
