@@ -39,6 +39,9 @@ interface Call {
  */
 export function batchedLua(body: string, perCall: number): string {
   const own = ownKeySlot(body)
+  // A body that never writes its KEYS and ARGV (it says so by a `--@batch-args-read-only` line) is
+  // given the wrapper's own tables, changed in place call after call, not a copy of each per call.
+  const readOnly = /^--@batch-args-read-only$/m.test(body)
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
   // the batch's calls; the writes are made after the last call.
   const shared = body
@@ -84,6 +87,7 @@ local n = batch_n
 local out, parsed = {}, {}
 local key_at, arg_at = batch_keys, 1 + n   -- the last key and argument taken as new
 local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
+local argc_before = 0
 for i = 1, n do
   local spec = ARGV[1 + i]
   local changes = parsed[spec]
@@ -114,9 +118,15 @@ for i = 1, n do
       targv[slot - ${perCall}] = ARGV[r]
     end
   end
-${own ? `  tkeys[${own}] = KEYS[i]
-` : ''}  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
-  local ok, reply = pcall(one, keys, argv)
+${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${
+    readOnly
+      ? `  -- A call with fewer ARGV than the one before: its absent ones read as nil.
+  for j = changes.argc + 1, argc_before do targv[j] = nil end
+  argc_before = changes.argc
+  local ok, reply = pcall(one, tkeys, targv)`
+      : `  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
+  local ok, reply = pcall(one, keys, argv)`
+  }
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
