@@ -524,7 +524,6 @@ if hash_memo then
 else
   balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
 end
-local balance_s = string.format('%d', balance)
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
@@ -608,10 +607,11 @@ if idem_fp ~= '' then
   redis.call('EXPIRE', KEYS[8], '86400')
 end
 -- A metered call's entry is its settle's: one debit of what it cost (lua/settle.lua).
+-- Packed (src/write-behind/outbox.ts reads it as the `debit` entry of fields id, acct, agent, amount,
+-- bal, call, target, at): one field where there were ten, each an argument and a stream field less.
 if not metered then
-  redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-    'agent', agent_id, 'amount', minus_price, 'bal', held == 0 and balance_s or string.format('%d', balance + held),
-    'call', call_id, 'target', target, 'at', now_s)
+  redis.call('XADD', KEYS[9], '*', 'kind', 'packed_debit', 'd', account_id .. '|' .. agent_id .. '|' .. minus_price .. '|' ..
+    string.format('%d', balance + held) .. '|' .. call_id .. '|' .. now_s .. '|' .. target)
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = number_of(acct[6] or ARGV[17])
