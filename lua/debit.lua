@@ -264,6 +264,8 @@ end
 local today = string.format('%d', day)
 -- The owner has no levels: the shared empty table, read only (a table made and collected per call
 -- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
+-- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
+-- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
 if agent then
   rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
@@ -277,7 +279,8 @@ if agent then
     raised_row(a, 11, now)
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
-  for i, r in ipairs(rows) do
+  for i = 1, #rows do
+    local r = rows[i]
     -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
     -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
     -- would only cost the reply a hash part.
@@ -316,7 +319,8 @@ local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the
 if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   local state = r[F_STATE]
   if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
   if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
@@ -324,7 +328,8 @@ for i, r in ipairs(rows) do
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
 end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
@@ -367,7 +372,8 @@ if metered then
     return math.floor((house_reservation(out) * fee_pct + 99) / 100)
   end
   local room = balance
-  for i, r in ipairs(rows) do
+  for i = 1, #rows do
+    local r = rows[i]
     if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
     if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
@@ -391,7 +397,8 @@ if metered then
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
     return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
   end
@@ -419,7 +426,8 @@ end
 
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if r[F_DAILY_CAP] then
     local agent_spent = day_spent(i)
     if agent_spent + price > r[F_DAILY_CAP] then

@@ -46,12 +46,14 @@ local function memo_hmget(key, list, ...)
   return reply
 end
 
+-- A hash's lists are walked by `next, m`, not pairs(m): one C call less each time.
+
 -- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
 -- would now give, or that number.
 local function memo_write(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
-  for _, reply in pairs(m) do reply[pos] = value end
+  for _, reply in next, m do reply[pos] = value end
 end
 
 -- A counter's value (0 when absent), through the memo.
@@ -93,7 +95,7 @@ end
 local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   local m = hash_memo[key]
   if m then
-    for _, reply in pairs(m) do
+    for _, reply in next, m do
       reply[p1], reply[p2], reply[p3] = v1, v2, v3
       if p4 then reply[p4] = v4 end
     end
@@ -112,7 +114,7 @@ end
 local function memo_set(key, pos, field, value)
   local m = hash_memo[key]
   if m then
-    for _, reply in pairs(m) do reply[pos] = value end
+    for _, reply in next, m do reply[pos] = value end
   end
   local d = hash_dirty[key]
   if not d then
