@@ -230,9 +230,9 @@ end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 -- 1. token
-local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
+local acct = memo_of(KEYS[1], 'account') or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
-raised_row(acct, 10, now)   -- a lapsed temporary raise reads as its base (lib/raises.lua)
+if acct[10] then raised_row(acct, 10, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
 local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
@@ -253,7 +253,7 @@ local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+  agent = memo_of(KEYS[2], 'agent') or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
     'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
@@ -271,12 +271,12 @@ if agent then
   rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
-  raised_row(agent, 15, now)
+  if agent[15] then raised_row(agent, 15, now) end
   for i = 1, #ids do
-    local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+    local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
       'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
     if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    raised_row(a, 11, now)
+    if a[11] then raised_row(a, 11, now) end
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
   for i = 1, #rows do
@@ -492,7 +492,7 @@ if agent then
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
     -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-    local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
+    local prev = (weigh_credits or weigh_same) and (memo_of(KEYS[11], same_field) or memo_hmget(KEYS[11], same_field, 'credits', same_field)) or {}
     -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local rule, limit, seen = nil, 0, 0

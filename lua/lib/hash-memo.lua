@@ -67,6 +67,13 @@ local function memo_count(key)
   return n
 end
 
+-- In a batch, the list's reply when a call before read it, else nil: a call that finds it passes no
+-- field names (memo_hmget's dozen arguments, on every call, cost more than the lookup).
+local function memo_of(key, list)
+  local m = hash_memo and hash_memo[key]
+  return m and m[list]
+end
+
 -- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
 local function memo_put(key, n)
   if hash_memo then hash_memo[key] = n end
