@@ -180,6 +180,27 @@ local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
 --@include status
+-- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
+-- the helpers below take what they need of a call as arguments: made here, once per batch, rather
+-- than as a call's closures (an allocation and its collection each, per call).
+local function emit_event(outbox, account_id, at, id, type, data)
+  redis.call('XADD', outbox, '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
+    'at', at, 'data', cjson.encode(data))
+end
+-- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
+local function note_cap(hash, mark, today, outbox, account_id, at, id, data)
+  if redis.call('HGET', hash, mark) == today then return end
+  redis.call('HSET', hash, mark, today)
+  emit_event(outbox, account_id, at, id, 'cap.reached', data)
+end
+-- A metered call's reservation for the output ceiling `out` (5b below). The owner's lane charges
+-- fee_pct percent of the cost: its reservation is that percent of the house lane's, rounded up,
+-- which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+local function reservation_of(out, input_bound, p_bound, p_out, fee_pct)
+  local r = math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1
+  if not fee_pct then return r end
+  return math.floor((r * fee_pct + 99) / 100)
+end
 -- In a batch: true when none of its calls' records (KEYS[7]) existed before it (the wrapper's one
 -- EXISTS of them all, src/redis/batched-scripts.ts): no call of it is then a resent one.
 local batch_new = nil --@batch-new 7
@@ -222,11 +243,6 @@ if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ance
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
 
--- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
-local function emit(id, type, data)
-  redis.call('XADD', KEYS[9], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
-    'at', now_s, 'data', cjson.encode(data))
-end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 -- 1. token
@@ -298,14 +314,6 @@ if agent then
     day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
   end
 end
--- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
--- the metered clamp and the daily-cap checks both weigh it.
-local account_day_spent = nil
-local function day_spent(i)
-  if i > 0 then return day_spents[i] end
-  if not account_day_spent then account_day_spent = memo_count(KEYS[3]) end
-  return account_day_spent
-end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
@@ -353,6 +361,9 @@ if KEYS[16] ~= KEYS[2] then
   if run_refused then return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, run_refused, run.expires} end
 end
 
+-- The account's spend of this HKT day (a key): the metered clamp and the daily cap weigh it.
+local account_day_spent = memo_count(KEYS[3])
+
 -- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.
 local max_out, clamped, affordable = 0, 0, 0
@@ -363,22 +374,16 @@ if metered then
   local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
   -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
   local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
-  -- The owner's lane charges fee_pct percent of the cost: its reservation is that percent of the
-  -- house lane's, rounded up, which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+  -- The owner's lane: the percent of the cost it charges (reservation_of, above).
   local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
-  local function house_reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
-  local function reservation(out)
-    if not fee_pct then return house_reservation(out) end
-    return math.floor((house_reservation(out) * fee_pct + 99) / 100)
-  end
   local room = balance
   for i = 1, #rows do
     local r = rows[i]
     if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
-    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
+    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spents[i]) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
-  room = math.min(room, number_of(acct[3] or default_daily_cap) - day_spent(0))
+  room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
   local house_room = room
@@ -386,14 +391,14 @@ if metered then
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
   if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
-  if reservation(0) > room then fits = 0 end
+  if reservation_of(0, input_bound, p_bound, p_out, fee_pct) > room then fits = 0 end
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
   if asked ~= '' then max_out = tonumber(asked)
-  elseif reservation(model_max) <= room then max_out = model_max
+  elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out = model_max
   elseif affordable > 0 then max_out, clamped = affordable, 1
   else max_out = min_out end   -- not even min_output fits: refused by the limit the smallest ceiling passes
-  price = reservation(max_out)
+  price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
 end
 
 -- 6. per-call maximum of the agent and its ancestors
@@ -416,30 +421,24 @@ if run and run.spent + price > run.max then
   return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, 'exhausted', run.expires}
 end
 
--- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
-local function note_cap(hash, mark, scope, cap, used, who)
-  if redis.call('HGET', hash, mark) == today then return end
-  redis.call('HSET', hash, mark, today)
-  emit('evt_' .. call_id .. '_cap', 'cap.reached',
-    {scope = scope, agent_id = who or agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
-end
-
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
 for i = 1, #rows do
   local r = rows[i]
   if r[F_DAILY_CAP] then
-    local agent_spent = day_spent(i)
+    local agent_spent = day_spents[i]
     if agent_spent + price > r[F_DAILY_CAP] then
-      note_cap(hashes[i], 'cap_noted', 'agent', r[F_DAILY_CAP], agent_spent, bys[i] ~= '' and bys[i] or nil)
+      note_cap(hashes[i], 'cap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
+        agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
       return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
     end
   end
 end
 local daily_cap = number_of(acct[3] or default_daily_cap)
-local spent = day_spent(0)
+local spent = account_day_spent
 if spent + price > daily_cap then
-  note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
+  note_cap(KEYS[1], 'cap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap',
+    {scope = 'account', agent_id = agent_ref, cap = daily_cap, spent = spent, price = price, target = target, day = day})
   return {S_DAILY_CAP_REACHED, balance, daily_cap, spent}
 end
 
@@ -448,7 +447,8 @@ if unpriced then
   local request_cap = number_of(ARGV[10])
   local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
-    note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
+    note_cap(KEYS[1], 'reqcap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap',
+      {scope = 'requests', agent_id = agent_ref, cap = request_cap, spent = used, price = price, target = target, day = day})
     return {S_REQUEST_CAP_REACHED, balance, request_cap, used}
   end
 end
@@ -516,7 +516,7 @@ if agent then
       redis.call('DEL', KEYS[10], KEYS[11])
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
-      emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
+      emit_event(KEYS[9], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
       return {S_AGENT_KILLED, 0, 'breaker'}
     end
@@ -624,7 +624,7 @@ end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = number_of(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then
-  emit('evt_' .. call_id .. '_low', 'balance.low',
+  emit_event(KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
