@@ -179,6 +179,10 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
+-- In a batch, each agent's level tables (below), by its hash's key, made at its first call: the
+-- rows are the memo's replies, the same for the whole batch, and the calls, one after the other,
+-- each fill the numbers in anew.
+local levels_of = {}
 --@include status
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
 -- the helpers below take what they need of a call as arguments: made here, once per batch, rather
@@ -283,7 +287,15 @@ local today = string.format('%d', day)
 -- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
 -- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
-if agent then
+local levels = hash_memo and agent and levels_of[KEYS[2]]
+if levels then
+  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+  -- A raise lapses by the call's own clock: each row's raises weighed again.
+  for i = 1, #rows do
+    local r, at = rows[i], i == 1 and 15 or 11
+    if r[at] then raised_row(r, at, now) end
+  end
+elseif agent then
   rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
@@ -295,6 +307,9 @@ if agent then
     if a[11] then raised_row(a, 11, now) end
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
+  if hash_memo then levels_of[KEYS[2]] = {rows, hashes, bys, budgets, spents, day_spents} end
+end
+if agent then
   for i = 1, #rows do
     local r = rows[i]
     -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
