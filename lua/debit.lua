@@ -486,7 +486,8 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
 -- This minute's counts are added first and weighed as HINCRBY returns them (one command each
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
--- outlives a refusal, and otherwise the counts are this debit's writes.
+-- outlives a refusal, and otherwise the counts are this debit's writes. In a batch they are the
+-- memo's (memo_hincr), written once after the batch's last call.
 -- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
@@ -495,14 +496,20 @@ if agent then
   local brk_same = number_of(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
-    local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+    local credits, same
+    if hash_memo then
+      credits = price > 0 and memo_hincr(KEYS[10], 'credits', price) or nil
+      same = req_fp ~= '' and memo_hincr(KEYS[10], same_field, 1) or nil
+    else
+      credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+      same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
+    end
     brk_counted = credits ~= nil
-    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
     memo_put(KEYS[10], nil)   -- this minute is a later call's previous one when its minute is next
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
     -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then
-      redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2)
+      if hash_memo then memo_pexpire(KEYS[10], WINDOW_MS * 2) else redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2) end
     end
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
@@ -528,7 +535,7 @@ if agent then
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
-      redis.call('DEL', KEYS[10], KEYS[11])
+      memo_del(KEYS[10], KEYS[11])
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
       emit_event(KEYS[9], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',

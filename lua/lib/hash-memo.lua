@@ -20,6 +20,7 @@ local hash_dirty = nil --@batch-dirty
 local write_deferred = nil --@batch-write
 local count_dirty = nil --@batch-counts
 local set_adds = nil --@batch-adds
+local expires = nil --@batch-expires
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
 -- the batch's calls (a caller writes into it only a field's parsed number).
@@ -142,6 +143,35 @@ local function memo_zadd(key, score, member)
   end
   a[#a + 1] = score
   a[#a + 1] = member
+end
+
+-- In a batch: field `field` of hash `key` rises by `by`, as HINCRBY would (its new count returned),
+-- counted among the hash's deferred fields (read from Redis at its first rise) and so written once,
+-- after the batch's last call. A list memo_hmget reads of the hash later sees the count.
+local function memo_hincr(key, field, by)
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  local n = d[field]
+  if n == nil then n = tonumber(redis.call('HGET', key, field) or '0') end
+  n = n + by
+  d[field] = n
+  return n
+end
+
+-- In a batch: PEXPIRE key ms, after the batch's deferred writes (the key may be made by them).
+local function memo_pexpire(key, ms)
+  expires[key] = ms
+end
+
+-- DEL k1 k2, and in a batch nothing of them left to read or write later (deferred fields dropped).
+local function memo_del(k1, k2)
+  redis.call('DEL', k1, k2)
+  if not hash_memo then return end
+  hash_memo[k1], hash_dirty[k1], expires[k1] = nil, nil, nil
+  hash_memo[k2], hash_dirty[k2], expires[k2] = nil, nil, nil
 end
 
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.

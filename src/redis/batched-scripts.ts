@@ -50,6 +50,7 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
     .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
     .replace(/^local set_adds = nil --@batch-adds$/m, 'local set_adds = batch_adds')
+    .replace(/^local expires = nil --@batch-expires$/m, 'local expires = batch_expires')
     .replace(OWN_KEY, 'local batch_new = batch_new')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
@@ -58,7 +59,7 @@ export function batchedLua(body: string, perCall: number): string {
   const once = marker ? shared.slice(0, marker.index) : ''
   const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo, batch_dirty, batch_counts, batch_adds = {}, {}, {}, {}
+local batch_memo, batch_dirty, batch_counts, batch_adds, batch_expires = {}, {}, {}, {}, {}
 local batch_n, batch_keys = tonumber(ARGV[1]), 0   -- the calls, and the keys before their shared ones
 ${
   own
@@ -131,6 +132,8 @@ ${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
 for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
+-- The expiry of a hash the deferred writes may have made.
+for key, ms in pairs(batch_expires) do redis.call('PEXPIRE', key, ms) end
 -- A counter's deferred rises, and the expiry of one they created.
 for key, c in pairs(batch_counts) do
   redis.call('INCRBY', key, c[1])
