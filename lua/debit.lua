@@ -610,13 +610,20 @@ end
 -- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
 -- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
 -- search and a growth of the record's listpack (bench/RESULTS.md, issue 42).
-if unpriced or idem_key ~= '' or chain ~= '' or brk_counted then
+if unpriced or idem_key ~= '' then
   local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
   if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
   if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
   if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
   if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
   redis.call('HSET', KEYS[7], unpack(f))
+-- An agent's common shapes written directly (no table and unpack per call).
+elseif chain ~= '' and brk_counted then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain, 'brk', '1')
+elseif brk_counted then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'brk', '1')
+elseif chain ~= '' then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain)
 else
   redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
 end
