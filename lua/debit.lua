@@ -59,9 +59,10 @@
   day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
   day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
-  for each hash and counter, and each level's HSET, the rate window's and the day spend's rises are
-  made once, after the batch's last call; the replies and what is left in Redis are those of the
-  same calls one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
+  for each hash and counter, and each level's HSET, the account's balance and held, the breaker
+  window's counts, the rate window's and the day spend's rises and the in-flight ZADD are made once,
+  after the batch's last call; the replies and what is left in Redis are those of the same calls
+  one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
   `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
@@ -115,7 +116,12 @@
   fleet's common one, sends one argument more than the owner's, not nine.
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
-  ioredis resends a script whose reply was lost, and that must never debit twice.
+  ioredis resends a script whose reply was lost, and that must never debit twice. A batch checks
+  all its calls' records with one EXISTS first (the wrapper): none there, no call of it is a resend
+  and none checks its own; a resent batch finds them and every call checks.
+
+  A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
+  call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
 
   Returns, by status (src/lua/debit.ts decodes each into a named result):
     OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),

@@ -28,14 +28,16 @@ interface Call {
 /**
  * The wrapper: a batch's calls mostly repeat the call before them (one account, one agent, one
  * minute), so each call sends only where it differs from it, and each distinct value once. KEYS are
- * the batch's distinct keys; ARGV[1] is the number of calls, ARGV[2 .. n + 1] each call's changes,
+ * the batch's distinct keys (after each call's own key, when the body names one: ownKeySlot); ARGV[1]
+ * is the number of calls (negative: two calls share an own key), ARGV[2 .. n + 1] each call's changes,
  * then the batch's distinct arguments, both in the order first met. A call's changes are its number
  * of ARGV, then a slot per change, space-separated: p (a slot of the `perCall` keys, then of the
  * ARGV after them) takes the next value not sent before, p=i the i-th distinct one sent. Most calls
  * of a batch change the same slots, and each distinct list is parsed once. Every argument sent
  * costs Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
- * (a copy: what a call does to them never reaches the next).
+ * (a copy: what a call does to them never reaches the next; a body marked `--@batch-args-read-only`
+ * gets the wrapper's tables themselves).
  */
 export function batchedLua(body: string, perCall: number): string {
   const own = ownKeySlot(body)
