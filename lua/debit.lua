@@ -59,9 +59,10 @@
   day_spent when day is today, else 0. A debit writes each level with one HSET: spent_total,
   day (today), day_spent, and for an ancestor its new `carved`, all computed from the level's HMGET.
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
-  for each hash and counter, and each level's HSET, the rate window's and the day spend's rises are
-  made once, after the batch's last call; the replies and what is left in Redis are those of the
-  same calls one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
+  for each hash and counter, and each level's HSET, the account's balance and held, the breaker
+  window's counts, the rate window's and the day spend's rises and the in-flight ZADD are made once,
+  after the batch's last call; the replies and what is left in Redis are those of the same calls
+  one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
   `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
@@ -115,7 +116,12 @@
   fleet's common one, sends one argument more than the owner's, not nine.
 
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
-  ioredis resends a script whose reply was lost, and that must never debit twice.
+  ioredis resends a script whose reply was lost, and that must never debit twice. A batch checks
+  all its calls' records with one EXISTS first (the wrapper): none there, no call of it is a resend
+  and none checks its own; a resent batch finds them and every call checks.
+
+  A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
+  call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
 
   Returns, by status (src/lua/debit.ts decodes each into a named result):
     OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
@@ -179,10 +185,40 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = {}
+-- In a batch, each agent's level tables (below), by its hash's key, made at its first call: the
+-- rows are the memo's replies, the same for the whole batch, and the calls, one after the other,
+-- each fill the numbers in anew.
+local levels_of = {}
 --@include status
+-- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
+-- the helpers below take what they need of a call as arguments: made here, once per batch, rather
+-- than as a call's closures (an allocation and its collection each, per call).
+local function emit_event(outbox, account_id, at, id, type, data)
+  redis.call('XADD', outbox, '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
+    'at', at, 'data', cjson.encode(data))
+end
+-- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
+local function note_cap(hash, mark, today, outbox, account_id, at, id, data)
+  if redis.call('HGET', hash, mark) == today then return end
+  redis.call('HSET', hash, mark, today)
+  emit_event(outbox, account_id, at, id, 'cap.reached', data)
+end
+-- A metered call's reservation for the output ceiling `out` (5b below). The owner's lane charges
+-- fee_pct percent of the cost: its reservation is that percent of the house lane's, rounded up,
+-- which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+local function reservation_of(out, input_bound, p_bound, p_out, fee_pct)
+  local r = math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1
+  if not fee_pct then return r end
+  return math.floor((r * fee_pct + 99) / 100)
+end
+-- In a batch: true when none of its calls' records (KEYS[7]) existed before it (the wrapper's one
+-- EXISTS of them all, src/redis/batched-scripts.ts): no call of it is then a resent one.
+local batch_new = nil --@batch-new 7
 -- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
 -- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
 -- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 41).
+-- No line of the script writes KEYS or ARGV: in a batch the calls share the wrapper's tables.
+--@batch-args-read-only
 --@batch-per-call
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
@@ -217,21 +253,16 @@ if #ids > 3 then return redis.error_reply('debit: a chain of ' .. #ids .. ' ance
 local DAY_MS, HKT_OFFSET_MS = 86400000, 28800000
 local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the daily caps
 
--- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it).
-local function emit(id, type, data)
-  redis.call('XADD', KEYS[9], '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
-    'at', now_s, 'data', cjson.encode(data))
-end
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 -- 1. token
-local acct = memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
+local acct = memo_of(KEYS[1], 'account') or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
-raised_row(acct, 10, now)   -- a lapsed temporary raise reads as its base (lib/raises.lua)
+if acct[10] then raised_row(acct, 10, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
 local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
-if redis.call('EXISTS', KEYS[7]) == 1 then
+if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
@@ -248,7 +279,7 @@ local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+  agent = memo_of(KEYS[2], 'agent') or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
     'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
@@ -259,20 +290,34 @@ end
 local today = string.format('%d', day)
 -- The owner has no levels: the shared empty table, read only (a table made and collected per call
 -- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
+-- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
+-- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
-if agent then
+local levels = hash_memo and agent and levels_of[KEYS[2]]
+if levels then
+  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+  -- A raise lapses by the call's own clock: each row's raises weighed again.
+  for i = 1, #rows do
+    local r, at = rows[i], i == 1 and 15 or 11
+    if r[at] then raised_row(r, at, now) end
+  end
+elseif agent then
   rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
   rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
-  raised_row(agent, 15, now)
+  if agent[15] then raised_row(agent, 15, now) end
   for i = 1, #ids do
-    local a = memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+    local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
       'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
     if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    raised_row(a, 11, now)
+    if a[11] then raised_row(a, 11, now) end
     rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
   end
-  for i, r in ipairs(rows) do
+  if hash_memo then levels_of[KEYS[2]] = {rows, hashes, bys, budgets, spents, day_spents} end
+end
+if agent then
+  for i = 1, #rows do
+    local r = rows[i]
     -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
     -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
     -- would only cost the reply a hash part.
@@ -290,14 +335,6 @@ if agent then
     day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
   end
 end
--- A level's spend of this HKT day (level 0: the account's, a key read once, when first weighed):
--- the metered clamp and the daily-cap checks both weigh it.
-local account_day_spent = nil
-local function day_spent(i)
-  if i > 0 then return day_spents[i] end
-  if not account_day_spent then account_day_spent = memo_count(KEYS[3]) end
-  return account_day_spent
-end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
@@ -311,7 +348,8 @@ local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the
 if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   local state = r[F_STATE]
   if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
   if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
@@ -319,7 +357,8 @@ for i, r in ipairs(rows) do
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
 end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
@@ -343,6 +382,9 @@ if KEYS[16] ~= KEYS[2] then
   if run_refused then return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, run_refused, run.expires} end
 end
 
+-- The account's spend of this HKT day (a key): the metered clamp and the daily cap weigh it.
+local account_day_spent = memo_count(KEYS[3])
+
 -- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.
 local max_out, clamped, affordable = 0, 0, 0
@@ -353,21 +395,16 @@ if metered then
   local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
   -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
   local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
-  -- The owner's lane charges fee_pct percent of the cost: its reservation is that percent of the
-  -- house lane's, rounded up, which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
+  -- The owner's lane: the percent of the cost it charges (reservation_of, above).
   local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
-  local function house_reservation(out) return math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1 end
-  local function reservation(out)
-    if not fee_pct then return house_reservation(out) end
-    return math.floor((house_reservation(out) * fee_pct + 99) / 100)
-  end
   local room = balance
-  for i, r in ipairs(rows) do
+  for i = 1, #rows do
+    local r = rows[i]
     if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
-    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spent(i)) end
+    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spents[i]) end
     if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
   end
-  room = math.min(room, number_of(acct[3] or default_daily_cap) - day_spent(0))
+  room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
   local house_room = room
@@ -375,18 +412,19 @@ if metered then
   -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
   local fits = model_max
   if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
-  if reservation(0) > room then fits = 0 end
+  if reservation_of(0, input_bound, p_bound, p_out, fee_pct) > room then fits = 0 end
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
   if asked ~= '' then max_out = tonumber(asked)
-  elseif reservation(model_max) <= room then max_out = model_max
+  elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out = model_max
   elseif affordable > 0 then max_out, clamped = affordable, 1
   else max_out = min_out end   -- not even min_output fits: refused by the limit the smallest ceiling passes
-  price = reservation(max_out)
+  price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
     return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
   end
@@ -404,29 +442,24 @@ if run and run.spent + price > run.max then
   return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, 'exhausted', run.expires}
 end
 
--- A cap refusal tells the owner once per HKT day and scope (the mark lives in the hash it limits).
-local function note_cap(hash, mark, scope, cap, used, who)
-  if redis.call('HGET', hash, mark) == today then return end
-  redis.call('HSET', hash, mark, today)
-  emit('evt_' .. call_id .. '_cap', 'cap.reached',
-    {scope = scope, agent_id = who or agent_ref, cap = cap, spent = used, price = price, target = target, day = day})
-end
-
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-for i, r in ipairs(rows) do
+for i = 1, #rows do
+  local r = rows[i]
   if r[F_DAILY_CAP] then
-    local agent_spent = day_spent(i)
+    local agent_spent = day_spents[i]
     if agent_spent + price > r[F_DAILY_CAP] then
-      note_cap(hashes[i], 'cap_noted', 'agent', r[F_DAILY_CAP], agent_spent, bys[i] ~= '' and bys[i] or nil)
+      note_cap(hashes[i], 'cap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
+        agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
       return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
     end
   end
 end
 local daily_cap = number_of(acct[3] or default_daily_cap)
-local spent = day_spent(0)
+local spent = account_day_spent
 if spent + price > daily_cap then
-  note_cap(KEYS[1], 'cap_noted', 'account', daily_cap, spent)
+  note_cap(KEYS[1], 'cap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap',
+    {scope = 'account', agent_id = agent_ref, cap = daily_cap, spent = spent, price = price, target = target, day = day})
   return {S_DAILY_CAP_REACHED, balance, daily_cap, spent}
 end
 
@@ -435,7 +468,8 @@ if unpriced then
   local request_cap = number_of(ARGV[10])
   local used = tonumber(redis.call('GET', KEYS[4]) or '0')
   if used + 1 > request_cap then
-    note_cap(KEYS[1], 'reqcap_noted', 'requests', request_cap, used)
+    note_cap(KEYS[1], 'reqcap_noted', today, KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_cap',
+      {scope = 'requests', agent_id = agent_ref, cap = request_cap, spent = used, price = price, target = target, day = day})
     return {S_REQUEST_CAP_REACHED, balance, request_cap, used}
   end
 end
@@ -458,7 +492,8 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- sliding minute (weighted like the rate limit) past the agent's policy kills the agent.
 -- This minute's counts are added first and weighed as HINCRBY returns them (one command each
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
--- outlives a refusal, and otherwise the counts are this debit's writes.
+-- outlives a refusal, and otherwise the counts are this debit's writes. In a batch they are the
+-- memo's (memo_hincr), written once after the batch's last call.
 -- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
@@ -467,19 +502,25 @@ if agent then
   local brk_same = number_of(agent[13] or ARGV[16])
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
-    local credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+    local credits, same
+    if hash_memo then
+      credits = price > 0 and memo_hincr(KEYS[10], 'credits', price) or nil
+      same = req_fp ~= '' and memo_hincr(KEYS[10], same_field, 1) or nil
+    else
+      credits = price > 0 and redis.call('HINCRBY', KEYS[10], 'credits', price_s) or nil
+      same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
+    end
     brk_counted = credits ~= nil
-    local same = req_fp ~= '' and redis.call('HINCRBY', KEYS[10], same_field, '1') or nil
     memo_put(KEYS[10], nil)   -- this minute is a later call's previous one when its minute is next
     -- The window gets its expiry with its first count, like the rate window: two minutes from then
     -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then
-      redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2)
+      if hash_memo then memo_pexpire(KEYS[10], WINDOW_MS * 2) else redis.call('PEXPIRE', KEYS[10], WINDOW_MS * 2) end
     end
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
     -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-    local prev = (weigh_credits or weigh_same) and memo_hmget(KEYS[11], same_field, 'credits', same_field) or {}
+    local prev = (weigh_credits or weigh_same) and (memo_of(KEYS[11], same_field) or memo_hmget(KEYS[11], same_field, 'credits', same_field)) or {}
     -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local rule, limit, seen = nil, 0, 0
@@ -500,10 +541,10 @@ if agent then
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
-      redis.call('DEL', KEYS[10], KEYS[11])
+      memo_del(KEYS[10], KEYS[11])
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       local a = append_agent_entry(KEYS[2], KEYS[9], account_id, agent_id, v, now_s)
-      emit('evt_' .. agent_id .. '_v' .. v, 'agent.killed',
+      emit_event(KEYS[9], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
       return {S_AGENT_KILLED, 0, 'breaker'}
     end
@@ -511,16 +552,25 @@ if agent then
 end
 
 -- All checks passed: the writes (the breaker's counts are made).
-balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
-local balance_s = string.format('%d', balance)
-memo_write(KEYS[1], 2, balance)   -- the account list's `balance`
+-- In a batch the balance (and `held`) is the memo's, written once after the batch's last call: the
+-- memo holds what Redis holds (every write to it goes through the memo).
+if hash_memo then
+  balance = balance - price
+  memo_set(KEYS[1], 2, 'balance', balance)   -- the account list's `balance`
+else
+  balance = redis.call('HINCRBY', KEYS[1], 'balance', minus_price)
+end
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
 local held = number_of(acct[8] or '0')
 if metered and price > 0 then
-  held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
-  memo_write(KEYS[1], 8, held)
+  if hash_memo then
+    held = held + price
+    memo_set(KEYS[1], 8, 'held', held)
+  else
+    held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
+  end
 end
 if price > 0 then
   if hash_memo then
@@ -566,13 +616,20 @@ end
 -- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
 -- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
 -- search and a growth of the record's listpack (bench/RESULTS.md, issue 42).
-if unpriced or idem_key ~= '' or chain ~= '' or brk_counted then
+if unpriced or idem_key ~= '' then
   local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
   if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
   if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
   if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
   if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
   redis.call('HSET', KEYS[7], unpack(f))
+-- An agent's common shapes written directly (no table and unpack per call).
+elseif chain ~= '' and brk_counted then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain, 'brk', '1')
+elseif brk_counted then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'brk', '1')
+elseif chain ~= '' then
+  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain)
 else
   redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
 end
@@ -586,21 +643,23 @@ end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
-redis.call('ZADD', KEYS[12], abandon_at, account_id .. '|' .. call_id)
+-- In a batch, one ZADD of all its calls after the last (nothing in the script reads the set).
+memo_zadd(KEYS[12], abandon_at, account_id .. '|' .. call_id)
 if idem_fp ~= '' then
   redis.call('HSET', KEYS[8], 'fp', idem_fp, 'state', 'pending', 'call', call_id)
   redis.call('EXPIRE', KEYS[8], '86400')
 end
 -- A metered call's entry is its settle's: one debit of what it cost (lua/settle.lua).
+-- Packed (src/write-behind/outbox.ts reads it as the `debit` entry of fields id, acct, agent, amount,
+-- bal, call, target, at): one field where there were ten, each an argument and a stream field less.
 if not metered then
-  redis.call('XADD', KEYS[9], '*', 'kind', 'debit', 'id', call_id .. ':debit', 'acct', account_id,
-    'agent', agent_id, 'amount', minus_price, 'bal', held == 0 and balance_s or string.format('%d', balance + held),
-    'call', call_id, 'target', target, 'at', now_s)
+  redis.call('XADD', KEYS[9], '*', 'kind', 'packed_debit', 'd', account_id .. '|' .. agent_id .. '|' .. minus_price .. '|' ..
+    string.format('%d', balance + held) .. '|' .. call_id .. '|' .. now_s .. '|' .. target)
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = number_of(acct[6] or ARGV[17])
 if price > 0 and low > 0 and balance < low and balance + price >= low then
-  emit('evt_' .. call_id .. '_low', 'balance.low',
+  emit_event(KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.

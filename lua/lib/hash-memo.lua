@@ -19,6 +19,8 @@ local hash_memo = nil --@batch-memo
 local hash_dirty = nil --@batch-dirty
 local write_deferred = nil --@batch-write
 local count_dirty = nil --@batch-counts
+local set_adds = nil --@batch-adds
+local expires = nil --@batch-expires
 
 -- HMGET key fields..., through the memo: the list's reply as HMGET gave it the first time, shared by
 -- the batch's calls (a caller writes into it only a field's parsed number).
@@ -45,12 +47,14 @@ local function memo_hmget(key, list, ...)
   return reply
 end
 
+-- A hash's lists are walked by `next, m`, not pairs(m): one C call less each time.
+
 -- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
 -- would now give, or that number.
 local function memo_write(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
-  for _, reply in pairs(m) do reply[pos] = value end
+  for _, reply in next, m do reply[pos] = value end
 end
 
 -- A counter's value (0 when absent), through the memo.
@@ -62,6 +66,13 @@ local function memo_count(key)
     hash_memo[key] = n
   end
   return n
+end
+
+-- In a batch, the list's reply when a call before read it, else nil: a call that finds it passes no
+-- field names (memo_hmget's dozen arguments, on every call, cost more than the lookup).
+local function memo_of(key, list)
+  local m = hash_memo and hash_memo[key]
+  return m and m[list]
 end
 
 -- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
@@ -92,7 +103,7 @@ end
 local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   local m = hash_memo[key]
   if m then
-    for _, reply in pairs(m) do
+    for _, reply in next, m do
       reply[p1], reply[p2], reply[p3] = v1, v2, v3
       if p4 then reply[p4] = v4 end
     end
@@ -104,6 +115,63 @@ local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   end
   d[f1], d[f2], d[f3] = v1, v2, v3
   if p4 then d[f4] = v4 end
+end
+
+-- In a batch: one field of hash `key` is now `value` (as memo_defer), written after the batch's last
+-- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call.
+local function memo_set(key, pos, field, value)
+  local m = hash_memo[key]
+  if m then
+    for _, reply in next, m do reply[pos] = value end
+  end
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  d[field] = value
+end
+
+-- ZADD key score member; in a batch, added to the batch's one ZADD of `key` after its last call
+-- (the wrapper's flush). Only for a sorted set the script never reads (a debit's in-flight set).
+local function memo_zadd(key, score, member)
+  if not set_adds then return redis.call('ZADD', key, score, member) end
+  local a = set_adds[key]
+  if not a then
+    a = {}
+    set_adds[key] = a
+  end
+  a[#a + 1] = score
+  a[#a + 1] = member
+end
+
+-- In a batch: field `field` of hash `key` rises by `by`, as HINCRBY would (its new count returned),
+-- counted among the hash's deferred fields (read from Redis at its first rise) and so written once,
+-- after the batch's last call. A list memo_hmget reads of the hash later sees the count.
+local function memo_hincr(key, field, by)
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  local n = d[field]
+  if n == nil then n = tonumber(redis.call('HGET', key, field) or '0') end
+  n = n + by
+  d[field] = n
+  return n
+end
+
+-- In a batch: PEXPIRE key ms, after the batch's deferred writes (the key may be made by them).
+local function memo_pexpire(key, ms)
+  expires[key] = ms
+end
+
+-- DEL k1 k2, and in a batch nothing of them left to read or write later (deferred fields dropped).
+local function memo_del(k1, k2)
+  redis.call('DEL', k1, k2)
+  if not hash_memo then return end
+  hash_memo[k1], hash_dirty[k1], expires[k1] = nil, nil, nil
+  hash_memo[k2], hash_dirty[k2], expires[k2] = nil, nil, nil
 end
 
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.

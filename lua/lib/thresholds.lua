@@ -6,7 +6,7 @@
 -- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 9,
 -- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
 -- before the debit (rows, hashes, bys, budgets, spents, day_spents), F_DAILY_CAP, today, call_id,
--- agent_id, agent_ref, and emit.
+-- agent_id, agent_ref, account_id, now_s, and emit_event.
 -- Levels: the account hash's `thresholds`, percentages ascending joined by ',' (absent = 50,80,100;
 -- '' = off). Only a debit that crosses a level reads and writes its mark, a field of the hash it
 -- limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"), so a refund that lowers the
@@ -49,7 +49,7 @@ if price > 0 and acct[9] ~= '' then
       for l in string.gmatch(levels, '%d+') do
         l = tonumber(l)
         if l > told and l <= top and l * cap > before * 100 then
-          emit('evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
+          emit_event(KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
             {scope = scope, agent_id = who or agent_ref, cap_kind = kind, percent = l, cap = cap, spent = after, call_id = call_id})
         end
       end

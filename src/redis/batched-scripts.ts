@@ -28,16 +28,22 @@ interface Call {
 /**
  * The wrapper: a batch's calls mostly repeat the call before them (one account, one agent, one
  * minute), so each call sends only where it differs from it, and each distinct value once. KEYS are
- * the batch's distinct keys; ARGV[1] is the number of calls, ARGV[2 .. n + 1] each call's changes,
+ * the batch's distinct keys (after each call's own key, when the body names one: ownKeySlot); ARGV[1]
+ * is the number of calls (negative: two calls share an own key), ARGV[2 .. n + 1] each call's changes,
  * then the batch's distinct arguments, both in the order first met. A call's changes are its number
  * of ARGV, then a slot per change, space-separated: p (a slot of the `perCall` keys, then of the
  * ARGV after them) takes the next value not sent before, p=i the i-th distinct one sent. Most calls
  * of a batch change the same slots, and each distinct list is parsed once. Every argument sent
  * costs Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
- * (a copy: what a call does to them never reaches the next).
+ * (a copy: what a call does to them never reaches the next; a body marked `--@batch-args-read-only`
+ * gets the wrapper's tables themselves).
  */
 export function batchedLua(body: string, perCall: number): string {
+  const own = ownKeySlot(body)
+  // A body that never writes its KEYS and ARGV (it says so by a `--@batch-args-read-only` line) is
+  // given the wrapper's own tables, changed in place call after call, not a copy of each per call.
+  const readOnly = /^--@batch-args-read-only$/m.test(body)
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
   // the batch's calls; the writes are made after the last call.
   const shared = body
@@ -45,6 +51,9 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local hash_dirty = nil --@batch-dirty$/m, 'local hash_dirty = batch_dirty')
     .replace(/^local write_deferred = nil --@batch-write$/m, 'local write_deferred = batch_write')
     .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
+    .replace(/^local set_adds = nil --@batch-adds$/m, 'local set_adds = batch_adds')
+    .replace(/^local expires = nil --@batch-expires$/m, 'local expires = batch_expires')
+    .replace(OWN_KEY, 'local batch_new = batch_new')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
   // and its collection (bench/RESULTS.md, issue 42).
@@ -52,7 +61,18 @@ export function batchedLua(body: string, perCall: number): string {
   const once = marker ? shared.slice(0, marker.index) : ''
   const eachCall = marker ? shared.slice(marker.index) : shared
   return `-- batched by src/redis/batched-scripts.ts
-local batch_memo, batch_dirty, batch_counts = {}, {}, {}
+local batch_memo, batch_dirty, batch_counts, batch_adds, batch_expires = {}, {}, {}, {}, {}
+local batch_n, batch_keys = tonumber(ARGV[1]), 0   -- the calls, and the keys before their shared ones
+${
+  own
+    ? `-- KEYS[1 .. n]: each call's own key (slot ${own}). None existing: no call of the batch was applied
+-- before (a batch is applied whole or not at all), so none is a resend. A negative n: two calls
+-- share one (never sent by the app), each call checks its own.
+local batch_new = false
+if batch_n < 0 then batch_n = -batch_n else batch_new = redis.call('EXISTS', unpack(KEYS, 1, batch_n)) == 0 end
+batch_keys = batch_n`
+    : ''
+}
 -- A hash's deferred fields (field → a string, or an integer to format) in one HSET.
 local function batch_write(key, fields)
   local args = {}
@@ -66,10 +86,11 @@ ${once}
 local function one(KEYS, ARGV)
 ${eachCall}
 end
-local n = tonumber(ARGV[1])
+local n = batch_n
 local out, parsed = {}, {}
-local key_at, arg_at = 0, 1 + n   -- the last key and argument taken as new
+local key_at, arg_at = batch_keys, 1 + n   -- the last key and argument taken as new
 local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
+local argc_before = 0
 for i = 1, n do
   local spec = ARGV[1 + i]
   local changes = parsed[spec]
@@ -88,7 +109,7 @@ for i = 1, n do
       if r == 0 then
         key_at = key_at + 1
         r = key_at
-      end
+      ${own ? "else\n        r = r + n   -- after the own keys\n      " : ''}end
       tkeys[slot] = KEYS[r]
     else
       if r == 0 then
@@ -100,19 +121,42 @@ for i = 1, n do
       targv[slot - ${perCall}] = ARGV[r]
     end
   end
-  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
-  local ok, reply = pcall(one, keys, argv)
+${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${
+    readOnly
+      ? `  -- A call with fewer ARGV than the one before: its absent ones read as nil.
+  for j = changes.argc + 1, argc_before do targv[j] = nil end
+  argc_before = changes.argc
+  local ok, reply = pcall(one, tkeys, targv)`
+      : `  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
+  local ok, reply = pcall(one, keys, argv)`
+  }
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
 for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
+-- The expiry of a hash the deferred writes may have made.
+for key, ms in pairs(batch_expires) do redis.call('PEXPIRE', key, ms) end
 -- A counter's deferred rises, and the expiry of one they created.
 for key, c in pairs(batch_counts) do
   redis.call('INCRBY', key, c[1])
   if c[2] then redis.call('PEXPIRE', key, c[2]) end
 end
+-- A sorted set's deferred members, in one ZADD.
+for key, a in pairs(batch_adds) do redis.call('ZADD', key, unpack(a)) end
 return out
 `
+}
+
+/**
+ * A body's `local batch_new = nil --@batch-new <slot>` line: KEYS[slot] is each call's own key (the
+ * debit's call record), which exists once the call was applied. The wrapper then sends the calls'
+ * own keys first and checks them with one EXISTS: `batch_new` is true when none exists, so the calls
+ * need not check their own (a resent batch has them all, or none when every call was refused).
+ */
+const OWN_KEY = /^local batch_new = nil --@batch-new (\d+)$/m
+function ownKeySlot(body: string): number | null {
+  const m = OWN_KEY.exec(body)
+  return m ? Number(m[1]) : null
 }
 
 /** A batch's distinct values in the order first met: `ref` is 0 for a new one (sent), else its number. */
@@ -149,6 +193,7 @@ export function batchedCaller(
   max?: number,
 ) {
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
+  const own = ownKeySlot(lua)
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
     const keys = new Distinct()
@@ -157,13 +202,16 @@ export function batchedCaller(
     const changes = calls.map((c) => {
       const list = [String(c.argv.length)]
       const slot = (at: number, ref: number) => list.push(ref === 0 ? String(at) : `${at}=${ref}`)
-      c.keys.forEach((k, j) => k !== before.keys[j] && slot(j + 1, keys.ref(k)))
+      c.keys.forEach((k, j) => j + 1 !== own && k !== before.keys[j] && slot(j + 1, keys.ref(k)))
       const argv = c.argv.map(String)
       argv.forEach((v, j) => v !== before.argv[j] && slot(perCall + j + 1, values.ref(v)))
       before = { keys: c.keys, argv }
       return list.join(' ')
     })
-    return send(keys.sent, [calls.length, ...changes, ...values.sent])
+    if (own === null) return send(keys.sent, [calls.length, ...changes, ...values.sent])
+    const owns = calls.map((c) => c.keys[own - 1]!)
+    const shared = new Set(owns).size < owns.length
+    return send([...owns, ...keys.sent], [shared ? -calls.length : calls.length, ...changes, ...values.sent])
   }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }

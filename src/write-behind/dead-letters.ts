@@ -9,6 +9,7 @@
 import { SHARDS, type Shard } from '../redis/keys'
 import { runDeadLetter, runReplayDeadLetter } from '../lua/dead-letters'
 import type { RedisContext } from '../redis/context'
+import { parseOutboxEntry } from './outbox'
 
 export interface DeadLetter {
   id: string
@@ -17,7 +18,7 @@ export interface DeadLetter {
   kind: string
   /** Why Postgres refused it: SQLSTATE and message. */
   error: string
-  /** The entry's fields exactly as its script wrote them. */
+  /** The entry's fields as its script wrote them; a packed debit's as the debit entry it stands for (outbox.ts). */
   entry: Record<string, string>
   /** When it was dead-lettered (ISO 8601). */
   at: string
@@ -43,12 +44,15 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
     if (k.startsWith('f:')) entry[k.slice(2)] = raw[i + 1]!
     else own[k] = raw[i + 1]!
   }
+  // A packed debit is listed unpacked, as every reader of the outbox sees it (its own id, amount, target).
+  const unpacked = entry.kind === 'packed_debit' ? parseOutboxEntry(streamId, Object.entries(entry).flat()) : []
+  const shown = unpacked.length === 1 ? unpacked[0]!.fields : entry
   return {
     id: publicId(shard, streamId),
     shard,
-    kind: entry.kind ?? '',
+    kind: shown.kind ?? '',
     error: own.error ?? '',
-    entry,
+    entry: shown,
     at: new Date(Number(own.at ?? 0)).toISOString(),
     source_id: own.src ?? '',
   }

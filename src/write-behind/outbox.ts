@@ -61,6 +61,7 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   const fields: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
   const kind = fields.kind ?? ''
+  if (kind === 'packed_debit') return [packedDebit(streamId, fields) ?? { streamId, kind, fields }]
   const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
   if (!folded) return [{ streamId, kind, fields }]
   const money = settleEntry(streamId, fields, folded)
@@ -69,6 +70,33 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   if (!money) return [{ streamId, kind, fields }]
   fields.kind = 'call'
   return [money, { streamId, kind: 'call', fields }]
+}
+
+/** Fields of debit.lua's packed entry (`packed_debit`, field `d`), in its order; the target follows. */
+const PACKED_DEBIT = ['acct', 'agent', 'amount', 'bal', 'call', 'at'] as const
+
+/**
+ * A flat debit as debit.lua writes it: one field, `d`, its values joined by '|' with the target last
+ * (two fields where the entry had ten: each costs the script an argument and the stream a field).
+ * The debit entry it stands for, field for field; null when `d` is not of that shape (the entry
+ * then keeps its kind, which no sink takes: the flusher dead-letters it, src/ledger/poison.ts).
+ */
+function packedDebit(streamId: string, raw: Record<string, string>): OutboxEntry | null {
+  const packed = raw.d ?? ''
+  const f: Record<string, string> = { kind: 'debit' }
+  let at = 0
+  for (const name of PACKED_DEBIT) {
+    const bar = packed.indexOf('|', at)
+    if (bar < 0) return null
+    f[name] = packed.slice(at, bar)
+    at = bar + 1
+  }
+  if (!f.call) return null
+  f.id = `${f.call}:debit`
+  f.target = packed.slice(at)
+  // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).
+  if (raw.orig_id) f.orig_id = raw.orig_id
+  return { streamId, kind: 'debit', fields: f }
 }
 
 /** Fields of settle.lua's packed entry, in its order; the target's byte length, target and model follow. */

@@ -10,6 +10,7 @@ import { inArray, sql } from 'drizzle-orm'
 import { accounts as accountsTable } from '../../src/db/schema'
 import { connectPostgres } from '../../src/db/client'
 import { Flusher } from '../../src/write-behind/flusher'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { SHARDS } from '../../src/redis/keys'
 import { startTcpProxy, type TcpProxy } from '../fakes/tcp-proxy'
 import { pgUrl, startTestApp, type TestApp } from '../helpers/harness'
@@ -31,13 +32,10 @@ afterAll(async () => {
 type Fields = Record<string, string>
 const admin = (method: string, path: string) => t.req(method, path, { token: ADMIN })
 
+/** A shard's entries through the one parser (a packed debit as the debit entry it stands for). */
 async function outbox(shard: number): Promise<{ id: string; f: Fields }[]> {
   const rows = await t.redis.xrange(t.s.ctx.keys.outbox(shard), '-', '+')
-  return rows.map(([id, raw]) => {
-    const f: Fields = {}
-    for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i]!] = raw[i + 1]!
-    return { id, f }
-  })
+  return rows.flatMap(([id, raw]) => parseOutboxEntry(id, raw).map((e) => ({ id, f: e.fields })))
 }
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Flusher } from '../../src/write-behind/flusher'
-import type { OutboxEntry } from '../../src/write-behind/outbox'
+import { parseOutboxEntry, type OutboxEntry } from '../../src/write-behind/outbox'
 import { SINKS } from '../../src/sinks'
 import { connectPostgres, type Database } from '../../src/db/client'
 import { pgUrl, startTestApp, type TestApp } from '../helpers/harness'
@@ -65,11 +65,7 @@ describe('the write-behind flusher', () => {
     await flusher.ensureGroups()
     // Read and commit as this consumer, then "crash" before XACK.
     const res = (await t.s.ctx.redis.xreadgroup('GROUP', 'flusher', flusher.consumer, 'COUNT', 1000, 'STREAMS', key, '>')) as [string, [string, string[]][]][]
-    const entries: OutboxEntry[] = res[0]![1].map(([streamId, f]) => {
-      const fields: Record<string, string> = {}
-      for (let i = 0; i < f.length; i += 2) fields[f[i]!] = f[i + 1]!
-      return { streamId, kind: fields.kind!, fields }
-    })
+    const entries: OutboxEntry[] = res[0]![1].flatMap(([streamId, f]) => parseOutboxEntry(streamId, f))
     await t.s.db.db.transaction(async (tx) => {
       for (const kind of new Set(entries.map((e) => e.kind))) await SINKS[kind]!(tx as unknown as Database, entries.filter((e) => e.kind === kind))
     })

@@ -69,6 +69,32 @@ test('every call of a batch gets exactly its own KEYS and ARGV, as the plain scr
   )
 })
 
+// Echoes its KEYS and ARGV and writes neither: the calls share the wrapper's tables.
+const ECHO_READ_ONLY = `--@batch-args-read-only
+local out = {#KEYS, #ARGV}
+for i = 1, #KEYS do out[#out + 1] = KEYS[i] end
+for i = 1, #ARGV do out[#out + 1] = ARGV[i] end
+return out
+`
+
+test('a body that never writes its KEYS and ARGV gets exactly its own through the shared tables (fewer ARGV than the call before)', async () => {
+  const tag = `{ro-${Date.now()}}`
+  const key = fc.constantFrom('a', 'b', 'c').map((k) => `${tag}:${k}`)
+  const value = fc.oneof(fc.constantFrom('', 'x', '0', '12', '1=2', '3 4'), fc.integer({ min: -3, max: 20 }))
+  const call = fc.record({ keys: fc.array(key, { minLength: PER_CALL, maxLength: PER_CALL }), argv: fc.array(value, { maxLength: 7 }) })
+  const plain = (keys: string[], argv: (string | number)[]) => redis.eval(ECHO_READ_ONLY, keys.length, ...keys, ...argv) as Promise<Reply>
+  await fc.assert(
+    fc.asyncProperty(fc.array(call, { minLength: 2, maxLength: 12 }), async (calls) => {
+      const { sent, client } = counting()
+      const batched = batchedCaller(client, 'echo-ro', ECHO_READ_ONLY, PER_CALL, plain)
+      const got = await Promise.all(calls.map((c) => batched(c.keys, c.argv)))
+      expect(sent.evalsha).toBe(1)
+      expect(got).toEqual(calls.map((c) => [PER_CALL, c.argv.length, ...c.keys, ...c.argv.map(String)]))
+    }),
+    { numRuns: 150 },
+  )
+})
+
 test("a body's part above --@batch-per-call is made once per batch, the rest once per call", async () => {
   const body = `
 local made = {batch = 0, calls = 0}

@@ -13,7 +13,9 @@ import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { windowsAt } from '../../src/windows'
 import { runDebit, type DebitArgs, type DebitReply } from '../../src/lua/debit'
+import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
+import { loadScripts } from '../../src/redis/scripts'
 import { privateScriptServer } from '../helpers/script-rig'
 
 const rig = privateScriptServer()
@@ -316,6 +318,44 @@ describe('debit.lua in a batch', () => {
     expect(replies.map((r) => (r.status === 'ok' ? r.spentToday : r.status))).toEqual([3, 7, 7, 12, 12])
   })
 
+  test('a batch sent twice (ioredis resending it after a lost reply) debits once: the second answers as the calls resent one at a time', async () => {
+    // The wrapper checks the batch's call records with one EXISTS and, when none exists, its calls
+    // skip their own check: the resent batch must find them and answer each applied call as resent.
+    const agent: AgentSpec = { parent: null, budget: 40, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
+    const fleet: Fleet = { balance: 100, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
+    const call = (who: number, price: number, metered = false): CallSpec => ({ who, price, target: 'a.x', fingerprint: 'f1', metered, at: 0 })
+    // Debited, refused (the daily cap), debited by the agent, its metered reservation (27), debited.
+    const calls = [call(-1, 3), call(-1, 500), call(0, 4), call(0, 0, true), call(-1, 5)]
+    const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+    const alone = ctxOf(`alone${run}`)
+    await seed(alone.keys, fleet)
+    for (const [n, c] of calls.entries()) await runDebit(alone, argsOf(fleet, c, n))
+    const resent: DebitReply[] = []
+    for (const [n, c] of calls.entries()) resent.push(await runDebit(alone, argsOf(fleet, c, n)))
+    // Every script sent twice, the first reply lost (EVALSHA, or the EVAL after its NOSCRIPT).
+    let sent = 0
+    const twice = new Proxy(redis, {
+      get(target, prop, receiver) {
+        if (prop === 'evalsha' || prop === 'eval')
+          return async (...a: unknown[]) => {
+            const send = target[prop] as (...x: unknown[]) => Promise<unknown>
+            await send.apply(target, a)
+            sent++
+            return send.apply(target, a)
+          }
+        return Reflect.get(target, prop, receiver)
+      },
+    })
+    const batched = { ...ctxOf(`batch${run}`), redis: twice, scripts: loadScripts(twice as unknown as Redis) } as RedisContext
+    await seed(batched.keys, fleet)
+    const together = await Promise.all(calls.map((c, n) => runDebit(batched, argsOf(fleet, c, n))))
+    expect(sent).toBe(1)
+    expect(together).toEqual(resent)
+    expect(together.map((r) => r.status)).toEqual(['ok', 'daily_cap', 'ok', 'ok', 'ok'])
+    expect(await state(batched.keys)).toEqual(await state(alone.keys))
+    expect(await redis.hget(batched.keys.account(ACCT), 'balance')).toBe(String(100 - 3 - 4 - 27 - 5))
+  })
+
   test('a batch of one depth-4 agent\'s calls reads the account, the agent and each ancestor once', async () => {
     const fleet: Fleet = {
       balance: 1_000_000,
@@ -337,8 +377,13 @@ describe('debit.lua in a batch', () => {
     expect(calls_('evalsha')).toBe(1)
     // Once each: the account, the agent and its 3 ancestors (8 × 5 without the memo).
     expect(calls_('hmget')).toBe(5)
-    // Each call writes its call record; each level's hash is written once, after the batch's last call.
-    expect(calls_('hset')).toBe(8 + 4)
+    // Each call writes its call record; each level's hash, the account's balance and the breaker
+    // window's credits are written once, after the batch's last call; the in-flight set gets one
+    // ZADD for the batch.
+    expect(calls_('hset')).toBe(8 + 4 + 1 + 1)
+    expect(calls_('hincrby')).toBe(0)
+    expect(calls_('zadd')).toBe(1)
+    expect(Number(await redis.hget(ctx.keys.account(ACCT), 'balance'))).toBe(1_000_000 - 5 * 9)
     for (let i = 0; i < 4; i++) expect(Number(await redis.hget(ctx.keys.agent(ACCT, agentId(i)), 'spent_total'))).toBe(5 * 9)
   })
 })
