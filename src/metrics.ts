@@ -17,19 +17,10 @@ const MONEY = new Set<string>(MONEY_KINDS)
 export class Metrics {
   readonly registry = new Registry()
 
-  readonly httpRequests = new Counter({
-    name: 'pab_http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  })
-  readonly httpDuration = new Histogram({
-    name: 'pab_http_request_duration_seconds',
-    help: 'Time to the response head, by method and route template',
-    labelNames: ['method', 'route'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [this.registry],
-  })
+  /** pab_http_requests_total and pab_http_request_duration_seconds, counted through httpSeries. */
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>
+  readonly httpDuration: Histogram<'method' | 'route'>
+  private readonly http = new Map<string, HttpSeries>()
   readonly apiErrors = new Counter({
     name: 'pab_api_errors_total',
     help: 'Structured error answers, by error code',
@@ -98,6 +89,38 @@ export class Metrics {
 
   constructor() {
     for (const feature of FEATURES) this.notConfigured.inc({ feature }, 0)
+    const series = () => this.http.values()
+    this.httpRequests = new Counter({
+      name: 'pab_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const x of series()) x.foldRequests(this)
+      },
+    })
+    this.httpDuration = new Histogram({
+      name: 'pab_http_request_duration_seconds',
+      help: 'Time to the response head, by method and route template',
+      labelNames: ['method', 'route'] as const,
+      buckets: HTTP_BUCKETS,
+      registers: [this.registry],
+      collect() {
+        for (const x of series()) x.foldDuration(this)
+      },
+    })
+  }
+
+  /**
+   * The HTTP series of one method, route template and status, counted per request in plain numbers
+   * and handed to prom-client when scraped: its labelled inc and observe cost ~2.3 µs a request
+   * (issue 42). Routes are the app's route patterns ('unmatched' for the rest): a small, fixed set.
+   */
+  httpSeries(method: string, route: string, status: number): HttpSeries {
+    const key = `${method} ${route} ${status}`
+    let x = this.http.get(key)
+    if (!x) this.http.set(key, (x = new HttpSeries(method, route, status)))
+    return x
   }
 
   /**
@@ -232,6 +255,73 @@ export class Metrics {
       if (kind === 'debit') this.debits.inc(k.n)
       else if (kind === 'refund') this.refunds.inc(k.n)
     }
+  }
+}
+
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
+
+/** prom-client's own record of one histogram series (lib/histogram.js createBaseValues): what a fold adds to. */
+interface HistogramValues {
+  labels: Record<string, string | number>
+  bucketValues: Record<number, number>
+  sum: number
+  count: number
+}
+
+/** One series' requests and durations since the last scrape. */
+export class HttpSeries {
+  private requests = 0
+  private count = 0
+  private sum = 0
+  /** Per bucket of HTTP_BUCKETS (not cumulative); a duration past the last one is counted only in `count` (+Inf), as prom-client does. */
+  private readonly buckets = new Float64Array(HTTP_BUCKETS.length)
+  private readonly counterLabels: { method: string; route: string; status: number }
+
+  constructor(
+    private readonly method: string,
+    private readonly route: string,
+    status: number,
+  ) {
+    this.counterLabels = { method, route, status }
+  }
+
+  /** One request answered, `seconds` to its response head. */
+  answered(seconds: number): void {
+    this.requests++
+    this.count++
+    this.sum += seconds
+    for (let i = 0; i < HTTP_BUCKETS.length; i++)
+      if (seconds <= HTTP_BUCKETS[i]!) {
+        this.buckets[i]!++
+        break
+      }
+  }
+
+  foldRequests(c: Counter<'method' | 'route' | 'status'>): void {
+    if (this.requests === 0) return
+    c.inc(this.counterLabels, this.requests)
+    this.requests = 0
+  }
+
+  /**
+   * Adds the durations to prom-client's series of this method and route (shared by every status),
+   * made by its public zero() when absent (a new series, or after a reset).
+   */
+  foldDuration(h: Histogram<'method' | 'route'>): void {
+    if (this.count === 0) return
+    const find = () =>
+      Object.values((h as unknown as { hashMap: Record<string, HistogramValues> }).hashMap).find((v) => v.labels.method === this.method && v.labels.route === this.route)
+    let v = find()
+    if (!v) {
+      h.zero({ method: this.method, route: this.route })
+      v = find()!
+    }
+    for (let i = 0; i < HTTP_BUCKETS.length; i++) v.bucketValues[HTTP_BUCKETS[i]!]! += this.buckets[i]!
+    v.sum += this.sum
+    v.count += this.count
+    this.count = 0
+    this.sum = 0
+    this.buckets.fill(0)
   }
 }
 
