@@ -75,7 +75,7 @@ export class Metrics {
   readonly flushLag = new Histogram({
     name: 'pab_flush_latency_seconds',
     help: 'From the money write in Redis to its commit in Postgres, per outbox entry',
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    buckets: FLUSH_BUCKETS,
     registers: [this.registry],
   })
 
@@ -228,8 +228,10 @@ export class Metrics {
     let organicCalls = 0
     let honored = 0
     const byKind = new Map<string, { n: number; credits: number }>()
+    // Tallied over the batch and added once: an observe per entry cost ~1.2 µs (two per paid call).
+    const lag = new Tally(FLUSH_BUCKETS)
     for (const e of entries) {
-      this.flushLag.observe(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
+      lag.add(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
       const f = e.fields
       if (e.kind === 'call') {
         // record-calls.lua writes `organic` and `charged` beside the record, so a batch is not parsed
@@ -247,6 +249,7 @@ export class Metrics {
       k.credits += Math.abs(Number(f.amount))
       byKind.set(e.kind, k)
     }
+    lag.foldInto(this.flushLag, {})
     if (organicCalls) this.organicCalls.inc(organicCalls)
     if (honored) this.creditsHonored.inc(honored)
     for (const [kind, k] of byKind) {
@@ -259,6 +262,7 @@ export class Metrics {
 }
 
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
+const FLUSH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
 
 /** prom-client's own record of one histogram series (lib/histogram.js createBaseValues): what a fold adds to. */
 interface HistogramValues {
@@ -268,13 +272,54 @@ interface HistogramValues {
   count: number
 }
 
+/** Observations counted in plain numbers, added to a prom-client histogram in one step (foldInto). */
+class Tally {
+  count = 0
+  private sum = 0
+  /** Per bound (not cumulative); a value past the last bound is counted only in `count` (+Inf), as prom-client does. */
+  private readonly buckets: Float64Array
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.buckets = new Float64Array(bounds.length)
+  }
+
+  add(v: number): void {
+    this.count++
+    this.sum += v
+    for (let i = 0; i < this.bounds.length; i++)
+      if (v <= this.bounds[i]!) {
+        this.buckets[i]!++
+        break
+      }
+  }
+
+  /**
+   * Adds the tally to the histogram's series of `labels` (made by its public zero() when absent: a
+   * new series, or after a reset), then starts again from zero. The histogram has these bounds.
+   */
+  foldInto<L extends string>(h: Histogram<L>, labels: Partial<Record<L, string>>): void {
+    if (this.count === 0) return
+    const wanted = Object.entries(labels)
+    const find = () =>
+      Object.values((h as unknown as { hashMap: Record<string, HistogramValues> }).hashMap).find((v) => wanted.every(([k, x]) => v.labels[k] === x))
+    let v = find()
+    if (!v) {
+      h.zero(labels)
+      v = find()!
+    }
+    for (let i = 0; i < this.bounds.length; i++) v.bucketValues[this.bounds[i]!]! += this.buckets[i]!
+    v.sum += this.sum
+    v.count += this.count
+    this.count = 0
+    this.sum = 0
+    this.buckets.fill(0)
+  }
+}
+
 /** One series' requests and durations since the last scrape. */
 export class HttpSeries {
   private requests = 0
-  private count = 0
-  private sum = 0
-  /** Per bucket of HTTP_BUCKETS (not cumulative); a duration past the last one is counted only in `count` (+Inf), as prom-client does. */
-  private readonly buckets = new Float64Array(HTTP_BUCKETS.length)
+  private readonly duration = new Tally(HTTP_BUCKETS)
   private readonly counterLabels: { method: string; route: string; status: number }
 
   constructor(
@@ -288,13 +333,7 @@ export class HttpSeries {
   /** One request answered, `seconds` to its response head. */
   answered(seconds: number): void {
     this.requests++
-    this.count++
-    this.sum += seconds
-    for (let i = 0; i < HTTP_BUCKETS.length; i++)
-      if (seconds <= HTTP_BUCKETS[i]!) {
-        this.buckets[i]!++
-        break
-      }
+    this.duration.add(seconds)
   }
 
   foldRequests(c: Counter<'method' | 'route' | 'status'>): void {
@@ -303,25 +342,9 @@ export class HttpSeries {
     this.requests = 0
   }
 
-  /**
-   * Adds the durations to prom-client's series of this method and route (shared by every status),
-   * made by its public zero() when absent (a new series, or after a reset).
-   */
+  /** Into prom-client's series of this method and route, which every status of it shares. */
   foldDuration(h: Histogram<'method' | 'route'>): void {
-    if (this.count === 0) return
-    const find = () =>
-      Object.values((h as unknown as { hashMap: Record<string, HistogramValues> }).hashMap).find((v) => v.labels.method === this.method && v.labels.route === this.route)
-    let v = find()
-    if (!v) {
-      h.zero({ method: this.method, route: this.route })
-      v = find()!
-    }
-    for (let i = 0; i < HTTP_BUCKETS.length; i++) v.bucketValues[HTTP_BUCKETS[i]!]! += this.buckets[i]!
-    v.sum += this.sum
-    v.count += this.count
-    this.count = 0
-    this.sum = 0
-    this.buckets.fill(0)
+    this.duration.foldInto(h, { method: this.method, route: this.route })
   }
 }
 

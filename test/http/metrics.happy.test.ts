@@ -112,4 +112,27 @@ describe('GET /metrics', () => {
     const text = await scrape()
     expect(text.split('\n').filter((l) => l.startsWith(`${name}_count{`) && l.includes('route="/v1/call/:slug"'))).toHaveLength(1)
   })
+
+  test('the flush latency histogram: every committed entry in a bucket, its count and its sum', async () => {
+    const name = 'pab_flush_latency_seconds'
+    const read = (text: string) => ({
+      count: sample(text, `${name}_count`),
+      sum: sample(text, `${name}_sum`),
+      inf: sample(text, `${name}_bucket`, { le: '+Inf' }),
+      within300: sample(text, `${name}_bucket`, { le: '300' }),
+    })
+    await drain(t.s.flusher)
+    const before = read(await scrape())
+    const a = await t.signup()
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })).status).toBe(502)
+    await Bun.sleep(20)
+    await drain(t.s.flusher)
+    const after = read(await scrape())
+    // At least the grant, two debits, a refund and two call records.
+    expect(after.count - before.count).toBeGreaterThanOrEqual(6)
+    expect(after.inf - before.inf).toBe(after.count - before.count)
+    expect(after.within300 - before.within300).toBe(after.count - before.count)
+    expect(after.sum).toBeGreaterThan(before.sum)
+  })
 })
