@@ -17,19 +17,10 @@ const MONEY = new Set<string>(MONEY_KINDS)
 export class Metrics {
   readonly registry = new Registry()
 
-  readonly httpRequests = new Counter({
-    name: 'pab_http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  })
-  readonly httpDuration = new Histogram({
-    name: 'pab_http_request_duration_seconds',
-    help: 'Time to the response head, by method and route template',
-    labelNames: ['method', 'route'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [this.registry],
-  })
+  /** pab_http_requests_total and pab_http_request_duration_seconds, counted through httpSeries. */
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>
+  readonly httpDuration: Histogram<'method' | 'route'>
+  private readonly http = new Map<string, HttpSeries>()
   readonly apiErrors = new Counter({
     name: 'pab_api_errors_total',
     help: 'Structured error answers, by error code',
@@ -84,7 +75,7 @@ export class Metrics {
   readonly flushLag = new Histogram({
     name: 'pab_flush_latency_seconds',
     help: 'From the money write in Redis to its commit in Postgres, per outbox entry',
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    buckets: FLUSH_BUCKETS,
     registers: [this.registry],
   })
 
@@ -98,6 +89,38 @@ export class Metrics {
 
   constructor() {
     for (const feature of FEATURES) this.notConfigured.inc({ feature }, 0)
+    const series = () => this.http.values()
+    this.httpRequests = new Counter({
+      name: 'pab_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const x of series()) x.foldRequests(this)
+      },
+    })
+    this.httpDuration = new Histogram({
+      name: 'pab_http_request_duration_seconds',
+      help: 'Time to the response head, by method and route template',
+      labelNames: ['method', 'route'] as const,
+      buckets: HTTP_BUCKETS,
+      registers: [this.registry],
+      collect() {
+        for (const x of series()) x.foldDuration(this)
+      },
+    })
+  }
+
+  /**
+   * The HTTP series of one method, route template and status, counted per request in plain numbers
+   * and handed to prom-client when scraped: its labelled inc and observe cost ~2.3 µs a request
+   * (issue 42). Routes are the app's route patterns ('unmatched' for the rest): a small, fixed set.
+   */
+  httpSeries(method: string, route: string, status: number): HttpSeries {
+    const key = `${method} ${route} ${status}`
+    let x = this.http.get(key)
+    if (!x) this.http.set(key, (x = new HttpSeries(method, route, status)))
+    return x
   }
 
   /**
@@ -205,8 +228,10 @@ export class Metrics {
     let organicCalls = 0
     let honored = 0
     const byKind = new Map<string, { n: number; credits: number }>()
+    // Tallied over the batch and added once: an observe per entry cost ~1.2 µs (two per paid call).
+    const lag = new Tally(FLUSH_BUCKETS)
     for (const e of entries) {
-      this.flushLag.observe(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
+      lag.add(Math.max(0, now - Number(e.streamId.slice(0, e.streamId.indexOf('-')))) / 1000)
       const f = e.fields
       if (e.kind === 'call') {
         // record-calls.lua writes `organic` (and an organic call's `charged`) beside the record, so a
@@ -224,6 +249,7 @@ export class Metrics {
       k.credits += Math.abs(Number(f.amount))
       byKind.set(e.kind, k)
     }
+    lag.foldInto(this.flushLag, {})
     if (organicCalls) this.organicCalls.inc(organicCalls)
     if (honored) this.creditsHonored.inc(honored)
     for (const [kind, k] of byKind) {
@@ -232,6 +258,93 @@ export class Metrics {
       if (kind === 'debit') this.debits.inc(k.n)
       else if (kind === 'refund') this.refunds.inc(k.n)
     }
+  }
+}
+
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
+const FLUSH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+
+/** prom-client's own record of one histogram series (lib/histogram.js createBaseValues): what a fold adds to. */
+interface HistogramValues {
+  labels: Record<string, string | number>
+  bucketValues: Record<number, number>
+  sum: number
+  count: number
+}
+
+/** Observations counted in plain numbers, added to a prom-client histogram in one step (foldInto). */
+class Tally {
+  count = 0
+  private sum = 0
+  /** Per bound (not cumulative); a value past the last bound is counted only in `count` (+Inf), as prom-client does. */
+  private readonly buckets: Float64Array
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.buckets = new Float64Array(bounds.length)
+  }
+
+  add(v: number): void {
+    this.count++
+    this.sum += v
+    for (let i = 0; i < this.bounds.length; i++)
+      if (v <= this.bounds[i]!) {
+        this.buckets[i]!++
+        break
+      }
+  }
+
+  /**
+   * Adds the tally to the histogram's series of `labels` (made by its public zero() when absent: a
+   * new series, or after a reset), then starts again from zero. The histogram has these bounds.
+   */
+  foldInto<L extends string>(h: Histogram<L>, labels: Partial<Record<L, string>>): void {
+    if (this.count === 0) return
+    const wanted = Object.entries(labels)
+    const find = () =>
+      Object.values((h as unknown as { hashMap: Record<string, HistogramValues> }).hashMap).find((v) => wanted.every(([k, x]) => v.labels[k] === x))
+    let v = find()
+    if (!v) {
+      h.zero(labels)
+      v = find()!
+    }
+    for (let i = 0; i < this.bounds.length; i++) v.bucketValues[this.bounds[i]!]! += this.buckets[i]!
+    v.sum += this.sum
+    v.count += this.count
+    this.count = 0
+    this.sum = 0
+    this.buckets.fill(0)
+  }
+}
+
+/** One series' requests and durations since the last scrape. */
+export class HttpSeries {
+  private requests = 0
+  private readonly duration = new Tally(HTTP_BUCKETS)
+  private readonly counterLabels: { method: string; route: string; status: number }
+
+  constructor(
+    private readonly method: string,
+    private readonly route: string,
+    status: number,
+  ) {
+    this.counterLabels = { method, route, status }
+  }
+
+  /** One request answered, `seconds` to its response head. */
+  answered(seconds: number): void {
+    this.requests++
+    this.duration.add(seconds)
+  }
+
+  foldRequests(c: Counter<'method' | 'route' | 'status'>): void {
+    if (this.requests === 0) return
+    c.inc(this.counterLabels, this.requests)
+    this.requests = 0
+  }
+
+  /** Into prom-client's series of this method and route, which every status of it shares. */
+  foldDuration(h: Histogram<'method' | 'route'>): void {
+    this.duration.foldInto(h, { method: this.method, route: this.route })
   }
 }
 

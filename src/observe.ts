@@ -10,7 +10,7 @@
  * - Counting is in memory only: no Redis or Postgres work per request.
  */
 import { Elysia } from 'elysia'
-import { randomId } from './auth/tokens'
+import { pooledId } from './auth/tokens'
 import type { ApiError } from './errors'
 import type { Services } from './services'
 
@@ -42,7 +42,7 @@ export function noteError(request: Request, err: ApiError | string): void {
 
 /** The id of a request being answered (a fresh one for a Request that never went through the app). */
 export function requestId(request: Request): string {
-  return info.get(request)?.id ?? randomId(8)
+  return info.get(request)?.id ?? pooledId(8)
 }
 
 /**
@@ -59,24 +59,6 @@ export const observeRoutes = () =>
       const i = info.get(request)
       if (i) i.route ??= route
     })
-
-/**
- * The request counter's and histogram's children for one method, route and status, bound once:
- * prom-client otherwise hashes the label object on every request (issue 17). Routes are the
- * app's route patterns ('unmatched' for the rest), so the set is small and fixed.
- */
-const bound = new WeakMap<Services['metrics'], Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>>()
-function seriesOf(m: Services['metrics'], method: string, route: string, status: number) {
-  let perMetrics = bound.get(m)
-  if (!perMetrics) bound.set(m, (perMetrics = new Map()))
-  const key = `${method} ${route} ${status}`
-  let series = perMetrics.get(key)
-  if (!series) {
-    series = { requests: m.httpRequests.labels({ method, route, status }), duration: m.httpDuration.labels({ method, route }) }
-    perMetrics.set(key, series)
-  }
-  return series
-}
 
 interface Handles {
   handle(request: Request): Promise<Response>
@@ -96,7 +78,7 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
   const inner = app.handle.bind(app)
   app.handle = async (request: Request) => {
     const given = request.headers.get('x-request-id')
-    const i: RequestInfo = { id: given && ID_RE.test(given) ? given : randomId(8), started: performance.now() }
+    const i: RequestInfo = { id: given && ID_RE.test(given) ? given : pooledId(8), started: performance.now() }
     info.set(request, i)
     const taken = direct?.take(request)
     if (taken) i.route = direct!.route
@@ -105,9 +87,7 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     const route = i.route ?? 'unmatched'
     const method = request.method
     const status = res.status
-    const series = seriesOf(s.metrics, method, route, status)
-    series.requests.inc()
-    series.duration.observe(ms / 1000)
+    s.metrics.httpSeries(method, route, status).answered(ms / 1000)
     if (i.code) s.metrics.apiErrors.inc({ code: i.code })
     if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
     if (i.feature) s.notConfigured.raise(i.feature)

@@ -5,7 +5,15 @@ export const RATE_WINDOW_MS = 60_000
 
 export function windowsAt(now: number) {
   const rate = Math.floor(now / RATE_WINDOW_MS)
-  return { day: hktDay(now), rate, prevRate: rate - 1, resetsAt: new Date(nextHktMidnight(now)).toISOString() }
+  return {
+    day: hktDay(now),
+    rate,
+    prevRate: rate - 1,
+    /** Read only by a refusal: formatting it cost every paid request a toISOString. */
+    get resetsAt() {
+      return new Date(nextHktMidnight(now)).toISOString()
+    },
+  }
 }
 
 /** Standard rate-limit headers (IETF draft RateLimit-*), plus Retry-After on a rejection. */

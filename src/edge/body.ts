@@ -38,6 +38,9 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
 }
 
 export async function readText(request: Request, limit: number): Promise<string> {
+  // A declared length was checked on arrival: Bun decodes the body in one step (UTF-8, BOM dropped,
+  // as TextDecoder does), a few µs less than a copy into a TextDecoder (issue 42).
+  if (request.headers.has('content-length')) return request.text()
   return new TextDecoder().decode(await readBytes(request, limit))
 }
 

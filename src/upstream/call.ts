@@ -54,10 +54,15 @@ export async function callUpstream(
   if (sent.kind !== 'answer') return sent
   let text: string
   try {
-    const bytes = await readCapped(sent.body, maxBytes)
-    if (bytes === null) return { kind: 'refused', outcome: 'too_large', status: sent.status }
+    let raw: string
+    if (sent.text) raw = await sent.text()
+    else {
+      const bytes = await readCapped(sent.body, maxBytes)
+      if (bytes === null) return { kind: 'refused', outcome: 'too_large', status: sent.status }
+      raw = new TextDecoder().decode(bytes)
+    }
     // A provider that quotes the key back (an error message) must not hand it to the caller.
-    text = maskKey(new TextDecoder().decode(bytes), apiKey)
+    text = maskKey(raw, apiKey)
   } catch (e) {
     return { kind: 'failed', outcome: sent.failed(e) }
   }

@@ -60,8 +60,14 @@ export type ProviderAnswer =
       outcome: 'ok' | 'provider_4xx'
       status: number
       headers: Headers
-      /** The body with its content-coding undone. */
-      body: Response['body']
+      /** The body with its content-coding undone (made when first read: `text` reads without it). */
+      readonly body: Response['body']
+      /**
+       * The whole body in one read, decoded as UTF-8, where nothing needs counting: an identity body
+       * whose declared length is within the cap (Bun reads no more than is declared). Null otherwise:
+       * read `body`, counting. ~10 µs a paid call less than a stream's reader (issue 42).
+       */
+      text: (() => Promise<string>) | null
       /** Whether a coding was undone (the provider's content-encoding and length no longer apply). */
       decoded: boolean
       /** The declared length of an identity body; 0 when none or encoded. */
@@ -115,8 +121,22 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
   // An encoded body's declared length is of the wire bytes; the reader counts the decoded ones.
   const declared = decoders.length ? 0 : Number(res.headers.get('content-length') ?? '0')
   if (declared > r.maxBytes) return refused('too_large')
-  const body: Response['body'] = res.body && decoders.length ? (decodeBody(res.body, decoders) as Response['body']) : res.body
-  return { kind: 'answer', outcome, status: res.status, headers: res.headers, body, decoded: decoders.length > 0, declared, failed, clientLeft }
+  let body: Response['body'] | undefined
+  return {
+    kind: 'answer',
+    outcome,
+    status: res.status,
+    headers: res.headers,
+    // Bun makes a JS stream of a body only once it is asked for; one read by `text` never is.
+    get body() {
+      return (body ??= res.body && decoders.length ? (decodeBody(res.body, decoders) as Response['body']) : res.body)
+    },
+    text: declared > 0 && !decoders.length ? () => res.text() : null,
+    decoded: decoders.length > 0,
+    declared,
+    failed,
+    clientLeft,
+  }
 }
 
 /**

@@ -88,4 +88,51 @@ describe('GET /metrics', () => {
     expect((await t.req('GET', '/v1/balance', { token: a.token })).status).toBe(429)
     expect(sample(await scrape(), 'pab_rate_limit_rejections_total', { route: '/v1/balance' })).toBe(before + 1)
   })
+
+  test('the request duration histogram: each answer in its bucket, its count, its sum; every status of a route in one series', async () => {
+    const route = { method: 'POST', route: '/v1/call/:slug' }
+    const name = 'pab_http_request_duration_seconds'
+    const read = (text: string) => ({
+      count: sample(text, `${name}_count`, route),
+      sum: sample(text, `${name}_sum`, route),
+      inf: sample(text, `${name}_bucket`, { ...route, le: '+Inf' }),
+      tenSeconds: sample(text, `${name}_bucket`, { ...route, le: '10' }),
+    })
+    const before = read(await scrape())
+    const a = await t.signup()
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })).status).toBe(502)
+    const mid = read(await scrape())
+    expect(mid.count).toBe(before.count + 2)
+    expect(mid.inf).toBe(before.inf + 2)
+    expect(mid.tenSeconds).toBe(before.tenSeconds + 2)
+    expect(mid.sum).toBeGreaterThan(before.sum)
+    // Scraped again with nothing answered in between: nothing counted twice.
+    expect(read(await scrape())).toEqual(mid)
+    const text = await scrape()
+    expect(text.split('\n').filter((l) => l.startsWith(`${name}_count{`) && l.includes('route="/v1/call/:slug"'))).toHaveLength(1)
+  })
+
+  test('the flush latency histogram: every committed entry in a bucket, its count and its sum', async () => {
+    const name = 'pab_flush_latency_seconds'
+    const read = (text: string) => ({
+      count: sample(text, `${name}_count`),
+      sum: sample(text, `${name}_sum`),
+      inf: sample(text, `${name}_bucket`, { le: '+Inf' }),
+      within300: sample(text, `${name}_bucket`, { le: '300' }),
+    })
+    await drain(t.s.flusher)
+    const before = read(await scrape())
+    const a = await t.signup()
+    expect((await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.fail', { token: a.token, body: {} })).status).toBe(502)
+    await Bun.sleep(20)
+    await drain(t.s.flusher)
+    const after = read(await scrape())
+    // At least the grant, two debits, a refund and two call records.
+    expect(after.count - before.count).toBeGreaterThanOrEqual(6)
+    expect(after.inf - before.inf).toBe(after.count - before.count)
+    expect(after.within300 - before.within300).toBe(after.count - before.count)
+    expect(after.sum).toBeGreaterThan(before.sum)
+  })
 })
