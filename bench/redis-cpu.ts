@@ -6,7 +6,7 @@
  * the service's own batching), then wait until the flusher has moved every outbox entry into
  * Postgres; µs of Redis per paid call = Σ usec of the commands the service sent / the load's 2xx.
  *
- *   ./node_modules/.bin/bun bench/redis-cpu.ts [--baseline /work/bench-base] [--rounds 3] [--calls 1600]
+ *   ./node_modules/.bin/bun bench/redis-cpu.ts [--baseline <checkout>] [--rounds 3] [--calls 1600]
  *       [--accounts 80] [--in-flight 16] [--monitor] [--nice] [--callgrind [--stretch 150]]
  *
  * Commands a script runs (`redis.call`) show in commandstats under their own names too, and their
