@@ -29,7 +29,9 @@
  * callgrind dump on entering and on leaving each EVALSHA splits the count by script; the drain
  * check's own INFO and XLEN are left out. Valgrind slows the server ~100×, so the service's periodic
  * clocks are stretched (`--stretch`, see `stretched`) to keep the flusher's rounds per paid call
- * near the native run's (~1.25 per 100 calls); a sample of 800 calls takes 2–4 minutes.
+ * near the native run's (~1.25 per 100 calls); they still follow the machine's load, so the table
+ * also gives the count less the flusher's reads and acks. `--calls 400`: a sample takes 1–4 minutes
+ * with the machine's load, and two runs agree within ~1% (800: the same figures).
  *
  * Needs redis-server on the PATH and Postgres at BENCH_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres; a fresh database per sample, dropped afterwards).
