@@ -6,8 +6,8 @@
  * the service's own batching), then wait until the flusher has moved every outbox entry into
  * Postgres; µs of Redis per paid call = Σ usec of the commands the service sent / the load's 2xx.
  *
- *   ./node_modules/.bin/bun bench/redis-cpu.ts [--baseline /work/bench-base] [--rounds 3] [--calls 1600]
- *       [--accounts 80] [--in-flight 16] [--monitor] [--nice]
+ *   ./node_modules/.bin/bun bench/redis-cpu.ts [--baseline <checkout>] [--rounds 3] [--calls 1600]
+ *       [--accounts 80] [--in-flight 16] [--monitor] [--nice] [--callgrind [--stretch 150]]
  *
  * Commands a script runs (`redis.call`) show in commandstats under their own names too, and their
  * usec is already inside the script's EVALSHA: they are listed as "in scripts" and not summed. A name
@@ -22,6 +22,17 @@
  * calls = Σ granted, and Postgres holds one debit entry and one `ok` call row per charged call.
  * Prints only (markdown); bench/RESULTS.md is left alone.
  *
+ * `--callgrind` (rounds default 1): instructions instead of time, which the machine's load does not
+ * move. Each private redis-server runs under valgrind's callgrind (bench/lib/callgrind-redis.ts),
+ * counted from the load's first call until Postgres holds every row and every outbox is empty:
+ * scripts, the flusher's reads and acks, reading requests and writing replies, the event loop. A
+ * callgrind dump on entering and on leaving each EVALSHA splits the count by script; the drain
+ * check's own INFO and XLEN are left out. Valgrind slows the server ~100×, so the service's periodic
+ * clocks are stretched (`--stretch`, see `stretched`) to keep the flusher's rounds per paid call
+ * near the native run's (~1.25 per 100 calls); they still follow the machine's load, so the table
+ * also gives the count less the flusher's reads and acks. `--calls 400`: a sample takes 1–4 minutes
+ * with the machine's load, and two runs agree within ~1% (800: the same figures).
+ *
  * Needs redis-server on the PATH and Postgres at BENCH_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres; a fresh database per sample, dropped afterwards).
  */
@@ -33,6 +44,7 @@ import Redis from 'ioredis'
 import { SHARDS } from '../src/redis/keys'
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server'
 import { resolveBaseline } from './lib/baseline'
+import { luaCommands, startCallgrindRedis, type CallgrindWindow } from './lib/callgrind-redis'
 import { freePort, startChild, waitHttp, type Child } from './lib/proc'
 import { median } from './lib/ratios'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
@@ -41,7 +53,8 @@ const { values: opt } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
     baseline: { type: 'string' },
-    rounds: { type: 'string', default: '3' },
+    /** Default 3; 1 with --callgrind (an instruction count needs no median). */
+    rounds: { type: 'string' },
     calls: { type: 'string', default: '1600' },
     accounts: { type: 'string', default: '80' },
     'in-flight': { type: 'string', default: '16' },
@@ -49,11 +62,20 @@ const { values: opt } = parseArgs({
     monitor: { type: 'boolean', default: false },
     /** Renice each private redis-server to -10: less preemption inside a script on a busy machine. */
     nice: { type: 'boolean', default: false },
+    /** Count instructions instead: each private redis-server runs under valgrind's callgrind. */
+    callgrind: { type: 'boolean', default: false },
+    /**
+     * --callgrind: the service's periodic work (the flusher's idle wait, the ledger check, the stale
+     * reclaim) runs this many times slower, as the load does under valgrind, so that it costs about
+     * as much per paid call as at native speed (the table shows the flusher's rounds per paid call).
+     */
+    stretch: { type: 'string', default: '150' },
     /** Accepted for symmetry with the other benches: this one never writes bench/RESULTS.md. */
     'no-write': { type: 'boolean', default: true },
   },
 })
-const ROUNDS = Number(opt.rounds)
+const ROUNDS = Number(opt.rounds ?? (opt.callgrind ? 1 : 3))
+const STRETCH = Number(opt.stretch)
 const CALLS = Number(opt.calls)
 const ACCOUNTS = Number(opt.accounts)
 const IN_FLIGHT = Number(opt['in-flight'])
@@ -87,6 +109,8 @@ interface Sample {
   /** --monitor: per script (SHA, the kind of its first key), its calls and KEYS sent. */
   monitorScripts: Record<string, { calls: number; keys: number }> | null
   ledger: { granted: number; balances: number; charged: number; debits: number; callsOk: number; grants: number; exact: boolean }
+  /** --callgrind: the window's instructions, split by script and outside scripts. */
+  callgrind: CallgrindWindow | null
 }
 
 /** The command names a tree's scripts run (`redis.call('HSET', ...)`, `redis.call('XINFO', 'GROUPS', ...)`). */
@@ -242,11 +266,40 @@ async function monitorOn(url: string, ours: string) {
   }
 }
 
+/**
+ * --callgrind: the service's clocks that drive Redis work by wall time, stretched (× --stretch) so
+ * that the periodic work per paid call stays about what it is at native speed while valgrind slows
+ * the load ~20-50×: the flusher's wait between rounds (its rounds, so its batch sizes), the ledger
+ * check, the reclaim of stale outbox entries; the event poll (Postgres) alike. Nothing else needs
+ * raising: ioredis has no command timeout here, the abandon deadline of a call is the capability's
+ * timeout plus a minute (no call waits that long on this load, and an abandoned call would break the
+ * ledger check), and the health checks' 1 s limits only shape /status, which the window never asks.
+ * A tree whose config lacks one of these ignores it.
+ */
+const stretched = () => ({
+  FLUSH_INTERVAL_MS: String(50 * STRETCH),
+  LEDGER_CHECK_MS: String(5_000 * STRETCH),
+  FLUSH_STALE_MS: String(30_000 * STRETCH),
+  EVENT_POLL_MS: String(1_000 * STRETCH),
+})
+
+/** The paid call's scripts: a script run whose commands fit several scripts is named after these first. */
+const PAID_PATH = ['debit.lua', 'record-calls.lua', 'ack-outbox.lua']
+
 async function sample(tree: { name: string; root: string }, upstreamUrl: string, round: number): Promise<Sample> {
-  const redisServer: RedisServer = await startRedisServer()
+  const counted = opt.callgrind ? await startCallgrindRedis() : null
+  const redisServer: Pick<RedisServer, 'url' | 'stop'> = counted ? { url: counted.url, stop: () => counted.stop() } : await startRedisServer()
   let svc: BenchService | null = null
   try {
-    svc = await startService({ port: freePort(), upstreamUrl, outDir: join(OUT, `${tree.name.replace(/\W+/g, '-')}-${round}`), pglite: false, root: tree.root, redisUrl: redisServer.url })
+    svc = await startService({
+      port: freePort(),
+      upstreamUrl,
+      outDir: join(OUT, `${tree.name.replace(/\W+/g, '-')}-${round}`),
+      pglite: false,
+      root: tree.root,
+      redisUrl: redisServer.url,
+      env: counted ? stretched() : undefined,
+    })
     const sql = postgres(svc.dbUrl!, { max: 1, onnotice: () => {} })
     try {
       const accounts: { accountId: string; token: string; granted: number }[] = []
@@ -262,11 +315,13 @@ async function sample(tree: { name: string; root: string }, upstreamUrl: string,
       await drainedStats(svc, sql, warm.ok, pid)
       const mon = opt.monitor ? await monitorOn(redisServer.url, `:${(svc.redis as Redis).stream.localPort}`) : null
       await svc.redis.config('RESETSTAT')
+      counted?.zero()
       const cpu0 = redisCpuUs(pid)
       const load = await paidCalls(svc.url, tokens, CALLS, IN_FLIGHT)
       const t0 = performance.now()
-      const { stats: raw, cpuUs } = await drainedStats(svc, sql, warm.ok + load.ok, pid)
+      const { stats: raw, cpuUs } = await drainedStats(svc, sql, warm.ok + load.ok, pid, counted ? 600_000 : 60_000)
       const drainMs = performance.now() - t0
+      const callgrind = counted?.collect(luaCommands(tree.root), PAID_PATH) ?? null
       mon?.stop()
       const inScripts = scriptCommands(tree.root)
       const stats: Record<string, Stat> = {}
@@ -295,7 +350,7 @@ async function sample(tree: { name: string; root: string }, upstreamUrl: string,
         exact: false,
       }
       ledger.exact = balances + BENCH_PRICE * charged === granted && ledger.debits === charged && ledger.callsOk === charged && ledger.grants === granted
-      return { tree: tree.name, ok: load.ok, statuses: load.statuses, loadMs: load.ms, drainMs, serverCpuUs: cpuUs - cpu0, stats, kinds, monitor: mon?.counts ?? null, monitorScripts: mon?.scripts ?? null, ledger }
+      return { tree: tree.name, ok: load.ok, statuses: load.statuses, loadMs: load.ms, drainMs, serverCpuUs: cpuUs - cpu0, stats, kinds, monitor: mon?.counts ?? null, monitorScripts: mon?.scripts ?? null, ledger, callgrind }
     } finally {
       await sql.end()
     }
@@ -367,6 +422,72 @@ function render(samples: Sample[], trees: string[]): string {
   return L.join('\n')
 }
 
+/** The bench's own commands in the window (the drain check's INFO and XLEN): not the service's, left out. */
+const OWN = ['info', 'xlen']
+const own = (w: CallgrindWindow) => OWN.reduce((a, n) => a + (w.commands[n]?.ir ?? 0), 0)
+/** Instructions per paid call: the window's, less the bench's own commands. */
+const irPerCall = (s: Sample) => (s.callgrind!.total - own(s.callgrind!)) / s.ok
+/**
+ * The flusher's reads (XREADGROUP) and acks (ack-outbox.lua) per paid call: the part its rounds set,
+ * and those follow the wall clock (how long the load ran under valgrind), not the calls alone.
+ */
+const flusherPerCall = (s: Sample) => ((s.callgrind!.commands.xread?.ir ?? 0) + (s.callgrind!.scripts['ack-outbox.lua']?.ir ?? 0)) / s.ok
+const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a')
+
+function renderCallgrind(samples: Sample[], trees: string[]): string {
+  const L: string[] = []
+  const w = (s: Sample) => s.callgrind!
+  L.push(
+    `${CALLS} flat paid calls (${BENCH_SLUG}, price ${BENCH_PRICE}) over ${ACCOUNTS} accounts, ${IN_FLIGHT} in flight, after one warm-up call per account; ` +
+      `each sample's redis-server under callgrind, counted from the load's first call until Postgres holds every row and every outbox is empty; the service's periodic clocks ×${STRETCH}.`,
+  )
+  L.push('')
+  L.push('| tree | 2xx | instructions / paid call | less the flusher\'s reads and acks | in scripts | outside: commands sent alone | outside: requests, replies, event loop | flusher rounds per 100 paid calls | load (s, under valgrind) | ledger exact |')
+  L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  for (const s of samples) {
+    const c = w(s)
+    const scripts = Object.values(c.scripts).reduce((a, x) => a + x.ir, 0)
+    const alone = Object.entries(c.commands).reduce((a, [n, x]) => a + (OWN.includes(n) ? 0 : x.ir), 0)
+    // XREADGROUP runs as xreadCommand: one per shard a round.
+    const rounds = ((c.commands.xread?.calls ?? 0) / SHARDS / s.ok) * 100
+    L.push(
+      `| ${s.tree} | ${s.ok} | **${fmt(irPerCall(s))}** | ${fmt(irPerCall(s) - flusherPerCall(s))} | ${fmt(scripts / s.ok)} | ${fmt(alone / s.ok)} | ${fmt(c.rest / s.ok)} | ${f2(rounds)} | ${f1(s.loadMs / 1000)} | ${s.ledger.exact ? 'yes' : '**no**'} |`,
+    )
+  }
+  const med = (t: string, f = irPerCall) => median(samples.filter((s) => s.tree === t).map(f))
+  const less = (s: Sample) => irPerCall(s) - flusherPerCall(s)
+  if (trees.length === 2)
+    L.push(
+      '',
+      `Ratio ${trees[0]} / ${trees[1]} (instructions per paid call, medians): ${(med(trees[0]!) / med(trees[1]!)).toFixed(3)}×; ` +
+        `less the flusher's reads and acks: ${(med(trees[0]!, less) / med(trees[1]!, less)).toFixed(3)}×`,
+    )
+  for (const t of trees) {
+    const mine = samples.filter((s) => s.tree === t)
+    if (mine.length > 1) {
+      const xs = mine.map(irPerCall)
+      L.push('', `${t}: samples ${xs.map(fmt).join(', ')}; spread ${(((Math.max(...xs) - Math.min(...xs)) / Math.min(...xs)) * 100).toFixed(2)}%`)
+    }
+  }
+  L.push('', 'By script (a run is one EVALSHA, a batch or a call alone; named from the commands it ran), each sample:', '')
+  L.push('| tree | script | runs / paid call | paid calls / run | instructions / paid call | instructions / run |')
+  L.push('|---|---|---:|---:|---:|---:|')
+  for (const s of samples)
+    for (const [name, r] of Object.entries(w(s).scripts).sort((a, b) => b[1].ir - a[1].ir))
+      L.push(`| ${s.tree} | ${name} | ${f2(r.runs / s.ok)} | ${f2(s.ok / r.runs)} | ${fmt(r.ir / s.ok)} | ${fmt(r.ir / r.runs)} |`)
+  L.push('', 'Inside the scripts, the commands they ran (calls / inclusive instructions per paid call), each sample:', '')
+  for (const s of samples)
+    for (const [name, r] of Object.entries(w(s).scripts).sort((a, b) => b[1].ir - a[1].ir)) {
+      const cmds = Object.entries(r.commands).sort((a, b) => b[1].ir - a[1].ir)
+      const lua = r.ir - cmds.reduce((a, [, c]) => a + c.ir, 0)
+      L.push(`- ${s.tree}, ${name}: ${cmds.map(([n, c]) => `${n} ${f2(c.calls / s.ok)} / ${fmt(c.ir / s.ok)}`).join(', ')}; the rest (Lua, its calls into Redis, the batch wrapper) ${fmt(lua / s.ok)}`)
+    }
+  L.push('', 'Outside the scripts, commands sent on their own (calls / inclusive instructions per paid call; info and xlen are the bench\'s drain check, left out of the total):', '')
+  for (const s of samples)
+    L.push(`- ${s.tree}: ${Object.entries(w(s).commands).sort((a, b) => b[1].ir - a[1].ir).map(([n, c]) => `${n} ${f2(c.calls / s.ok)} / ${fmt(c.ir / s.ok)}`).join(', ') || 'none'}`)
+  return L.join('\n')
+}
+
 const children: Child[] = []
 async function cleanup() {
   for (const c of children.splice(0).reverse()) await c.stop().catch(() => {})
@@ -392,12 +513,15 @@ try {
       const s = await sample(t, upstreamUrl, r)
       samples.push(s)
       const bad = Object.entries(s.statuses).filter(([st]) => Number(st) >= 300)
-      console.error(
+      if (s.callgrind) {
+        const sc = Object.entries(s.callgrind.scripts).map(([n, x]) => `${n} ${fmt(x.ir / s.ok)}`).join(', ')
+        console.error(`round ${r + 1} ${t.name}: ${s.ok} 2xx in ${Math.round(s.loadMs)} ms, drained ${Math.round(s.drainMs)} ms after; ${fmt(irPerCall(s))} instructions per paid call (${sc}; ${s.callgrind.dumps} dumps); ledger ${s.ledger.exact ? 'exact' : `NOT exact ${JSON.stringify(s.ledger)}`}`)
+      } else console.error(
         `round ${r + 1} ${t.name}: ${s.ok} 2xx${bad.length ? ` (${bad.map(([st, n]) => `${n}×${st}`).join(', ')})` : ''} in ${Math.round(s.loadMs)} ms, drained ${Math.round(s.drainMs)} ms after; ` +
           `${f1(perCall(s))} µs of Redis per paid call (server CPU ${f1(s.serverCpuUs / s.ok)}; scripts ${f1(perCall(s, 'scripts'))}, write-behind ${f1(perCall(s, 'write-behind'))}, others ${f1(perCall(s, 'others'))}); ledger ${s.ledger.exact ? 'exact' : `NOT exact ${JSON.stringify(s.ledger)}`}`,
       )
     }
-  console.log(render(samples, trees.map((t) => t.name)))
+  console.log(opt.callgrind ? renderCallgrind(samples, trees.map((t) => t.name)) : render(samples, trees.map((t) => t.name)))
   await cleanup()
   process.exit(samples.every((s) => s.ledger.exact && s.ok === CALLS) ? 0 : 1)
 } catch (e) {

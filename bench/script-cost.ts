@@ -9,7 +9,8 @@
  * Cases, per tree: debit.lua for the owner token, a top-level agent and a depth-4 agent, each call
  * alone (the plain script) and in batches of 16 issued in one turn (the batch wrapper, as the
  * service sends them under load); then, batches of 16, what follows the upstream: the flat call's
- * filing (record-calls.lua) against the metered call's reservation and settle (settle.lua).
+ * filing (record-calls.lua) against the metered call's reservation and settle (settle.lua); last,
+ * the owner's debit in batches of 2 calls, of one account and of 2 (the batches the real load makes).
  *
  *   ./node_modules/.bin/bun bench/script-cost.ts [--baseline <checkout>] [--calls 320] [--no-write]
  *
@@ -194,6 +195,16 @@ async function measureTree(root: string): Promise<Row[]> {
           await runRecordCalls(ctx, keys.shardOf(acct), b.map((a) => ({ accountId: a.accountId, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })), { recentCalls: 200, settledTtlS: 3600 })
       })
   }
+  // Last, so that every case above runs on the state it always had: the debit as the real load
+  // sends it (bench/redis-cpu.ts: ~2 calls a batch, each another account's), the batch wrapper's
+  // cost at its smallest batch beside the 16-call batches above, with one account and with two (the
+  // spread accounts are warm by now).
+  await measure('debit.lua, owner, batches of 2, 1 account', async () => {
+    for (let i = 0; i < CALLS; i += 2) await Promise.all([0, 1].map(() => runDebit(ctx, debitArgs('owner', false, spread[0]))))
+  })
+  await measure('debit.lua, owner, batches of 2, 2 accounts a batch', async () => {
+    for (let i = 0; i < CALLS; i += 2) await Promise.all([0, 1].map((k) => runDebit(ctx, debitArgs('owner', false, spread[(i + k) % BATCH]))))
+  })
   await server.stop()
   return rows
 }
