@@ -30,6 +30,8 @@ const { values: opt } = parseArgs({
   options: {
     baseline: { type: 'string' },
     calls: { type: 'string', default: '320' },
+    /** Extra batch sizes of the owner's debit, each call of a batch another account's (where a small batch stops paying). */
+    sizes: { type: 'string', default: '' },
     'no-write': { type: 'boolean', default: false },
   },
 })
@@ -205,6 +207,14 @@ async function measureTree(root: string): Promise<Row[]> {
   await measure('debit.lua, owner, batches of 2, 2 accounts a batch', async () => {
     for (let i = 0; i < CALLS; i += 2) await Promise.all([0, 1].map((k) => runDebit(ctx, debitArgs('owner', false, spread[(i + k) % BATCH]))))
   })
+  for (const size of (opt.sizes ?? '').split(',').filter(Boolean).map(Number)) {
+    await measure(`debit.lua, owner, batches of ${size}, ${size} accounts a batch`, async () => {
+      for (let i = 0; i + size <= CALLS; i += size) await Promise.all(Array.from({ length: size }, (_, k) => runDebit(ctx, debitArgs('owner', false, spread[(i + k) % BATCH]))))
+    })
+    await measure(`debit.lua, owner, batches of ${size}, 1 account`, async () => {
+      for (let i = 0; i + size <= CALLS; i += size) await Promise.all(Array.from({ length: size }, () => runDebit(ctx, debitArgs('owner', false, spread[1]))))
+    })
+  }
   await server.stop()
   return rows
 }

@@ -180,6 +180,13 @@ function slotTag(key: string): string {
 }
 
 /**
+ * The fewest calls of one first key that go through the wrapper together: measured on the owner's
+ * debit (bench/script-cost.ts --sizes), one account's batch of 2 costs Redis 1.3× two plain calls, of
+ * 3 about the same, of 4 0.85×, of 16 0.49×; calls of different accounts cost more in it at any size.
+ */
+export const WRAPPED_FROM = 4
+
+/**
  * Registers the wrapper of `name` on the client and answers a caller with the plain script's
  * signature: `single` runs one call as the plain script.
  */
@@ -191,11 +198,12 @@ export function batchedCaller(
   single: (keys: string[], argv: Argv) => Promise<Reply>,
   /** A batch's most calls (declared with the script, scripts.ts BATCH_SIZE). */
   max?: number,
+  /** The fewest calls of one first key sent through the wrapper; 0: the whole batch always (tests of the wrapper itself). */
+  wrappedFrom = WRAPPED_FROM,
 ) {
   const send = variableKeysCaller<(Reply | Error)[]>(redis, batchedLua(lua, perCall))
   const own = ownKeySlot(lua)
-  const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
-    if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
+  const wrapped = (calls: Call[]): Promise<(Reply | Error)[]> => {
     const keys = new Distinct()
     const values = new Distinct()
     let before: Call = { keys: [], argv: [] }
@@ -212,6 +220,29 @@ export function batchedCaller(
     const owns = calls.map((c) => c.keys[own - 1]!)
     const shared = new Set(owns).size < owns.length
     return send([...owns, ...keys.sent], [shared ? -calls.length : calls.length, ...changes, ...values.sent])
+  }
+  const alone = (c: Call): Promise<Reply | Error> => single(c.keys, c.argv).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
+  const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
+    if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
+    // The wrapper pays where one first key (the debit's account) has several calls: what it shares
+    // (reads, deferred writes, repeated arguments) is then shared. A call whose key is alone in the
+    // batch costs Redis more inside it than as the plain script (bench/RESULTS.md, issue 42), so it
+    // goes as the plain script, on the same connection in the same turn.
+    const groups = new Map<string, number[]>()
+    calls.forEach((c, i) => {
+      const g = groups.get(c.keys[0]!)
+      if (g) g.push(i)
+      else groups.set(c.keys[0]!, [i])
+    })
+    if (wrappedFrom === 0 || (groups.size === 1 && calls.length >= wrappedFrom)) return wrapped(calls)
+    const out: (Reply | Error)[] = new Array(calls.length)
+    await Promise.all(
+      [...groups.values()].map(async (at) => {
+        if (at.length >= wrappedFrom) (await wrapped(at.map((i) => calls[i]!))).forEach((r, k) => (out[at[k]!] = r))
+        else await Promise.all(at.map(async (i) => (out[i] = await alone(calls[i]!))))
+      }),
+    )
+    return out
   }, max)
   return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
 }

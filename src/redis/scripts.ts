@@ -98,7 +98,8 @@ export function scriptBatch<I, R>(name: BatchedScript, send: (group: string, ite
 }
 
 /** Registers every script on the client and returns typed callers. */
-export function loadScripts(redis: RedisClient): Scripts {
+/** `wrappedFrom`: see batched-scripts.ts WRAPPED_FROM (0: every batch through the wrapper whole, for tests of the wrapper itself). */
+export function loadScripts(redis: RedisClient, o: { wrappedFrom?: number } = {}): Scripts {
   const out = {} as Scripts
   for (const s of readScripts()) {
     const n = s.numberOfKeys
@@ -114,7 +115,7 @@ export function loadScripts(redis: RedisClient): Scripts {
     }
     if (BATCHED.has(s.name)) {
       const one = out[s.name]
-      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv), BATCH_SIZE[s.name as BatchedScript])
+      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv), BATCH_SIZE[s.name as BatchedScript], o.wrappedFrom)
       out[s.name] = (keys, argv) => {
         if (keys.length !== n) return one(keys, argv)
         return batched(keys, argv)

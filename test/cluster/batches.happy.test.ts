@@ -25,7 +25,7 @@ afterAll(async () => {
 
 test('a variable-key script and a batch land on their own master beside commands for every other master', async () => {
   expect(redis).toBeInstanceOf(Cluster)
-  const scripts = loadScripts(redis)
+  const scripts = loadScripts(redis, { wrappedFrom: 0 })
   const tags = Array.from({ length: 16 }, (_, i) => `{b:${String(i).padStart(2, '0')}}`)
   for (let round = 0; round < 5; round++) {
     // One turn: for each tag a record-calls.lua batch of one or two calls, and plain commands of every tag.

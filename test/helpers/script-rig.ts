@@ -14,7 +14,7 @@ export function scriptRig(name: string): { redis: Redis; keys: Keys; ctx: RedisC
   const prefix = `${name}${Math.random().toString(36).slice(2, 8)}`
   const redis = new Redis(REDIS_URL)
   const keys = new Keys(prefix)
-  const ctx = { redis, keys, scripts: loadScripts(redis) } as unknown as RedisContext
+  const ctx = { redis, keys, scripts: loadScripts(redis, { wrappedFrom: 0 }) } as unknown as RedisContext
   afterAll(async () => {
     await deleteKeys(redis, prefix)
     redis.disconnect()
@@ -33,7 +33,7 @@ export function privateScriptServer(extra: Partial<RedisContext> = {}) {
   beforeAll(async () => {
     server = await startRedisServer()
     rig.redis = new Redis(server.url, { enableAutoPipelining: true })
-    scripts = loadScripts(rig.redis)
+    scripts = loadScripts(rig.redis, { wrappedFrom: 0 })
   })
   afterAll(async () => {
     rig.redis?.disconnect()

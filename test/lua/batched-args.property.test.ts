@@ -57,7 +57,7 @@ test('every call of a batch gets exactly its own KEYS and ARGV, as the plain scr
   await fc.assert(
     fc.asyncProperty(fc.array(call, { minLength: 2, maxLength: 12 }), async (calls) => {
       const { sent, client } = counting()
-      const batched = batchedCaller(client, 'echo', ECHO, PER_CALL, plain)
+      const batched = batchedCaller(client, 'echo', ECHO, PER_CALL, plain, undefined, 0)
       const got = await Promise.all(calls.map((c) => batched(c.keys, c.argv)))
       expect(sent.evalsha).toBe(1)
       const want = await Promise.all(calls.map((c) => plain(c.keys, c.argv)))
@@ -86,7 +86,7 @@ test('a body that never writes its KEYS and ARGV gets exactly its own through th
   await fc.assert(
     fc.asyncProperty(fc.array(call, { minLength: 2, maxLength: 12 }), async (calls) => {
       const { sent, client } = counting()
-      const batched = batchedCaller(client, 'echo-ro', ECHO_READ_ONLY, PER_CALL, plain)
+      const batched = batchedCaller(client, 'echo-ro', ECHO_READ_ONLY, PER_CALL, plain, undefined, 0)
       const got = await Promise.all(calls.map((c) => batched(c.keys, c.argv)))
       expect(sent.evalsha).toBe(1)
       expect(got).toEqual(calls.map((c) => [PER_CALL, c.argv.length, ...c.keys, ...c.argv.map(String)]))
@@ -105,7 +105,7 @@ return {made.batch, made.calls, ARGV[1]}
 `
   const { sent, client } = counting()
   const plain = (keys: string[], argv: (string | number)[]) => redis.eval(body, keys.length, ...keys, ...argv) as Promise<Reply>
-  const call = batchedCaller(client, 'marked', body, 1, plain)
+  const call = batchedCaller(client, 'marked', body, 1, plain, undefined, 0)
   const key = `{marked-${Date.now()}}:k`
   const got = await Promise.all(['p', 'q', 'r'].map((a) => call([key], [a])))
   expect(sent.evalsha).toBe(1)
@@ -121,7 +121,7 @@ return {made.batch, made.calls, ARGV[1]}
 test("each debit of a batch has its own glob budget: one call's walks never refuse the next", async () => {
   const keys = new Keys(`globs${Date.now().toString(36)}`)
   const { sent, client } = counting()
-  const ctx = { redis: client, keys, scripts: loadScripts(client) } as unknown as RedisContext
+  const ctx = { redis: client, keys, scripts: loadScripts(client, { wrappedFrom: 0 }) } as unknown as RedisContext
   const acct = 'acc_07_globbudget'
   const target = 'a'.repeat(300)
   // Three globs that never match, ~20,000 walk steps each against the target, then one that does:

@@ -32,7 +32,7 @@ function rig() {
     },
   }) as unknown as RedisClient
   const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
-  return { sent, call: batchedCaller(counting, 'testBody', BODY, 2, single) }
+  return { sent, call: batchedCaller(counting, 'testBody', BODY, 2, single, undefined, 0) }
 }
 
 test('one turn of one slot is one script; every call answered in order, errors alone', async () => {

@@ -346,7 +346,7 @@ describe('debit.lua in a batch', () => {
         return Reflect.get(target, prop, receiver)
       },
     })
-    const batched = { ...ctxOf(`batch${run}`), redis: twice, scripts: loadScripts(twice as unknown as Redis) } as RedisContext
+    const batched = { ...ctxOf(`batch${run}`), redis: twice, scripts: loadScripts(twice as unknown as Redis, { wrappedFrom: 0 }) } as RedisContext
     await seed(batched.keys, fleet)
     const together = await Promise.all(calls.map((c, n) => runDebit(batched, argsOf(fleet, c, n))))
     expect(sent).toBe(1)

@@ -24,7 +24,7 @@ const keys = new Keys(`dchain${Math.random().toString(36).slice(2, 8)}`)
 beforeAll(async () => {
   server = await startRedisServer()
   redis = new Redis(server.url)
-  ctx = { redis, keys, scripts: loadScripts(redis) } as unknown as RedisContext
+  ctx = { redis, keys, scripts: loadScripts(redis, { wrappedFrom: 0 }) } as unknown as RedisContext
 })
 afterAll(async () => {
   redis?.disconnect()

@@ -23,7 +23,7 @@ let scripts: ReturnType<typeof loadScripts>
 beforeAll(async () => {
   server = await startRedisServer()
   redis = new Redis(server.url)
-  scripts = loadScripts(redis)
+  scripts = loadScripts(redis, { wrappedFrom: 0 })
 })
 afterAll(async () => {
   redis?.disconnect()

@@ -1,0 +1,87 @@
+/**
+ * How a turn's debits of one shard go to Redis (src/redis/batched-scripts.ts WRAPPED_FROM): the
+ * calls of an account with several in the turn through the batch wrapper, together; a call whose
+ * account is alone in the turn as the plain script (cheaper in Redis than inside the wrapper). Either
+ * way each call's reply and what it leaves are those of the same calls one at a time.
+ *
+ *   bun test test/lua/debit-batch-split.test.ts
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import Redis from 'ioredis'
+import { hashToken } from '../../src/auth/tokens'
+import { runDebit } from '../../src/lua/debit'
+import type { RedisContext } from '../../src/redis/context'
+import { Keys } from '../../src/redis/keys'
+import { loadScripts } from '../../src/redis/scripts'
+import { WRAPPED_FROM } from '../../src/redis/batched-scripts'
+import { windowsAt } from '../../src/windows'
+import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+
+let server: RedisServer
+let redis: Redis
+beforeAll(async () => {
+  server = await startRedisServer()
+  redis = new Redis(server.url, { enableAutoPipelining: true })
+})
+afterAll(async () => {
+  redis.disconnect()
+  await server.stop()
+})
+
+const NOW = Date.UTC(2026, 10, 29, 3)
+let seq = 0
+function argsOf(keys: Keys, accountId: string) {
+  const w = windowsAt(NOW)
+  return {
+    now: NOW, accountId, agentId: null, chain: [], tokenHash: hashToken(`owner-${accountId}`), target: 'bench.search', price: 5, unpriced: false,
+    callId: `call_split_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1000, defaultDailyCap: 1e9,
+    unpricedRequestCap: 1000, fingerprint: 'fp', dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 0,
+    lowBalanceAlert: 0, abandonAt: NOW + 60_000,
+  }
+}
+
+/** Scripts Redis ran: EVALSHA and EVAL, less those answered NOSCRIPT (ioredis then sends the EVAL). */
+function scriptsRun(stats: string): number {
+  let n = 0
+  for (const c of ['evalsha', 'eval']) {
+    const m = new RegExp(`cmdstat_${c}:calls=(\\d+).*failed_calls=(\\d+)`).exec(stats)
+    if (m) n += Number(m[1]) - Number(m[2])
+  }
+  return n
+}
+
+async function fund(keys: Keys, accounts: string[]) {
+  for (const a of accounts) await redis.hset(keys.account(a), { owner: hashToken(`owner-${a}`), balance: 12 })
+}
+
+test(`a turn of ${WRAPPED_FROM} calls of one account and one call each of two others: one wrapper and two plain scripts, the replies and balances of one at a time`, async () => {
+  const accounts = ['acc_03_splitbusy', 'acc_03_splitone', 'acc_03_splittwo']
+  // The busy account can pay for two of its calls: the rest are refused, in order.
+  const turn = [...Array.from({ length: WRAPPED_FROM }, () => accounts[0]!), accounts[1]!, accounts[2]!]
+  const alone = new Keys(`splitA${Date.now()}`)
+  const batched = new Keys(`splitB${Date.now()}`)
+  await fund(alone, accounts)
+  await fund(batched, accounts)
+  const scripts = loadScripts(redis)
+  const ctxOf = (keys: Keys) => ({ redis, keys, scripts }) as unknown as RedisContext
+  const one = []
+  for (const a of turn) one.push(await runDebit(ctxOf(alone), argsOf(alone, a)))
+  await redis.config('RESETSTAT')
+  const together = await Promise.all(turn.map((a) => runDebit(ctxOf(batched), argsOf(batched, a))))
+  const stats = await redis.info('commandstats')
+  expect(scriptsRun(stats)).toBe(3)
+  expect(together.map((r) => r.status)).toEqual(one.map((r) => r.status))
+  expect(together.map((r) => r.status)).toEqual(['ok', 'ok', ...Array(WRAPPED_FROM - 2).fill('insufficient_balance'), 'ok', 'ok'])
+  for (const a of accounts) expect(await redis.hget(batched.account(a), 'balance')).toBe(await redis.hget(alone.account(a), 'balance'))
+})
+
+test('a turn of single calls of different accounts of one shard: each as the plain script', async () => {
+  const accounts = ['acc_04_splita', 'acc_04_splitb', 'acc_04_splitc']
+  const keys = new Keys(`splitC${Date.now()}`)
+  await fund(keys, accounts)
+  const ctx = { redis, keys, scripts: loadScripts(redis) } as unknown as RedisContext
+  await redis.config('RESETSTAT')
+  const got = await Promise.all(accounts.map((a) => runDebit(ctx, argsOf(keys, a))))
+  expect(got.map((r) => r.status)).toEqual(['ok', 'ok', 'ok'])
+  expect(scriptsRun(await redis.info('commandstats'))).toBe(3)
+})
