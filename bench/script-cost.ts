@@ -292,6 +292,24 @@ return n`
     }, name)
     rows.push({ case: `floor: ${name}, batches of ${BATCH}`, perCall: Math.round(n / CALLS) })
   }
+  // A call alone (what most debits of a fleet spread over many accounts are): a script start with the
+  // debit's 17 keys and 19 arguments that does nothing, and one that only makes the debit's libraries
+  // (its part above --@batch-per-call, made again by every plain call).
+  const { readScripts } = await import(join(ROOT, 'src/redis/scripts.ts'))
+  const debit = (readScripts() as { name: string; lua: string }[]).find((x) => x.name === 'debit')!.lua
+  const alone: [string, string][] = [
+    ["a script start with the debit's 17 keys and 19 arguments, doing nothing", 'return 0'],
+    ["the same, making the debit's libraries", debit.slice(0, debit.indexOf('--@batch-per-call')) + '\nreturn 0'],
+  ]
+  const k17 = Array.from({ length: 17 }, (_, i) => `{s}:key:${i}`)
+  const a19 = Array.from({ length: 19 }, (_, i) => `argument-${i}`)
+  for (const [name, lua] of alone) {
+    const sha = (await r.script('LOAD', lua)) as string
+    const n = await server.count(async () => {
+      for (let i = 0; i < CALLS; i++) await r.evalsha(sha, 17, ...k17, ...a19)
+    }, name)
+    rows.push({ case: `floor: ${name}, alone`, perCall: Math.round(n / CALLS) })
+  }
   await server.stop()
   return rows
 }
