@@ -118,7 +118,9 @@ local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
 end
 
 -- In a batch: one field of hash `key` is now `value` (as memo_defer), written after the batch's last
--- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call.
+-- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call. (The
+-- dirty table's get-or-make is inlined here and in memo_defer and memo_hincr: a shared helper cost
+-- the batched debit ~1,800 instructions a call, bench/RESULTS.md, issue 42.)
 local function memo_set(key, pos, field, value)
   local m = hash_memo[key]
   if m then

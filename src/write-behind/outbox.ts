@@ -84,19 +84,28 @@ const PACKED_DEBIT = ['acct', 'agent', 'amount', 'bal', 'call', 'at'] as const
 function packedDebit(streamId: string, raw: Record<string, string>): OutboxEntry | null {
   const packed = raw.d ?? ''
   const f: Record<string, string> = { kind: 'debit' }
-  let at = 0
-  for (const name of PACKED_DEBIT) {
-    const bar = packed.indexOf('|', at)
-    if (bar < 0) return null
-    f[name] = packed.slice(at, bar)
-    at = bar + 1
-  }
-  if (!f.call) return null
+  const at = unpackInto(f, packed, PACKED_DEBIT)
+  if (at < 0 || !f.call) return null
   f.id = `${f.call}:debit`
   f.target = packed.slice(at)
   // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).
   if (raw.orig_id) f.orig_id = raw.orig_id
   return { streamId, kind: 'debit', fields: f }
+}
+
+/**
+ * The '|'-terminated values at the start of a packed field, one per name, into `f`: the offset where
+ * the rest begins, or -1 when the field holds fewer.
+ */
+function unpackInto(f: Record<string, string>, packed: string, names: readonly string[]): number {
+  let at = 0
+  for (const name of names) {
+    const bar = packed.indexOf('|', at)
+    if (bar < 0) return -1
+    f[name] = packed.slice(at, bar)
+    at = bar + 1
+  }
+  return at
 }
 
 /** Fields of settle.lua's packed entry, in its order; the target's byte length, target and model follow. */
@@ -119,13 +128,8 @@ function settleEntry(streamId: string, call: Record<string, string>, kind: 'debi
   // The cache writes ride beside the packed field (lua/settle.lua), only when there were any.
   if (call.tcw !== undefined) f.tcw = call.tcw
   if (call.tcw1h !== undefined) f.tcw1h = call.tcw1h
-  let at = 0
-  for (const name of PACKED) {
-    const bar = packed.indexOf('|', at)
-    if (bar < 0) return null
-    f[name] = packed.slice(at, bar)
-    at = bar + 1
-  }
+  const at = unpackInto(f, packed, PACKED)
+  if (at < 0) return null
   const bar = packed.indexOf('|', at)
   const targetBytes = Number(packed.slice(at, bar))
   if (bar < 0 || !Number.isInteger(targetBytes) || targetBytes < 0) return null
