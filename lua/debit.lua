@@ -155,7 +155,7 @@
 --@include hash-memo
 --@include run-budget
 --@include allowlist
---@include raises
+--@include raised-row
 -- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
 -- Alone, a table that grows entry by entry would cost more than it saves.

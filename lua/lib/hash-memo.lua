@@ -48,6 +48,9 @@ local function memo_hmget(key, list, ...)
 end
 
 -- A hash's lists are walked by `next, m`, not pairs(m): one C call less each time.
+-- The batch-only functions below are made only in a batch (`hash_memo and function …`): the script
+-- alone never calls them, and each closure made costs a plain call ~700 instructions.
+
 
 -- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
 -- would now give, or that number.
@@ -83,7 +86,7 @@ end
 -- In a batch: counter `key` rises by `by` (> 0), in the memo now and in Redis after the batch's last
 -- call (the wrapper's flush: one INCRBY of the batch's rises, where each call would make its own); a
 -- counter this creates then gets `expire_ms`, as its first INCRBY would have. Returns its count.
-local function memo_incr(key, by, expire_ms)
+local memo_incr = hash_memo and function(key, by, expire_ms)
   local n = memo_count(key) + by
   hash_memo[key] = n
   local c = count_dirty[key]
@@ -100,7 +103,7 @@ end
 -- memo_flush). Each is (pos: its number in the lists, field, value); the fourth's pos is nil when
 -- none. One call for them all: a Lua call per field cost the debit ~2,000 instructions each
 -- (bench/RESULTS.md, issue 42).
-local function memo_defer(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
+local memo_defer = hash_memo and function(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   local m = hash_memo[key]
   if m then
     for _, reply in next, m do
@@ -121,7 +124,7 @@ end
 -- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call. (The
 -- dirty table's get-or-make is inlined here and in memo_defer and memo_hincr: a shared helper cost
 -- the batched debit ~1,800 instructions a call, bench/RESULTS.md, issue 42.)
-local function memo_set(key, pos, field, value)
+local memo_set = hash_memo and function(key, pos, field, value)
   local m = hash_memo[key]
   if m then
     for _, reply in next, m do reply[pos] = value end
@@ -150,7 +153,7 @@ end
 -- In a batch: field `field` of hash `key` rises by `by`, as HINCRBY would (its new count returned),
 -- counted among the hash's deferred fields (read from Redis at its first rise) and so written once,
 -- after the batch's last call. A list memo_hmget reads of the hash later sees the count.
-local function memo_hincr(key, field, by)
+local memo_hincr = hash_memo and function(key, field, by)
   local d = hash_dirty[key]
   if not d then
     d = {}
@@ -164,7 +167,7 @@ local function memo_hincr(key, field, by)
 end
 
 -- In a batch: PEXPIRE key ms, after the batch's deferred writes (the key may be made by them).
-local function memo_pexpire(key, ms)
+local memo_pexpire = hash_memo and function(key, ms)
   expires[key] = ms
 end
 

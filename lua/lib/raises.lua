@@ -3,31 +3,10 @@
 -- in the same hash's `raises` field (JSON: {<field> = {value, base, lapses, by}}; `base` absent = the
 -- field was absent). A reader at or after `lapses` takes `base` instead, so the raise ends by
 -- itself with no writer; a script that later writes the hash folds lapsed raises back first.
--- Spliced in by `--@include raises` (debit.lua, decide-proposal.lua, set-policy.lua, create-agent.lua).
+-- Spliced in by `--@include raises` (decide-proposal.lua, set-policy.lua, create-agent.lua); the debit,
+-- which only reads raises, includes lib/raised-row.lua alone.
 
--- Where each raisable field sits in the debit's rows: the account's and every agent level's.
-local RAISED_AT = { daily_cap = 3, allow = 4, budget = 6 }
-local RAISED_NUMBER = { daily_cap = true, budget = true }
-
--- A row's policy fields as of `now`: each raised field reads its raised value before the lapse and
--- its base from the lapse on. `at` is where the row holds `raises`; the decoded table replaces the
--- JSON there, so a batch decodes each hash's once (lib/hash-memo.lua shares the row).
-local function raised_row(r, at, now)
-  local rs = r[at]
-  if not rs then return end
-  if type(rs) == 'string' then
-    rs = cjson.decode(rs)
-    r[at] = rs
-  end
-  for field, x in pairs(rs) do
-    local v
-    if now < x.lapses then v = x.value else v = x.base or false end
-    -- A cap or budget as a number: in a batch the debit parses a shared row's numbers once, so a
-    -- field written here after that must already be one.
-    if v and RAISED_NUMBER[field] then v = tonumber(v) end
-    r[RAISED_AT[field]] = v
-  end
-end
+--@include raised-row
 
 local function write_raises(key, rs)
   if next(rs) then redis.call('HSET', key, 'raises', cjson.encode(rs)) else redis.call('HDEL', key, 'raises') end

@@ -57,14 +57,18 @@ export function statusInclude(): string {
  * (the rate window) is written once, and each script still loads as one self-contained body.
  * `status` is generated (statusInclude) rather than read from a file.
  */
-function withIncludes(lua: string, dir: string, file: string): string {
+function withIncludes(lua: string, dir: string, file: string, within: readonly string[] = []): string {
   return lua.replace(/^--@include ([a-z0-9-]+)$/gm, (_, name: string) => {
     if (name === 'status') return statusInclude()
+    if (within.includes(name)) throw new Error(`lua/${file}: lua/lib/${name}.lua includes itself (${[...within, name].join(' → ')})`)
+    let lib: string
     try {
-      return readFileSync(join(dir, 'lib', `${name}.lua`), 'utf8').trimEnd()
+      lib = readFileSync(join(dir, 'lib', `${name}.lua`), 'utf8').trimEnd()
     } catch {
       throw new Error(`lua/${file}: no lua/lib/${name}.lua to include`)
     }
+    // A library may include another (lib/raises.lua the reading half, lib/raised-row.lua).
+    return withIncludes(lib, dir, file, [...within, name])
   })
 }
 
