@@ -221,7 +221,8 @@ export function batchedCaller(
     const shared = new Set(owns).size < owns.length
     return send([...owns, ...keys.sent], [shared ? -calls.length : calls.length, ...changes, ...values.sent])
   }
-  const alone = (c: Call): Promise<Reply | Error> => single(c.keys, c.argv).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
+  const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)))
+  const alone = (c: Call): Promise<Reply | Error> => single(c.keys, c.argv).catch(asError)
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
     // The wrapper pays where one first key (the debit's account) has several calls: what it shares
@@ -238,7 +239,8 @@ export function batchedCaller(
     const out: (Reply | Error)[] = new Array(calls.length)
     await Promise.all(
       [...groups.values()].map(async (at) => {
-        if (at.length >= wrappedFrom) (await wrapped(at.map((i) => calls[i]!))).forEach((r, k) => (out[at[k]!] = r))
+        // A group whose script failed fails its own calls only: the others' answers stand.
+        if (at.length >= wrappedFrom) (await wrapped(at.map((i) => calls[i]!)).catch((e: unknown) => at.map(() => asError(e)))).forEach((r, k) => (out[at[k]!] = r))
         else await Promise.all(at.map(async (i) => (out[i] = await alone(calls[i]!))))
       }),
     )

@@ -69,3 +69,31 @@ test('the wrapper of every batched script of lua/ loads', async () => {
     expect(await redis.script('LOAD', batchedLua(s.lua, s.numberOfKeys!))).toMatch(/^[0-9a-f]{40}$/)
   }
 })
+
+test("a turn split by first key: the wrapper's calls of a busy key together, a lone key's call as the plain script; a failed wrapper fails its own calls only", async () => {
+  const t = Date.now()
+  const busy = `{split-${t}}:busy`
+  const lone = `{split-${t}}:lone`
+  const sent = { evalsha: 0, single: 0 }
+  let down = false
+  const counting = new Proxy(redis, {
+    get(target, prop, receiver) {
+      if (prop === 'evalsha')
+        return (...a: unknown[]) => {
+          sent.evalsha++
+          // The wrapper's script lost (a connection error, say): every call of its batch fails with it.
+          return down ? Promise.reject(new Error('connection lost')) : (target.evalsha as (...x: unknown[]) => unknown)(...a)
+        }
+      return Reflect.get(target, prop, receiver)
+    },
+  }) as unknown as RedisClient
+  const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
+  const call = batchedCaller(counting, 'testBody', BODY, 2, single, undefined, 3)
+  const turn = () => [call([busy, `${busy}k`], [1]), call([lone, `${lone}k`], [5]), call([busy, `${busy}k`], [1]), call([busy, `${busy}k`], [1])]
+  expect((await Promise.all(turn())).map((r) => r[0])).toEqual([1, 5, 2, 3])
+  expect(sent).toEqual({ evalsha: 1, single: 1 })
+  down = true
+  const rs = await Promise.allSettled(turn())
+  expect(rs.map((r) => (r.status === 'fulfilled' ? r.value[0] : (r.reason as Error).message))).toEqual(['connection lost', 10, 'connection lost', 'connection lost'])
+  expect(Number(await redis.get(busy))).toBe(3)
+})
