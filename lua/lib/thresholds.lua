@@ -49,7 +49,7 @@ if price > 0 and acct[9] ~= '' then
       for l in string.gmatch(levels, '%d+') do
         l = tonumber(l)
         if l > told and l <= top and l * cap > before * 100 then
-          emit_event(KEYS[9], account_id, now_s, 'evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
+          emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
             {scope = scope, agent_id = who or agent_ref, cap_kind = kind, percent = l, cap = cap, spent = after, call_id = call_id})
         end
       end

@@ -119,6 +119,35 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
   const { keys } = ctx
   const acct = a.accountId
   const agentKey = keys.agent(acct, a.agentId)
+  // Slots a call does not use repeat the agent's key (KEYS[10..17], debit.lua): sent alone, the
+  // call leaves them out at the end (src/redis/scripts.ts).
+  const owner = a.agentId === null
+  const idem = a.idempotency
+  const argv: (string | number)[] = [
+    a.now,
+    a.tokenHash,
+    a.agentId ?? '',
+    a.target,
+    a.price,
+    a.unpriced ? '1' : '0',
+    a.callId,
+    a.rateLimit,
+    a.defaultDailyCap,
+    a.dayKeyTtlS,
+    acct,
+    a.lowBalanceAlert,
+    a.abandonAt,
+    // ARGV[14..19]: only an agent weighs its breaker, only an unpriced route its request cap.
+    owner ? '' : (a.fingerprint ?? ''),
+    owner ? '' : a.breakerCreditsPerMinute,
+    owner ? '' : a.breakerIdenticalPerMinute,
+    a.unpriced ? a.unpricedRequestCap : '',
+    idem?.fingerprint ?? '',
+    idem?.key ?? '',
+    ...tailArgs(a),
+  ]
+  // Absent reads as '' (debit.lua): each argument left out is one Redis need not parse.
+  while (argv.length > 13 && argv[argv.length - 1] === '') argv.pop()
   const reply = await ctx.scripts.debit(
     [
       keys.account(acct),
@@ -128,37 +157,16 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       keys.rateWindow(acct, a.agentId, a.rateWindow),
       keys.rateWindow(acct, a.agentId, a.prevRateWindow),
       keys.call(acct, a.callId),
-      keys.idempotency(acct, a.agentId, a.idempotency?.key ?? null),
       keys.outbox(keys.shardOf(acct)),
-      keys.breakerWindow(acct, a.agentId, a.rateWindow),
-      keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       keys.inflight(keys.shardOf(acct)),
+      idem ? keys.idempotency(acct, a.agentId, idem.key) : agentKey,
+      owner ? agentKey : keys.breakerWindow(acct, a.agentId, a.rateWindow),
+      owner ? agentKey : keys.breakerWindow(acct, a.agentId, a.prevRateWindow),
       ...chainKeys(a, keys, agentKey),
       // KEYS[16..17]: the run and the account's runs, or the agent's key again: never read then.
       ...(a.run ? [keys.run(acct, a.run.id), keys.runs(acct)] : [agentKey, agentKey]),
     ],
-    [
-      a.now,
-      a.tokenHash,
-      a.agentId ?? '',
-      a.target,
-      a.price,
-      a.unpriced ? '1' : '0',
-      a.callId,
-      a.rateLimit,
-      a.defaultDailyCap,
-      a.unpricedRequestCap,
-      a.idempotency?.fingerprint ?? '',
-      a.dayKeyTtlS,
-      acct,
-      a.fingerprint ?? '',
-      a.breakerCreditsPerMinute,
-      a.breakerIdenticalPerMinute,
-      a.lowBalanceAlert,
-      a.abandonAt,
-      a.idempotency?.key ?? '',
-      ...tailArgs(a),
-    ],
+    argv,
   )
   switch (statusOf(reply)) {
     case S.OK:

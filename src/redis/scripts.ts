@@ -119,7 +119,15 @@ export function loadScripts(redis: RedisClient, o: { wrappedFrom?: number } = {}
     }
     if (BATCHED.has(s.name)) {
       const one = out[s.name]
-      const batched = batchedCaller(redis, s.name, s.lua, n, (keys, argv) => call(...keys, ...argv), BATCH_SIZE[s.name as BatchedScript], o.wrappedFrom)
+      // A call sent alone leaves out the trailing KEYS that only repeat KEYS[2] (the debit's unused
+      // slots, lua/debit.lua): each key costs Redis ~1,000 instructions to parse and hand to Lua.
+      const plain = variableKeysCaller(redis, s.lua)
+      const alone = (keys: string[], argv: (string | number)[]) => {
+        let end = keys.length
+        while (end > 2 && keys[end - 1] === keys[1]) end--
+        return end === keys.length ? call(...keys, ...argv) : plain(keys.slice(0, end), argv)
+      }
+      const batched = batchedCaller(redis, s.name, s.lua, n, alone, BATCH_SIZE[s.name as BatchedScript], o.wrappedFrom)
       out[s.name] = (keys, argv) => {
         if (keys.length !== n) return one(keys, argv)
         return batched(keys, argv)

@@ -140,9 +140,50 @@ test("each debit of a batch has its own glob budget: one call's walks never refu
   })
   const alone = await runDebit(ctx, args())
   expect(alone.status).toBe('ok')
-  expect(sent.evalsha).toBe(0)
-  const batch = await Promise.all([args(), args(), args()].map((a) => runDebit(ctx, a)))
+  // Alone, the plain script (an EVALSHA of its own: its unused trailing key slots left out).
   expect(sent.evalsha).toBe(1)
+  const batch = await Promise.all([args(), args(), args()].map((a) => runDebit(ctx, a)))
+  expect(sent.evalsha).toBe(2)
   expect(batch.map((r) => r.status)).toEqual(['ok', 'ok', 'ok'])
   expect(await redis.hget(keys.account(acct), 'balance')).toBe('996')
+})
+
+test('a debit sent alone leaves out its unused trailing key slots and arguments, and answers as with them all', async () => {
+  const keys = new Keys(`trim${Date.now().toString(36)}`)
+  const counts: number[][] = []
+  const client = new Proxy(redis, {
+    get(target, prop, receiver) {
+      // EVALSHA sha numkeys ...keys ...argv: the key count and the argument count of each call.
+      if (prop === 'evalsha') return (...a: unknown[]) => (counts.push([Number(a[1]), a.length - 2 - Number(a[1])]), (target.evalsha as (...x: unknown[]) => unknown)(...a))
+      return Reflect.get(target, prop, receiver)
+    },
+  }) as unknown as RedisClient
+  const ctx = { redis: client, keys, scripts: loadScripts(client) } as unknown as RedisContext
+  const acct = 'acc_07_trimmedslots'
+  await redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1000 })
+  await redis.hset(keys.agent(acct, 'agt_trim'), { token: hashToken('agt_trim'), name: 't', state: 'active', created: 1, v: 1, depth: 1, spent_total: 0 })
+  const now = Date.now()
+  const w = windowsAt(now)
+  let seq = 0
+  const args = (agentId: string | null, more: Partial<DebitArgs> = {}): DebitArgs => ({
+    now, accountId: acct, agentId, chain: [], tokenHash: hashToken(agentId ?? 'owner'), target: 'x.y', price: 5, unpriced: false,
+    callId: `call_trim_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e6, defaultDailyCap: 1e6,
+    unpricedRequestCap: 3, dayKeyTtlS: 172_800, breakerCreditsPerMinute: 1e6, breakerIdenticalPerMinute: 1e6, lowBalanceAlert: 0, abandonAt: now + 60_000, ...more,
+  })
+  // One at a time: each goes alone, as the plain script.
+  expect((await runDebit(ctx, args(null))).status).toBe('ok')
+  expect((await runDebit(ctx, args('agt_trim'))).status).toBe('ok')
+  const keyed = args(null, { idempotency: { key: 'k-1', fingerprint: 'fp-1' } })
+  expect((await runDebit(ctx, keyed)).status).toBe('ok')
+  // An unpriced route's cap still reaches the script: the fourth request of a cap of 3 is refused.
+  for (let i = 0; i < 3; i++) expect((await runDebit(ctx, args(null, { unpriced: true, price: 0 }))).status).toBe('ok')
+  expect((await runDebit(ctx, args(null, { unpriced: true, price: 0 }))).status).toBe('request_cap')
+  expect(counts.slice(0, 3)).toEqual([
+    [9, 13], // the owner: no key, no breaker, no chain, no run
+    [12, 16], // an agent: its breaker windows and their defaults
+    [10, 19], // the owner with an Idempotency-Key: its record at KEYS[10], the key at ARGV[18..19]
+  ])
+  expect(counts[3]).toEqual([9, 17])
+  expect(await redis.hget(keys.idempotency(acct, null, 'k-1'), 'fp')).toBe('fp-1')
+  expect(await redis.hget(keys.account(acct), 'balance')).toBe(String(1000 - 15))
 })

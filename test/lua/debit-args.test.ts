@@ -1,8 +1,10 @@
 /**
- * What runDebit sends: always debit.lua's 17 KEYS (the script's fixed key count), and ARGV[20..28]
- * only when the call needs them. The common call (flat, no ancestors) leaves them out, since every
- * argument costs ioredis an encoding per call; the script reads the absent ones as ''. Behaviour on
- * both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
+ * What runDebit sends: always debit.lua's 17 KEYS (the script's fixed key count; a slot the call does
+ * not use repeats the agent's key, and the plain call leaves those out at the end: src/redis/scripts.ts),
+ * and of ARGV only what the call needs: ARGV[14..19] (an agent's breaker, an unpriced route's cap, an
+ * Idempotency-Key) and ARGV[20..28] are left out at the end when unused, since every argument costs
+ * ioredis an encoding and Redis ~1,000 instructions per call; the script reads the absent ones as ''.
+ * Behaviour on both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
  */
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
@@ -35,7 +37,7 @@ const base = (accountId: string, agentId: string | null): DebitArgs => ({
 const metering: DebitMetering = { model: 'gpt-x', inputBound: 12, input: 100, cachedInput: 10, output: 400, ceiling: null, maxOutput: 4096, minOutput: 16 }
 
 describe('lua/debit arguments', () => {
-  test('a flat call without ancestors sends 19 ARGV, with ancestors 20 (the chain at ARGV[20]); a metered one 28', async () => {
+  test("an owner's priced flat call without a key sends 13 ARGV, an agent's 16, with ancestors 20 (the chain at ARGV[20]); a metered one 28", async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), async (isAgent, metered, depth) => {
         const acct = newAccountId(null)
@@ -45,8 +47,13 @@ describe('lua/debit arguments', () => {
         expect(keys.length).toBe(17)
         // Without a run its two slots repeat the agent's key: the call reads nothing more (docs/api.md §13c).
         expect(keys.slice(15, 17)).toEqual([keys[1]!, keys[1]!])
+        const owner = agentId === null
+        // An owner has no breaker: its two window slots repeat the agent's key (KEYS[11..12]); no key, no KEYS[10].
+        expect(keys[9]).toBe(keys[1])
+        expect(keys[10] === keys[1]).toBe(owner)
+        expect(keys[11] === keys[1]).toBe(owner)
         if (!metered && depth === 0) {
-          expect(argv.length).toBe(19)
+          expect(argv.length).toBe(owner ? 13 : 16)
           // The unused ancestor slots repeat the agent's own keys (same slot, never read).
           expect(keys.slice(12, 15)).toEqual([keys[1]!, keys[1]!, keys[1]!])
           return
