@@ -157,7 +157,7 @@
 
 --@include rate-window
 --@include agent-entry
---@include budget
+--@include chain-ids
 --@include hash-memo
 --@include run-budget
 --@include allowlist
@@ -190,11 +190,11 @@ end
 -- The empty list of a call without ancestors or levels (never written).
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
-local chains = {}
+local chains = hash_memo and {}
 -- In a batch, each agent's level tables (below), by its hash's key, made at its first call: the
 -- rows are the memo's replies, the same for the whole batch, and the calls, one after the other,
 -- each fill the numbers in anew.
-local levels_of = {}
+local levels_of = hash_memo and {}
 --@include status
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
 -- the helpers below take what they need of a call as arguments: made here, once per batch, rather
@@ -250,7 +250,7 @@ local idem_key = ARGV[19] or ''
 local chain = ARGV[20] or ''
 local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
-local ids = chain == '' and NONE or chains[chain]
+local ids = chain == '' and NONE or (chains and chains[chain])
 if not ids then
   ids = chain_ids(chain)
   if hash_memo then chains[chain] = ids end

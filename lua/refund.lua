@@ -46,7 +46,7 @@
 
 --@include breaker-window
 
---@include run-budget
+--@include run-release
 
 local now = ARGV[1]
 local call_id = ARGV[2]

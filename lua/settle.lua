@@ -89,7 +89,7 @@
 
 --@include breaker-window
 
---@include run-budget
+--@include run-release
 --@include recent-calls
 
 local MICRO = 1000000

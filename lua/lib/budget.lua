@@ -22,12 +22,7 @@ local function budget_left(budget, spent, carved)
   return tonumber(budget) - tonumber(spent or '0') - tonumber(carved or '0')
 end
 
--- The ids of a ',' joined chain, nearest ancestor first.
-local function chain_ids(chain)
-  local ids = {}
-  for id in string.gmatch(chain or '', '[^,]+') do ids[#ids + 1] = id end
-  return ids
-end
+--@include chain-ids
 
 -- Gives `amount` back along an agent's chain (a refund, or a settle's release): hashes[1] is the
 -- agent, hashes[i + 1] its ancestors nearest first; `day` the HKT day the call was debited on (the

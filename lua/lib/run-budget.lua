@@ -1,5 +1,5 @@
--- Run budgets (docs/api.md §13c), shared by the debit (which opens, checks and charges a run) and
--- by refund.lua and settle.lua (which give a run back what its call did not keep).
+-- Run budgets (docs/api.md §13c): the debit's part, after lib/hash-memo.lua (it opens, checks and charges a run);
+-- refund.lua and settle.lua give a run back what its call did not keep (lib/run-release.lua).
 -- A run is a ceiling over the calls that carry its id: its hash holds `id`, `agent` (the agent that
 -- opened it), `chain` (that agent's ancestors), `max`, `spent`, `opened` and `expires` (epoch ms).
 -- It holds nothing of the agent's credits (a sub-agent's carve only bounds the budgets handed out,
@@ -8,9 +8,13 @@
 -- The scripts touch the run's keys only when the call names one: an absent run's slots repeat a
 -- key the script has already (as the chain's unused slots do), so a call without one reads nothing more.
 
+-- run_of and run_charge are made only where a call may name a run (a batch, or a plain call whose
+-- ARGV[33] names one): each function a plain debit makes costs it ~700 instructions.
+local names_run = hash_memo or ARGV[33] ~= nil
+
 -- The run a call names, read before the checks: {id, max, spent, expires, fresh} with the numbers
 -- parsed, or a refusal reason ('ended' | 'other_agent') and the run. `ids`: the caller's ancestors.
-local function run_of(key, run_id, max, ttl_ms, agent_id, ids, now)
+local run_of = names_run and function(key, run_id, max, ttl_ms, agent_id, ids, now)
   local r = redis.call('HMGET', key, 'agent', 'max', 'spent', 'expires')
   if not r[1] then
     return {id = run_id, max = tonumber(max), spent = 0, expires = now + tonumber(ttl_ms), fresh = true}
@@ -28,7 +32,7 @@ end
 -- `keep_ms` past its end), its spend raised by the price, and the call record names it so that a
 -- refund or a settle gives it back. Old ids leave the index once their records are gone.
 local RUN_TTL_MAX_MS = 604800000
-local function run_charge(key, index, call_key, run, price_s, agent_id, chain, now, keep_ms)
+local run_charge = names_run and function(key, index, call_key, run, price_s, agent_id, chain, now, keep_ms)
   if run.fresh then
     local price = tonumber(price_s)
     redis.call('HSET', key, 'id', run.id, 'agent', agent_id, 'chain', chain, 'max', string.format('%d', run.max),
@@ -52,10 +56,4 @@ local NO_RUN = {}   -- never written: a call without a run allocates nothing for
 local function run_reply(run)
   if not run then return NO_RUN end
   return {run.spent, run.max, run.expires}
-end
-
--- A refund's or a settle's give-back to the run the call record names (`amount` credits), while
--- the run's record lives.
-local function release_run(key, amount)
-  if amount > 0 and redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', 0 - amount) end
 end
