@@ -344,7 +344,18 @@ end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
-local weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
+local weighted, to_window_end
+-- Alone, both windows and the account's spend of this HKT day in one MGET, not three GETs: each
+-- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
+-- the memo reads each once per batch.
+local day_spent_read = nil
+if hash_memo then
+  weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
+else
+  local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
+  weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
+  day_spent_read = tonumber(got[3] or '0')
+end
 if weighted >= rate_limit then
   -- When a request is admitted again (not the window's end, where this minute still weighs in full).
   return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
@@ -389,7 +400,8 @@ if KEYS[16] and KEYS[16] ~= KEYS[2] then
 end
 
 -- The account's spend of this HKT day (a key): the metered clamp and the daily cap weigh it.
-local account_day_spent = memo_count(KEYS[3])
+-- (Nothing wrote it since the MGET above: every write comes after the checks.)
+local account_day_spent = day_spent_read or memo_count(KEYS[3])
 
 -- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.

@@ -6,14 +6,18 @@ local WINDOW_MS = 60000
 
 local function window_count(key) return tonumber(redis.call('GET', key) or '0') end
 
--- The weighted count of requests in the sliding minute, and the ms until the current window ends.
--- `count_of` reads a window's count (a script may read through its memo; default: GET).
+-- The weighted count of requests in the sliding minute, of the current and the previous window's
+-- counts, and the ms until the current window ends.
+local function rate_weigh(now, current, previous)
+  local elapsed = now % WINDOW_MS
+  return math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current, WINDOW_MS - elapsed
+end
+
+-- The same, reading both windows: `count_of` reads a window's count (a script may read through its
+-- memo; default: GET).
 local function rate_window(now, cur_key, prev_key, count_of)
   count_of = count_of or window_count
-  local elapsed = now % WINDOW_MS
-  local current = count_of(cur_key)
-  local previous = count_of(prev_key)
-  return math.floor(previous * (WINDOW_MS - elapsed) / WINDOW_MS) + current, WINDOW_MS - elapsed
+  return rate_weigh(now, count_of(cur_key), count_of(prev_key))
 end
 
 -- Counts one request in the current window; the counter gets its expiry when it is created.
