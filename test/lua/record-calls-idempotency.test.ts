@@ -41,7 +41,7 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
 
   // c2 again at the end (a resent call): filed once, its answer stored once.
   const replies = await runRecordCalls(ctx, shard, [...calls, calls[1]!], o)
-  expect(replies).toEqual([...calls.map(() => ({ status: 'ok' })), { status: 'already_applied' }])
+  expect(replies).toEqual([...calls.map(() => ({ status: 'ok' as const })), { status: 'already_applied' as const }])
 
   const idem = async (acct: string, agent: string | null, key: string) => redis.hgetall(keys.idempotency(acct, agent, key))
   expect(await idem(A, null, 'k2')).toEqual({ state: 'done', call: 'c2', response: '{"answer":"c2"}' })
