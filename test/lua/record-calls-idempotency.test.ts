@@ -67,3 +67,28 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
     refunded('c7', rec(B, 'c7', 0)),
   ])
 })
+
+test('a batch whose Idempotency-Key part does not fit its calls is refused before any write', async () => {
+  const C = 'acc_05_rcidem_c'
+  const shared = [keys.stats(shard), keys.outbox(shard), keys.inflight(shard)]
+  const own = (id: string) => ({ k: [keys.recentCalls(C), keys.call(C, id)], a: [rec(C, id, 1), `${C}|${id}`, '1'] })
+  const [x, y] = [own('x1'), own('x2')]
+  const idem = keys.idempotency(C, null, 'kx')
+  await redis.hset(keys.call(C, 'x1'), { state: 'debited' })
+  const malformed = [
+    // a call index past the batch's two calls
+    { k: [idem], a: ['3', '{}'] },
+    // the answer to store missing
+    { k: [idem], a: ['2'] },
+    // a key record without its call's index
+    { k: [idem], a: [] },
+    // the same call named twice
+    { k: [idem, idem], a: ['-1', '-1'] },
+    // not a call index
+    { k: [idem], a: ['one', '{}'] },
+  ]
+  for (const m of malformed)
+    await expect(ctx.scripts.recordCalls([...shared, ...x.k, ...y.k, ...m.k], [10, 300, 2, ...x.a, ...y.a, ...m.a])).rejects.toThrow('record-calls:')
+  expect(await redis.hgetall(keys.call(C, 'x1'))).toEqual({ state: 'debited' })
+  expect(await redis.exists(keys.recentCalls(C))).toBe(0)
+})
