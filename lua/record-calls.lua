@@ -11,37 +11,56 @@
   ioredis to build, write and parse, and one script start in Redis. The app gathers the calls of a
   shard settled in one turn of its event loop (src/paid-request/call-filing.ts) and files them together.
 
-  The number of KEYS is 3 + 3 × the calls in the batch (ioredis is told it with each call):
+  Each call sends only what it has (issue 42: a key or an argument costs Redis ~1,100 instructions to
+  read and hand to Lua): 2 KEYS and 3 ARGV at fixed places, all of the common call's. A call with an
+  Idempotency-Key adds its record to KEYS and its index (and answer) to ARGV, after every call's own.
   KEYS[1] shard counters      {s}:stats
   KEYS[2] outbox stream       {s}:outbox
   KEYS[3] in-flight calls     {s}:inflight
-  and for the i-th call (i from 1), at KEYS[3 + 3(i-1) + j]:
+  for the i-th call of the n (i from 1), at KEYS[3 + 2(i-1) + j]:
     j = 1  recent calls list   {s}:calls:<acct>
-    j = 2  idempotency record  {s}:idem:<acct>:<agent|_owner>:<key>  (without a key: j = 3 again, never
-           touched; a repeated key costs the script less than a new string)
-    j = 3  call record         {s}:call:<call_id>
+    j = 2  call record         {s}:call:<call_id>
+  then, for the q-th call with an Idempotency-Key, at KEYS[3 + 2n + q]:
+           its idempotency record  {s}:idem:<acct>:<agent|_owner>:<key>
 
   ARGV[1] how many recent calls a list keeps (it may hold up to 32 more, trimmed in steps)
   ARGV[2] seconds the call record is kept from now on: filed, it only guards against a resent
           script (the debit gave it two days, for a refund that may still come)
-  and for the i-th call, at ARGV[2 + 6(i-1) + j]:
+  ARGV[3] n, the calls of the batch
+  for the i-th call, at ARGV[3 + 3(i-1) + j]:
     j = 1  call record, JSON
-    j = 2  call id
-    j = 3  account id (its in-flight member is `<acct>|<call_id>`)
-    j = 4  the credits the call kept when it counts as organic (succeeded, not refunded), else ''
-    j = 5  '' without a key; 'store' to keep the answer for replay; 'release' to free the key
-    j = 6  the answer to replay, JSON (with 'store'), else ''
+    j = 2  its in-flight member `<acct>|<call_id>` (the call id is what follows the first '|')
+    j = 3  the credits the call kept when it counts as organic (succeeded, not refunded), else ''
+  then, for each call with an Idempotency-Key in the order of their KEYS, from ARGV[4 + 3n]:
+           i, and the answer to store for replay (JSON); or -i alone to free the key
 
   Returns one status per call, in order: {OK | ALREADY_APPLIED, ...}
 ]]
 
 --@include status
 -- The TTL goes to EXPIRE as given: a Lua number would be formatted anew for every call.
-local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local n = (#KEYS - 3) / 3
-if n ~= math.floor(n) or #ARGV ~= 2 + 6 * n then return redis.error_reply('record-calls: ' .. #KEYS .. ' keys, ' .. #ARGV .. ' args') end
+local keep, settled_ttl, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local nkeys, nargs = #KEYS, #ARGV
+local function malformed() return redis.error_reply('record-calls: ' .. nkeys .. ' keys, ' .. nargs .. ' args') end
+if not n or n < 0 or n ~= math.floor(n) or nkeys < 3 + 2 * n or nargs < 3 + 3 * n then return malformed() end
+
+-- The calls with an Idempotency-Key, by index: the KEYS place of the key's record, and the ARGV place
+-- of the answer to store (false: the key is freed). Read, and checked, before the first write.
+local idem_key, idem_answer = {}, {}
+local q, a = 3 + 2 * n, 3 + 3 * n
+while a < nargs do
+  local i = tonumber(ARGV[a + 1])
+  local store = i and i > 0
+  if store then a = a + 2 else i, a = i and -i, a + 1 end
+  if not i or i < 1 or i > n or i ~= math.floor(i) or idem_key[i] or a > nargs or q >= nkeys then return malformed() end
+  q = q + 1
+  idem_key[i], idem_answer[i] = q, store and a
+end
+if q ~= nkeys then return malformed() end
+
 -- Readers take the newest `keep` (LRANGE 0..n-1); the few older ones past it go at the next trim.
 --@include recent-calls
+local find, sub = string.find, string.sub
 local out = {}
 -- The in-flight members of the calls filed, taken out by one ZREM after the loop (one command, not n).
 local landed = {}
@@ -49,18 +68,18 @@ local landed = {}
 -- (lib/recent-calls.lua): a list of one call is pushed as it goes, the tables costing more than they save.
 local shared = {}
 for i = 1, n do
-  local list = KEYS[4 + 3 * (i - 1)]
+  local list = KEYS[2 + 2 * i]
   shared[list] = shared[list] ~= nil
 end
 
 -- Every redis.call costs ~1-2 µs of Redis' one thread on each paid call (issue 17): the call hash is
 -- read and written once, and a list is trimmed in steps of RECENT_SLACK (lib/recent-calls.lua) rather than on every push.
 for i = 1, n do
-  local k, a = 3 + 3 * (i - 1), 2 + 6 * (i - 1)
-  local list, idem, call_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local k, a = 2 + 2 * i, 3 * i
+  local list, call_key = KEYS[k], KEYS[k + 1]
   -- `honored` stays the string it came as: the XADD takes it as given, and only the counters parse it
   -- (a tonumber is a strtod, a Lua number passed to a command a printf).
-  local record, call_id, honored, idem_mode = ARGV[a + 1], ARGV[a + 2], ARGV[a + 4], ARGV[a + 5]
+  local record, member, honored = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   -- The claim, one write where HMGET + HSET were: HSET answers the fields it added, 1 (`recorded`)
   -- the first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
   -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
@@ -68,22 +87,27 @@ for i = 1, n do
     out[i] = S_ALREADY_APPLIED
   else
     redis.call('EXPIRE', call_key, settled_ttl)
-    landed[#landed + 1] = ARGV[a + 3] .. '|' .. call_id
+    landed[#landed + 1] = member
     file_recent(list, record, shared[list], keep)
-    if idem_mode == 'store' then
-      redis.call('HSET', idem, 'state', 'done', 'response', ARGV[a + 6])
-      redis.call('EXPIRE', idem, '86400')
-    elseif idem_mode == 'release' then
-      -- A refunded call keeps nothing: the same key may be retried and will be charged then.
-      redis.call('DEL', idem)
+    local idem = idem_key[i]
+    if idem then
+      local answer = idem_answer[i]
+      if answer then
+        redis.call('HSET', KEYS[idem], 'state', 'done', 'response', ARGV[answer])
+        redis.call('EXPIRE', KEYS[idem], '86400')
+      else
+        -- A refunded call keeps nothing: the same key may be retried and will be charged then.
+        redis.call('DEL', KEYS[idem])
+      end
     end
     -- `organic` and `charged` (an organic call's) beside the record: the flusher's metrics read them
     -- without parsing it.
+    local id = sub(member, find(member, '|', 1, true) + 1) .. ':call'
     if honored ~= '' then
       count_organic(tonumber(honored))
-      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', '1', 'charged', honored, 'rec', record)
+      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', id, 'organic', '1', 'charged', honored, 'rec', record)
     else
-      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', call_id .. ':call', 'organic', '0', 'rec', record)
+      redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', id, 'organic', '0', 'rec', record)
     end
     out[i] = S_OK
   end

@@ -29,15 +29,23 @@ export interface RecordBatchOptions {
 export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: readonly RecordCallArgs[], o: RecordBatchOptions): Promise<RecordCallReply[]> {
   const { keys } = ctx
   const k: string[] = [keys.stats(shard), keys.outbox(shard), keys.inflight(shard)]
-  const argv: (string | number)[] = [o.recentCalls, o.settledTtlS]
-  for (const c of calls) {
+  const argv: (string | number)[] = [o.recentCalls, o.settledTtlS, calls.length]
+  // The few calls with an Idempotency-Key send its record and answer after every call's own part
+  // (see the Lua header): the common call sends 2 keys and 3 arguments.
+  const idemKeys: string[] = []
+  const idemArgv: (string | number)[] = []
+  for (const [i, c] of calls.entries()) {
+    k.push(keys.recentCalls(c.accountId), keys.call(c.accountId, c.callId))
+    // The in-flight member (debit.lua's) in one argument: the script takes the call id from it.
+    argv.push(c.recordJson, `${c.accountId}|${c.callId}`, c.organic ? c.charged : '')
     const idem = c.idempotency
-    // Without a key the idempotency slot repeats the call record's key (never touched without a
-    // mode): a string Redis has already made costs the script less than a new one.
-    const call = keys.call(c.accountId, c.callId)
-    k.push(keys.recentCalls(c.accountId), idem ? keys.idempotency(c.accountId, c.agentId, idem.key) : call, call)
-    argv.push(c.recordJson, c.callId, c.accountId, c.organic ? c.charged : '', idem?.mode ?? '', idem?.mode === 'store' ? idem.replay : '')
+    if (!idem) continue
+    idemKeys.push(keys.idempotency(c.accountId, c.agentId, idem.key))
+    if (idem.mode === 'store') idemArgv.push(i + 1, idem.replay)
+    else idemArgv.push(-(i + 1))
   }
+  k.push(...idemKeys)
+  argv.push(...idemArgv)
   const reply = await ctx.scripts.recordCalls(k, argv)
   if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls.lua', reply)
   return reply.map((status) => {

@@ -31,8 +31,8 @@ test('a variable-key script and a batch land on their own master beside commands
     // One turn: for each tag a record-calls.lua batch of one or two calls, and plain commands of every tag.
     const filed = tags.map((tag, i) =>
       scripts.recordCalls(
-        [`${tag}:stats`, `${tag}:outbox`, `${tag}:inflight`, ...Array.from({ length: 1 + (i % 2) }, (_, c) => [`${tag}:calls:a`, `${tag}:idem:a:_owner:`, `${tag}:call:r${round}c${c}`]).flat()],
-        [200, 300, ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `r${round}c${c}`, 'a', 5, '', '']).flat()],
+        [`${tag}:stats`, `${tag}:outbox`, `${tag}:inflight`, ...Array.from({ length: 1 + (i % 2) }, (_, c) => [`${tag}:calls:a`, `${tag}:call:r${round}c${c}`]).flat()],
+        [200, 300, 1 + (i % 2), ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `a|r${round}c${c}`, 5]).flat()],
       ),
     )
     const plain = tags.map((tag) => redis.incr(`${tag}:plain`))
