@@ -30,7 +30,7 @@ import { operatorRoutes } from './modules/operator'
 import { proposalRoutes } from './modules/proposals'
 import { runRoutes } from './modules/runs'
 import { buildOpenApi } from './openapi'
-import { instrument, noteError, observeRoutes, requestId } from './observe'
+import { instrument, noteError, noteRoute, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
 import { edgeChecks, passEdge, reachedHandler } from './edge/index'
 import { refusalBeforeRequest } from './admission'
@@ -121,7 +121,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
   /**
    * A proxied request the proxy's routes would serve, served without the router (proxy/index.ts):
    * the work of the hooks it would pass, in their order — the body's declared length, the target
-   * (resolved by `direct`), the handler, and the app's onError for what it throws (a proxied
+   * (resolved by `direct`), the route noted (as the router notes it), the handler, and the app's onError for what it throws (a proxied
    * request has always reached its handler by then, so no admission comes first).
    */
   const directProxy = (request: Request) => {
@@ -130,6 +130,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
     return async (): Promise<Response> => {
       const refused = declaredTooLarge(request)
       if (refused) return refused
+      noteRoute(request, PROXY_ROUTE)
       try {
         return await proxy.serve(request, app.server, target)
       } catch (e) {
@@ -141,7 +142,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
   }
   /**
    * A paid call served without the router (modules/call `direct`): the hooks it would pass, in
-   * their order — the body's declared length; the edge's checks of its query and slug (its body is
+   * their order — the body's declared length; the route noted, as the router notes it past that; the edge's checks of its query and slug (its body is
    * read by the handler, so there is none parsed to check); the bearer; the handler; and the app's
    * onError for what any of them throws, with the code Elysia would give it. A raw target the
    * proxy's onRequest judges (proxy/raw-target.ts) keeps the router, as does a slug it decodes.
@@ -152,6 +153,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
     return async (): Promise<Response> => {
       const refused = declaredTooLarge(request)
       if (refused) return refused
+      noteRoute(request, CALL_ROUTE)
       try {
         passEdge(request, { slug }, NO_LINES)
         return await call.serve(bearerOf(request.headers.get('authorization')), slug, request, app.server)
@@ -160,10 +162,7 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
       }
     }
   }
-  return instrument(app, s, [
-    ...(o.callRouted ? [] : [{ route: CALL_ROUTE, take: directCall }]),
-    ...(o.proxyRouted ? [] : [{ route: PROXY_ROUTE, take: directProxy }]),
-  ])
+  return instrument(app, s, [...(o.callRouted ? [] : [{ take: directCall }]), ...(o.proxyRouted ? [] : [{ take: directProxy }])])
 }
 
 const NO_LINES: ReadonlySet<string> = new Set()

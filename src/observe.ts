@@ -65,12 +65,20 @@ interface Handles {
 }
 
 /**
+ * The route template a request answered without the router is counted and logged under: noted by
+ * its answer where the router would note it, after the arrival checks (one refused on arrival is
+ * 'unmatched', as routed).
+ */
+export function noteRoute(request: Request, route: string): void {
+  const i = info.get(request)
+  if (i) i.route = route
+}
+
+/**
  * Requests answered without the app's router (the proxy's, the paid call's: app.ts): `take` answers
- * how, or null for the next one or the router to answer. They are counted and logged under `route`
- * like any routed request.
+ * how, or null for the next one or the router to answer.
  */
 export interface DirectRoute {
-  route: string
   take(request: Request): (() => Promise<Response>) | null
 }
 
@@ -82,10 +90,7 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     const i: RequestInfo = { id: given && ID_RE.test(given) ? given : pooledId(8), started: performance.now() }
     info.set(request, i)
     let taken: (() => Promise<Response>) | null = null
-    for (const d of direct) if ((taken = d.take(request))) {
-      i.route = d.route
-      break
-    }
+    for (const d of direct) if ((taken = d.take(request))) break
     const res = await (taken ? taken() : inner(request))
     const ms = performance.now() - i.started
     const route = i.route ?? 'unmatched'

@@ -3,7 +3,8 @@
  * app.ts `directCall`). Its answers must be the ones the routed call gives: each request here is
  * sent to the app and to the same app built with the call routed (`callRouted`), and the two
  * answers compared — status, body and headers, less what differs from one call to the next (the
- * call id, the balance, the request id, the date). Also: what the route does not take directly
+ * call id, the balance, the request id, the date) — and what each added to the request and error
+ * counters. Also: what the route does not take directly
  * still reaches the router, the counters name the call's route, and on the wire the two agree.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -51,12 +52,30 @@ async function read(res: Response): Promise<Answer> {
   return { status: res.status, headers, body }
 }
 
-/** The same request through both apps: equal answers. Returns the direct one. */
+/** The request and error counters, by their labels: both apps count into the one registry of `t.s`. */
+async function tallies(): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  for (const name of ['pab_http_requests_total', 'pab_api_errors_total', 'pab_rate_limit_rejections_total']) {
+    for (const v of (await t.s.metrics.registry.getSingleMetric(name)!.get()).values) out.set(`${name} ${JSON.stringify(v.labels)}`, v.value)
+  }
+  return out
+}
+
+/** What one request added to the counters. */
+async function counted(send: () => Promise<Answer>): Promise<{ answer: Answer; counted: Record<string, number> }> {
+  const before = await tallies()
+  const answer = await send()
+  const delta: Record<string, number> = {}
+  for (const [k, v] of await tallies()) if (v !== (before.get(k) ?? 0)) delta[k] = v - (before.get(k) ?? 0)
+  return { answer, counted: delta }
+}
+
+/** The same request through both apps: equal answers, counted alike. Returns the direct one. */
 async function same(make: () => Request): Promise<Answer> {
-  const direct = await read(await t.app.handle(make()))
-  const viaRouter = await read(await routed.handle(make()))
+  const direct = await counted(async () => read(await t.app.handle(make())))
+  const viaRouter = await counted(async () => read(await routed.handle(make())))
   expect(direct).toEqual(viaRouter)
-  return direct
+  return direct.answer
 }
 
 type Init = Omit<RequestInit, 'headers'> & { headers?: Record<string, string>; token?: string }
