@@ -208,6 +208,11 @@ describe('what the direct path does not take still goes to the router', () => {
   })
 })
 
+test('no other POST route lives under /v1/call/, where the direct path would answer in its place', () => {
+  const under = t.app.routes.filter((r) => (r.method === 'POST' || r.method === 'ALL') && r.path.startsWith('/v1/call/')).map((r) => `${r.method} ${r.path}`)
+  expect([...new Set(under)]).toEqual(['POST /v1/call/:slug'])
+})
+
 test('the request and error counters name the call\'s route and the refusal, as routed', async () => {
   const count = async (metric: string, labels: Record<string, string>) => {
     const m = (await t.s.metrics.registry.getSingleMetric(metric)!.get()).values
