@@ -2,12 +2,13 @@
  * createApp(services) → the Elysia app. Tests drive it with app.handle(new Request(...)).
  * One onError turns every failure into the spec's flat error body.
  */
-import { Elysia, ValidationError } from 'elysia'
+import { TypeBoxError } from '@sinclair/typebox'
+import { Elysia, ERROR_CODE, ValidationError } from 'elysia'
 import { ApiError } from './errors'
 import { dottedPath, schemaRefusal } from './schema-check'
 import type { Services } from './services'
 import { accountRoutes } from './modules/account'
-import { callRoutes } from './modules/call'
+import { CALL_ROUTE, callEndpoint } from './modules/call'
 import { catalogRoutes } from './modules/catalog'
 import { publicRoutes } from './modules/public'
 import { signupRoutes } from './modules/signup'
@@ -19,6 +20,7 @@ import { adminRoutes } from './modules/admin'
 import { reconciliationRoutes } from './modules/reconciliation'
 import { deadLetterRoutes } from './modules/dead-letters'
 import { PROXY_ROUTE, proxyEndpoint } from './proxy'
+import { rawPathOf } from './proxy/raw-target'
 import { mandateRoutes } from './modules/mandate'
 import { consentRoutes } from './modules/mandate/consent'
 import { topupRoutes } from './modules/topup'
@@ -28,11 +30,11 @@ import { operatorRoutes } from './modules/operator'
 import { proposalRoutes } from './modules/proposals'
 import { runRoutes } from './modules/runs'
 import { buildOpenApi } from './openapi'
-import { instrument, noteError, observeRoutes, requestId } from './observe'
+import { instrument, noteError, noteRoute, observeRoutes, requestId } from './observe'
 import { metricsRoutes } from './modules/metrics'
-import { edgeChecks, reachedHandler } from './edge/index'
+import { edgeChecks, passEdge, reachedHandler } from './edge/index'
 import { refusalBeforeRequest } from './admission'
-import { http } from './http'
+import { bearerOf, http, type MaybeServer } from './http'
 import { bodyTooLarge } from './edge/body'
 import { errorFields } from './log'
 import { demoRoutes } from './modules/demo'
@@ -44,10 +46,11 @@ import { oauthRoutes } from './modules/oauth'
 import { authorizeRoutes } from './modules/console/authorize'
 
 /**
- * `proxyRouted`: the proxy's requests through Elysia's router as well, instead of its direct path
- * (test/http/proxy.direct.test.ts holds the direct path's answers to the routed ones).
+ * `proxyRouted`, `callRouted`: the proxy's requests, the paid calls, through Elysia's router as
+ * well, instead of their direct paths (test/http/proxy.direct.test.ts and call.direct.test.ts hold
+ * the direct paths' answers to the routed ones).
  */
-export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
+export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: boolean } = {}) {
   let openapi: unknown = null
   const routes: { routes: Parameters<typeof buildOpenApi>[0]['routes'] } = { routes: [] }
   /** Whatever a handler or hook threw, as the ApiError the client gets. */
@@ -63,22 +66,25 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
   }
   const h = http(s)
   const proxy = proxyEndpoint(s, h)
+  const call = callEndpoint(s, h)
+  /** The app's answer to what a route's hooks or handler threw (Elysia's `code` names its own errors). */
+  async function errorAnswer(code: string | number, error: unknown, request: Request, route: string, server: MaybeServer): Promise<Response> {
+    let err = apiErrorOf(code, error, request)
+    // Auth first (admission.ts): a refusal raised before the handler admitted the caller waits for
+    // the admission. Were Redis down, the refusal itself is still the truest answer.
+    if (err.status < 500 && !reachedHandler(request)) err = (await refusalBeforeRequest(s, h, route, request, server).catch(() => null)) ?? err
+    noteError(request, err)
+    return refusalAnswer(request, err)
+  }
   const app = new Elysia()
     .use(observeRoutes())
     .use(edgeChecks(() => routes.routes))
     .onRequest(({ request }) => declaredTooLarge(request))
-    .onError(async ({ code, error, request, route, server }) => {
-      let err = apiErrorOf(code, error, request)
-      // Auth first (admission.ts): a refusal raised before the handler admitted the caller waits for
-      // the admission. Were Redis down, the refusal itself is still the truest answer.
-      if (err.status < 500 && !reachedHandler(request)) err = (await refusalBeforeRequest(s, h, route, request, server).catch(() => null)) ?? err
-      noteError(request, err)
-      return refusalAnswer(request, err)
-    })
+    .onError(({ code, error, request, route, server }) => errorAnswer(code, error, request, route, server))
     .use(metricsRoutes(s))
     .use(signupRoutes(s))
     .use(catalogRoutes(s))
-    .use(callRoutes(s))
+    .use(call.routes())
     .use(accountRoutes(s))
     .use(vaultRoutes(s))
     .use(agentRoutes(s))
@@ -115,15 +121,16 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
   /**
    * A proxied request the proxy's routes would serve, served without the router (proxy/index.ts):
    * the work of the hooks it would pass, in their order — the body's declared length, the target
-   * (resolved by `direct`), the handler, and the app's onError for what it throws (a proxied
+   * (resolved by `direct`), the route noted (as the router notes it), the handler, and the app's onError for what it throws (a proxied
    * request has always reached its handler by then, so no admission comes first).
    */
-  const direct = (request: Request) => {
+  const directProxy = (request: Request) => {
     const target = proxy.direct(request)
     if (!target) return null
     return async (): Promise<Response> => {
       const refused = declaredTooLarge(request)
       if (refused) return refused
+      noteRoute(request, PROXY_ROUTE)
       try {
         return await proxy.serve(request, app.server, target)
       } catch (e) {
@@ -133,7 +140,38 @@ export function createApp(s: Services, o: { proxyRouted?: boolean } = {}) {
       }
     }
   }
-  return instrument(app, s, o.proxyRouted ? undefined : { route: PROXY_ROUTE, take: direct })
+  /**
+   * A paid call served without the router (modules/call `direct`): the hooks it would pass, in
+   * their order — the body's declared length; the route noted, as the router notes it past that; the edge's checks of its query and slug (its body is
+   * read by the handler, so there is none parsed to check); the bearer; the handler; and the app's
+   * onError for what any of them throws, with the code Elysia would give it. A raw target the
+   * proxy's onRequest judges (proxy/raw-target.ts) keeps the router, as does a slug it decodes.
+   */
+  const directCall = (request: Request) => {
+    const slug = call.direct(request)
+    if (slug === null || typeof rawPathOf(request) === 'string') return null
+    return async (): Promise<Response> => {
+      const refused = declaredTooLarge(request)
+      if (refused) return refused
+      noteRoute(request, CALL_ROUTE)
+      try {
+        passEdge(request, { slug }, NO_LINES)
+        return await call.serve(bearerOf(request.headers.get('authorization')), slug, request, app.server)
+      } catch (e) {
+        return errorAnswer(elysiaCode(e), e, request, CALL_ROUTE, app.server)
+      }
+    }
+  }
+  return instrument(app, s, [...(o.callRouted ? [] : [{ take: directCall }]), ...(o.proxyRouted ? [] : [{ take: directProxy }])])
+}
+
+const NO_LINES: ReadonlySet<string> = new Set()
+
+/** The `code` Elysia's error chain hands onError for an error a route's hooks or handler threw. */
+function elysiaCode(e: unknown): string | number {
+  if (e instanceof TypeBoxError) return 'VALIDATION'
+  const x = e as { code?: string | number; [ERROR_CODE]?: string | number } | null | undefined
+  return x?.code ?? x?.[ERROR_CODE] ?? 'UNKNOWN'
 }
 
 export type App = ReturnType<typeof createApp>

@@ -65,23 +65,32 @@ interface Handles {
 }
 
 /**
- * Requests answered without the app's router (the proxy's, app.ts): `take` answers how, or null
- * for the router to answer. They are counted and logged under `route` like any routed request.
+ * The route template a request answered without the router is counted and logged under: noted by
+ * its answer where the router would note it, after the arrival checks (one refused on arrival is
+ * 'unmatched', as routed).
+ */
+export function noteRoute(request: Request, route: string): void {
+  const i = info.get(request)
+  if (i) i.route = route
+}
+
+/**
+ * Requests answered without the app's router (the proxy's, the paid call's: app.ts): `take` answers
+ * how, or null for the next one or the router to answer.
  */
 export interface DirectRoute {
-  route: string
   take(request: Request): (() => Promise<Response>) | null
 }
 
 /** Wraps `app.handle` (what tests and the listener call) with the id, the counters and the log line. */
-export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log' | 'notConfigured'>, direct?: DirectRoute): A {
+export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics' | 'log' | 'notConfigured'>, direct: readonly DirectRoute[] = []): A {
   const inner = app.handle.bind(app)
   app.handle = async (request: Request) => {
     const given = request.headers.get('x-request-id')
     const i: RequestInfo = { id: given && ID_RE.test(given) ? given : pooledId(8), started: performance.now() }
     info.set(request, i)
-    const taken = direct?.take(request)
-    if (taken) i.route = direct!.route
+    let taken: (() => Promise<Response>) | null = null
+    for (const d of direct) if ((taken = d.take(request))) break
     const res = await (taken ? taken() : inner(request))
     const ms = performance.now() - i.started
     const route = i.route ?? 'unmatched'

@@ -138,3 +138,17 @@ test('the request counters name the proxy\'s route, and the error counters the r
   expect(await count('pab_http_requests_total', requests)).toBe(before.requests + 1)
   expect(await count('pab_api_errors_total', errors)).toBe(before.errors + 1)
 })
+
+test('a body refused on arrival is counted under no route, as routed (the router never matched it)', async () => {
+  const series = async (route: string) => {
+    const m = (await t.s.metrics.registry.getSingleMetric('pab_http_requests_total')!.get()).values
+    return m.filter((v) => v.labels.route === route && String(v.labels.status) === '413').reduce((n, v) => n + v.value, 0)
+  }
+  const counted = async (app: App) => {
+    const before = { unmatched: await series('unmatched'), proxy: await series('/proxy/:provider/*') }
+    await app.handle(req('/proxy/fake/v1/chat', { body: 'x'.repeat(1001), headers: { 'content-length': '1001' } })())
+    return { unmatched: (await series('unmatched')) - before.unmatched, proxy: (await series('/proxy/:provider/*')) - before.proxy }
+  }
+  expect(await counted(routed)).toEqual({ unmatched: 1, proxy: 0 })
+  expect(await counted(t.app)).toEqual({ unmatched: 1, proxy: 0 })
+})
