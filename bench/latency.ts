@@ -18,7 +18,7 @@
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { baselineName, resolveBaseline } from './lib/baseline'
+import { baselineName, recordedCommand, resolveBaseline } from './lib/baseline'
 import { checkLedger, type LedgerCheck } from './lib/ledger-check'
 import { runRate, type RateResult } from './lib/load'
 import { freePort, loadAverage, measureCpu, pidsByComm, startChild, waitHttp, type Child } from './lib/proc'
@@ -181,7 +181,7 @@ function render(rows: Row[], ledgers: { label: string; check: LedgerCheck }[], l
   const signed = (d: number) => `${d < 0 ? '−' : '+'}${Math.abs(d).toFixed(3)}`
   const add = (a: number, b: number | undefined) => (b === undefined || !Number.isFinite(a - b) ? 'n/a' : signed(a - b))
   const us = (pct: number, rps: number) => Math.round((pct / 100 / Math.max(1, rps)) * 1e6)
-  const cmd = ['./node_modules/.bin/bun run bench --latency', ...Bun.argv.slice(2).filter((a) => a !== '--latency')].join(' ')
+  const cmd = recordedCommand('./node_modules/.bin/bun run bench --latency', Bun.argv.slice(2).filter((a) => a !== '--latency'), resolveBaseline(opt.baseline))
   const L = [
     TITLE,
     '',

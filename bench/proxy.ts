@@ -396,7 +396,7 @@ function render(r: { rows: Row[]; ttfb: Ttfb[]; loadBefore: string; loadAfter: s
     BEGIN,
     '## Proxy (issue 5)',
     '',
-    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP}${ROUNDS > 1 ? ` --rounds ${ROUNDS}` : ''} --ttfb ${TTFB_N}${opt.baseline ? ` --baseline ${opt.baseline}` : ''}\``,
+    `Command: \`bun bench/proxy.ts --connections ${CONNECTIONS} --duration ${DURATION} --warmup ${WARMUP}${ROUNDS > 1 ? ` --rounds ${ROUNDS}` : ''} --ttfb ${TTFB_N}${BASELINE ? ` --baseline <checkout of ${BASELINE.commit}>` : ''}\``,
     '',
     `Run at ${new Date().toISOString()} on ${availableParallelism()} cores **shared with other engineers' work** (load average before: ${r.loadBefore}; after: ${r.loadAfter}).`,
     'Every server is its own process on loopback; the client is autocannon on Node, so client, servers, Redis and Postgres compete for the same cores.',

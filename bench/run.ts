@@ -29,7 +29,7 @@ import { availableParallelism, release } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
-import { resolveBaseline, baselineName, type Baseline } from './lib/baseline'
+import { recordedCommand, resolveBaseline, baselineName, type Baseline } from './lib/baseline'
 import type { EvalshaResult } from './lib/evalsha'
 import { checkLedger, type LedgerCheck } from './lib/ledger-check'
 import { mcpRequest } from './lib/mcp'
@@ -262,7 +262,7 @@ try {
   if (bareSvc && bare) otherLedgers.push({ label: 'ledger work alone', check: await check(bareSvc, bare) })
   if (baseSvc && base) otherLedgers.push({ label: `baseline ${baseline!.commit}`, check: await check(baseSvc, base) })
   const report: Report = {
-    command: ['./node_modules/.bin/bun run bench', ...Bun.argv.slice(2)].join(' '),
+    command: recordedCommand('./node_modules/.bin/bun run bench', Bun.argv.slice(2), baseline),
     upstreamDelayMs,
     at: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     machine,

@@ -314,7 +314,7 @@ return n`
   return rows
 }
 
-function render(cur: Row[], base: Row[] | null, baseName: string, floor: Row[]): string {
+function render(cur: Row[], base: Row[] | null, baseName: string, floor: Row[], baselineCommit = ''): string {
   const head = base ? `| Case | current | ${baseName} | current / baseline |\n|---|---:|---:|---:|` : '| Case | instructions per call |\n|---|---:|'
   const fmt = (n: number) => n.toLocaleString('en-US')
   const lines = cur.map((r) => {
@@ -333,7 +333,7 @@ function render(cur: Row[], base: Row[] | null, baseName: string, floor: Row[]):
   return [
     TITLE,
     '',
-    `Command: \`./node_modules/.bin/bun bench/script-cost.ts${opt.baseline ? ` --baseline ${opt.baseline}` : ''} --calls ${CALLS}\``,
+    `Command: \`./node_modules/.bin/bun bench/script-cost.ts${baselineCommit ? ` --baseline <checkout of ${baselineCommit}>` : ''} --calls ${CALLS}\``,
     '',
     `Run at ${new Date().toISOString()}. Instructions redis-server executed per call (valgrind callgrind, the whole process: script, commands, request and reply), ${CALLS} calls a case. An instruction count does not move with the machine's load, so it shows what throughput runs on shared cores cannot; it is not time (a cache miss costs more than an add).`,
     '',
@@ -358,7 +358,7 @@ async function main() {
   }
   console.log('measuring the floor...')
   const floor = await measureFloor()
-  const section = render(cur, base, baseline ? `baseline ${baseline.commit}` : '', floor)
+  const section = render(cur, base, baseline ? `baseline ${baseline.commit}` : '', floor, baseline?.commit ?? '')
   console.log('\n' + section)
   if (!opt['no-write']) replaceSection(RESULTS, TITLE, END, section)
 }

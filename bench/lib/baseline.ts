@@ -24,3 +24,18 @@ export function resolveBaseline(dir: string | undefined): Baseline | null {
 }
 
 export const baselineName = (row: string, b: Baseline) => `${row} (baseline ${b.commit})`
+
+/**
+ * A bench's command line as RESULTS.md records it: the baseline's directory (a path on the machine
+ * that ran it, outside the repository) named by its commit instead.
+ */
+export function recordedCommand(prefix: string, args: readonly string[], b: Baseline | null): string {
+  const out = [prefix]
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (a === '--baseline' && b) out.push(a, `<checkout of ${b.commit}>`), i++
+    else if (a.startsWith('--baseline=') && b) out.push(`--baseline=<checkout of ${b.commit}>`)
+    else out.push(a)
+  }
+  return out.join(' ')
+}
