@@ -13,6 +13,7 @@ import { listen, type Listener } from '../../src/listen'
 import { rememberRawPath } from '../../src/proxy/raw-target'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
+import { comparable as read, type Answer } from '../helpers/direct-answers'
 
 let t: TestApp
 let routed: App
@@ -29,28 +30,6 @@ afterAll(async () => {
   t.fake.handler = null
   await t.close()
 })
-
-const VOLATILE_HEADERS = new Set(['date', 'x-request-id', 'x-pab-call-id', 'x-pab-balance'])
-const VOLATILE_FIELDS = new Set(['call_id', 'balance', 'request_id'])
-
-interface Answer {
-  status: number
-  headers: Record<string, string>
-  body: unknown
-}
-
-async function read(res: Response): Promise<Answer> {
-  const headers: Record<string, string> = {}
-  res.headers.forEach((v, k) => (headers[k] = VOLATILE_HEADERS.has(k) ? '…' : v))
-  const text = await res.text()
-  let body: unknown = text
-  try {
-    body = JSON.parse(text, (k, v) => (VOLATILE_FIELDS.has(k) ? '…' : v))
-  } catch {
-    // not JSON: compared as text
-  }
-  return { status: res.status, headers, body }
-}
 
 /** The request and error counters, by their labels: both apps count into the one registry of `t.s`. */
 async function tallies(): Promise<Map<string, number>> {

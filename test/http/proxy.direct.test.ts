@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp, type App } from '../../src/app'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
+import { answerOf as answer, type Answer } from '../helpers/direct-answers'
 
 let t: TestApp
 let routed: App
@@ -26,29 +27,6 @@ afterAll(async () => {
   t.fake.handler = null
   await t.close()
 })
-
-const VOLATILE_HEADERS = new Set(['date', 'x-request-id', 'x-pab-call-id', 'x-pab-balance'])
-const VOLATILE_FIELDS = new Set(['call_id', 'balance', 'request_id'])
-
-interface Answer {
-  status: number
-  headers: Record<string, string>
-  body: unknown
-}
-
-async function answer(app: App, make: () => Request): Promise<Answer> {
-  const res = await app.handle(make())
-  const headers: Record<string, string> = {}
-  res.headers.forEach((v, k) => (headers[k] = VOLATILE_HEADERS.has(k) ? '…' : v))
-  const text = await res.text()
-  let body: unknown = text
-  try {
-    body = JSON.parse(text, (k, v) => (VOLATILE_FIELDS.has(k) ? '…' : v))
-  } catch {
-    // not JSON: compared as text
-  }
-  return { status: res.status, headers, body }
-}
 
 /** The same request through both apps: equal answers. Returns the direct one. */
 async function same(make: () => Request): Promise<Answer> {
