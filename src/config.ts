@@ -94,8 +94,11 @@ export const ConfigSchema = T.Object({
   REFERRAL_BONUS_PER_DAY: Int(20),
   /** Credits per US dollar. @default 1000 */
   CREDITS_PER_USD: Int(1000, 1),
-  /** Flusher batch size (outbox entries per shard per round). @default 500 */
-  FLUSH_BATCH: Int(500, 1),
+  /**
+   * Flusher batch size (outbox entries per shard per round). One account's entries all land in its
+   * shard, so a busy fleet under one account fills one shard's batch first. @default 2000
+   */
+  FLUSH_BATCH: Int(2000, 1),
   /** Flusher idle poll interval in ms. @default 50 */
   FLUSH_INTERVAL_MS: Int(50, 1),
   /** Outbox entries pending this long on a flusher that stopped answering (a crashed process) are taken over. @default 30000 */
