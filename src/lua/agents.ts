@@ -3,6 +3,7 @@
  * set-policy.lua (see their Lua headers).
  */
 import { ScriptStatus as S } from '../redis/codes'
+import { readScripts } from '../redis/scripts'
 import type { RedisContext } from '../redis/context'
 import { refusalOf, type Refusal } from './refusal'
 import { num, statusOf, str, unexpected, type Reply } from './reply'
@@ -228,15 +229,18 @@ function decodeSetPolicy(reply: Reply): SetPolicyReply {
  * Runs several set-policy.lua of one account in one MULTI (they share the account's slot), so the
  * next call on any instance sees either none or all of them. One reply per write, in order.
  */
+const SET_POLICY_LUA = readScripts().find((s) => s.name === 'setPolicy')!.lua
+
 export async function runSetPolicies(ctx: RedisContext, accountId: string, now: number, writes: PolicyWrite[]): Promise<SetPolicyReply[]> {
   const { redis, keys } = ctx
   const outbox = keys.outbox(keys.shardOf(accountId))
-  // defineCommand registers set-policy.lua on transactions too (EVAL on first use per connection).
-  const multi = redis.multi() as unknown as { setPolicy(...a: (string | number)[]): void; exec(): Promise<[Error | null, unknown][] | null> }
+  // EVAL, not EVALSHA: inside MULTI a NOSCRIPT fails that one command while the others apply. The
+  // body is sent each time; a policy write is rare.
+  const multi = redis.multi()
   for (const w of writes) {
     const hash = w.agentId === null ? keys.account(accountId) : keys.agent(accountId, w.agentId)
     const parent = w.agentId !== null && w.parentId ? keys.agent(accountId, w.parentId) : hash
-    multi.setPolicy(hash, outbox, parent, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
+    multi.eval(SET_POLICY_LUA, 3, hash, outbox, parent, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
   }
   const results = await multi.exec()
   if (!results) throw new Error('set-policy: transaction aborted')

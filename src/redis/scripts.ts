@@ -1,10 +1,9 @@
 /**
- * Loads every script of lua/ once and registers it with ioredis `defineCommand`, which calls it by
- * SHA (EVALSHA) and falls back to EVAL after a NOSCRIPT (e.g. after SCRIPT FLUSH or a restart).
+ * Loads every script of lua/ once and calls it by SHA (EVALSHA), falling back to EVAL after a
+ * NOSCRIPT (e.g. after SCRIPT FLUSH or a restart): src/redis/variable-keys.ts.
  * The number of KEYS is declared in the script's header (`keys: <N>`), not in its file name, so a
  * key added to a script renames nothing; `keys: n` takes a batch, whose number of KEYS is sent with
- * each call (ioredis passes it when `numberOfKeys` is not set). test/lua/scripts.test.ts holds the
- * header's count to the KEYS the header documents.
+ * each call. test/lua/scripts.test.ts holds the header's count to the KEYS the header documents.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -101,8 +100,10 @@ export function scriptBatch<I, R>(name: BatchedScript, send: (group: string, ite
   return new TurnBatch(send, BATCH_SIZE[name])
 }
 
-/** Registers every script on the client and returns typed callers. */
-/** `wrappedFrom`: see batched-scripts.ts WRAPPED_FROM (0: every batch through the wrapper whole, for tests of the wrapper itself). */
+/**
+ * Typed callers of every script on the client.
+ * `wrappedFrom`: see batched-scripts.ts WRAPPED_FROM (0: every batch through the wrapper whole, for tests of the wrapper itself).
+ */
 export function loadScripts(redis: RedisClient, o: { wrappedFrom?: number } = {}): Scripts {
   const out = {} as Scripts
   for (const s of readScripts()) {
@@ -111,21 +112,23 @@ export function loadScripts(redis: RedisClient, o: { wrappedFrom?: number } = {}
       out[s.name] = variableKeysCaller(redis, s.lua)
       continue
     }
-    redis.defineCommand(s.name, { numberOfKeys: n, lua: s.lua })
-    const call = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>)[s.name]!.bind(redis)
+    // EVALSHA by hand, not ioredis' defineCommand: every auto-pipeline ioredis makes (one per turn
+    // of the event loop) copies each defined command onto itself, ~9% of the service's CPU under load
+    // with the 32 scripts defined (bench/RESULTS.md, issue 42).
+    const sent = variableKeysCaller(redis, s.lua)
     out[s.name] = (keys, argv) => {
       if (keys.length !== n) throw new Error(`${s.file}: ${keys.length} keys given`)
-      return call(...keys, ...argv)
+      return sent(keys, argv)
     }
     if (BATCHED.has(s.name)) {
       const one = out[s.name]
       // A call sent alone leaves out the trailing KEYS that only repeat KEYS[2] (the debit's unused
       // slots, lua/debit.lua): each key costs Redis ~1,000 instructions to parse and hand to Lua.
-      const plain = variableKeysCaller(redis, s.lua)
+      const plain = sent
       const alone = (keys: string[], argv: (string | number)[]) => {
         let end = keys.length
         while (end > 2 && keys[end - 1] === keys[1]) end--
-        return end === keys.length ? call(...keys, ...argv) : plain(keys.slice(0, end), argv)
+        return plain(end === keys.length ? keys : keys.slice(0, end), argv)
       }
       const batched = batchedCaller(redis, s.name, s.lua, n, alone, BATCH_SIZE[s.name as BatchedScript], o.wrappedFrom)
       out[s.name] = (keys, argv) => {
