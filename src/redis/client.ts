@@ -12,7 +12,7 @@ export type RedisClient = Redis | Cluster
  * instead of piling them up. A command whose reply the dropped connection swallowed is resent
  * (ioredis's default): every money script is idempotent by its call id or claim, so a resend
  * never moves money twice (test/faults/script-resend.test.ts). After SCRIPT FLUSH or a restart,
- * `defineCommand` turns NOSCRIPT into one EVAL that loads the script again.
+ * a NOSCRIPT is answered by one EVAL that loads the script again (src/redis/variable-keys.ts).
  */
 const RESILIENCE = {
   maxRetriesPerRequest: 5,
@@ -49,13 +49,8 @@ function redirecting<F extends (...a: any[]) => any>(send: F): F {
   } as F
 }
 
-class RedirectedCluster extends Cluster {
-  override defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void {
-    super.defineCommand(name, definition)
-    const own = this as unknown as Record<string, (...a: unknown[]) => unknown>
-    own[name] = redirecting(own[name]!)
-  }
-}
+// Every builtin command, EVALSHA included (the scripts: src/redis/variable-keys.ts), is redirected.
+class RedirectedCluster extends Cluster {}
 for (const name of Cluster.prototype.getBuiltinCommands()) {
   const proto = Cluster.prototype as unknown as Record<string, (...a: unknown[]) => unknown>
   if (typeof proto[name] === 'function') (RedirectedCluster.prototype as unknown as Record<string, unknown>)[name] = redirecting(proto[name])
