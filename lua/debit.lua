@@ -128,6 +128,9 @@
 
   A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
   call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
+  In a batch the flat debits' `d`s are collected and written as one entry per outbox, kind
+  `packed_debits`, `d` one a line (one alone: `packed_debit`), after the last call or before any other
+  entry a later call adds to that outbox (an event, an agent entry), so the stream's order is the calls'.
 
   Returns, by status (src/lua/debit.ts decodes each into a named result):
     OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
