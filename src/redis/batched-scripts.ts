@@ -90,9 +90,10 @@ end
 ${
   entries
     ? `-- The packed debit entries (\`d\`) the calls collected for outbox \`key\`, as one stream entry:
--- \`packed_debits\`, the lines joined by '\\n' (no id or target holds one: the edge refuses control
--- characters), one alone as the plain \`packed_debit\`. Written after the batch's last call, or
--- before another entry of that outbox (the body calls it first), so the stream keeps the calls' order.
+-- \`packed_debits\`, the lines joined by '\\n' (none holds one: ids are generated, a flat debit's
+-- target a catalog slug or provider id, src/catalog/schema.ts), one alone as the plain
+-- \`packed_debit\`. Written after the batch's last call, or before another entry of that outbox (the
+-- body calls it first), so the stream keeps the calls' order.
 local batch_entries = {}
 local function batch_flush_entries(key)
   local l = batch_entries[key]

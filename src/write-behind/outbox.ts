@@ -96,8 +96,9 @@ function packedDebit(streamId: string, raw: Record<string, string>): OutboxEntry
 
 /**
  * A batch's flat debits of one outbox as debit.lua's batch writes them (src/redis/batched-scripts.ts):
- * one stream entry, `d` = each call's packed debit one a line, in the calls' order (no id or target
- * holds a newline: the edge refuses control characters). One debit entry per line, all under the one
+ * one stream entry, `d` = each call's packed debit one a line, in the calls' order (no line holds a
+ * newline: ids are generated base64url, a flat target a catalog slug or `proxy:<provider id>`, both
+ * of src/catalog/schema.ts's patterns). One debit entry per line, all under the one
  * stream id; null when any line does not unpack (the entry then keeps its kind and is dead-lettered
  * whole, as a bad packed_debit is: a money entry is never read wrong, nor half of a batch filed).
  */

@@ -85,11 +85,12 @@ describe("a batch's debits entry (packed_debits)", () => {
     const outbox = t.s.ctx.keys.outbox(shard)
     const line = (call: string, bal: number, target = 'test.cheap') => `${a.account_id}||-1|${bal}|${call}|${t.clock.now()}|${target}`
     const c = Array.from({ length: 8 }, (_, i) => `call_p${i}${rand()}`)
-    const good1 = await t.redis.xadd(outbox, '*', 'kind', 'packed_debits', 'd', [line(c[0]!, 99), line(c[1]!, 98)].join('\n'))
+    const add = async (...f: string[]) => (await t.redis.xadd(outbox, '*', ...f))!
+    const good1 = await add('kind', 'packed_debits', 'd', [line(c[0]!, 99), line(c[1]!, 98)].join('\n'))
     // U+0000 in the target (22P05, as flusher-poison.test.ts's nul_debit): Postgres refuses the middle line, so the batch's others must not be filed either.
-    const nul = await t.redis.xadd(outbox, '*', 'kind', 'packed_debits', 'd', [line(c[2]!, 97), line(c[3]!, 96, 'test.cheap\u0000'), line(c[4]!, 95)].join('\n'))
-    const bad = await t.redis.xadd(outbox, '*', 'kind', 'packed_debits', 'd', [line(c[5]!, 94), `${a.account_id}|-1|93`].join('\n'))
-    const good2 = await t.redis.xadd(outbox, '*', 'kind', 'packed_debit', 'd', line(c[6]!, 93))
+    const nul = await add('kind', 'packed_debits', 'd', [line(c[2]!, 97), line(c[3]!, 96, 'test.cheap\u0000'), line(c[4]!, 95)].join('\n'))
+    const bad = await add('kind', 'packed_debits', 'd', [line(c[5]!, 94), `${a.account_id}|-1|93`].join('\n'))
+    const good2 = await add('kind', 'packed_debit', 'd', line(c[6]!, 93))
     await flushAll(t)
 
     const filed = (

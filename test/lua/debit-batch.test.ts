@@ -375,8 +375,8 @@ describe('debit.lua in a batch', () => {
     // sameEitherWay: the parsed entries (fields, order) equal the calls' one at a time.
     await sameEitherWay(fleet, [1, 2, 3, 4, 5, 6, 7, 8].map((p) => call(p)))
     expect(await rawOutbox(lastBatch)).toEqual(['packed_debits×8'])
-    const [[sid, raw]] = (await redis.xrange(lastBatch.outbox(lastBatch.shardOf(ACCT)), '-', '+')) as [string, string[]][]
-    const parsed = parseOutboxEntry(sid!, raw!)
+    const [sid, raw] = (await redis.xrange(lastBatch.outbox(lastBatch.shardOf(ACCT)), '-', '+'))[0]!
+    const parsed = parseOutboxEntry(sid, raw)
     expect(parsed.map((e) => [e.streamId, e.kind, e.fields.call, e.fields.amount, e.fields.bal])).toEqual(
       [1, 2, 3, 4, 5, 6, 7, 8].map((p, n) => [sid, 'debit', `call_m${n}`, `-${p}`, String(1_000 - (p * (p + 1)) / 2)]),
     )
