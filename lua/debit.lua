@@ -128,6 +128,9 @@
 
   A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
   call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
+  In a batch the flat debits' `d`s are collected and written as one entry per outbox, kind
+  `packed_debits`, `d` one a line (one alone: `packed_debit`), after the last call or before any other
+  entry a later call adds to that outbox (an event, an agent entry), so the stream's order is the calls'.
 
   Returns, by status (src/lua/debit.ts decodes each into a named result):
     OK                        {OK, balance_after, referrer (account id while its bonus is owed, else ''),
@@ -199,7 +202,13 @@ local levels_of = hash_memo and {}
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
 -- the helpers below take what they need of a call as arguments: made here, once per batch, rather
 -- than as a call's closures (an allocation and its collection each, per call).
+-- In a batch, the flat debits' packed entries (`d`) by outbox key, written as one entry after the
+-- batch's last call (src/redis/batched-scripts.ts); every other XADD to an outbox first writes the
+-- ones collected for it (flush_entries), so the stream keeps the order the calls made them.
+local debit_entries = nil --@batch-entries
+local flush_entries = nil --@batch-entries-flush
 local function emit_event(outbox, account_id, at, id, type, data)
+  if flush_entries then flush_entries(outbox) end
   redis.call('XADD', outbox, '*', 'kind', 'event', 'id', id, 'acct', account_id, 'type', type,
     'at', at, 'data', cjson.encode(data))
 end
@@ -222,7 +231,7 @@ end
 local batch_new = nil --@batch-new 7
 -- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
 -- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
--- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 41).
+-- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 43).
 -- No line of the script writes KEYS or ARGV: in a batch the calls share the wrapper's tables.
 --@batch-args-read-only
 --@batch-per-call
@@ -561,6 +570,7 @@ if agent then
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
       memo_del(KEYS[11], KEYS[12])
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
+      if flush_entries then flush_entries(KEYS[8]) end   -- the debits made before it go first
       local a = append_agent_entry(KEYS[2], KEYS[8], account_id, agent_id, v, now_s)
       emit_event(KEYS[8], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
@@ -670,9 +680,15 @@ end
 -- A metered call's entry is its settle's: one debit of what it cost (lua/settle.lua).
 -- Packed (src/write-behind/outbox.ts reads it as the `debit` entry of fields id, acct, agent, amount,
 -- bal, call, target, at): one field where there were ten, each an argument and a stream field less.
+-- In a batch, collected: one entry per batch (`packed_debits`, the calls' `d`s one a line).
 if not metered then
-  redis.call('XADD', KEYS[8], '*', 'kind', 'packed_debit', 'd', account_id .. '|' .. agent_id .. '|' .. minus_price .. '|' ..
-    string.format('%d', balance + held) .. '|' .. call_id .. '|' .. now_s .. '|' .. target)
+  local d = account_id .. '|' .. agent_id .. '|' .. minus_price .. '|' .. string.format('%d', balance + held) .. '|' .. call_id .. '|' .. now_s .. '|' .. target
+  if debit_entries then
+    local l = debit_entries[KEYS[8]]
+    if l then l[#l + 1] = d else debit_entries[KEYS[8]] = {d} end
+  else
+    redis.call('XADD', KEYS[8], '*', 'kind', 'packed_debit', 'd', d)
+  end
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low = number_of(acct[6] or ARGV[12])

@@ -118,11 +118,14 @@ export async function* statementEntries(db: Database, accountId: string, range: 
   // Write order is the stream's: an account's entries all go through its shard's one outbox stream,
   // whose ids are the order Redis applied them in. The writers' clocks (`at`) only approximate it:
   // two instances a few ms apart would put a running balance_after out of order (index
-  // ledger_entries_account_stream). `at` still picks the range.
-  let after: { sm: string; sq: string; id: string } | null = null
+  // ledger_entries_account_stream). `at` still picks the range. A batch's flat debits share one
+  // stream entry (`packed_debits`, src/write-behind/outbox.ts), so one id: one account's of them were
+  // made in order, each posting a balance no higher than the one before, so balance_after DESC orders
+  // them (price-0 debits tie on it: their balances are equal, so any order runs). The keyset, negated.
+  let after: { sm: string; sq: string; nb: string; id: string } | null = null
   for (;;) {
     const keyset: SQL = after
-      ? sql`and (split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, id) > (${after.sm}::bigint, ${after.sq}::bigint, ${after.id})`
+      ? sql`and (split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, -balance_after, id) > (${after.sm}::bigint, ${after.sq}::bigint, ${after.nb}::bigint, ${after.id})`
       : sql``
     const rows: Row[] = rowsOf<Row>(
       await db.execute(sql`
@@ -131,13 +134,13 @@ export async function* statementEntries(db: Database, accountId: string, range: 
                split_part(stream_id, '-', 1)::bigint as sm, split_part(stream_id, '-', 2)::bigint as sq
         from ledger_entries
         where account_id = ${accountId} and at >= ${range.from.toISOString()}::timestamptz and at < ${range.to.toISOString()}::timestamptz ${keyset}
-        order by split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, id
+        order by split_part(stream_id, '-', 1)::bigint, split_part(stream_id, '-', 2)::bigint, balance_after desc, id
         limit ${page}`),
     )
     for (const r of rows) yield entryOf(r)
     if (rows.length < page) return
     const last: Row = rows[rows.length - 1]!
-    after = { sm: String(last.sm), sq: String(last.sq), id: last.id }
+    after = { sm: String(last.sm), sq: String(last.sq), nb: String(-Number(last.balance_after)), id: last.id }
   }
 }
 

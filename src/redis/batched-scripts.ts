@@ -53,6 +53,8 @@ export function batchedLua(body: string, perCall: number): string {
     .replace(/^local count_dirty = nil --@batch-counts$/m, 'local count_dirty = batch_counts')
     .replace(/^local set_adds = nil --@batch-adds$/m, 'local set_adds = batch_adds')
     .replace(/^local expires = nil --@batch-expires$/m, 'local expires = batch_expires')
+    .replace(/^local debit_entries = nil --@batch-entries$/m, 'local debit_entries = batch_entries')
+    .replace(/^local flush_entries = nil --@batch-entries-flush$/m, 'local flush_entries = batch_flush_entries')
     .replace(OWN_KEY, 'local batch_new = batch_new')
   // What a body puts above its `--@batch-per-call` line (its libraries' functions) is made once per
   // batch, outside the per-call function: a closure made per call costs Redis' Lua an allocation
@@ -60,6 +62,9 @@ export function batchedLua(body: string, perCall: number): string {
   const marker = /^--@batch-per-call$/m.exec(shared)
   const once = marker ? shared.slice(0, marker.index) : ''
   const eachCall = marker ? shared.slice(marker.index) : shared
+  // A body that collects its calls' packed debit entries (lua/debit.lua) gets them written as one
+  // stream entry per outbox: each XADD costs Redis a command and a stream node's growth (issue 42).
+  const entries = /^local debit_entries = nil --@batch-entries$/m.test(body)
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty, batch_counts, batch_adds, batch_expires = {}, {}, {}, {}, {}
 local batch_n, batch_keys = tonumber(ARGV[1]), 0   -- the calls, and the keys before their shared ones
@@ -82,6 +87,23 @@ local function batch_write(key, fields)
   end
   redis.call('HSET', key, unpack(args))
 end
+${
+  entries
+    ? `-- The packed debit entries (\`d\`) the calls collected for outbox \`key\`, as one stream entry:
+-- \`packed_debits\`, the lines joined by '\\n' (none holds one: ids are generated, a flat debit's
+-- target a catalog slug or provider id, src/catalog/schema.ts), one alone as the plain
+-- \`packed_debit\`. Written after the batch's last call, or before another entry of that outbox (the
+-- body calls it first), so the stream keeps the calls' order.
+local batch_entries = {}
+local function batch_flush_entries(key)
+  local l = batch_entries[key]
+  if not l then return end
+  batch_entries[key] = nil
+  if #l == 1 then redis.call('XADD', key, '*', 'kind', 'packed_debit', 'd', l[1])
+  else redis.call('XADD', key, '*', 'kind', 'packed_debits', 'd', table.concat(l, '\\n')) end
+end`
+    : ''
+}
 ${once}
 local function one(KEYS, ARGV)
 ${eachCall}
@@ -143,7 +165,7 @@ for key, c in pairs(batch_counts) do
 end
 -- A sorted set's deferred members, in one ZADD.
 for key, a in pairs(batch_adds) do redis.call('ZADD', key, unpack(a)) end
-return out
+${entries ? "-- The debits' entries not yet written.\nfor key in next, batch_entries do batch_flush_entries(key) end\n" : ''}return out
 `
 }
 

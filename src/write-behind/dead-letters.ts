@@ -45,6 +45,8 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
     else own[k] = raw[i + 1]!
   }
   // A packed debit is listed unpacked, as every reader of the outbox sees it (its own id, amount, target).
+  // A batch's (`packed_debits`) is one dead letter of several debits, replayed or discarded whole:
+  // listed as written, its `d` one debit a line (acct|agent|amount|bal|call|at|target).
   const unpacked = entry.kind === 'packed_debit' ? parseOutboxEntry(streamId, Object.entries(entry).flat()) : []
   const shown = unpacked.length === 1 ? unpacked[0]!.fields : entry
   return {

@@ -62,6 +62,7 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   for (let i = 0; i + 1 < raw.length; i += 2) fields[raw[i]!] = raw[i + 1]!
   const kind = fields.kind ?? ''
   if (kind === 'packed_debit') return [packedDebit(streamId, fields) ?? { streamId, kind, fields }]
+  if (kind === 'packed_debits') return packedDebits(streamId, fields) ?? [{ streamId, kind, fields }]
   const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
   if (!folded) return [{ streamId, kind, fields }]
   const money = settleEntry(streamId, fields, folded)
@@ -91,6 +92,24 @@ function packedDebit(streamId: string, raw: Record<string, string>): OutboxEntry
   // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).
   if (raw.orig_id) f.orig_id = raw.orig_id
   return { streamId, kind: 'debit', fields: f }
+}
+
+/**
+ * A batch's flat debits of one outbox as debit.lua's batch writes them (src/redis/batched-scripts.ts):
+ * one stream entry, `d` = each call's packed debit one a line, in the calls' order (no line holds a
+ * newline: ids are generated base64url, a flat target a catalog slug or `proxy:<provider id>`, both
+ * of src/catalog/schema.ts's patterns). One debit entry per line, all under the one
+ * stream id; null when any line does not unpack (the entry then keeps its kind and is dead-lettered
+ * whole, as a bad packed_debit is: a money entry is never read wrong, nor half of a batch filed).
+ */
+function packedDebits(streamId: string, raw: Record<string, string>): OutboxEntry[] | null {
+  const out: OutboxEntry[] = []
+  for (const d of (raw.d ?? '').split('\n')) {
+    const e = packedDebit(streamId, raw.orig_id ? { d, orig_id: raw.orig_id } : { d })
+    if (!e) return null
+    out.push(e)
+  }
+  return out
 }
 
 /**

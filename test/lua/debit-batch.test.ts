@@ -16,6 +16,7 @@ import { runDebit, type DebitArgs, type DebitReply } from '../../src/lua/debit'
 import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
 import { loadScripts } from '../../src/redis/scripts'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { privateScriptServer } from '../helpers/script-rig'
 
 const rig = privateScriptServer()
@@ -171,7 +172,11 @@ function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
   }
 }
 
-/** Every key under `keys`' prefix (named without it) with its value and TTL; streams without their ids (times). */
+/**
+ * Every key under `keys`' prefix (named without it) with its value and TTL; a stream as the entries
+ * its readers get (parseOutboxEntry), without their stream ids (times): a batch writes its flat
+ * debits as one `packed_debits` entry where the calls alone write one `packed_debit` each.
+ */
 async function state(keys: Keys): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {}
   let cursor = '0'
@@ -184,7 +189,7 @@ async function state(keys: Keys): Promise<Record<string, unknown>> {
         type === 'hash' ? await redis.hgetall(key)
         : type === 'string' ? await redis.get(key)
         : type === 'zset' ? await redis.zrange(key, 0, -1, 'WITHSCORES')
-        : type === 'stream' ? (await redis.xrange(key, '-', '+')).map(([, fields]) => fields)
+        : type === 'stream' ? (await redis.xrange(key, '-', '+')).flatMap(([id, fields]) => parseOutboxEntry(id, fields).map((e) => e.fields))
         : type
       out[key.slice(keys.prefix.length)] = { value, ttl: (await redis.pttl(key)) > 0 }
     }
@@ -200,6 +205,7 @@ async function sameEitherWay(fleet: Fleet, calls: CallSpec[], extra: Partial<Deb
   const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
   const alone = ctxOf(`alone${run}`)
   const batched = ctxOf(`batch${run}`)
+  lastBatch = batched.keys
   await seed(alone.keys, fleet)
   await seed(batched.keys, fleet)
   const one: DebitReply[] = []
@@ -213,6 +219,13 @@ async function sameEitherWay(fleet: Fleet, calls: CallSpec[], extra: Partial<Deb
   expect(await state(batched.keys)).toEqual(left)
   thresholdEvents += JSON.stringify(left).split('"cap.threshold"').length - 1
   return one
+}
+/** The keys of sameEitherWay's last batch. */
+let lastBatch: Keys
+/** The raw outbox entries of a batch's shard: kind, and for a packed one its number of debits. */
+async function rawOutbox(keys: Keys): Promise<string[]> {
+  const rows = await redis.xrange(keys.outbox(keys.shardOf(ACCT)), '-', '+')
+  return rows.map(([, f]) => (f[1] === 'packed_debits' ? `packed_debits×${f[3]!.split('\n').length}` : f[1]!))
 }
 /** cap.threshold events the runs produced: the property must have weighed some crossings. */
 let thresholdEvents = 0
@@ -354,6 +367,38 @@ describe('debit.lua in a batch', () => {
     expect(together.map((r) => r.status)).toEqual(['ok', 'daily_cap', 'ok', 'ok', 'ok'])
     expect(await state(batched.keys)).toEqual(await state(alone.keys))
     expect(await redis.hget(batched.keys.account(ACCT), 'balance')).toBe(String(100 - 3 - 4 - 27 - 5))
+  })
+
+  test('a batch\'s flat debits are one outbox entry (packed_debits) whose entries are the plain calls\' own; one alone stays a packed_debit', async () => {
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: '', agents: [] }
+    const call = (price: number, metered = false): CallSpec => ({ who: -1, price, target: price % 2 ? 'a.x' : 'b.x', fingerprint: '', metered, at: 0 })
+    // sameEitherWay: the parsed entries (fields, order) equal the calls' one at a time.
+    await sameEitherWay(fleet, [1, 2, 3, 4, 5, 6, 7, 8].map((p) => call(p)))
+    expect(await rawOutbox(lastBatch)).toEqual(['packed_debits×8'])
+    const [sid, raw] = (await redis.xrange(lastBatch.outbox(lastBatch.shardOf(ACCT)), '-', '+'))[0]!
+    const parsed = parseOutboxEntry(sid, raw)
+    expect(parsed.map((e) => [e.streamId, e.kind, e.fields.call, e.fields.amount, e.fields.bal])).toEqual(
+      [1, 2, 3, 4, 5, 6, 7, 8].map((p, n) => [sid, 'debit', `call_m${n}`, `-${p}`, String(1_000 - (p * (p + 1)) / 2)]),
+    )
+    // A batch with one flat debit (the others metered: their entries are their settles') writes it as a plain call does.
+    await sameEitherWay(fleet, [call(0, true), call(3), call(0, true), call(0, true)])
+    expect(await rawOutbox(lastBatch)).toEqual(['packed_debit'])
+  })
+
+  test('an entry a call adds mid-batch (balance.low, a breaker trip) follows the debits made before it and precedes the later ones', async () => {
+    // Price 10 from 100: the 7th call takes the balance under the alert (40, argsOf) — its event.
+    const low: Fleet = { balance: 100, rateLimit: 1_000, accountDailyCap: null, thresholds: '', agents: [] }
+    const owner = (price: number): CallSpec => ({ who: -1, price, target: 'a.x', fingerprint: '', metered: false, at: 0 })
+    await sameEitherWay(low, Array.from({ length: 9 }, () => owner(10)))
+    expect(await rawOutbox(lastBatch)).toEqual(['packed_debits×7', 'event', 'packed_debits×2'])
+    // The agent's third call of 10 passes its breaker's 25 credits a minute: the agent's entry and
+    // agent.killed after its two debits; the owner's debits after them in one entry.
+    const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: 25 }
+    const brk: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: '', agents: [agent] }
+    const mine = (): CallSpec => ({ who: 0, price: 10, target: 'a.x', fingerprint: '', metered: false, at: 0 })
+    const replies = await sameEitherWay(brk, [owner(1), mine(), mine(), mine(), owner(2), mine(), owner(3)])
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'ok', 'agent_killed', 'ok'])
+    expect(await rawOutbox(lastBatch)).toEqual(['packed_debits×3', 'agent', 'event', 'packed_debits×2'])
   })
 
   test('a batch of one depth-4 agent\'s calls reads the account, the agent and each ancestor once', async () => {

@@ -60,3 +60,23 @@ describe('the debit outbox entry', () => {
     expect(parseOutboxEntry('2-0', ['kind', 'packed_debit']).map((e) => e.kind)).toEqual(['packed_debit'])
   })
 })
+
+describe("a batch's debits entry (packed_debits)", () => {
+  test('parses to one debit entry per line, in order, each as its packed_debit alone, all under the one stream id', () => {
+    const lines = ['acc_x||-3|97|call_1|123|a.b', 'acc_x|agt_1|-4|93|call_2|124|proxy:odd|t|é', 'acc_y||0|50|call_3|125|c.d']
+    const parsed = parseOutboxEntry('5-0', ['kind', 'packed_debits', 'd', lines.join('\n'), 'orig_id', '4-1'])
+    expect(parsed).toEqual(lines.map((d) => parseOutboxEntry('5-0', ['kind', 'packed_debit', 'd', d, 'orig_id', '4-1'])[0]!))
+    expect(parsed.map((e) => [e.streamId, e.kind, e.fields.id, e.fields.target, e.fields.orig_id])).toEqual([
+      ['5-0', 'debit', 'call_1:debit', 'a.b', '4-1'],
+      ['5-0', 'debit', 'call_2:debit', 'proxy:odd|t|é', '4-1'],
+      ['5-0', 'debit', 'call_3:debit', 'c.d', '4-1'],
+    ])
+  })
+
+  test('one line that does not unpack keeps the whole entry its kind (dead-lettered whole, never half filed)', () => {
+    for (const d of ['acc_x||-3|97|call_1|123|a.b\nacc_x|-3|7|call_2', 'acc_x||-3|97|call_1|123|a.b\n', '']) {
+      const raw = ['kind', 'packed_debits', 'd', d]
+      expect(parseOutboxEntry('5-0', raw)).toEqual([{ streamId: '5-0', kind: 'packed_debits', fields: { kind: 'packed_debits', d } }])
+    }
+  })
+})
