@@ -13,6 +13,7 @@ import Redis from 'ioredis'
 import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
 import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { privateScriptServer } from '../helpers/script-rig'
 
 const rig = privateScriptServer()
@@ -96,7 +97,8 @@ async function file(c: Case, batched: boolean) {
   const lengths = await Promise.all(ACCOUNTS.map((a) => redis.llen(keys.recentCalls(a))))
   const callsLeft = await Promise.all(args.map(async (a) => ({ h: await redis.hgetall(keys.call(a.accountId, a.callId)), ttl: await redis.ttl(keys.call(a.accountId, a.callId)) })))
   const idem = await Promise.all(c.calls.map((s, i) => (s.idem ? redis.hgetall(keys.idempotency(args[i]!.accountId, null, `k${i}`)) : null)))
-  const outbox = (await redis.xrange(keys.outbox(shard), '-', '+')).map(([, fields]) => fields)
+  // Parsed: a batch writes one packed entry where calls one a script write one each (outbox.ts reads both alike).
+  const outbox = (await redis.xrange(keys.outbox(shard), '-', '+')).flatMap(([id, fields]) => parseOutboxEntry(id, fields).map((e) => ({ kind: e.kind, fields: e.fields })))
   return {
     replies, lists, lengths,
     calls: callsLeft.map((x) => ({ ...x, ttl: x.ttl > 3600 ? 'debit' : x.ttl > 0 ? 'filed' : x.ttl })),

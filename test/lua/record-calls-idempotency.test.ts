@@ -6,6 +6,7 @@
  */
 import { expect, test } from 'bun:test'
 import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { scriptRig } from '../helpers/script-rig'
 
 const { redis, keys, ctx } = scriptRig('rcidem')
@@ -55,9 +56,14 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
   for (const c of calls) expect(await redis.hmget(keys.call(c.accountId, c.callId), 'state', 'recorded')).toEqual(['filed', '1'])
   expect(await redis.hgetall(keys.stats(shard))).toEqual({ organic_calls_routed: '4', credits_honored: '17' })
 
-  const organic = (id: string, charged: number, r: string) => ['kind', 'call', 'id', `${id}:call`, 'organic', '1', 'charged', String(charged), 'rec', r]
-  const refunded = (id: string, r: string) => ['kind', 'call', 'id', `${id}:call`, 'organic', '0', 'rec', r]
-  expect((await redis.xrange(keys.outbox(shard), '-', '+')).map(([, fields]) => fields)).toEqual([
+  // One stream entry for the batch (issue 42), read back as the plain entries of its calls, in order.
+  const raw = await redis.xrange(keys.outbox(shard), '-', '+')
+  expect(raw.map(([, f]) => f[1])).toEqual(['packed_calls'])
+  const organic = (id: string, charged: number, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '1', charged: String(charged), rec: r })
+  const refunded = (id: string, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '0', rec: r })
+  const parsed = raw.flatMap(([id, f]) => parseOutboxEntry(id, f))
+  expect(new Set(parsed.map((e) => `${e.streamId} ${e.kind}`))).toEqual(new Set([`${raw[0]![0]} call`]))
+  expect(parsed.map((e) => e.fields)).toEqual([
     organic('c1', 5, rec(A, 'c1', 5)),
     organic('c2', 3, rec(A, 'c2', 3)),
     refunded('c3', rec(B, 'c3', 0)),
