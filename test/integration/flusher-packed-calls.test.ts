@@ -37,7 +37,7 @@ test('a packed_calls entry lands as one row of calls per call, its organic calls
   const batch = [call(a.account_id, 5), call(a.account_id, null), call(a.account_id, 7)]
   await flushAll(t)
   const before = await organicMetric()
-  expect(await runRecordCalls(t.s.ctx, t.s.ctx.keys.shardOf(a.account_id), batch, o)).toEqual(batch.map(() => ({ status: 'ok' })))
+  expect(await runRecordCalls(t.s.ctx, batch, o)).toEqual(batch.map(() => ({ status: 'ok' })))
   const raw = await t.redis.xrange(t.s.ctx.keys.outbox(t.s.ctx.keys.shardOf(a.account_id)), '-', '+')
   expect(raw.filter(([, f]) => f[1] === 'packed_calls')).toHaveLength(1)
 
@@ -55,10 +55,10 @@ test('a packed_calls entry with a line that does not unpack, or a call Postgres 
   const shard = t.s.ctx.keys.shardOf(a.account_id)
   const good = call(a.account_id, 5)
   const line = (c: RecordCallArgs, rec = c.recordJson) => `${c.callId}|${c.organic ? c.charged : ''}|${rec}`
-  const torn = await t.redis.xadd(t.s.ctx.keys.outbox(shard), '*', 'kind', 'packed_calls', 'c', `${line(good)}\nno bars here`)
+  const torn = (await t.redis.xadd(t.s.ctx.keys.outbox(shard), '*', 'kind', 'packed_calls', 'c', `${line(good)}\nno bars here`))!
   const [x, y] = [call(a.account_id, 3), call(a.account_id, null)]
   // A record that is not JSON (22P02): its line unpacks, Postgres refuses the row.
-  const refused = await t.redis.xadd(t.s.ctx.keys.outbox(shard), '*', 'kind', 'packed_calls', 'c', `${line(x)}\n${line(y, '{"call_id": ')}`)
+  const refused = (await t.redis.xadd(t.s.ctx.keys.outbox(shard), '*', 'kind', 'packed_calls', 'c', `${line(x)}\n${line(y, '{"call_id": ')}`))!
 
   await flushAll(t)
   expect((await t.s.flusher.lag()).entries).toBe(0)

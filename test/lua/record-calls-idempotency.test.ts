@@ -41,7 +41,7 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
   await redis.zadd(keys.inflight(shard), 1, `${A}|c_other`)
 
   // c2 again at the end (a resent call): filed once, its answer stored once.
-  const replies = await runRecordCalls(ctx, shard, [...calls, calls[1]!], o)
+  const replies = await runRecordCalls(ctx, [...calls, calls[1]!], o)
   expect(replies).toEqual([...calls.map(() => ({ status: 'ok' as const })), { status: 'already_applied' as const }])
 
   const idem = async (acct: string, agent: string | null, key: string) => redis.hgetall(keys.idempotency(acct, agent, key))
@@ -94,7 +94,7 @@ test('a batch whose Idempotency-Key part does not fit its calls is refused befor
     { k: [idem], a: ['one', '{}'] },
   ]
   for (const m of malformed)
-    await expect(ctx.scripts.recordCalls([...shared, ...x.k, ...y.k, ...m.k], [10, 300, 2, ...x.a, ...y.a, ...m.a])).rejects.toThrow('record-calls:')
+    await expect(ctx.scripts.recordCalls([...shared, ...x.k, ...y.k, ...m.k], [10, 300, 1, 2, ...x.a, ...y.a, ...m.a])).rejects.toThrow('record-calls:')
   expect(await redis.hgetall(keys.call(C, 'x1'))).toEqual({ state: 'debited' })
   expect(await redis.exists(keys.recentCalls(C))).toBe(0)
 })
