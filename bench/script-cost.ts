@@ -111,7 +111,10 @@ async function measureTree(root: string): Promise<Row[]> {
   const { windowsAt } = await firstOf('src/windows.ts', 'src/ledger/windows.ts')
   const { runDebit } = await mod('src/lua/debit.ts')
   const { runSettle } = await mod('src/lua/settle.ts')
-  const { runRecordCalls } = await mod('src/lua/record-calls.ts')
+  const { runRecordCalls: recordCallsOf } = await mod('src/lua/record-calls.ts')
+  const { CallFiling } = await mod('src/paid-request/call-filing.ts')
+  // A tree before issue 42's filing of several shards in one script took the batch's shard first.
+  const runRecordCalls = (c: unknown, shard: number, calls: unknown[], o: unknown) => (recordCallsOf.length === 4 ? recordCallsOf(c, shard, calls, o) : recordCallsOf(c, calls, o))
   const { Keys } = await mod('src/redis/keys.ts')
   const { loadScripts, readScripts, BATCHED } = await mod('src/redis/scripts.ts')
   const { batchedLua } = await mod('src/redis/batched-scripts.ts')
@@ -213,6 +216,21 @@ async function measureTree(root: string): Promise<Row[]> {
     })
     await measure(`debit.lua, owner, batches of ${size}, 1 account`, async () => {
       for (let i = 0; i + size <= CALLS; i += size) await Promise.all(Array.from({ length: size }, () => runDebit(ctx, debitArgs('owner', false, spread[1]))))
+    })
+  }
+  // After the rest, whose state it leaves alone. A fleet's turn (bench/redis-cpu.ts): each call of it
+  // another shard's, filed as the service files them (src/paid-request/call-filing.ts: one script a
+  // shard, or, on a single Redis, one for all).
+  {
+    const sharded = Array.from({ length: BATCH }, (_, s) => `acc_${String(s).padStart(2, '0')}_scriptcost`)
+    for (const a of sharded) await server.redis.hset(keys.account(a), { owner: hashToken('owner'), balance: 1e12 })
+    let j = 0
+    const calls = batches(() => debitArgs('owner', false, sharded[j++ % BATCH]))
+    for (const b of calls) await Promise.all(b.map((a) => runDebit(ctx, a)))
+    const filing = new CallFiling(ctx, { recentCalls: 200, settledTtlS: 3600 })
+    await measure(`flat: record-calls.lua (file) through the call filing, ${BATCH} calls a turn, each another shard's`, async () => {
+      for (const b of calls)
+        await Promise.all(b.map((a) => filing.file({ accountId: a.accountId, callId: a.callId, agentId: null, recordJson: `${record(a.callId)},"charged":5}`, charged: 5, organic: true, idempotency: null })))
     })
   }
   await server.stop()

@@ -29,7 +29,8 @@ local function push_recent(keep)
 end
 
 -- The shard's counters of organic calls (succeeded, not refunded) and the credits they kept, summed
--- over the batch and written once after it.
+-- over the batch and written once after it (record-calls.lua: after each shard's group of the batch,
+-- so a write starts the sums afresh).
 local organic_calls, honored = 0, 0
 local function count_organic(charged)
   organic_calls = organic_calls + 1
@@ -39,5 +40,6 @@ local function write_organic(stats)
   if organic_calls > 0 then
     redis.call('HINCRBY', stats, 'organic_calls_routed', organic_calls)
     redis.call('HINCRBY', stats, 'credits_honored', honored)
+    organic_calls, honored = 0, 0
   end
 end

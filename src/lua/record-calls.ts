@@ -1,4 +1,4 @@
-/** record-calls.lua: files a batch of one shard's finished calls, each once (see its Lua header). */
+/** record-calls.lua: files a batch of finished calls, each once (see its Lua header). */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import type { Shard } from '../redis/keys'
@@ -25,17 +25,40 @@ export interface RecordBatchOptions {
   settledTtlS: number
 }
 
-/** Every call of `calls` must be of `shard` (one hash slot: one script on a cluster). Replies in order. */
-export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: readonly RecordCallArgs[], o: RecordBatchOptions): Promise<RecordCallReply[]> {
+/**
+ * Files `calls` in one script, a group of calls per shard (see the Lua header); replies in the order
+ * of `calls`. On a Cluster every call must be of one shard (every key of a script in one hash slot):
+ * src/paid-request/call-filing.ts batches so.
+ */
+export async function runRecordCalls(ctx: RedisContext, calls: readonly RecordCallArgs[], o: RecordBatchOptions): Promise<RecordCallReply[]> {
   const { keys } = ctx
-  const k: string[] = [keys.stats(shard), keys.outbox(shard), keys.inflight(shard)]
-  const argv: (string | number)[] = [o.recentCalls, o.settledTtlS, calls.length]
+  // The calls' places in `calls`, by shard in the order first seen: a shard's calls stay in order.
+  const byShard = new Map<Shard, number[]>()
+  for (const [i, c] of calls.entries()) {
+    const s = keys.shardOf(c.accountId)
+    const group = byShard.get(s)
+    if (group) group.push(i)
+    else byShard.set(s, [i])
+  }
+  const k: string[] = []
+  const argv: (string | number)[] = [o.recentCalls, o.settledTtlS, byShard.size]
+  /** The script's i-th call (from 0) is calls[order[i]]. */
+  const order: number[] = []
+  for (const [s, group] of byShard) {
+    argv.push(group.length)
+    k.push(keys.stats(s), keys.outbox(s), keys.inflight(s))
+    for (const i of group) {
+      const c = calls[i]!
+      k.push(keys.recentCalls(c.accountId), keys.call(c.accountId, c.callId))
+      order.push(i)
+    }
+  }
   // The few calls with an Idempotency-Key send its record and answer after every call's own part
   // (see the Lua header): the common call sends 2 keys and 3 arguments.
   const idemKeys: string[] = []
   const idemArgv: (string | number)[] = []
-  for (const [i, c] of calls.entries()) {
-    k.push(keys.recentCalls(c.accountId), keys.call(c.accountId, c.callId))
+  for (const [i, at] of order.entries()) {
+    const c = calls[at]!
     // The in-flight member (debit.lua's) in one argument: the script takes the call id from it.
     argv.push(c.recordJson, `${c.accountId}|${c.callId}`, c.organic ? c.charged : '')
     const idem = c.idempotency
@@ -48,14 +71,18 @@ export async function runRecordCalls(ctx: RedisContext, shard: Shard, calls: rea
   argv.push(...idemArgv)
   const reply = await ctx.scripts.recordCalls(k, argv)
   if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls.lua', reply)
-  return reply.map((status) => {
+  const out: RecordCallReply[] = new Array(calls.length)
+  for (const [i, status] of reply.entries()) {
     switch (status) {
       case S.OK:
-        return { status: 'ok' }
+        out[order[i]!] = { status: 'ok' }
+        break
       case S.ALREADY_APPLIED:
-        return { status: 'already_applied' }
+        out[order[i]!] = { status: 'already_applied' }
+        break
       default:
         throw unexpected('record-calls.lua', reply)
     }
-  })
+  }
+  return out
 }

@@ -63,6 +63,7 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   const kind = fields.kind ?? ''
   if (kind === 'packed_debit') return [packedDebit(streamId, fields) ?? { streamId, kind, fields }]
   if (kind === 'packed_debits') return packedDebits(streamId, fields) ?? [{ streamId, kind, fields }]
+  if (kind === 'packed_calls') return packedCalls(streamId, fields) ?? [{ streamId, kind, fields }]
   const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
   if (!folded) return [{ streamId, kind, fields }]
   const money = settleEntry(streamId, fields, folded)
@@ -125,6 +126,33 @@ function unpackInto(f: Record<string, string>, packed: string, names: readonly s
     at = bar + 1
   }
   return at
+}
+
+/**
+ * A batch of calls as record-calls.lua files it: one entry, its field `c` a line per call,
+ * `<call_id>|<charged, an organic call's, else ''>|<record>`, joined by '\n' (a record is
+ * JSON.stringify's, which never writes a raw newline). Each line is the plain `call` entry it stands
+ * for, field for field, all under the one stream id; null when a line is not of that shape (the
+ * entry then keeps its kind, which no sink takes: the flusher dead-letters it whole).
+ */
+function packedCalls(streamId: string, raw: Record<string, string>): OutboxEntry[] | null {
+  const packed = raw.c
+  if (!packed) return null
+  const out: OutboxEntry[] = []
+  for (const line of packed.split('\n')) {
+    const a = line.indexOf('|')
+    const b = a < 1 ? -1 : line.indexOf('|', a + 1)
+    if (b < 0 || b === line.length - 1) return null
+    const charged = line.slice(a + 1, b)
+    if (charged !== '' && !/^\d+$/.test(charged)) return null
+    const f: Record<string, string> = { kind: 'call', id: `${line.slice(0, a)}:call`, organic: charged === '' ? '0' : '1' }
+    if (charged !== '') f.charged = charged
+    f.rec = line.slice(b + 1)
+    // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).
+    if (raw.orig_id) f.orig_id = raw.orig_id
+    out.push({ streamId, kind: 'call', fields: f })
+  }
+  return out
 }
 
 /** Fields of settle.lua's packed entry, in its order; the target's byte length, target and model follow. */

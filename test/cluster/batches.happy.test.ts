@@ -10,6 +10,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Cluster } from 'ioredis'
 import { createRedis } from '../../src/redis/client'
 import { loadScripts } from '../../src/redis/scripts'
+import { Keys } from '../../src/redis/keys'
+import type { RedisContext } from '../../src/redis/context'
+import { CallFiling, filingGroup } from '../../src/paid-request/call-filing'
 import { startRedisCluster, type RedisCluster } from './cluster'
 
 let cluster: RedisCluster
@@ -32,7 +35,7 @@ test('a variable-key script and a batch land on their own master beside commands
     const filed = tags.map((tag, i) =>
       scripts.recordCalls(
         [`${tag}:stats`, `${tag}:outbox`, `${tag}:inflight`, ...Array.from({ length: 1 + (i % 2) }, (_, c) => [`${tag}:calls:a`, `${tag}:call:r${round}c${c}`]).flat()],
-        [200, 300, 1 + (i % 2), ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `a|r${round}c${c}`, 5]).flat()],
+        [200, 300, 1, 1 + (i % 2), ...Array.from({ length: 1 + (i % 2) }, (_, c) => ['{"call_id":"x"}', `a|r${round}c${c}`, 5]).flat()],
       ),
     )
     const plain = tags.map((tag) => redis.incr(`${tag}:plain`))
@@ -41,4 +44,20 @@ test('a variable-key script and a batch land on their own master beside commands
     replies.forEach((r, i) => expect(r).toHaveLength(1 + (i % 2)))
   }
   for (const [i, tag] of tags.entries()) expect(Number(await redis.hget(`${tag}:stats`, 'organic_calls_routed'))).toBe(5 * (1 + (i % 2)))
+})
+
+test('the call filing batches by shard on a Cluster: a turn\'s calls of 16 shards each filed in its own slot', async () => {
+  const keys = new Keys('cf')
+  const ctx = { redis, keys, scripts: loadScripts(redis), clock: { now: () => Date.now() } } as unknown as RedisContext
+  expect(filingGroup(ctx)('acc_03_x')).not.toBe(filingGroup(ctx)('acc_12_x'))
+  const filing = new CallFiling(ctx, { recentCalls: 10, settledTtlS: 300 })
+  const accounts = Array.from({ length: 16 }, (_, s) => `acc_${String(s).padStart(2, '0')}_cf`)
+  // Two calls of each shard in one turn: a script of two calls per shard, none across slots.
+  const replies = await Promise.all(accounts.flatMap((a) => [1, 2].map((c) => filing.file({ accountId: a, callId: `c${c}`, agentId: null, recordJson: JSON.stringify({ call_id: `c${c}` }), charged: 5, organic: true, idempotency: null }))))
+  expect(replies).toEqual(accounts.flatMap(() => [{ status: 'ok' }, { status: 'ok' }]))
+  for (const [s, a] of accounts.entries()) {
+    expect(await redis.hget(keys.stats(s), 'organic_calls_routed')).toBe('2')
+    expect(await redis.llen(keys.recentCalls(a))).toBe(2)
+    expect(await redis.xlen(keys.outbox(s))).toBe(1)
+  }
 })

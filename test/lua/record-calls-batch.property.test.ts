@@ -5,14 +5,15 @@
  * call twice, Idempotency-Keys stored and released, lists near their trim — one batch and the same
  * calls one script at a time give the same replies, the same newest `keep` calls of each list (in
  * the same order), the same in-flight set, counters, call records, idempotency records and outbox
- * entries. On a private redis-server.
+ * entries, shard by shard, when the batch spans several shards (on a single Redis one script files a
+ * turn's calls of every shard, issue 42); and the batch resent changes nothing. On a private redis-server.
  */
 import { beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import Redis from 'ioredis'
 import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
 import type { RedisContext } from '../../src/redis/context'
-import { Keys } from '../../src/redis/keys'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { privateScriptServer } from '../helpers/script-rig'
 
 const rig = privateScriptServer()
@@ -21,8 +22,10 @@ beforeAll(() => {
   redis = rig.redis
 })
 const ctxOf = rig.ctxOf
-// Three accounts of one shard (one hash slot: one script).
-const ACCOUNTS = ['acc_07_filing_a', 'acc_07_filing_b', 'acc_07_filing_c']
+// Three accounts of one shard, and two of two others: on a single Redis one script files a turn's
+// calls of every shard, a group per shard (issue 42).
+const ACCOUNTS = ['acc_07_filing_a', 'acc_07_filing_b', 'acc_07_filing_c', 'acc_03_filing_d', 'acc_12_filing_e']
+const SHARDS = [7, 3, 12]
 const KEEP = 3
 const SLACK = 32
 
@@ -56,9 +59,9 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
 })
 
 let run = 0
-async function oneAtATime(ctx: RedisContext, shard: ReturnType<Keys['shardOf']>, calls: RecordCallArgs[], o: { recentCalls: number; settledTtlS: number }) {
+async function oneAtATime(ctx: RedisContext, calls: RecordCallArgs[], o: { recentCalls: number; settledTtlS: number }) {
   const replies = []
-  for (const a of calls) replies.push(...(await runRecordCalls(ctx, shard, [a], o)))
+  for (const a of calls) replies.push(...(await runRecordCalls(ctx, [a], o)))
   return replies
 }
 /** The Redis a case leaves behind, filed as one batch or one call a script. */
@@ -66,7 +69,6 @@ async function file(c: Case, batched: boolean) {
   const prefix = `rcb${++run}${batched ? 'b' : 's'}`
   const ctx = ctxOf(prefix)
   const { keys } = ctx
-  const shard = keys.shardOf(ACCOUNTS[0]!)
   for (const [i, n] of c.listed.entries())
     for (let k = 0; k < n; k++) await redis.lpush(keys.recentCalls(ACCOUNTS[i]!), JSON.stringify({ call_id: `old_${i}_${k}` }))
   const args: RecordCallArgs[] = c.calls.map((s, i) => {
@@ -84,25 +86,35 @@ async function file(c: Case, batched: boolean) {
     const a = args[i]!
     await redis.hset(keys.call(a.accountId, a.callId), { price: s.charged, state: s.state, ...(s.recorded ? { recorded: '1' } : {}) })
     await redis.expire(keys.call(a.accountId, a.callId), 172_800)
-    if (!s.recorded && s.state === 'debited') await redis.zadd(keys.inflight(shard), 1, `${a.accountId}|${a.callId}`)
+    if (!s.recorded && s.state === 'debited') await redis.zadd(keys.inflight(keys.shardOf(a.accountId)), 1, `${a.accountId}|${a.callId}`)
     if (s.idem) await redis.hset(keys.idempotency(a.accountId, null, `k${i}`), { state: 'pending', call: a.callId })
   }
   const order = [...args]
   for (const p of c.again) order.splice((p % (order.length + 1)), 0, args[p % args.length]!)
   const o = { recentCalls: KEEP, settledTtlS: 3600 }
-  const replies = batched ? await runRecordCalls(ctx, shard, order, o) : await oneAtATime(ctx, shard, order, o)
+  const replies = batched ? await runRecordCalls(ctx, order, o) : await oneAtATime(ctx, order, o)
+  const seen = await state()
+  if (batched) {
+    // The batch resent (a lost reply): every call already filed, nothing changes.
+    expect(await runRecordCalls(ctx, order, o)).toEqual(order.map(() => ({ status: 'already_applied' })))
+    expect(await state()).toEqual(seen)
+  }
+  return { replies, ...seen }
 
+  async function state() {
   const lists = await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1)))
   const lengths = await Promise.all(ACCOUNTS.map((a) => redis.llen(keys.recentCalls(a))))
   const callsLeft = await Promise.all(args.map(async (a) => ({ h: await redis.hgetall(keys.call(a.accountId, a.callId)), ttl: await redis.ttl(keys.call(a.accountId, a.callId)) })))
   const idem = await Promise.all(c.calls.map((s, i) => (s.idem ? redis.hgetall(keys.idempotency(args[i]!.accountId, null, `k${i}`)) : null)))
-  const outbox = (await redis.xrange(keys.outbox(shard), '-', '+')).map(([, fields]) => fields)
+  // Parsed: a batch writes one packed entry a shard where calls one a script write one each (outbox.ts reads both alike).
+  const outbox = await Promise.all(SHARDS.map(async (s) => (await redis.xrange(keys.outbox(s), '-', '+')).flatMap(([id, fields]) => parseOutboxEntry(id, fields).map((e) => ({ kind: e.kind, fields: e.fields })))))
   return {
-    replies, lists, lengths,
+    lists, lengths,
     calls: callsLeft.map((x) => ({ ...x, ttl: x.ttl > 3600 ? 'debit' : x.ttl > 0 ? 'filed' : x.ttl })),
-    inflight: await redis.zrange(keys.inflight(shard), 0, -1),
-    stats: await redis.hgetall(keys.stats(shard)),
+    inflight: await Promise.all(SHARDS.map((s) => redis.zrange(keys.inflight(s), 0, -1))),
+    stats: await Promise.all(SHARDS.map((s) => redis.hgetall(keys.stats(s)))),
     idem, outbox,
+  }
   }
 }
 
@@ -117,8 +129,10 @@ test('one batch and one call a script file the same: replies, lists, in-flight s
       // The list holds its newest `keep` and at most TRIM_SLACK more, whichever way it was filed.
       for (const n of [...lengths, ...singleLengths]) expect(n).toBeLessThanOrEqual(KEEP + SLACK)
       // Every call filed once: its record pushed once, its in-flight member gone.
-      expect(batched.inflight).toEqual([])
-      expect(batched.outbox).toHaveLength(c.calls.filter((s) => !s.recorded).length)
+      expect(batched.inflight).toEqual(SHARDS.map(() => []))
+      expect(batched.outbox.flat()).toHaveLength(c.calls.filter((s) => !s.recorded).length)
+      // Each call in its own shard's outbox.
+      for (const [i, s] of SHARDS.entries()) for (const e of batched.outbox[i]!) expect(Number(JSON.parse(e.fields.rec!).account_id.slice(4, 6))).toBe(s)
     }),
     { numRuns: 60 },
   )

@@ -6,6 +6,7 @@
  */
 import { expect, test } from 'bun:test'
 import { runRecordCalls, type RecordCallArgs } from '../../src/lua/record-calls'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { scriptRig } from '../helpers/script-rig'
 
 const { redis, keys, ctx } = scriptRig('rcidem')
@@ -40,7 +41,7 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
   await redis.zadd(keys.inflight(shard), 1, `${A}|c_other`)
 
   // c2 again at the end (a resent call): filed once, its answer stored once.
-  const replies = await runRecordCalls(ctx, shard, [...calls, calls[1]!], o)
+  const replies = await runRecordCalls(ctx, [...calls, calls[1]!], o)
   expect(replies).toEqual([...calls.map(() => ({ status: 'ok' as const })), { status: 'already_applied' as const }])
 
   const idem = async (acct: string, agent: string | null, key: string) => redis.hgetall(keys.idempotency(acct, agent, key))
@@ -55,9 +56,14 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
   for (const c of calls) expect(await redis.hmget(keys.call(c.accountId, c.callId), 'state', 'recorded')).toEqual(['filed', '1'])
   expect(await redis.hgetall(keys.stats(shard))).toEqual({ organic_calls_routed: '4', credits_honored: '17' })
 
-  const organic = (id: string, charged: number, r: string) => ['kind', 'call', 'id', `${id}:call`, 'organic', '1', 'charged', String(charged), 'rec', r]
-  const refunded = (id: string, r: string) => ['kind', 'call', 'id', `${id}:call`, 'organic', '0', 'rec', r]
-  expect((await redis.xrange(keys.outbox(shard), '-', '+')).map(([, fields]) => fields)).toEqual([
+  // One stream entry for the batch (issue 42), read back as the plain entries of its calls, in order.
+  const raw = await redis.xrange(keys.outbox(shard), '-', '+')
+  expect(raw.map(([, f]) => f[1])).toEqual(['packed_calls'])
+  const organic = (id: string, charged: number, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '1', charged: String(charged), rec: r })
+  const refunded = (id: string, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '0', rec: r })
+  const parsed = raw.flatMap(([id, f]) => parseOutboxEntry(id, f))
+  expect(new Set(parsed.map((e) => `${e.streamId} ${e.kind}`))).toEqual(new Set([`${raw[0]![0]} call`]))
+  expect(parsed.map((e) => e.fields)).toEqual([
     organic('c1', 5, rec(A, 'c1', 5)),
     organic('c2', 3, rec(A, 'c2', 3)),
     refunded('c3', rec(B, 'c3', 0)),
@@ -88,7 +94,7 @@ test('a batch whose Idempotency-Key part does not fit its calls is refused befor
     { k: [idem], a: ['one', '{}'] },
   ]
   for (const m of malformed)
-    await expect(ctx.scripts.recordCalls([...shared, ...x.k, ...y.k, ...m.k], [10, 300, 2, ...x.a, ...y.a, ...m.a])).rejects.toThrow('record-calls:')
+    await expect(ctx.scripts.recordCalls([...shared, ...x.k, ...y.k, ...m.k], [10, 300, 1, 2, ...x.a, ...y.a, ...m.a])).rejects.toThrow('record-calls:')
   expect(await redis.hgetall(keys.call(C, 'x1'))).toEqual({ state: 'debited' })
   expect(await redis.exists(keys.recentCalls(C))).toBe(0)
 })

@@ -25,14 +25,14 @@ test('a filed call reads `filed` whichever way it ended, and nothing applies to 
     await redis.hset(keys.call(ACCT, id), { price: 5, agent: '', target: 't', state, day, at: 1, metered: '1', hold: '1', model: 'm', p_in: 1, p_cached: 1, p_out: 1 })
     await redis.expire(keys.call(ACCT, id), 172_800)
   }
-  const first = await runRecordCalls(ctx, keys.shardOf(ACCT), [args('c_kept', 5), args('c_refunded', 0)], o)
+  const first = await runRecordCalls(ctx, [args('c_kept', 5), args('c_refunded', 0)], o)
   expect(first).toEqual([{ status: 'ok' }, { status: 'ok' }])
   for (const id of ['c_kept', 'c_refunded']) {
     expect(await redis.hmget(keys.call(ACCT, id), 'state', 'recorded')).toEqual(['filed', '1'])
     expect(await redis.ttl(keys.call(ACCT, id))).toBeLessThanOrEqual(300)
   }
   // Resent: already applied, nothing filed twice.
-  expect(await runRecordCalls(ctx, keys.shardOf(ACCT), [args('c_kept', 5), args('c_refunded', 0)], o)).toEqual([{ status: 'already_applied' }, { status: 'already_applied' }])
+  expect(await runRecordCalls(ctx, [args('c_kept', 5), args('c_refunded', 0)], o)).toEqual([{ status: 'already_applied' }, { status: 'already_applied' }])
   expect(await redis.llen(keys.recentCalls(ACCT))).toBe(2)
   for (const id of ['c_kept', 'c_refunded']) {
     expect((await runRefund(ctx, { now: 2, accountId: ACCT, agentId: null, callId: id, day, reason: 'timeout', chain: [] })).status).toBe('already_applied')
