@@ -247,8 +247,6 @@ export class Flusher {
    * Writes `entries` of one shard, halving a batch Postgres refuses for its data until the entry
    * it refuses alone is found and dead-lettered. Commits go into `out`; returns entries buried.
    * A poison entry costs about log2(batch) extra transactions; only its own shard pays them.
-   * The entries of one stream entry (a batch's debits, a folded call) are never split: the stream
-   * entry is buried whole, so none of them may be committed beside it.
    */
   private async bisect(shard: number, entries: OutboxEntry[], out: OutboxEntry[]): Promise<number> {
     try {
@@ -257,9 +255,8 @@ export class Flusher {
       return 0
     } catch (e) {
       if (classifyFlushError(e) !== 'poison') throw e
-      // One stream entry's entries are adjacent (parseOutboxEntry gives them together).
-      if (entries[0]!.streamId === entries.at(-1)!.streamId) return this.bury(shard, entries[0]!, e)
-      const mid = splitAt(entries)
+      if (entries.length === 1) return this.bury(shard, entries[0]!, e)
+      const mid = Math.ceil(entries.length / 2)
       return (await this.bisect(shard, entries.slice(0, mid), out)) + (await this.bisect(shard, entries.slice(mid), out))
     }
   }
@@ -352,14 +349,6 @@ export class Flusher {
 
   stats() {
     return { ...this.counters, running: this.running, consumer: this.consumer }
-  }
-}
-
-/** Where to halve entries of more than one stream entry: the boundary between two stream entries nearest the middle. */
-function splitAt(entries: OutboxEntry[]): number {
-  const half = Math.ceil(entries.length / 2)
-  for (let d = 0; ; d++) {
-    for (const at of [half + d, half - d]) if (at > 0 && at < entries.length && entries[at]!.streamId !== entries[at - 1]!.streamId) return at
   }
 }
 

@@ -78,7 +78,7 @@ describe("a batch's debits entry (packed_debits)", () => {
     }
   })
 
-  test('one Postgres refuses a line of, or whose line does not unpack, is dead-lettered whole; the entries around it commit', async () => {
+  test('one Postgres refuses a line of, or whose line does not unpack, is dead-lettered whole; the lines Postgres takes and the entries around it commit', async () => {
     const a = await t.signup()
     await flushAll(t)
     const shard = t.s.ctx.keys.shardOf(a.account_id)
@@ -87,7 +87,9 @@ describe("a batch's debits entry (packed_debits)", () => {
     const c = Array.from({ length: 8 }, (_, i) => `call_p${i}${rand()}`)
     const add = async (...f: string[]) => (await t.redis.xadd(outbox, '*', ...f))!
     const good1 = await add('kind', 'packed_debits', 'd', [line(c[0]!, 99), line(c[1]!, 98)].join('\n'))
-    // U+0000 in the target (22P05, as flusher-poison.test.ts's nul_debit): Postgres refuses the middle line, so the batch's others must not be filed either.
+    // U+0000 in the target (22P05, as flusher-poison.test.ts's nul_debit): Postgres refuses the middle
+    // line; the lines around it commit, and the entry is dead-lettered whole (a replay adds only the
+    // refused one: the others' rows are there already), as a folded settle's is.
     const nul = await add('kind', 'packed_debits', 'd', [line(c[2]!, 97), line(c[3]!, 96, 'test.cheap\u0000'), line(c[4]!, 95)].join('\n'))
     const bad = await add('kind', 'packed_debits', 'd', [line(c[5]!, 94), `${a.account_id}|-1|93`].join('\n'))
     const good2 = await add('kind', 'packed_debit', 'd', line(c[6]!, 93))
@@ -96,7 +98,7 @@ describe("a batch's debits entry (packed_debits)", () => {
     const filed = (
       (await t.s.db.db.execute(sql`select call_id, stream_id from ledger_entries where account_id = ${a.account_id} and kind = 'debit'`)) as unknown as { call_id: string; stream_id: string }[]
     ).map((r) => [r.call_id, r.stream_id])
-    expect(filed.sort()).toEqual([[c[0], good1], [c[1], good1], [c[6], good2]].sort() as string[][])
+    expect(filed.sort()).toEqual([[c[0], good1], [c[1], good1], [c[2], nul], [c[4], nul], [c[6], good2]].sort() as string[][])
 
     const list = await t.req('GET', '/admin/dead-letters', { token: ADMIN })
     expect(list.status, list.text).toBe(200)
