@@ -28,13 +28,16 @@ interface Call {
 /**
  * The wrapper: a batch's calls mostly repeat the call before them (one account, one agent, one
  * minute), so each call sends only where it differs from it, and each distinct value once. KEYS are
- * the batch's distinct keys (after each call's own key, when the body names one: ownKeySlot); ARGV[1]
- * is the number of calls (negative: two calls share an own key), ARGV[2 .. n + 1] each call's changes,
- * then the batch's distinct arguments, both in the order first met. A call's changes are its number
- * of ARGV, then a slot per change, space-separated: p (a slot of the `perCall` keys, then of the
- * ARGV after them) takes the next value not sent before, p=i the i-th distinct one sent. Most calls
- * of a batch change the same slots, and each distinct list is parsed once. Every argument sent
- * costs Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
+ * the batch's keys (after each call's own key, when the body names one: ownKeySlot); ARGV[1] is the
+ * number of calls (negative: two calls share an own key), ARGV[2 .. n + 1] each call's changes, then
+ * the batch's arguments. The first call sends all its slots in order (its "changes" are only its
+ * number of ARGV); every later call only where it differs from the call before, each value not sent
+ * before once, in the order first met. A later call's changes are its number of ARGV, then a slot
+ * per change, space-separated: p (a slot of the `perCall` keys, then of the ARGV after them) takes
+ * the next value not sent before, p=i the i-th value sent, p:j the value of this call's slot j (an
+ * earlier one), so calls of different accounts make the same list. Each distinct list is parsed once
+ * a batch (string.gmatch: ~100,000 instructions for a list of 50 slots). Every argument sent costs
+ * Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
  * (a copy: what a call does to them never reaches the next; a body marked `--@batch-args-read-only`
  * gets the wrapper's tables themselves).
@@ -113,21 +116,36 @@ local out, parsed = {}, {}
 local key_at, arg_at = batch_keys, 1 + n   -- the last key and argument taken as new
 local tkeys, targv = {}, {}       -- the previous call's, changed in place into this one's
 local argc_before = 0
+-- The first call sends every slot in order, its spec only its number of ARGV: a list of ~40 changes
+-- costs string.gmatch more than the values themselves (bench/RESULTS.md, issue 42).
+local argc = tonumber(ARGV[2])
+for slot = 1, ${perCall} do
+  ${own ? `if slot ~= ${own} then key_at = key_at + 1; tkeys[slot] = KEYS[key_at] end` : 'key_at = key_at + 1; tkeys[slot] = KEYS[key_at]'}
+end
+for j = 1, argc do targv[j] = ARGV[arg_at + j] end
+arg_at = arg_at + argc
+local changes = {}
 for i = 1, n do
+  if i > 1 then
   local spec = ARGV[1 + i]
-  local changes = parsed[spec]
+  changes = parsed[spec]
   if not changes then
-    local argc, rest = string.match(spec, '^(%d+)(.*)$')
-    changes = {argc = tonumber(argc)}
-    for slot, ref in string.gmatch(rest, '(%d+)=?(%d*)') do
+    local c, rest = string.match(spec, '^(%d+)(.*)$')
+    changes = {argc = tonumber(c)}
+    -- slot, slot=i (the i-th distinct value), slot:j (this call's slot j, set before it: negative)
+    for slot, how, ref in string.gmatch(rest, '(%d+)([=:]?)(%d*)') do
       changes[#changes + 1] = tonumber(slot)
-      changes[#changes + 1] = tonumber(ref) or 0
+      changes[#changes + 1] = how == ':' and -tonumber(ref) or tonumber(ref) or 0
     end
     parsed[spec] = changes
   end
+  argc = changes.argc
+  end
   for j = 1, #changes, 2 do
     local slot, r = changes[j], changes[j + 1]
-    if slot <= ${perCall} then
+    if r < 0 then
+      if slot <= ${perCall} then tkeys[slot] = tkeys[-r] else targv[slot - ${perCall}] = targv[-r - ${perCall}] end
+    elseif slot <= ${perCall} then
       if r == 0 then
         key_at = key_at + 1
         r = key_at
@@ -146,10 +164,10 @@ for i = 1, n do
 ${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${
     readOnly
       ? `  -- A call with fewer ARGV than the one before: its absent ones read as nil.
-  for j = changes.argc + 1, argc_before do targv[j] = nil end
-  argc_before = changes.argc
+  for j = argc + 1, argc_before do targv[j] = nil end
+  argc_before = argc
   local ok, reply = pcall(one, tkeys, targv)`
-      : `  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, changes.argc)}
+      : `  local keys, argv = {unpack(tkeys, 1, ${perCall})}, {unpack(targv, 1, argc)}
   local ok, reply = pcall(one, keys, argv)`
   }
   if ok then out[i] = reply
@@ -185,6 +203,11 @@ function ownKeySlot(body: string): number | null {
 class Distinct {
   readonly sent: string[] = []
   private readonly seen = new Map<string, number>()
+  /** Sends `v` at the next place whether or not it was sent before; later refs name its first. */
+  push(v: string): void {
+    this.sent.push(v)
+    if (!this.seen.has(v)) this.seen.set(v, this.sent.length)
+  }
   ref(v: string): number {
     const at = this.seen.get(v)
     if (at !== undefined) return at
@@ -229,12 +252,38 @@ export function batchedCaller(
     const keys = new Distinct()
     const values = new Distinct()
     let before: Call = { keys: [], argv: [] }
-    const changes = calls.map((c) => {
+    const changes = calls.map((c, i) => {
+      if (i === 0) {
+        // Every slot in order (the wrapper reads them without a list): each value sent, the first
+        // of each kept for the later calls' references.
+        c.keys.forEach((k, j) => j + 1 !== own && keys.push(k))
+        const argv = c.argv.map(String)
+        for (const v of argv) values.push(v)
+        before = { keys: c.keys, argv }
+        return String(argv.length)
+      }
       const list = [String(c.argv.length)]
-      const slot = (at: number, ref: number) => list.push(ref === 0 ? String(at) : `${at}=${ref}`)
-      c.keys.forEach((k, j) => j + 1 !== own && k !== before.keys[j] && slot(j + 1, keys.ref(k)))
+      // A value this call already holds in an earlier slot is named by that slot (`at:j`), not by
+      // its place among the batch's values: calls of different accounts then make the same list of
+      // changes, parsed once a batch (each list parsed costs the script a string.gmatch pass).
+      const earlier = new Map<string, number>()
+      const slot = (at: number, v: string, d: Distinct) => {
+        const j = earlier.get(v)
+        if (j !== undefined) return list.push(`${at}:${j}`)
+        const ref = d.ref(v)
+        list.push(ref === 0 ? String(at) : `${at}=${ref}`)
+      }
+      c.keys.forEach((k, j) => {
+        if (j + 1 === own) return
+        if (k !== before.keys[j]) slot(j + 1, k, keys)
+        if (!earlier.has(k)) earlier.set(k, j + 1)
+      })
+      earlier.clear()
       const argv = c.argv.map(String)
-      argv.forEach((v, j) => v !== before.argv[j] && slot(perCall + j + 1, values.ref(v)))
+      argv.forEach((v, j) => {
+        if (v !== before.argv[j]) slot(perCall + j + 1, v, values)
+        if (!earlier.has(v)) earlier.set(v, perCall + j + 1)
+      })
       before = { keys: c.keys, argv }
       return list.join(' ')
     })
