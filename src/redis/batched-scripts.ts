@@ -1,12 +1,13 @@
 /**
  * A script that runs once per request (the debit) is sent in batches: the calls made within one
- * turn of the event loop for keys of one hash slot go to Redis as one EVALSHA of a generated
+ * turn of the event loop (for keys of one hash slot, on a Cluster) go to Redis as one EVALSHA of a generated
  * wrapper that runs the script's own body once per call, in order, each in its own `pcall`
  * (src/redis/turn-batch.ts gathers them). What a command costs outside the script — ioredis
  * building, writing and parsing it, Redis starting a script — is then paid once per batch (issue
  * 17); inside, each call runs exactly as the script alone would, sees the writes of the calls
  * before it (Redis runs them one after the other anyway), and gets its own reply or its own error.
- * A call alone in its turn goes as the plain script. A body that reads through
+ * A call alone in its turn goes as the plain script, as do a few calls of different accounts (the
+ * wrapper's own cost is then more than it saves: WRAPPED_DISTINCT_FROM). A body that reads through
  * lua/lib/hash-memo.lua (the debit) shares what it read among the batch's calls and writes its
  * deferred fields and counter rises once after the last one: each hash and counter is read and
  * written once per batch, not once per call, with the same replies and the same Redis left behind
@@ -14,6 +15,7 @@
  * batch (test/lua/batched-args.property.test.ts).
  * errors: a call whose body fails (an error reply, a failing redis.call) rejects that call alone.
  */
+import { Cluster } from 'ioredis'
 import type { RedisClient } from './client'
 import { TurnBatch } from './turn-batch'
 import { variableKeysCaller } from './variable-keys'
@@ -47,6 +49,7 @@ export function batchedLua(body: string, perCall: number): string {
   // A body that never writes its KEYS and ARGV (it says so by a `--@batch-args-read-only` line) is
   // given the wrapper's own tables, changed in place call after call, not a copy of each per call.
   const readOnly = /^--@batch-args-read-only$/m.test(body)
+  const memo = /^local hash_memo = nil --@batch-memo$/m.test(body)
   // A body that reads through lua/lib/hash-memo.lua shares its memo, and its deferred writes, among
   // the batch's calls; the writes are made after the last call.
   const shared = body
@@ -118,7 +121,12 @@ local tkeys, targv = {}, {}       -- the previous call's, changed in place into 
 local argc_before = 0
 -- The first call sends every slot in order, its spec only its number of ARGV: a list of ~40 changes
 -- costs string.gmatch more than the values themselves (bench/RESULTS.md, issue 42).
-local argc = tonumber(ARGV[2])
+-- A spec starting with '!': the call's account (first key) has no other call in the batch, so it runs
+-- without the batch's memo, reading and writing as the script alone does: the memo's tables cost a
+-- call more than they save when nothing is shared (bench/RESULTS.md, issue 42).
+local argc = ARGV[2]
+local alone = string.byte(argc, 1) == 33
+argc = tonumber(alone and string.sub(argc, 2) or argc)
 for slot = 1, ${perCall} do
   ${own ? `if slot ~= ${own} then key_at = key_at + 1; tkeys[slot] = KEYS[key_at] end` : 'key_at = key_at + 1; tkeys[slot] = KEYS[key_at]'}
 end
@@ -130,8 +138,8 @@ for i = 1, n do
   local spec = ARGV[1 + i]
   changes = parsed[spec]
   if not changes then
-    local c, rest = string.match(spec, '^(%d+)(.*)$')
-    changes = {argc = tonumber(c)}
+    local bang, c, rest = string.match(spec, '^(!?)(%d+)(.*)$')
+    changes = {argc = tonumber(c), alone = bang == '!'}
     -- slot, slot=i (the i-th distinct value), slot:j (this call's slot j, set before it: negative)
     for slot, how, ref in string.gmatch(rest, '(%d+)([=:]?)(%d*)') do
       changes[#changes + 1] = tonumber(slot)
@@ -139,7 +147,7 @@ for i = 1, n do
     end
     parsed[spec] = changes
   end
-  argc = changes.argc
+  argc, alone = changes.argc, changes.alone
   end
   for j = 1, #changes, 2 do
     local slot, r = changes[j], changes[j + 1]
@@ -161,7 +169,7 @@ for i = 1, n do
       targv[slot - ${perCall}] = ARGV[r]
     end
   end
-${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${
+${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${memo ? '  hash_memo = not alone and batch_memo or nil\n' : ''}${
     readOnly
       ? `  -- A call with fewer ARGV than the one before: its absent ones read as nil.
   for j = argc + 1, argc_before do targv[j] = nil end
@@ -231,6 +239,9 @@ function slotTag(key: string): string {
  */
 export const WRAPPED_FROM = 4
 
+/** The fewest calls, all of different first keys, that go through the wrapper together (measured as WRAPPED_FROM). */
+export const WRAPPED_DISTINCT_FROM = 6
+
 /**
  * Registers the wrapper of `name` on the client and answers a caller with the plain script's
  * signature: `single` runs one call as the plain script.
@@ -252,6 +263,10 @@ export function batchedCaller(
     const keys = new Distinct()
     const values = new Distinct()
     let before: Call = { keys: [], argv: [] }
+    // A call whose account (first key) is alone in the batch runs without the memo ('!').
+    const perAccount = new Map<string, number>()
+    for (const c of calls) perAccount.set(c.keys[0]!, (perAccount.get(c.keys[0]!) ?? 0) + 1)
+    const bang = (c: Call) => (perAccount.get(c.keys[0]!) === 1 ? '!' : '')
     const changes = calls.map((c, i) => {
       if (i === 0) {
         // Every slot in order (the wrapper reads them without a list): each value sent, the first
@@ -260,9 +275,9 @@ export function batchedCaller(
         const argv = c.argv.map(String)
         for (const v of argv) values.push(v)
         before = { keys: c.keys, argv }
-        return String(argv.length)
+        return bang(c) + String(argv.length)
       }
-      const list = [String(c.argv.length)]
+      const list = [bang(c) + String(c.argv.length)]
       // A value this call already holds in an earlier slot is named by that slot (`at:j`), not by
       // its place among the batch's values: calls of different accounts then make the same list of
       // changes, parsed once a batch (each list parsed costs the script a string.gmatch pass).
@@ -297,25 +312,24 @@ export function batchedCaller(
   const batch = new TurnBatch<Call, Reply>(async (_, calls) => {
     if (calls.length === 1) return [await single(calls[0]!.keys, calls[0]!.argv)]
     // The wrapper pays where one first key (the debit's account) has several calls: what it shares
-    // (reads, deferred writes, repeated arguments) is then shared. A call whose key is alone in the
-    // batch costs Redis more inside it than as the plain script (bench/RESULTS.md, issue 42), so it
-    // goes as the plain script, on the same connection in the same turn.
+    // (reads, deferred writes, repeated arguments) is then shared. Its own cost per batch (~290,000
+    // instructions) is then paid anyway, and a call of another key joins it for less than its plain
+    // script (run without the memo, ~165,000 against ~225,000); with no such key, the batch goes
+    // whole from WRAPPED_DISTINCT_FROM calls on, else each call as the plain script, on the same
+    // connection in the same turn (bench/RESULTS.md, issue 42).
     const groups = new Map<string, number[]>()
     calls.forEach((c, i) => {
       const g = groups.get(c.keys[0]!)
       if (g) g.push(i)
       else groups.set(c.keys[0]!, [i])
     })
-    if (wrappedFrom === 0 || (groups.size === 1 && calls.length >= wrappedFrom)) return wrapped(calls)
-    const out: (Reply | Error)[] = new Array(calls.length)
-    await Promise.all(
-      [...groups.values()].map(async (at) => {
-        // A group whose script failed fails its own calls only: the others' answers stand.
-        if (at.length >= wrappedFrom) (await wrapped(at.map((i) => calls[i]!)).catch((e: unknown) => at.map(() => asError(e)))).forEach((r, k) => (out[at[k]!] = r))
-        else await Promise.all(at.map(async (i) => (out[i] = await alone(calls[i]!))))
-      }),
-    )
-    return out
+    let widest = 0
+    for (const g of groups.values()) widest = Math.max(widest, g.length)
+    if (wrappedFrom === 0 || widest >= wrappedFrom || calls.length >= WRAPPED_DISTINCT_FROM) return wrapped(calls)
+    return Promise.all(calls.map(alone))
   }, max)
-  return (keys: string[], argv: Argv): Promise<Reply> => batch.add(slotTag(keys[0]!), { keys, argv })
+  // On a Cluster a script's keys share one slot, so a batch is one slot's calls; one Redis takes
+  // every shard's calls of a turn in one batch (fewer, fuller batches: issue 42).
+  const groupOf = redis instanceof Cluster ? (keys: string[]) => slotTag(keys[0]!) : () => ''
+  return (keys: string[], argv: Argv): Promise<Reply> => batch.add(groupOf(keys), { keys, argv })
 }

@@ -1,14 +1,15 @@
 /**
- * A batched script (src/redis/batched-scripts.ts) on a real Redis: the calls of one turn for one
- * hash slot go as one EVALSHA of the generated wrapper; each runs the script's body in order, sees
- * the writes of the calls before it, and gets its own reply; an error reply or a failing redis.call
- * rejects its own call only; a call alone in its turn runs as the plain script.
+ * A batched script (src/redis/batched-scripts.ts) on a real Redis: the calls of one turn (of one hash
+ * slot on a Cluster) go as one EVALSHA of the generated wrapper; each runs the script's body in
+ * order, sees the writes of the calls before it, and gets its own reply; an error reply or a failing
+ * redis.call rejects its own call only; a call alone in its turn, or a few of different first keys,
+ * run as the plain script.
  *
  *   bun test test/lua/batched-scripts.test.ts
  */
 import { afterAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { batchedCaller } from '../../src/redis/batched-scripts'
+import { batchedCaller, WRAPPED_DISTINCT_FROM } from '../../src/redis/batched-scripts'
 import type { RedisClient } from '../../src/redis/client'
 import { REDIS_URL } from '../helpers/harness'
 
@@ -51,13 +52,12 @@ test('one turn of one slot is one script; every call answered in order, errors a
   expect(Number(await redis.get(key))).toBe(10)
 })
 
-test('slots apart are batches apart; a call alone runs as the plain script', async () => {
+test('on one Redis the slots of a turn share its batch (a Cluster keeps them apart: test/cluster/batches.happy.test.ts)', async () => {
   const { sent, call } = rig()
   const t = Date.now()
-  const rs = await Promise.all([call([`{a-${t}}:n`, 'k'.replace('k', `{a-${t}}:k`)], [1]), call([`{b-${t}}:n`, `{b-${t}}:k`], [5]), call([`{a-${t}}:n`, `{a-${t}}:k`], [2])])
+  const rs = await Promise.all([call([`{a-${t}}:n`, `{a-${t}}:k`], [1]), call([`{b-${t}}:n`, `{b-${t}}:k`], [5]), call([`{a-${t}}:n`, `{a-${t}}:k`], [2])])
   expect(rs.map((r) => r[0])).toEqual([1, 5, 3])
-  // {a} two calls: one batch; {b} alone: the plain script.
-  expect(sent).toEqual({ evalsha: 1, single: 1 })
+  expect(sent).toEqual({ evalsha: 1, single: 0 })
 })
 
 test('the wrapper of every batched script of lua/ loads', async () => {
@@ -70,7 +70,7 @@ test('the wrapper of every batched script of lua/ loads', async () => {
   }
 })
 
-test("a turn split by first key: the wrapper's calls of a busy key together, a lone key's call as the plain script; a failed wrapper fails its own calls only", async () => {
+test("a busy key's calls go through the wrapper and take a lone key's call with them; a failed wrapper fails its batch", async () => {
   const t = Date.now()
   const busy = `{split-${t}}:busy`
   const lone = `{split-${t}}:lone`
@@ -91,9 +91,28 @@ test("a turn split by first key: the wrapper's calls of a busy key together, a l
   const call = batchedCaller(counting, 'testBody', BODY, 2, single, undefined, 3)
   const turn = () => [call([busy, `${busy}k`], [1]), call([lone, `${lone}k`], [5]), call([busy, `${busy}k`], [1]), call([busy, `${busy}k`], [1])]
   expect((await Promise.all(turn())).map((r) => r[0])).toEqual([1, 5, 2, 3])
-  expect(sent).toEqual({ evalsha: 1, single: 1 })
+  expect(sent).toEqual({ evalsha: 1, single: 0 })
   down = true
   const rs = await Promise.allSettled(turn())
-  expect(rs.map((r) => (r.status === 'fulfilled' ? r.value[0] : (r.reason as Error).message))).toEqual(['connection lost', 10, 'connection lost', 'connection lost'])
+  expect(rs.map((r) => (r.status === 'fulfilled' ? r.value[0] : (r.reason as Error).message))).toEqual(Array(4).fill('connection lost'))
   expect(Number(await redis.get(busy))).toBe(3)
+  expect(Number(await redis.get(lone))).toBe(5)
+})
+
+test(`calls of different keys go as plain scripts below ${WRAPPED_DISTINCT_FROM} a turn, through the wrapper from it`, async () => {
+  const sent = { evalsha: 0, single: 0 }
+  const counting = new Proxy(redis, {
+    get(target, prop, receiver) {
+      if (prop === 'evalsha') return (...a: unknown[]) => (sent.evalsha++, (target.evalsha as (...x: unknown[]) => unknown)(...a))
+      return Reflect.get(target, prop, receiver)
+    },
+  }) as unknown as RedisClient
+  const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
+  const call = batchedCaller(counting, 'testBody', BODY, 2, single)
+  const t = Date.now()
+  const turn = (n: number) => Promise.all(Array.from({ length: n }, (_, i) => call([`{d${i}-${t}}:n`, `{d${i}-${t}}:k`], [i + 1])))
+  expect((await turn(WRAPPED_DISTINCT_FROM - 1)).map((r) => r[0])).toEqual(Array.from({ length: WRAPPED_DISTINCT_FROM - 1 }, (_, i) => i + 1))
+  expect(sent).toEqual({ evalsha: 0, single: WRAPPED_DISTINCT_FROM - 1 })
+  expect((await turn(WRAPPED_DISTINCT_FROM)).map((r) => r[0])).toEqual(Array.from({ length: WRAPPED_DISTINCT_FROM }, (_, i) => (i < WRAPPED_DISTINCT_FROM - 1 ? 2 : 1) * (i + 1)))
+  expect(sent).toEqual({ evalsha: 1, single: WRAPPED_DISTINCT_FROM - 1 })
 })

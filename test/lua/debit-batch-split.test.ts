@@ -1,8 +1,8 @@
 /**
- * How a turn's debits of one shard go to Redis (src/redis/batched-scripts.ts WRAPPED_FROM): the
- * calls of an account with several in the turn through the batch wrapper, together; a call whose
- * account is alone in the turn as the plain script (cheaper in Redis than inside the wrapper). Either
- * way each call's reply and what it leaves are those of the same calls one at a time.
+ * How a turn's debits go to Redis (src/redis/batched-scripts.ts WRAPPED_FROM, WRAPPED_DISTINCT_FROM):
+ * an account with several calls in the turn takes the whole turn through the batch wrapper (the
+ * others' calls run in it without the memo); a few calls each of another account go as plain
+ * scripts. Either way each call's reply and what it leaves are those of the same calls one at a time.
  *
  *   bun test test/lua/debit-batch-split.test.ts
  */
@@ -13,7 +13,7 @@ import { runDebit } from '../../src/lua/debit'
 import type { RedisContext } from '../../src/redis/context'
 import { Keys } from '../../src/redis/keys'
 import { loadScripts } from '../../src/redis/scripts'
-import { WRAPPED_FROM } from '../../src/redis/batched-scripts'
+import { WRAPPED_DISTINCT_FROM, WRAPPED_FROM } from '../../src/redis/batched-scripts'
 import { windowsAt } from '../../src/windows'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
 
@@ -54,8 +54,8 @@ async function fund(keys: Keys, accounts: string[]) {
   for (const a of accounts) await redis.hset(keys.account(a), { owner: hashToken(`owner-${a}`), balance: 12 })
 }
 
-test(`a turn of ${WRAPPED_FROM} calls of one account and one call each of two others: one wrapper and two plain scripts, the replies and balances of one at a time`, async () => {
-  const accounts = ['acc_03_splitbusy', 'acc_03_splitone', 'acc_03_splittwo']
+test(`a turn of ${WRAPPED_FROM} calls of one account and one call each of two others (two shards): one wrapper, the replies and balances of one at a time`, async () => {
+  const accounts = ['acc_03_splitbusy', 'acc_03_splitone', 'acc_05_splittwo']
   // The busy account can pay for two of its calls: the rest are refused, in order.
   const turn = [...Array.from({ length: WRAPPED_FROM }, () => accounts[0]!), accounts[1]!, accounts[2]!]
   const alone = new Keys(`splitA${Date.now()}`)
@@ -69,13 +69,13 @@ test(`a turn of ${WRAPPED_FROM} calls of one account and one call each of two ot
   await redis.config('RESETSTAT')
   const together = await Promise.all(turn.map((a) => runDebit(ctxOf(batched), argsOf(batched, a))))
   const stats = await redis.info('commandstats')
-  expect(scriptsRun(stats)).toBe(3)
+  expect(scriptsRun(stats)).toBe(1)
   expect(together.map((r) => r.status)).toEqual(one.map((r) => r.status))
   expect(together.map((r) => r.status)).toEqual(['ok', 'ok', ...Array(WRAPPED_FROM - 2).fill('insufficient_balance'), 'ok', 'ok'])
   for (const a of accounts) expect(await redis.hget(batched.account(a), 'balance')).toBe(await redis.hget(alone.account(a), 'balance'))
 })
 
-test('a turn of single calls of different accounts of one shard: each as the plain script', async () => {
+test(`a turn of fewer than ${WRAPPED_DISTINCT_FROM} single calls of different accounts: each as the plain script; from ${WRAPPED_DISTINCT_FROM}, one wrapper`, async () => {
   const accounts = ['acc_04_splita', 'acc_04_splitb', 'acc_04_splitc']
   const keys = new Keys(`splitC${Date.now()}`)
   await fund(keys, accounts)
@@ -84,4 +84,16 @@ test('a turn of single calls of different accounts of one shard: each as the pla
   const got = await Promise.all(accounts.map((a) => runDebit(ctx, argsOf(keys, a))))
   expect(got.map((r) => r.status)).toEqual(['ok', 'ok', 'ok'])
   expect(scriptsRun(await redis.info('commandstats'))).toBe(3)
+
+  const many = Array.from({ length: WRAPPED_DISTINCT_FROM }, (_, i) => `acc_0${i % 8}_splitmany${i}`)
+  const alone = new Keys(`splitD${Date.now()}`)
+  await fund(keys, many)
+  await fund(alone, many)
+  const one = []
+  for (const a of many) one.push(await runDebit({ ...ctx, keys: alone } as RedisContext, argsOf(alone, a)))
+  await redis.config('RESETSTAT')
+  const together = await Promise.all(many.map((a) => runDebit(ctx, argsOf(keys, a))))
+  expect(scriptsRun(await redis.info('commandstats'))).toBe(1)
+  expect(together.map((r) => [r.status, r.status === 'ok' ? r.balance : null])).toEqual(one.map((r) => [r.status, r.status === 'ok' ? r.balance : null]))
+  for (const a of many) expect(await redis.hget(keys.account(a), 'balance')).toBe(await redis.hget(alone.account(a), 'balance'))
 })
