@@ -6,8 +6,8 @@
  * building, writing and parsing it, Redis starting a script — is then paid once per batch (issue
  * 17); inside, each call runs exactly as the script alone would, sees the writes of the calls
  * before it (Redis runs them one after the other anyway), and gets its own reply or its own error.
- * A call alone in its turn goes as the plain script, as do a few calls of different accounts (the
- * wrapper's own cost is then more than it saves: WRAPPED_DISTINCT_FROM). A body that reads through
+ * A call alone in its turn goes as the plain script, as do calls of different accounts (the
+ * wrapper's own cost is then more than it saves). A body that reads through
  * lua/lib/hash-memo.lua (the debit) shares what it read among the batch's calls and writes its
  * deferred fields and counter rises once after the last one: each hash and counter is read and
  * written once per batch, not once per call, with the same replies and the same Redis left behind
@@ -239,8 +239,6 @@ function slotTag(key: string): string {
  */
 export const WRAPPED_FROM = 4
 
-/** The fewest calls, all of different first keys, that go through the wrapper together (measured as WRAPPED_FROM). */
-export const WRAPPED_DISTINCT_FROM = 6
 
 /**
  * Registers the wrapper of `name` on the client and answers a caller with the plain script's
@@ -314,9 +312,10 @@ export function batchedCaller(
     // The wrapper pays where one first key (the debit's account) has several calls: what it shares
     // (reads, deferred writes, repeated arguments) is then shared. Its own cost per batch (~290,000
     // instructions) is then paid anyway, and a call of another key joins it for less than its plain
-    // script (run without the memo, ~165,000 against ~225,000); with no such key, the batch goes
-    // whole from WRAPPED_DISTINCT_FROM calls on, else each call as the plain script, on the same
-    // connection in the same turn (bench/RESULTS.md, issue 42).
+    // script (run without the memo, ~165,000 against ~225,000). With no such key each call goes as
+    // the plain script, on the same connection in the same turn: a batch of different accounts only
+    // paid from 8 calls of one shard, and under a fleet's load (every shard's calls of a turn
+    // together) cost more than the plain scripts (bench/RESULTS.md, issue 42).
     const groups = new Map<string, number[]>()
     calls.forEach((c, i) => {
       const g = groups.get(c.keys[0]!)
@@ -325,7 +324,7 @@ export function batchedCaller(
     })
     let widest = 0
     for (const g of groups.values()) widest = Math.max(widest, g.length)
-    if (wrappedFrom === 0 || widest >= wrappedFrom || calls.length >= WRAPPED_DISTINCT_FROM) return wrapped(calls)
+    if (wrappedFrom === 0 || widest >= wrappedFrom) return wrapped(calls)
     return Promise.all(calls.map(alone))
   }, max)
   // On a Cluster a script's keys share one slot, so a batch is one slot's calls; one Redis takes
