@@ -83,5 +83,4 @@ test('a turn of single calls of different accounts: each as the plain script', a
   const got = await Promise.all(accounts.map((a) => runDebit(ctx, argsOf(keys, a))))
   expect(got.map((r) => r.status)).toEqual(['ok', 'ok', 'ok'])
   expect(scriptsRun(await redis.info('commandstats'))).toBe(3)
-
 })
