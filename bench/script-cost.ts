@@ -210,6 +210,12 @@ async function measureTree(root: string): Promise<Row[]> {
   await measure('debit.lua, owner, batches of 2, 2 accounts a batch', async () => {
     for (let i = 0; i < CALLS; i += 2) await Promise.all([0, 1].map((k) => runDebit(ctx, debitArgs('owner', false, spread[(i + k) % BATCH]))))
   })
+  // A busy account's batch that takes the turn's lone calls of other accounts with it (src/redis/batched-scripts.ts):
+  // 5 calls of one account and 3 of three others, interleaved as they arrive.
+  await measure('debit.lua, owner, batches of 8: 5 calls of 1 account, 3 of 3 others', async () => {
+    const order = [1, 1, 2, 1, 3, 1, 4, 1]
+    for (let i = 0; i + 8 <= CALLS; i += 8) await Promise.all(order.map((a) => runDebit(ctx, debitArgs('owner', false, spread[a]))))
+  })
   for (const size of (opt.sizes ?? '').split(',').filter(Boolean).map(Number)) {
     await measure(`debit.lua, owner, batches of ${size}, ${size} accounts a batch`, async () => {
       for (let i = 0; i + size <= CALLS; i += size) await Promise.all(Array.from({ length: size }, (_, k) => runDebit(ctx, debitArgs('owner', false, spread[(i + k) % BATCH]))))
