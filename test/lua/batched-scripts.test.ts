@@ -9,7 +9,7 @@
  */
 import { afterAll, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { batchedCaller } from '../../src/redis/batched-scripts'
+import { batchedCaller, WRAPPED_FROM } from '../../src/redis/batched-scripts'
 import type { RedisClient } from '../../src/redis/client'
 import { REDIS_URL } from '../helpers/harness'
 
@@ -24,7 +24,8 @@ if a == 'raise' then redis.call('INCR', KEYS[1], 'too', 'many') end
 return {redis.call('INCRBY', KEYS[1], a), ARGV[2] or '', KEYS[2]}
 `
 
-function rig() {
+/** A caller of BODY counting what it sends; `wrappedFrom` 0 (every batch through the wrapper) unless given. */
+function rig(wrappedFrom = 0) {
   const sent = { evalsha: 0, single: 0 }
   const counting = new Proxy(redis, {
     get(target, prop, receiver) {
@@ -33,7 +34,7 @@ function rig() {
     },
   }) as unknown as RedisClient
   const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
-  return { sent, call: batchedCaller(counting, 'testBody', BODY, 2, single, undefined, 0) }
+  return { sent, call: batchedCaller(counting, 'testBody', BODY, 2, single, undefined, wrappedFrom) }
 }
 
 test('one turn of one slot is one script; every call answered in order, errors alone', async () => {
@@ -100,15 +101,7 @@ test("a busy key's calls go through the wrapper and take a lone key's call with 
 })
 
 test('calls of different keys go as plain scripts, however many in a turn', async () => {
-  const sent = { evalsha: 0, single: 0 }
-  const counting = new Proxy(redis, {
-    get(target, prop, receiver) {
-      if (prop === 'evalsha') return (...a: unknown[]) => (sent.evalsha++, (target.evalsha as (...x: unknown[]) => unknown)(...a))
-      return Reflect.get(target, prop, receiver)
-    },
-  }) as unknown as RedisClient
-  const single = (keys: string[], argv: (string | number)[]) => (sent.single++, redis.eval(BODY, keys.length, ...keys, ...argv)) as Promise<(string | number | null)[]>
-  const call = batchedCaller(counting, 'testBody', BODY, 2, single)
+  const { sent, call } = rig(WRAPPED_FROM)
   const t = Date.now()
   const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => call([`{d${i}-${t}}:n`, `{d${i}-${t}}:k`], [i + 1])))
   expect(rs.map((r) => r[0])).toEqual(Array.from({ length: 12 }, (_, i) => i + 1))
