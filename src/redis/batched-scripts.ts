@@ -38,7 +38,7 @@ interface Call {
  * per change, space-separated: p (a slot of the `perCall` keys, then of the ARGV after them) takes
  * the next value not sent before, p=i the i-th value sent, p:j the value of this call's slot j (an
  * earlier one), so calls of different accounts make the same list. Each distinct list is parsed once
- * a batch (string.gmatch: ~100,000 instructions for a list of 50 slots). Every argument sent costs
+ * a batch (string.gmatch took ~40 µs over a list of 50 slots). Every argument sent costs
  * Redis a parse and an object, and Lua an interned string (bench/RESULTS.md, issue 42).
  * The body becomes a function whose parameters KEYS and ARGV shadow the globals, so it reads its own
  * (a copy: what a call does to them never reaches the next; a body marked `--@batch-args-read-only`
@@ -238,7 +238,6 @@ function slotTag(key: string): string {
  * 3 about the same, of 4 0.85×, of 16 0.49×; calls of different accounts cost more in it at any size.
  */
 export const WRAPPED_FROM = 4
-
 
 /**
  * Registers the wrapper of `name` on the client and answers a caller with the plain script's
