@@ -6,6 +6,7 @@
  *   bun test test/lua/debit-batch-split.test.ts
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
 import Redis from 'ioredis'
 import { hashToken } from '../../src/auth/tokens'
 import { runDebit } from '../../src/lua/debit'
@@ -83,4 +84,36 @@ test('a turn of single calls of different accounts: each as the plain script', a
   const got = await Promise.all(accounts.map((a) => runDebit(ctx, argsOf(keys, a))))
   expect(got.map((r) => r.status)).toEqual(['ok', 'ok', 'ok'])
   expect(scriptsRun(await redis.info('commandstats'))).toBe(3)
+})
+
+test('property: any turn of calls over a few accounts (a busy one taking lone ones along, or all plain) answers and leaves what the calls one at a time do', async () => {
+  const accounts = ['acc_01_propa', 'acc_06_propb', 'acc_06_propc', 'acc_11_propd']
+  const scripts = loadScripts(redis)
+  let run = 0
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: 0, max: accounts.length - 1 }), { minLength: 2, maxLength: 12 }),
+      fc.array(fc.integer({ min: 0, max: 40 }), { minLength: accounts.length, maxLength: accounts.length }),
+      async (turn, balances) => {
+        run++
+        const alone = new Keys(`propA${run}${Date.now()}`)
+        const batched = new Keys(`propB${run}${Date.now()}`)
+        for (const [i, a] of accounts.entries()) {
+          await redis.hset(alone.account(a), { owner: hashToken(`owner-${a}`), balance: balances[i]! })
+          await redis.hset(batched.account(a), { owner: hashToken(`owner-${a}`), balance: balances[i]! })
+        }
+        const ctxOf = (keys: Keys) => ({ redis, keys, scripts }) as unknown as RedisContext
+        // The same call ids both ways: each call's record and entry compare field for field.
+        const args = turn.map((k) => argsOf(alone, accounts[k]!))
+        const one = []
+        for (const a of args) one.push(await runDebit(ctxOf(alone), a))
+        const together = await Promise.all(args.map((a) => runDebit(ctxOf(batched), a)))
+        const view = (r: Awaited<ReturnType<typeof runDebit>>) => [r.status, r.status === 'ok' ? r.balance : null]
+        expect(together.map(view)).toEqual(one.map(view))
+        for (const a of accounts) expect(await redis.hget(batched.account(a), 'balance')).toBe(await redis.hget(alone.account(a), 'balance'))
+        for (const a of args) expect(await redis.hgetall(batched.call(a.accountId, a.callId))).toEqual(await redis.hgetall(alone.call(a.accountId, a.callId)))
+      },
+    ),
+    { numRuns: 40 },
+  )
 })
