@@ -7,29 +7,20 @@
  * counters. Also: what the route does not take directly
  * still reaches the router, the counters name the call's route, and on the wire the two agree.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createApp, type App } from '../../src/app'
+import { beforeAll, describe, expect, test } from 'bun:test'
+import type { App } from '../../src/app'
 import { listen, type Listener } from '../../src/listen'
 import { rememberRawPath } from '../../src/proxy/raw-target'
-import { startTestApp, type TestApp } from '../helpers/harness'
+import type { TestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
-import { comparable as read, type Answer } from '../helpers/direct-answers'
+import { comparable as read, directRig, expectRefusalCounted, whileTokenLookupThrows, type Answer } from '../helpers/direct-answers'
 
 let t: TestApp
 let routed: App
 let token: string
 let accountId: string
-beforeAll(async () => {
-  t = await startTestApp({ env: { MAX_BODY_BYTES: '1000' } })
-  routed = createApp(t.s, { callRouted: true })
-  const a = await t.signup()
-  token = a.token
-  accountId = a.account_id
-})
-afterAll(async () => {
-  t.fake.handler = null
-  await t.close()
-})
+const rig = directRig({ callRouted: true })
+beforeAll(() => ({ t, routed, token, accountId } = rig))
 
 /** The request and error counters, by their labels: both apps count into the one registry of `t.s`. */
 async function tallies(): Promise<Map<string, number>> {
@@ -149,18 +140,9 @@ describe('a paid call answers as the routed call does', () => {
   })
 
   test('an error nobody planned for → INTERNAL with the request id, as the router renders it', async () => {
-    const tokens = t.s.guard.tokens
-    const resolve = tokens.resolve
-    tokens.resolve = async () => {
-      throw new Error('boom')
-    }
-    try {
-      const a = await same(req('/v1/call/test.echo'))
-      expect(a.status).toBe(500)
-      expect(a.body).toMatchObject({ error: 'INTERNAL', request_id: '…' })
-    } finally {
-      tokens.resolve = resolve
-    }
+    const a = await whileTokenLookupThrows(t, () => same(req('/v1/call/test.echo')))
+    expect(a.status).toBe(500)
+    expect(a.body).toMatchObject({ error: 'INTERNAL', request_id: '…' })
   })
 
   test('the caller\'s X-Request-Id is echoed', async () => {
@@ -193,16 +175,7 @@ test('no other POST route lives under /v1/call/, where the direct path would ans
 })
 
 test('the request and error counters name the call\'s route and the refusal, as routed', async () => {
-  const count = async (metric: string, labels: Record<string, string>) => {
-    const m = (await t.s.metrics.registry.getSingleMetric(metric)!.get()).values
-    return m.filter((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x)).reduce((n, v) => n + v.value, 0)
-  }
-  const requests = { route: '/v1/call/:slug', method: 'POST', status: '401' }
-  const errors = { code: 'UNAUTHORIZED' }
-  const before = { requests: await count('pab_http_requests_total', requests), errors: await count('pab_api_errors_total', errors) }
-  await t.app.handle(req('/v1/call/test.echo', { headers: { authorization: '' } })())
-  expect(await count('pab_http_requests_total', requests)).toBe(before.requests + 1)
-  expect(await count('pab_api_errors_total', errors)).toBe(before.errors + 1)
+  await expectRefusalCounted(t, '/v1/call/:slug', req('/v1/call/test.echo', { headers: { authorization: '' } })())
 })
 
 test('on the wire the two paths send the same status line, headers and body', async () => {

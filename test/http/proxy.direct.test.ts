@@ -6,27 +6,18 @@
  * the balance after it, the request id, the date). Also: what the router answers (other methods, a
  * path that does not resolve) still reaches it, and the request counters name the proxy's route.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createApp, type App } from '../../src/app'
-import { startTestApp, type TestApp } from '../helpers/harness'
+import { beforeAll, describe, expect, test } from 'bun:test'
+import type { App } from '../../src/app'
+import type { TestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
-import { answerOf as answer, type Answer } from '../helpers/direct-answers'
+import { answerOf as answer, directRig, expectRefusalCounted, whileTokenLookupThrows, type Answer } from '../helpers/direct-answers'
 
 let t: TestApp
 let routed: App
 let token: string
 let accountId: string
-beforeAll(async () => {
-  t = await startTestApp({ env: { MAX_BODY_BYTES: '1000' } })
-  routed = createApp(t.s, { proxyRouted: true })
-  const a = await t.signup()
-  token = a.token
-  accountId = a.account_id
-})
-afterAll(async () => {
-  t.fake.handler = null
-  await t.close()
-})
+const rig = directRig({ proxyRouted: true })
+beforeAll(() => ({ t, routed, token, accountId } = rig))
 
 /** The same request through both apps: equal answers. Returns the direct one. */
 async function same(make: () => Request): Promise<Answer> {
@@ -79,18 +70,9 @@ describe('a proxied request answers as the routed proxy does', () => {
   })
 
   test('an error nobody planned for → INTERNAL with the request id, as the router renders it', async () => {
-    const tokens = t.s.guard.tokens
-    const resolve = tokens.resolve
-    tokens.resolve = async () => {
-      throw new Error('boom')
-    }
-    try {
-      const a = await same(req('/proxy/fake/v1/chat'))
-      expect(a.status).toBe(500)
-      expect(a.body).toMatchObject({ error: 'INTERNAL', request_id: '…' })
-    } finally {
-      tokens.resolve = resolve
-    }
+    const a = await whileTokenLookupThrows(t, () => same(req('/proxy/fake/v1/chat')))
+    expect(a.status).toBe(500)
+    expect(a.body).toMatchObject({ error: 'INTERNAL', request_id: '…' })
   })
 })
 
@@ -105,16 +87,7 @@ describe('what the proxy routes do not serve still goes to the router', () => {
 })
 
 test('the request counters name the proxy\'s route, and the error counters the refusal, as routed', async () => {
-  const count = async (metric: string, labels: Record<string, string>) => {
-    const m = (await t.s.metrics.registry.getSingleMetric(metric)!.get()).values
-    return m.filter((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x)).reduce((n, v) => n + v.value, 0)
-  }
-  const requests = { route: '/proxy/:provider/*', method: 'POST', status: '401' }
-  const errors = { code: 'UNAUTHORIZED' }
-  const before = { requests: await count('pab_http_requests_total', requests), errors: await count('pab_api_errors_total', errors) }
-  await t.app.handle(req('/proxy/fake/v1/chat', { headers: { authorization: '' } })())
-  expect(await count('pab_http_requests_total', requests)).toBe(before.requests + 1)
-  expect(await count('pab_api_errors_total', errors)).toBe(before.errors + 1)
+  await expectRefusalCounted(t, '/proxy/:provider/*', req('/proxy/fake/v1/chat', { headers: { authorization: '' } })())
 })
 
 test('a body refused on arrival is counted under no route, as routed (the router never matched it)', async () => {
