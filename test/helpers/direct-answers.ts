@@ -2,7 +2,7 @@
  * For the tests that hold a direct path (served without Elysia's router: the proxy's, the paid
  * call's) to the routed one: an answer as the two are compared — status, headers and body, less
  * what differs from one call to the next (the call id, the balance after it, the request id, the
- * date).
+ * date); and the set-up and the counter and failure checks both files make.
  */
 import { afterAll, beforeAll, expect } from 'bun:test'
 import { createApp, type App } from '../../src/app'
