@@ -144,8 +144,8 @@ for g = 1, groups do
   end
   -- One XADD for the group (issue 42: each cost Redis ~6,000 instructions a call), its calls' lines
   -- joined by '\n' (a record is JSON.stringify's, which never writes a raw newline). A lone call keeps
-  -- the plain entry. `organic` and `charged` (an organic call's) ride beside the record either way: the
-  -- flusher's metrics read them without parsing it.
+  -- the plain entry. `organic` and `charged` (an organic call's) stay out of the record either way (the
+  -- plain entry's own fields, a line's second value): the flusher's metrics read them without parsing it.
   local filed = #packed / 6
   if filed == 1 then
     if packed[3] ~= '' then

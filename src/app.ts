@@ -121,8 +121,9 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
   /**
    * A proxied request the proxy's routes would serve, served without the router (proxy/index.ts):
    * the work of the hooks it would pass, in their order — the body's declared length, the target
-   * (resolved by `direct`), the route noted (as the router notes it), the handler, and the app's onError for what it throws (a proxied
-   * request has always reached its handler by then, so no admission comes first).
+   * (resolved by `direct`), the route noted (as the router notes it), the handler, and the app's
+   * onError for what it throws (a proxied request has always reached its handler by then, so no
+   * admission comes first).
    */
   const directProxy = (request: Request) => {
     const target = proxy.direct(request)
@@ -142,8 +143,9 @@ export function createApp(s: Services, o: { proxyRouted?: boolean; callRouted?: 
   }
   /**
    * A paid call served without the router (modules/call `direct`): the hooks it would pass, in
-   * their order — the body's declared length; the route noted, as the router notes it past that; the edge's checks of its query and slug (its body is
-   * read by the handler, so there is none parsed to check); the bearer; the handler; and the app's
+   * their order — the body's declared length; the route noted, as the router notes it past that;
+   * the edge's checks of its query and slug (its body is read by the handler, so there is none
+   * parsed to check); the bearer; the handler; and the app's
    * onError for what any of them throws, with the code Elysia would give it. A raw target the
    * proxy's onRequest judges (proxy/raw-target.ts) keeps the router, as does a slug it decodes.
    */
