@@ -229,7 +229,8 @@ function decodeSetPolicy(reply: Reply): SetPolicyReply {
  * Runs several set-policy.lua of one account in one MULTI (they share the account's slot), so the
  * next call on any instance sees either none or all of them. One reply per write, in order.
  */
-const SET_POLICY_LUA = readScripts().find((s) => s.name === 'setPolicy')!.lua
+/** set-policy.lua's text, read at the first policy write (not at every start-up: loadScripts reads it already). */
+let setPolicyLua: string | null = null
 
 export async function runSetPolicies(ctx: RedisContext, accountId: string, now: number, writes: PolicyWrite[]): Promise<SetPolicyReply[]> {
   const { redis, keys } = ctx
@@ -240,7 +241,7 @@ export async function runSetPolicies(ctx: RedisContext, accountId: string, now: 
   for (const w of writes) {
     const hash = w.agentId === null ? keys.account(accountId) : keys.agent(accountId, w.agentId)
     const parent = w.agentId !== null && w.parentId ? keys.agent(accountId, w.parentId) : hash
-    multi.eval(SET_POLICY_LUA, 3, hash, outbox, parent, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
+    multi.eval((setPolicyLua ??= readScripts().find((x) => x.name === 'setPolicy')!.lua), 3, hash, outbox, parent, now, w.agentId === null ? 'account' : 'agent', accountId, w.agentId ?? '', ...triplets(w.fields))
   }
   const results = await multi.exec()
   if (!results) throw new Error('set-policy: transaction aborted')
