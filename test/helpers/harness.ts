@@ -152,7 +152,9 @@ export async function startTestApp(opt: TestAppOptions = {}): Promise<TestApp> {
     DEMO_PROVIDER: 'off',
     ...opt.env,
   }
-  const clock = (opt.clock as ManualClock) ?? new ManualClock(Date.now())
+  // TEST_CLOCK_START (an ISO instant) starts every app's clock there: a run that replays a start near
+  // 00:00 HKT or a month's end finds the tests that cross it without meaning to (test/helpers/clock-place.ts).
+  const clock = (opt.clock as ManualClock) ?? new ManualClock(testClockStart())
   const cfg = parseConfig(env)
   const s = await buildServices(cfg, { clock, env, flusherDatabaseUrl: opt.flusherDatabaseUrl })
   const app = createApp(s)
@@ -228,4 +230,12 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
     // One UNLINK per key: a cluster node refuses a multi-key UNLINK across slots.
     if (batch.length) await batch.reduce((p, k) => p.unlink(k), redis.pipeline()).exec()
   } while (cursor !== '0')
+}
+
+function testClockStart(): number {
+  const at = process.env.TEST_CLOCK_START
+  if (!at) return Date.now()
+  const ms = Date.parse(at)
+  if (Number.isNaN(ms)) throw new Error(`TEST_CLOCK_START=${at} is no instant (ISO 8601, e.g. 2026-11-30T15:59:00Z)`)
+  return ms
 }

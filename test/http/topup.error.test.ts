@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { redisBalance } from '../helpers/ledger'
 import { consentSandbox } from '../helpers/money'
+import { awayFromHktMonthEnd } from '../helpers/clock-place'
 
 let t: TestApp
 beforeAll(async () => {
@@ -37,6 +38,8 @@ describe('POST /v1/topup refusals', () => {
   })
 
   test('past the monthly ceiling: CONFLICT naming the ceiling; nothing charged', async () => {
+    // A day later is still this HKT month (from a start on its last day, the ceiling had freed up).
+    awayFromHktMonthEnd(t.clock)
     const a = await t.signup()
     await consentSandbox(t, a.token, { threshold: 100, refill: 1000, ceiling: 1500 })
     expect((await t.req('POST', '/v1/topup', { token: a.token })).status).toBe(200)

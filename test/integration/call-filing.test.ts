@@ -81,9 +81,11 @@ test('the same call twice in one batch is filed once, and a filed call never aga
   const a = await t.signup()
   const r = await t.req('POST', '/v1/call/test.echo', { token: a.token, body: {} })
   await Bun.sleep(20)
+  // Filed a second after the call (the app's clock, which the activity's order reads, not the wall's).
+  t.clock.advance(1000)
   const { runRecordCalls } = await import('../../src/lua/record-calls')
   const file = (callId: string) => {
-    const rec = { call_id: callId, slug: 'test.echo', agent_id: null, charged: 5, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 1, at: new Date().toISOString(), account_id: a.account_id }
+    const rec = { call_id: callId, slug: 'test.echo', agent_id: null, charged: 5, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 1, at: new Date(t.clock.now()).toISOString(), account_id: a.account_id }
     return { accountId: a.account_id, callId, agentId: null, recordJson: JSON.stringify(rec), charged: 5, organic: true, idempotency: null }
   }
   const fresh = file(`call_${t.prefix}_twice`)

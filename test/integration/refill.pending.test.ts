@@ -10,6 +10,8 @@
  * threshold trigger the auto-refill.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { nextHktMidnight } from '../../src/clock'
+import { toHktNoon, awayFromHktMonthEnd } from '../helpers/clock-place'
 import { assertLedger } from '../helpers/invariants'
 import { redisBalance } from '../helpers/ledger'
 import { consentStripe, deliver, startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
@@ -17,6 +19,8 @@ import { consentStripe, deliver, startStripeApp, type StripeTestApp } from '../h
 let a: StripeTestApp
 beforeAll(async () => {
   a = await startStripeApp({}, { faultProxy: true })
+  // The ceiling is the HKT month's: the lapses these tests step through stay inside one month.
+  awayFromHktMonthEnd(a.t.clock)
 })
 afterAll(async () => {
   await a.close()
@@ -158,6 +162,9 @@ describe('a refill charge whose outcome is unknown', () => {
 describe('a top-up proposal whose charge outcome is unknown', () => {
   test('is approved, not put back to pending: approving it again the next day cannot charge the card twice', async () => {
     const t = a.t
+    // The proposal's 24 h then hold the next HKT midnight (from a start within a minute before
+    // midnight, "the next day" was past the proposal's expiry).
+    toHktNoon(t.clock)
     const o = await t.signup()
     await consentStripe(a, o.token, { threshold: 100, refill: 2000, ceiling: 20000 })
     const ag = (await t.req('POST', '/v1/agents', { token: o.token, body: { name: 'spender' } })).body
@@ -178,10 +185,7 @@ describe('a top-up proposal whose charge outcome is unknown', () => {
     expect((await deliver(t, await a.stripe.signedEvent('payment_intent.succeeded', { ...pi, status: 'succeeded' }))).body).toMatchObject({ result: 'credited' })
 
     // The next HKT day, still within the proposal's 24 h (one top-up a day no longer stands in the way).
-    const HKT = 8 * 3600_000
-    const DAY = 86_400_000
-    const now = t.clock.now()
-    t.clock.advance(Math.floor((now + HKT) / DAY) * DAY + DAY - HKT + 60_000 - now)
+    t.clock.set(nextHktMidnight(t.clock.now()) + 60_000)
     expect(t.clock.now()).toBeLessThan(Date.parse(p.expires_at))
     const second = await t.req('POST', `/v1/proposals/${p.id}/approve`, { token: o.token })
     expect(second.status).toBe(409)
