@@ -1,5 +1,5 @@
 --[[
-  keys: 4
+  keys: 5
   reserve-refill.lua: may this account's saved card be charged now? The decision taken before any
   charge, for the background auto-refill ('auto') and for the agent's explicit top-up ('topup').
   Every rule is checked first; then the refill is reserved. The mandate's `pending` fields are the
@@ -11,11 +11,14 @@
   answer was lost outlives its lock, and may still be paid. So `ceiling - refilled - pending` is
   what may still be charged (and `posted + pending` what the balance may yet become, weighed against
   the balance cap); credit-topup-7 moves the amount to `refilled`, release-refill.lua drops it.
+  The previous month's `pending` counts against the balance cap too (not against this month's
+  ceiling): a charge still unknown at the month's turn may be credited in the new one.
 
   KEYS[1] account hash               {s}:acct:<acct>
   KEYS[2] mandate hash               {s}:mandate:<acct>
   KEYS[3] refills of this HKT month  {s}:refills:<acct>:<YYYY-MM>  (`refilled`, `pending`, `a:<attempt>`)
   KEYS[4] top-up of this HKT day     {s}:topup:<acct>:<day>  (written in 'topup' mode only)
+  KEYS[5] refills of the HKT month before  {s}:refills:<acct>:<YYYY-MM>  (read only)
 
   ARGV[1] now, epoch ms (app clock)
   ARGV[2] mode: 'auto' | 'topup'
@@ -73,9 +76,10 @@ if refilled + pending + credits > ceiling then return {S_CEILING_REACHED, refill
 -- Against the posted balance, as credit-topup-7 weighs it (the holds of metered calls in flight come
 -- back unless spent); the threshold above weighs what can be spent. Charges whose outcome is not
 -- known yet count too, as for the ceiling: one may still be credited, and this charge would then
--- only be parked (money taken, a human to decide).
+-- only be parked (money taken, a human to decide). Those of the month before as well.
 local posted = balance + tonumber(acct[3] or '0')
-if posted + pending + credits > cap then return {S_BALANCE_CAP, posted, cap, credits} end
+local pending_before = tonumber(redis.call('HGET', KEYS[5], 'pending') or '0')
+if posted + pending + pending_before + credits > cap then return {S_BALANCE_CAP, posted, cap, credits} end
 
 -- All checks passed: take the lock.
 -- pending_pm: the card charged, so a refusal is not held against a card saved meanwhile (release-refill.lua).

@@ -3,6 +3,7 @@
  * processor refused it, or never received it), decide-parked.lua (the founder's decision). See their
  * Lua headers.
  */
+import { previousHktMonth } from '../clock'
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
 import { num, statusOf, str, unexpected } from './reply'
@@ -40,7 +41,7 @@ export async function runReserveRefill(ctx: RedisContext, a: ReserveRefillArgs):
   const { keys } = ctx
   const acct = a.accountId
   const reply = await ctx.scripts.reserveRefill(
-    [keys.account(acct), keys.mandate(acct), keys.refills(acct, a.month), keys.topupDay(acct, a.day)],
+    [keys.account(acct), keys.mandate(acct), keys.refills(acct, a.month), keys.topupDay(acct, a.day), keys.refills(acct, previousHktMonth(a.month))],
     [a.now, a.mode, a.credits ?? '', a.attemptId, a.month, a.day, a.holdMs, a.dayKeyTtlS, a.gateway, a.defaultBalanceCap, a.refillsTtlS, a.topupDeclinesPerDay],
   )
   switch (statusOf(reply)) {

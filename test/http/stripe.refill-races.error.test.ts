@@ -4,6 +4,7 @@
  * Stripe mode against the loopback fake; paid calls under the threshold trigger the auto-refill.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeHktMonthEnd } from '../helpers/clock-place'
 import { redisBalance } from '../helpers/ledger'
 import { readMails } from '../helpers/money'
 import { consentStripe, deliver, startStripeApp, type StripeTestApp } from '../helpers/stripe-app'
@@ -52,6 +53,33 @@ describe('a refill charge whose outcome is still unknown', () => {
     const w = await deliver(t, await stripe.signedEvent('payment_intent.succeeded', pi))
     expect(w.body).toMatchObject({ result: 'credited' })
     expect(await redisBalance(t, acct.account_id)).toBe(20490)
+  })
+
+  test('and still in the next HKT month: one unknown at the month’s turn is not forgotten by the cap', async () => {
+    const { t, stripe } = a
+    // The charge goes out a minute before 00:00 HKT on the 1st; its lock lapses in the new month,
+    // whose ceiling is fresh, but the charge may still be credited.
+    beforeHktMonthEnd(t.clock, 60_000)
+    const acct = await t.signup()
+    await consentStripe(a, acct.token, { threshold: 5000, refill: 20000, ceiling: 100000 })
+    stripe.chargeProcessing = true
+    await callAndRefill(acct.token)
+    stripe.chargeProcessing = false
+    expect(piOf(acct.account_id)).toHaveLength(1)
+
+    t.clock.advance(LOCK_LAPSE_MS)
+    await callAndRefill(acct.token)
+    expect(piOf(acct.account_id)).toHaveLength(1)
+    const topup = await t.req('POST', '/v1/topup', { token: acct.token })
+    expect(topup.body).toMatchObject({ error: 'BALANCE_CAP', parked: false })
+    expect(piOf(acct.account_id)).toHaveLength(1)
+
+    const pi = piOf(acct.account_id)[0]!
+    pi.status = 'succeeded'
+    expect((await deliver(t, await stripe.signedEvent('payment_intent.succeeded', pi))).body).toMatchObject({ result: 'credited' })
+    expect(await redisBalance(t, acct.account_id)).toBe(20490)
+    // Credited to the month it was charged in; the new month has refilled nothing.
+    expect((await t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 0, pending_this_period: 0 })
   })
 })
 
