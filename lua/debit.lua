@@ -278,9 +278,11 @@ local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
-  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
+  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped', 'v')
+  -- A flat call's price leads its packed `v` (below).
+  local was_price = was[1] or (was[4] and string.match(was[4], '^[^|]*'))
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
-    tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
+    tonumber(was_price or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
 -- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
@@ -643,30 +645,51 @@ if unpriced then
 end
 -- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
 -- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
--- search and a growth of the record's listpack (bench/RESULTS.md, issue 42).
-if unpriced or idem_key ~= '' then
-  local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
-  if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
-  if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
-  if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
-  if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
-  redis.call('HSET', KEYS[7], unpack(f))
--- An agent's common shapes written directly (no table and unpack per call).
-elseif chain ~= '' and brk_counted then
-  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain, 'brk', '1')
-elseif brk_counted then
-  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'brk', '1')
-elseif chain ~= '' then
-  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain)
-else
-  redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
-end
+-- search and a growth of the record's listpack (bench/RESULTS.md, issue 42). A flat call's fixed
+-- part is one field, `v` = price|day|at|agent|target (the target last: it may hold a '|'), ~6,000
+-- instructions a call below six fields; a metered call's stays field by field, as settle.lua reads it.
 if metered then
+  if unpriced or idem_key ~= '' then
+    local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
+    if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
+    if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
+    if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
+    if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
+    redis.call('HSET', KEYS[7], unpack(f))
+  elseif chain ~= '' and brk_counted then
+    redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain, 'brk', '1')
+  elseif brk_counted then
+    redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'brk', '1')
+  elseif chain ~= '' then
+    redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain)
+  else
+    redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
+  end
   -- The prices as the caller sent them (integers), not the numbers parsed from them.
   -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
+  -- A second HSET, not one table of both: building and unpacking it cost more (script-cost).
   redis.call('HSET', KEYS[7], 'metered', (ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
     'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
   if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
+else
+  local v = price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. target
+  if unpriced or idem_key ~= '' then
+    local f = {'v', v, 'state', 'debited'}
+    if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
+    if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
+    if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
+    if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
+    redis.call('HSET', KEYS[7], unpack(f))
+  -- An agent's common shapes written directly (no table and unpack per call).
+  elseif chain ~= '' and brk_counted then
+    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'chain', chain, 'brk', '1')
+  elseif brk_counted then
+    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'brk', '1')
+  elseif chain ~= '' then
+    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'chain', chain)
+  else
+    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited')
+  end
 end
 redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end

@@ -51,8 +51,13 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run')
+local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run', 'v')
 if not call[1] then return {S_NOT_FOUND, 0} end
+-- A flat call's record packs price|day|at|agent|target into `v` (debit.lua); a metered one's, and
+-- one written before `v`, has them field by field.
+if call[12] then
+  call[2], call[7], call[8], call[3], call[5] = string.match(call[12], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+end
 if call[11] and KEYS[12] == KEYS[7] then return redis.error_reply('refund: the call\'s run ' .. call[11] .. ' was not given') end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end

@@ -65,7 +65,8 @@ export class AbandonedCallSweeper {
   private async sweepCall(shard: number, member: string, now: number): Promise<boolean> {
     const { redis, keys } = this.ctx
     const [accountId, callId] = member.split('|') as [string, string]
-    const [agent, day, target, price, at, idem, model, run] = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run')
+    const fields = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run', 'v')
+    const [agent, day, target, price, at, idem, model, run] = unpackedRecord(fields)
     if (day === null) {
       // The call record expired (2 days): nothing left to reverse.
       await redis.zrem(keys.inflight(shard), member)
@@ -102,4 +103,16 @@ export class AbandonedCallSweeper {
   stats() {
     return { refunded: this.refunded, running: this.timer !== null }
   }
+}
+
+/**
+ * The record's fields as `hmget` read them (agent, day, target, price, at, idem, model, run, v): a
+ * flat call's record packs price|day|at|agent|target into `v` (lua/debit.lua), the target last.
+ */
+function unpackedRecord(f: (string | null)[]): (string | null)[] {
+  const v = f[8]
+  if (!v) return f
+  const [price, day, at, agent] = v.split('|', 4)
+  const target = v.split('|').slice(4).join('|')
+  return [agent ?? null, day ?? null, target, price ?? null, at ?? null, f[5] ?? null, f[6] ?? null, f[7] ?? null]
 }
