@@ -73,8 +73,19 @@
   be 0) under the id the debit of a flat call has (`<call>:debit`), with the model, the token
   counts, the micro-credit remainder and the uncharged excess. Its `bal` is the posted balance,
   balance + held, as every entry's is. A call this script files carries it inside its call's
-  outbox entry (kind `charged_call`, field `settle`: one stream entry per call); one it does not
-  file gets it as an entry of its own. Readers see the same debit entry either way.
+  outbox entry (kind `charged_call`, field `settle`); one it does not file gets it as an entry of
+  its own. Readers see the same debit entry either way.
+
+  Outbox: the filed calls of a batch are one entry (kind `packed_charged_calls`, field `c`), a line
+  per call in filing order, joined by '\n':
+    <call_id>|<organic>|<charged>|<tcw,tcw1h or ''>|<bytes of settle>|<settle>|<record>
+  read back by src/write-behind/outbox.ts as each call's plain `charged_call` entry. The settle
+  field's byte length makes it unambiguous whatever its target and model hold ('|', '\n'); the
+  record, JSON.stringify's, never holds a raw newline and ends the line. A lone filed call keeps
+  its plain entry, and the lines collected are written before any other entry of the batch (an
+  unfiled call's debit, a `settled_call`), so the stream keeps the calls' order. A `settled_call`
+  (a call debited before the hold) is never packed: its refund raises the posted balance, which
+  would break the order readers give entries sharing a stream id (balance_after descending).
 
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
@@ -138,6 +149,27 @@ local landed = {}
 local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
 -- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
 local target_lengths = {}
+-- The filed calls' lines (14 slots each, separators included) of the batch's one outbox entry: one
+-- XADD where there was one a call (each cost Redis ~6,000 instructions).
+local packed = {}
+local function flush_filed()
+  local m = #packed
+  if m == 0 then return end
+  if m == 14 then
+    -- A lone call: its plain entry, as before.
+    if packed[7] ~= '' then
+      local tcw, tcw1h = string.match(packed[7], '^([^,]+),(.+)$')
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', packed[1] .. ':call', 'organic', packed[3], 'charged', packed[5], 'rec', packed[13], 'settle', packed[11],
+        'tcw', tcw, 'tcw1h', tcw1h)
+    else
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', packed[1] .. ':call', 'organic', packed[3], 'charged', packed[5], 'rec', packed[13], 'settle', packed[11])
+    end
+  else
+    packed[m] = nil
+    redis.call('XADD', KEYS[1], '*', 'kind', 'packed_charged_calls', 'c', table.concat(packed))
+  end
+  packed = {}
+end
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -321,6 +353,7 @@ for i = 1, n do
       if t_cw > 0 or t_cw1h > 0 then
         for _, v in ipairs({'tcw', cw_s, 'tcw1h', cw1h_s}) do entry[#entry + 1] = v end
       end
+      flush_filed()   -- the calls filed before it go first
       redis.call('XADD', KEYS[1], '*', unpack(entry))
     else
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
@@ -350,16 +383,28 @@ for i = 1, n do
         call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
-      if t_cw > 0 or t_cw1h > 0 then
-        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
-          'tcw', cw_s, 'tcw1h', cw1h_s)
+      local writes = t_cw > 0 or t_cw1h > 0
+      if hold then
+        -- A line of the batch's entry (header above); the cache writes as ARGV j = 11 gave them.
+        local p = #packed
+        packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] =
+          call_id, '|', organic, '|', charged_s, '|', writes and cw or ''
+        packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] =
+          '|', string.format('%d', #settle), '|', settle, '|', record, '\n'
       else
-        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+        flush_filed()
+        if writes then
+          redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
+            'tcw', cw_s, 'tcw1h', cw1h_s)
+        else
+          redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+        end
       end
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
 end
+flush_filed()
 for _, key in ipairs(row_keys) do
   local row = rows[key]
   local fields = {'balance', string.format('%d', row.balance)}
