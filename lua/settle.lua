@@ -149,26 +149,26 @@ local landed = {}
 local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
 -- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
 local target_lengths = {}
--- The filed calls' lines (14 slots each, separators included) of the batch's one outbox entry: one
--- XADD where there was one a call (each cost Redis ~6,000 instructions).
-local packed = {}
+-- The filed calls' lines of the batch's one outbox entry: one XADD where there was one a call (each
+-- cost Redis ~6,000 instructions). The first call's values are kept as they are, its line made only
+-- once a second call comes: a lone call (a batch of one) writes its plain entry and makes no line.
+local packed, filed = {}, 0
+local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record
 local function flush_filed()
-  local m = #packed
-  if m == 0 then return end
-  if m == 14 then
-    -- A lone call: its plain entry, as before.
-    if packed[7] ~= '' then
-      local tcw, tcw1h = string.match(packed[7], '^([^,]+),(.+)$')
-      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', packed[1] .. ':call', 'organic', packed[3], 'charged', packed[5], 'rec', packed[13], 'settle', packed[11],
+  if filed == 1 then
+    if lone_cw ~= '' then
+      local tcw, tcw1h = string.match(lone_cw, '^([^,]+),(.+)$')
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle,
         'tcw', tcw, 'tcw1h', tcw1h)
     else
-      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', packed[1] .. ':call', 'organic', packed[3], 'charged', packed[5], 'rec', packed[13], 'settle', packed[11])
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle)
     end
-  else
-    packed[m] = nil
+  elseif filed > 1 then
+    packed[#packed] = nil   -- the last '\n'
     redis.call('XADD', KEYS[1], '*', 'kind', 'packed_charged_calls', 'c', table.concat(packed))
+    packed = {}
   end
-  packed = {}
+  filed = 0
 end
 
 for i = 1, n do
@@ -368,7 +368,7 @@ for i = 1, n do
       -- flusher to read, parse and ack). `settle` holds the values of the debit XADD above that the
       -- call entry does not imply, joined by '|'; the target and the model come last, the target's
       -- byte length before them, as either may hold a '|'. The one parser expands it back into
-      -- that debit entry, field for field (src/ledger/outbox.ts). Its own kind, `charged_call`
+      -- that debit entry, field for field (src/write-behind/outbox.ts). Its own kind, `charged_call`
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
@@ -386,11 +386,22 @@ for i = 1, n do
       local writes = t_cw > 0 or t_cw1h > 0
       if hold then
         -- A line of the batch's entry (header above); the cache writes as ARGV j = 11 gave them.
-        local p = #packed
-        packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] =
-          call_id, '|', organic, '|', charged_s, '|', writes and cw or ''
-        packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] =
-          '|', string.format('%d', #settle), '|', settle, '|', record, '\n'
+        local cw_line = writes and cw or ''
+        filed = filed + 1
+        if filed == 1 then
+          lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record = call_id, organic, charged_s, cw_line, settle, record
+        else
+          local p = #packed
+          if filed == 2 then
+            -- The first call's line, now that it is not alone.
+            packed[1], packed[2], packed[3], packed[4], packed[5], packed[6], packed[7] = lone_id, '|', lone_organic, '|', lone_charged, '|', lone_cw
+            packed[8], packed[9], packed[10], packed[11], packed[12], packed[13], packed[14] = '|', string.format('%d', #lone_settle), '|', lone_settle, '|', lone_record, '\n'
+            p = 14
+          end
+          -- 14 slots, separators included: no string made for the line (table.concat copies each once).
+          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] = call_id, '|', organic, '|', charged_s, '|', cw_line
+          packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] = '|', string.format('%d', #settle), '|', settle, '|', record, '\n'
+        end
       else
         flush_filed()
         if writes then
