@@ -73,8 +73,19 @@
   be 0) under the id the debit of a flat call has (`<call>:debit`), with the model, the token
   counts, the micro-credit remainder and the uncharged excess. Its `bal` is the posted balance,
   balance + held, as every entry's is. A call this script files carries it inside its call's
-  outbox entry (kind `charged_call`, field `settle`: one stream entry per call); one it does not
-  file gets it as an entry of its own. Readers see the same debit entry either way.
+  outbox entry (kind `charged_call`, field `settle`); one it does not file gets it as an entry of
+  its own. Readers see the same debit entry either way.
+
+  Outbox: the filed calls of a batch are one entry (kind `packed_charged_calls`, field `c`), a line
+  per call in filing order, joined by '\n':
+    <call_id>|<organic>|<charged>|<tcw,tcw1h or ''>|<bytes of settle>|<settle>|<record>
+  read back by src/write-behind/outbox.ts as each call's plain `charged_call` entry. The settle
+  field's byte length makes it unambiguous whatever its target and model hold ('|', '\n'); the
+  record, JSON.stringify's, never holds a raw newline and ends the line. A lone filed call keeps
+  its plain entry, and the lines collected are written before any other entry of the batch (an
+  unfiled call's debit, a `settled_call`), so the stream keeps the calls' order. A `settled_call`
+  (a call debited before the hold) is never packed: its refund raises the posted balance, which
+  would break the order readers give entries sharing a stream id (balance_after descending).
 
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
@@ -138,6 +149,27 @@ local landed = {}
 local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
 -- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
 local target_lengths = {}
+-- The filed calls' lines of the batch's one outbox entry: one XADD where there was one a call (each
+-- cost Redis ~6,000 instructions). The first call's values are kept as they are, its line made only
+-- once a second call comes: a lone call (a batch of one) writes its plain entry and makes no line.
+local packed, filed = {}, 0
+local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record
+local function flush_filed()
+  if filed == 1 then
+    if lone_cw ~= '' then
+      local tcw, tcw1h = string.match(lone_cw, '^([^,]+),(.+)$')
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle,
+        'tcw', tcw, 'tcw1h', tcw1h)
+    else
+      redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle)
+    end
+  elseif filed > 1 then
+    packed[#packed] = nil   -- the last '\n'
+    redis.call('XADD', KEYS[1], '*', 'kind', 'packed_charged_calls', 'c', table.concat(packed))
+    packed = {}
+  end
+  filed = 0
+end
 
 for i = 1, n do
   local a = 2 + PER * (i - 1)
@@ -321,6 +353,7 @@ for i = 1, n do
       if t_cw > 0 or t_cw1h > 0 then
         for _, v in ipairs({'tcw', cw_s, 'tcw1h', cw1h_s}) do entry[#entry + 1] = v end
       end
+      flush_filed()   -- the calls filed before it go first
       redis.call('XADD', KEYS[1], '*', unpack(entry))
     else
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
@@ -335,7 +368,7 @@ for i = 1, n do
       -- flusher to read, parse and ack). `settle` holds the values of the debit XADD above that the
       -- call entry does not imply, joined by '|'; the target and the model come last, the target's
       -- byte length before them, as either may hold a '|'. The one parser expands it back into
-      -- that debit entry, field for field (src/ledger/outbox.ts). Its own kind, `charged_call`
+      -- that debit entry, field for field (src/write-behind/outbox.ts). Its own kind, `charged_call`
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
@@ -350,16 +383,39 @@ for i = 1, n do
         call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
-      if t_cw > 0 or t_cw1h > 0 then
-        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
-          'tcw', cw_s, 'tcw1h', cw1h_s)
+      local writes = t_cw > 0 or t_cw1h > 0
+      if hold then
+        -- A line of the batch's entry (header above); the cache writes as ARGV j = 11 gave them.
+        local cw_line = writes and cw or ''
+        filed = filed + 1
+        if filed == 1 then
+          lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record = call_id, organic, charged_s, cw_line, settle, record
+        else
+          local p = #packed
+          if filed == 2 then
+            -- The first call's line, now that it is not alone.
+            packed[1], packed[2], packed[3], packed[4], packed[5], packed[6], packed[7] = lone_id, '|', lone_organic, '|', lone_charged, '|', lone_cw
+            packed[8], packed[9], packed[10], packed[11], packed[12], packed[13], packed[14] = '|', string.format('%d', #lone_settle), '|', lone_settle, '|', lone_record, '\n'
+            p = 14
+          end
+          -- 14 slots, separators included: no string made for the line (table.concat copies each once).
+          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] = call_id, '|', organic, '|', charged_s, '|', cw_line
+          packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] = '|', string.format('%d', #settle), '|', settle, '|', record, '\n'
+        end
       else
-        redis.call('XADD', KEYS[1], '*', 'kind', hold and 'charged_call' or 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+        flush_filed()
+        if writes then
+          redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle,
+            'tcw', cw_s, 'tcw1h', cw1h_s)
+        else
+          redis.call('XADD', KEYS[1], '*', 'kind', 'settled_call', 'id', call_id .. ':call', 'organic', organic, 'charged', charged_s, 'rec', record, 'settle', settle)
+        end
       end
     end
     out[i] = {S_OK, balance, charged, released, uncharged}
   end
 end
+flush_filed()
 for _, key in ipairs(row_keys) do
   local row = rows[key]
   local fields = {'balance', string.format('%d', row.balance)}

@@ -119,9 +119,10 @@ export async function* statementEntries(db: Database, accountId: string, range: 
   // whose ids are the order Redis applied them in. The writers' clocks (`at`) only approximate it:
   // two instances a few ms apart would put a running balance_after out of order (index
   // ledger_entries_account_stream). `at` still picks the range. A batch's flat debits share one
-  // stream entry (`packed_debits`, src/write-behind/outbox.ts), so one id: one account's of them were
-  // made in order, each posting a balance no higher than the one before, so balance_after DESC orders
-  // them (price-0 debits tie on it: their balances are equal, so any order runs). The keyset, negated.
+  // stream entry (`packed_debits`, src/write-behind/outbox.ts), as do a settle batch's filed calls'
+  // debits (`packed_charged_calls`), so one id: one account's of them were made in order, each
+  // posting a balance no higher than the one before, so balance_after DESC orders them (price-0
+  // debits tie on it: their balances are equal, so any order runs). The keyset, negated.
   let after: { sm: string; sq: string; nb: string; id: string } | null = null
   for (;;) {
     const keyset: SQL = after

@@ -109,11 +109,17 @@ export async function accountLedger(ctx: RedisContext, db: Database, account: st
  * The account's metered micro-credit remainder as its newest settle left it (0 before any): the
  * settle entry with the greatest stream id, the order the shard's scripts wrote them in (an
  * account's entries all go to its shard's stream; `at` is the app's clock and two settles can share
- * a millisecond).
+ * a millisecond). A settle batch's filed calls share one stream id (`packed_charged_calls`): each
+ * of an account's debits there posts a balance no higher than the one before, and one of the same
+ * balance (charged 0) a remainder no lower, so the newest is the lowest balance, then the highest remainder.
  */
 export function lastRemainder(led: AccountLedger): number {
   let best: LedgerLine | null = null
-  for (const l of led.lines) if (l.remainder !== null && (!best || streamOrder(l.streamId, best.streamId) > 0)) best = l
+  for (const l of led.lines) {
+    if (l.remainder === null) continue
+    const o = best ? streamOrder(l.streamId, best.streamId) || best.balanceAfter - l.balanceAfter || l.remainder - best.remainder! : 1
+    if (o > 0) best = l
+  }
   return best?.remainder ?? 0
 }
 

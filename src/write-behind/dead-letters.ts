@@ -48,7 +48,7 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
   // A batch's (`packed_debits`) is one dead letter of several debits, replayed or discarded whole:
   // listed as written, its `d` one debit a line (acct|agent|amount|bal|call|at|target).
   const unpacked = entry.kind === 'packed_debit' ? parseOutboxEntry(streamId, Object.entries(entry).flat()) : []
-  const shown = unpacked.length === 1 ? unpacked[0]!.fields : entry.kind === 'packed_calls' ? packedCallsShown(streamId, entry) : entry
+  const shown = unpacked.length === 1 ? unpacked[0]!.fields : PACKED_CALLS.has(entry.kind ?? '') ? packedCallsShown(streamId, entry) : entry
   return {
     id: publicId(shard, streamId),
     shard,
@@ -60,14 +60,17 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
   }
 }
 
+/** Entries of several calls: record-calls.lua's `packed_calls`, settle.lua's `packed_charged_calls`. */
+const PACKED_CALLS = new Set(['packed_calls', 'packed_charged_calls'])
+
 /**
- * A batch of calls (record-calls.lua's `packed_calls`) is buried and replayed whole: listed as that
- * one entry, with the ids of the calls it holds beside its packed field (`ids`, comma-separated;
- * absent when a line does not unpack, the likely reason it was refused).
+ * A batch of calls (PACKED_CALLS) is buried and replayed whole: listed as that one entry, with the
+ * ids of the calls it holds beside its packed field (`ids`, comma-separated; absent when a line does
+ * not unpack, the likely reason it was refused).
  */
 function packedCallsShown(streamId: string, entry: Record<string, string>): Record<string, string> {
-  const calls = parseOutboxEntry(streamId, Object.entries(entry).flat())
-  if (calls[0]?.kind !== 'call') return entry
+  const calls = parseOutboxEntry(streamId, Object.entries(entry).flat()).filter((e) => e.kind === 'call')
+  if (calls.length === 0) return entry
   return { ...entry, ids: calls.map((e) => e.fields.id).join(',') }
 }
 

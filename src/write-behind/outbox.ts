@@ -64,14 +64,73 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   if (kind === 'packed_debit') return [packedDebit(streamId, fields) ?? { streamId, kind, fields }]
   if (kind === 'packed_debits') return packedDebits(streamId, fields) ?? [{ streamId, kind, fields }]
   if (kind === 'packed_calls') return packedCalls(streamId, fields) ?? [{ streamId, kind, fields }]
-  const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
-  if (!folded) return [{ streamId, kind, fields }]
-  const money = settleEntry(streamId, fields, folded)
+  if (kind === 'packed_charged_calls') return packedChargedCalls(streamId, fields) ?? [{ streamId, kind, fields }]
   // A `settle` that does not unpack keeps its kind, one no sink takes: the flusher dead-letters
   // that entry alone (src/ledger/poison.ts) rather than file a money entry read wrong.
-  if (!money) return [{ streamId, kind, fields }]
+  return unfold(streamId, fields) ?? [{ streamId, kind, fields }]
+}
+
+/** A folded call's two entries (money first, then the call); null when it is not one or does not unpack. */
+function unfold(streamId: string, fields: Record<string, string>): OutboxEntry[] | null {
+  const kind = fields.kind ?? ''
+  const folded = Object.hasOwn(FOLDED, kind) ? FOLDED[kind] : undefined
+  if (!folded) return null
+  const money = settleEntry(streamId, fields, folded)
+  if (!money) return null
   fields.kind = 'call'
   return [money, { streamId, kind: 'call', fields }]
+}
+
+const DIGITS = /^\d+$/
+
+/**
+ * A settle batch's filed calls as settle.lua writes them: one entry, its field `c` a line per call,
+ * `<call_id>|<organic>|<charged>|<tcw,tcw1h or ''>|<bytes of settle>|<settle>|<record>`, joined by
+ * '\n'. The settle field (whose target and model may hold anything) is read by its byte length; the
+ * record, JSON.stringify's, runs to the next '\n'. Each line is the plain `charged_call` entry it
+ * stands for, field for field, read as that entry is (its debit, then its call), all under the one
+ * stream id; null when any line does not unpack (the entry keeps its kind, which no sink takes: the
+ * flusher dead-letters it whole, never half of it filed).
+ */
+function packedChargedCalls(streamId: string, raw: Record<string, string>): OutboxEntry[] | null {
+  if (!raw.c) return null
+  // Byte offsets: the settle's length is Lua's #, in bytes.
+  const c = Buffer.from(raw.c)
+  const out: OutboxEntry[] = []
+  let at = 0
+  while (at < c.length) {
+    const head: string[] = []
+    for (let n = 0; n < 5; n++) {
+      const bar = c.indexOf(0x7c, at)
+      const nl = c.indexOf(0x0a, at)
+      if (bar < 0 || (nl >= 0 && nl < bar)) return null
+      head.push(c.toString('utf8', at, bar))
+      at = bar + 1
+    }
+    const [id, organic, charged, writes, bytes] = head as [string, string, string, string, string]
+    if (!id || (organic !== '0' && organic !== '1') || !DIGITS.test(charged) || !DIGITS.test(bytes)) return null
+    const settleEnd = at + Number(bytes)
+    if (settleEnd >= c.length || c[settleEnd] !== 0x7c) return null
+    const settle = c.toString('utf8', at, settleEnd)
+    const nl = c.indexOf(0x0a, settleEnd + 1)
+    const recEnd = nl < 0 ? c.length : nl
+    // A '\n' ends the last line only when another follows.
+    if (nl === c.length - 1) return null
+    const f: Record<string, string> = { kind: 'charged_call', id: `${id}:call`, organic, charged, rec: c.toString('utf8', settleEnd + 1, recEnd), settle }
+    if (writes !== '') {
+      const comma = writes.indexOf(',')
+      if (comma < 1 || comma === writes.length - 1) return null
+      f.tcw = writes.slice(0, comma)
+      f.tcw1h = writes.slice(comma + 1)
+    }
+    // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).
+    if (raw.orig_id) f.orig_id = raw.orig_id
+    const two = unfold(streamId, f)
+    if (!two) return null
+    out.push(...two)
+    at = recEnd + 1
+  }
+  return out
 }
 
 /** Fields of debit.lua's packed entry (`packed_debit`, field `d`), in its order; the target follows. */

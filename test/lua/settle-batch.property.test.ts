@@ -6,7 +6,8 @@
  * writes, filed and not filed, the same call twice, a day spend expired before the settle — one batch
  * and the same settles one script at a time give the same replies and leave the same Redis: account
  * rows, day spends (an expired one is not made again), agent rows, call records, in-flight set,
- * counters, the newest calls of each list and the outbox entries. On a private redis-server.
+ * counters, the newest calls of each list and the outbox entries (as the one parser reads them: a
+ * batch packs its filed calls into one stream entry). On a private redis-server.
  */
 import { beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
@@ -15,6 +16,7 @@ import { hashToken } from '../../src/auth/tokens'
 import { windowsAt } from '../../src/windows'
 import { runDebit, type DebitArgs } from '../../src/lua/debit'
 import { runSettle, type SettleArgs } from '../../src/lua/settle'
+import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { privateScriptServer } from '../helpers/script-rig'
 
 const rig = privateScriptServer({ clock: { now: () => NOW } })
@@ -119,7 +121,8 @@ async function settle(c: Case, batched: boolean) {
     lists: await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1))),
     inflight: await redis.zrange(keys.inflight(shard), 0, -1),
     stats: await redis.hgetall(keys.stats(shard)),
-    outbox: (await redis.xrange(keys.outbox(shard), '-', '+')).map(([, f]) => f),
+    // As every reader sees them (the one parser): a batch packs its filed calls into one stream entry.
+    outbox: (await redis.xrange(keys.outbox(shard), '-', '+')).flatMap(([, f]) => parseOutboxEntry('', f).map((e) => e.fields)),
   }
 }
 
