@@ -106,6 +106,20 @@ export async function openMeteredCall(
   return opened.call
 }
 
+/** A metered call of `model` on proxy:openai at gpt-test's prices, opened in process, not yet settled. */
+export async function openModelCall(s: Services, principal: Principal, model = 'gpt-test') {
+  const opened = await openPaidCall(s, {
+    principal,
+    target: `proxy:openai/${model}`,
+    price: 0,
+    unpriced: false,
+    lease: true,
+    metered: { model, inputBound: 10_000, input: 150, cachedInput: 75, output: 600, ceiling: 4000, maxOutput: 4000, minOutput: 1 },
+  })
+  if (opened.kind !== 'debited') throw new Error('replay')
+  return opened.call
+}
+
 
 /**
  * A test app on the metered catalog (house keys set, the vault on), its fake upstream answering as

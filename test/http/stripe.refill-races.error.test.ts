@@ -28,58 +28,46 @@ async function callAndRefill(token: string) {
   await a.t.s.refiller.idle()
 }
 
+/**
+ * A refill Stripe leaves `processing`; its lock lapses and Stripe still says so. 495 + 20000 fit the
+ * cap of 30000, but not with the 20000 still pending: a second charge could only end parked, so
+ * neither the auto-refill nor a top-up makes one. Then the first succeeds after all: credited, nothing parked.
+ */
+async function unknownChargeHoldsTheCap() {
+  const { t, stripe } = a
+  const acct = await t.signup()
+  await consentStripe(a, acct.token, { threshold: 5000, refill: 20000, ceiling: 100000 })
+  stripe.chargeProcessing = true
+  await callAndRefill(acct.token)
+  stripe.chargeProcessing = false
+  expect(piOf(acct.account_id)).toHaveLength(1)
+
+  t.clock.advance(LOCK_LAPSE_MS)
+  await callAndRefill(acct.token)
+  expect(piOf(acct.account_id)).toHaveLength(1)
+  const topup = await t.req('POST', '/v1/topup', { token: acct.token })
+  expect(topup.body).toMatchObject({ error: 'BALANCE_CAP', parked: false })
+  expect(piOf(acct.account_id)).toHaveLength(1)
+
+  const pi = piOf(acct.account_id)[0]!
+  pi.status = 'succeeded'
+  expect((await deliver(t, await stripe.signedEvent('payment_intent.succeeded', pi))).body).toMatchObject({ result: 'credited' })
+  expect(await redisBalance(t, acct.account_id)).toBe(20490)
+  return acct
+}
+
 describe('a refill charge whose outcome is still unknown', () => {
   test('counts against the balance cap: no second charge that would only be parked', async () => {
-    const { t, stripe } = a
-    const acct = await t.signup()
-    await consentStripe(a, acct.token, { threshold: 5000, refill: 20000, ceiling: 100000 })
-    stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    stripe.chargeProcessing = false
-    expect(piOf(acct.account_id)).toHaveLength(1)
-
-    // The lock lapses; Stripe still says `processing`. 495 + 20000 fit the cap of 30000, but not
-    // with the 20000 still pending: a second charge could only end parked.
-    t.clock.advance(LOCK_LAPSE_MS)
-    await callAndRefill(acct.token)
-    expect(piOf(acct.account_id)).toHaveLength(1)
-    const topup = await t.req('POST', '/v1/topup', { token: acct.token })
-    expect(topup.body).toMatchObject({ error: 'BALANCE_CAP', parked: false })
-    expect(piOf(acct.account_id)).toHaveLength(1)
-
-    // The first charge succeeds after all: credited, nothing parked.
-    const pi = piOf(acct.account_id)[0]!
-    pi.status = 'succeeded'
-    const w = await deliver(t, await stripe.signedEvent('payment_intent.succeeded', pi))
-    expect(w.body).toMatchObject({ result: 'credited' })
-    expect(await redisBalance(t, acct.account_id)).toBe(20490)
+    await unknownChargeHoldsTheCap()
   })
 
   test('and still in the next HKT month: one unknown at the month’s turn is not forgotten by the cap', async () => {
-    const { t, stripe } = a
     // The charge goes out a minute before 00:00 HKT on the 1st; its lock lapses in the new month,
     // whose ceiling is fresh, but the charge may still be credited.
-    beforeHktMonthEnd(t.clock, 60_000)
-    const acct = await t.signup()
-    await consentStripe(a, acct.token, { threshold: 5000, refill: 20000, ceiling: 100000 })
-    stripe.chargeProcessing = true
-    await callAndRefill(acct.token)
-    stripe.chargeProcessing = false
-    expect(piOf(acct.account_id)).toHaveLength(1)
-
-    t.clock.advance(LOCK_LAPSE_MS)
-    await callAndRefill(acct.token)
-    expect(piOf(acct.account_id)).toHaveLength(1)
-    const topup = await t.req('POST', '/v1/topup', { token: acct.token })
-    expect(topup.body).toMatchObject({ error: 'BALANCE_CAP', parked: false })
-    expect(piOf(acct.account_id)).toHaveLength(1)
-
-    const pi = piOf(acct.account_id)[0]!
-    pi.status = 'succeeded'
-    expect((await deliver(t, await stripe.signedEvent('payment_intent.succeeded', pi))).body).toMatchObject({ result: 'credited' })
-    expect(await redisBalance(t, acct.account_id)).toBe(20490)
+    beforeHktMonthEnd(a.t.clock, 60_000)
+    const acct = await unknownChargeHoldsTheCap()
     // Credited to the month it was charged in; the new month has refilled nothing.
-    expect((await t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 0, pending_this_period: 0 })
+    expect((await a.t.req('GET', '/v1/mandate', { token: acct.token })).body).toMatchObject({ refilled_this_period: 0, pending_this_period: 0 })
   })
 })
 

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { inArray, sql } from 'drizzle-orm'
 import { calls, ledgerEntries } from '../../src/db/schema'
 import type { Principal } from '../../src/auth/principal'
-import { openPaidCall } from '../../src/paid-request'
 import { parseOutboxEntry } from '../../src/write-behind/outbox'
 import { windowsAt } from '../../src/windows'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { openModelCall } from '../helpers/metering'
 import { assertLedger } from '../helpers/invariants'
 import { checkRedisInvariant, flushAll } from '../helpers/ledger'
 
@@ -24,19 +24,7 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-/** A metered call of `model` on proxy:openai (prices of gpt-test), opened in process, not yet settled. */
-async function openMetered(principal: Principal, model = 'gpt-test') {
-  const opened = await openPaidCall(t.s, {
-    principal,
-    target: `proxy:openai/${model}`,
-    price: 0,
-    unpriced: false,
-    lease: true,
-    metered: { model, inputBound: 10_000, input: 150, cachedInput: 75, output: 600, ceiling: 4000, maxOutput: 4000, minOutput: 1 },
-  })
-  if (opened.kind !== 'debited') throw new Error('replay')
-  return opened.call
-}
+const openMetered = (principal: Principal, model?: string) => openModelCall(t.s, principal, model)
 
 const principalOf = async (token: string) => (await t.s.guard.tokens.resolve(token))!
 const streamOf = (acct: string) => t.s.ctx.keys.outbox(t.s.ctx.keys.shardOf(acct))

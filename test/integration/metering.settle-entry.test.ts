@@ -21,6 +21,7 @@ import { REFERRAL_CREDITS } from '../../src/ledger/constants'
 import { ScriptStatus } from '../../src/redis/codes'
 import { scanOutbox, type OutboxEntry } from '../../src/write-behind/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
+import { openModelCall } from '../helpers/metering'
 import { assertLedger } from '../helpers/invariants'
 import { checkRedisInvariant, flushAll } from '../helpers/ledger'
 
@@ -35,19 +36,7 @@ afterAll(async () => {
 const ledgerRows = async (id: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(ledgerEntries).where(eq(ledgerEntries.id, id)))[0]!.n
 const callRows = async (callId: string) => (await t.s.db.db.select({ n: sql<number>`count(*)::int` }).from(calls).where(eq(calls.callId, callId)))[0]!.n
 
-/** A metered call of `model` on proxy:openai (prices of gpt-test), opened in process, not yet settled. */
-async function openMetered(principal: Principal, model = 'gpt-test') {
-  const opened = await openPaidCall(t.s, {
-    principal,
-    target: `proxy:openai/${model}`,
-    price: 0,
-    unpriced: false,
-    lease: true,
-    metered: { model, inputBound: 10_000, input: 150, cachedInput: 75, output: 600, ceiling: 4000, maxOutput: 4000, minOutput: 1 },
-  })
-  if (opened.kind !== 'debited') throw new Error('replay')
-  return opened.call
-}
+const openMetered = (principal: Principal, model?: string) => openModelCall(t.s, principal, model)
 
 /** The fields of the stream entry holding `callId`'s call entry, and its stream id. */
 async function rawCallEntry(stream: string, callId: string) {
