@@ -42,7 +42,7 @@
   KEYS[4]  unpriced requests, this day  {s}:reqs:<acct>:<day>
   KEYS[5]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
   KEYS[6]  rate window, previous minute
-  KEYS[7]  call record (for the refund) {s}:call:<call_id>
+  KEYS[7]  call record (for the refund) {s}:call:<call_id>  (a string for a flat call, a hash otherwise: below)
   KEYS[8]  outbox stream                {s}:outbox
   KEYS[9]  in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
   KEYS[10] idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
@@ -278,11 +278,13 @@ local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
-  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped', 'v')
-  -- A flat call's price leads its packed `v` (below).
-  local was_price = was[1] or (was[4] and string.match(was[4], '^[^|]*'))
+  -- A flat call's record is a string, state|price|… (below); any other a hash.
+  if redis.call('TYPE', KEYS[7]).ok == 'string' then
+    return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(string.match(redis.call('GET', KEYS[7]), '^[^|]*|([^|]*)') or '0'), 0, 0}
+  end
+  local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
-    tonumber(was_price or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
+    tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
 -- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
@@ -643,12 +645,17 @@ end
 if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
--- The call record. `unpriced`, `idem`, `chain` and `brk` are written only when set: their readers
--- (refund.lua, settle.lua, the sweeper) take an absent one as '0' or '', and each field more is a
--- search and a growth of the record's listpack (bench/RESULTS.md, issue 42). A flat call's fixed
--- part is one field, `v` = price|day|at|agent|target (the target last: it may hold a '|'), ~6,000
--- instructions a call below six fields; a metered call's stays field by field, as settle.lua reads it.
-if metered then
+-- The call record (refund.lua, settle.lua, the sweeper and record-calls.lua read it). A flat call's
+-- common one (no Idempotency-Key, no unpriced route, no run) is a string, written with its TTL by one
+-- SET: state|price|day|at|agent|chain|brk|target, the target last as it may hold a '|' (a hash and its
+-- EXPIRE cost ~4,300 instructions a call more, bench/RESULTS.md, issue 42). Every other record, a
+-- metered call's above all (settle.lua reads a dozen of its fields), is a hash, field by field:
+-- `unpriced`, `idem`, `chain` and `brk` only when set (their readers take an absent one as '0' or ''),
+-- as each field more is a search and a growth of the record's listpack.
+if not (metered or unpriced or run) and idem_key == '' then
+  redis.call('SET', KEYS[7], 'debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' .. target,
+    'EX', '172800')   -- two days
+else
   if unpriced or idem_key ~= '' then
     local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}
     if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
@@ -656,6 +663,7 @@ if metered then
     if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
     if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
     redis.call('HSET', KEYS[7], unpack(f))
+  -- An agent's common shapes written directly (no table and unpack per call).
   elseif chain ~= '' and brk_counted then
     redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s, 'chain', chain, 'brk', '1')
   elseif brk_counted then
@@ -665,33 +673,15 @@ if metered then
   else
     redis.call('HSET', KEYS[7], 'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s)
   end
-  -- The prices as the caller sent them (integers), not the numbers parsed from them.
-  -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
-  -- A second HSET, not one table of both: building and unpacking it cost more (script-cost).
-  redis.call('HSET', KEYS[7], 'metered', (ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
-    'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
-  if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
-else
-  local v = price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. target
-  if unpriced or idem_key ~= '' then
-    local f = {'v', v, 'state', 'debited'}
-    if unpriced then f[#f + 1], f[#f + 2] = 'unpriced', '1' end
-    if idem_key ~= '' then f[#f + 1], f[#f + 2] = 'idem', idem_key end
-    if chain ~= '' then f[#f + 1], f[#f + 2] = 'chain', chain end
-    if brk_counted then f[#f + 1], f[#f + 2] = 'brk', '1' end
-    redis.call('HSET', KEYS[7], unpack(f))
-  -- An agent's common shapes written directly (no table and unpack per call).
-  elseif chain ~= '' and brk_counted then
-    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'chain', chain, 'brk', '1')
-  elseif brk_counted then
-    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'brk', '1')
-  elseif chain ~= '' then
-    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited', 'chain', chain)
-  else
-    redis.call('HSET', KEYS[7], 'v', v, 'state', 'debited')
+  if metered then
+    -- The prices as the caller sent them (integers), not the numbers parsed from them.
+    -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
+    redis.call('HSET', KEYS[7], 'metered', (ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+      'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
+    if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
   end
+  redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 end
-redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
 -- In a batch, one ZADD of all its calls after the last (nothing in the script reads the set).

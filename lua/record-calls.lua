@@ -115,13 +115,21 @@ for g = 1, groups do
     -- `honored` stays the string it came as: the XADD takes it as given, and only the counters parse it
     -- (a tonumber is a strtod, a Lua number passed to a command a printf).
     local record, member, honored = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-    -- The claim, one write where HMGET + HSET were: HSET answers the fields it added, 1 (`recorded`)
-    -- the first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
+    -- The claim. A flat call's common record is a string (debit.lua): one SET makes it the bare word
+    -- `filed`, with the short TTL, and answers what it was, `filed` once filed. Any other record is a
+    -- hash (the SET, refused, changes nothing): HSET answers the fields it added, 1 (`recorded`) the
+    -- first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
     -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
-    if redis.call('HSET', call_key, 'recorded', '1', 'state', 'filed') == 0 then
+    -- A call with an Idempotency-Key has a hash (debit.lua) and goes there directly. (`was.err` is
+    -- nil on a string: its metatable's __index is the string library.)
+    local was = idem_key[i] and {err = 'hash'} or redis.pcall('SET', call_key, 'filed', 'EX', settled_ttl, 'GET')
+    if was and was.err then
+      was = redis.call('HSET', call_key, 'recorded', '1', 'state', 'filed') == 1 and 'hash' or 'filed'
+      if was == 'hash' then redis.call('EXPIRE', call_key, settled_ttl) end
+    end
+    if was == 'filed' then
       out[i] = S_ALREADY_APPLIED
     else
-      redis.call('EXPIRE', call_key, settled_ttl)
       landed[#landed + 1] = member
       file_recent(list, record, shared[list], keep)
       local idem = idem_key[i]

@@ -51,13 +51,21 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
-local call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run', 'v')
-if not call[1] then return {S_NOT_FOUND, 0} end
--- A flat call's record packs price|day|at|agent|target into `v` (debit.lua); a metered one's, and
--- one written before `v`, has them field by field.
-if call[12] then
-  call[2], call[7], call[8], call[3], call[5] = string.match(call[12], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+-- A flat call's common record is a string, state|price|day|at|agent|chain|brk|target (debit.lua);
+-- any other a hash, field by field. Read into the hash's places: state, price, agent, unpriced,
+-- target, chain, day, at, brk, hold, run (the string's three last always absent).
+local call, rest
+if redis.call('TYPE', KEYS[2]).ok == 'string' then
+  local raw = redis.call('GET', KEYS[2])
+  local state, price, day, at, agent, chain_was, brk, target = string.match(raw, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  -- Filed, the record is the bare word `filed` (record-calls.lua): nothing left to give back.
+  if not state then return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')} end
+  call = {state, price, agent, false, target, chain_was ~= '' and chain_was or false, day, at, brk ~= '' and brk or false, false, false}
+  rest = string.sub(raw, #state + 1)
+else
+  call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run')
 end
+if not call[1] then return {S_NOT_FOUND, 0} end
 if call[11] and KEYS[12] == KEYS[7] then return redis.error_reply('refund: the call\'s run ' .. call[11] .. ' was not given') end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
@@ -70,7 +78,7 @@ if ARGV[5] and ARGV[5] ~= '' then
 end
 local price = tonumber(call[2])
 
-redis.call('HSET', KEYS[2], 'state', 'refunded')
+if rest then redis.call('SET', KEYS[2], 'refunded' .. rest, 'KEEPTTL') else redis.call('HSET', KEYS[2], 'state', 'refunded') end
 redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
 -- A metered call's reservation is a hold (`hold` on its call record, lua/debit.lua): what the
 -- account still holds of it goes back — all of it, unless the account was restored from the

@@ -65,8 +65,7 @@ export class AbandonedCallSweeper {
   private async sweepCall(shard: number, member: string, now: number): Promise<boolean> {
     const { redis, keys } = this.ctx
     const [accountId, callId] = member.split('|') as [string, string]
-    const fields = await redis.hmget(keys.call(accountId, callId), 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run', 'v')
-    const [agent, day, target, price, at, idem, model, run] = unpackedRecord(fields)
+    const [agent, day, target, price, at, idem, model, run] = await readRecord(redis, keys.call(accountId, callId))
     if (day === null) {
       // The call record expired (2 days): nothing left to reverse.
       await redis.zrem(keys.inflight(shard), member)
@@ -106,13 +105,15 @@ export class AbandonedCallSweeper {
 }
 
 /**
- * The record's fields as `hmget` read them (agent, day, target, price, at, idem, model, run, v): a
- * flat call's record packs price|day|at|agent|target into `v` (lua/debit.lua), the target last.
+ * A call record's agent, day, target, price, at, idem, model and run (null where it has none): a
+ * flat call's common record is a string, state|price|day|at|agent|chain|brk|target (lua/debit.lua),
+ * the target last as it may hold a '|'; any other a hash, field by field.
  */
-function unpackedRecord(f: (string | null)[]): (string | null)[] {
-  const v = f[8]
-  if (!v) return f
-  const [price, day, at, agent] = v.split('|', 4)
-  const target = v.split('|').slice(4).join('|')
-  return [agent ?? null, day ?? null, target, price ?? null, at ?? null, f[5] ?? null, f[6] ?? null, f[7] ?? null]
+async function readRecord(redis: RedisContext['redis'], key: string): Promise<(string | null)[]> {
+  if ((await redis.type(key)) !== 'string') return redis.hmget(key, 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run')
+  const parts = (await redis.get(key))?.split('|') ?? []
+  // Filed meanwhile (the bare word `filed`), or gone: as an expired record.
+  if (parts.length < 8) return [null, null, null, null, null, null, null, null]
+  const [, price, day, at, agent] = parts
+  return [agent!, day!, parts.slice(7).join('|'), price!, at!, null, null, null]
 }

@@ -66,3 +66,12 @@ export async function flushAll(t: TestApp): Promise<void> {
   for (let i = 0; i < 100; i++) if ((await t.s.flusher.flushOnce()) === 0) return
   throw new Error('outbox did not drain')
 }
+
+/**
+ * A call record as Redis holds it, whatever its shape (lua/debit.lua): a flat call's common one is
+ * a string (state|price|day|at|agent|chain|brk|target), any other a hash; null when there is none.
+ */
+export async function callRecord(redis: Pick<TestApp['redis'], 'type' | 'get' | 'hgetall'>, key: string): Promise<string | Record<string, string> | null> {
+  const type = await redis.type(key)
+  return type === 'string' ? redis.get(key) : type === 'hash' ? redis.hgetall(key) : null
+}

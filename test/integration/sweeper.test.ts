@@ -98,7 +98,14 @@ describe('the abandoned-call sweeper', () => {
     await debit(t.s.ctx, { principal, target: 'test.cheap', price: 1, unpriced: false, abandonAfterMs: 1000 })
     if (first.kind !== 'debited') throw new Error(first.kind)
     // A bad byte in the first one's record: refund.lua refuses it (the chain it names is not the agent's).
-    await t.redis.hset(t.s.ctx.keys.call(a.account_id, first.callId), 'chain', 'ag_gone')
+    // A flat call's record is a string, state|price|day|at|agent|chain|brk|target (lua/debit.lua).
+    const record = t.s.ctx.keys.call(a.account_id, first.callId)
+    const setChain = async (chain: string) => {
+      const parts = (await t.redis.get(record))!.split('|')
+      parts[5] = chain
+      await t.redis.set(record, parts.join('|'), 'KEEPTTL')
+    }
+    await setChain('ag_gone')
     t.clock.advance(1001)
     const errors: unknown[] = []
     const sweeper = new AbandonedCallSweeper(t.s.ctx, (e) => errors.push(e))
@@ -106,7 +113,7 @@ describe('the abandoned-call sweeper', () => {
     expect(await redisBalance(t, a.account_id)).toBe(499) // the second refunded, the damaged one left
     expect(errors.length).toBeGreaterThan(0)
     // Repaired, it is refunded on the next sweep.
-    await t.redis.hset(t.s.ctx.keys.call(a.account_id, first.callId), 'chain', '')
+    await setChain('')
     expect(await sweeper.sweepOnce()).toBe(1)
     expect(await redisBalance(t, a.account_id)).toBe(500)
     await checkRedisInvariant(t, a.account_id)

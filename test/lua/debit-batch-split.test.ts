@@ -16,6 +16,7 @@ import { loadScripts } from '../../src/redis/scripts'
 import { WRAPPED_FROM } from '../../src/redis/batched-scripts'
 import { windowsAt } from '../../src/windows'
 import { startRedisServer, type RedisServer } from '../helpers/redis-server'
+import { callRecord } from '../helpers/ledger'
 
 let server: RedisServer
 let redis: Redis
@@ -111,7 +112,7 @@ test('property: any turn of calls over a few accounts (a busy one taking lone on
         const view = (r: Awaited<ReturnType<typeof runDebit>>) => [r.status, r.status === 'ok' ? r.balance : null]
         expect(together.map(view)).toEqual(one.map(view))
         for (const a of accounts) expect(await redis.hget(batched.account(a), 'balance')).toBe(await redis.hget(alone.account(a), 'balance'))
-        for (const a of args) expect(await redis.hgetall(batched.call(a.accountId, a.callId))).toEqual(await redis.hgetall(alone.call(a.accountId, a.callId)))
+        for (const a of args) expect(await callRecord(redis, batched.call(a.accountId, a.callId))).toEqual(await callRecord(redis, alone.call(a.accountId, a.callId)))
       },
     ),
     { numRuns: 40 },

@@ -422,10 +422,11 @@ describe('debit.lua in a batch', () => {
     expect(calls_('evalsha')).toBe(1)
     // Once each: the account, the agent and its 3 ancestors (8 × 5 without the memo).
     expect(calls_('hmget')).toBe(5)
-    // Each call writes its call record; each level's hash, the account's balance and the breaker
-    // window's credits are written once, after the batch's last call; the in-flight set gets one
-    // ZADD for the batch.
-    expect(calls_('hset')).toBe(8 + 4 + 1 + 1)
+    // Each call writes its call record (a flat call's: one SET with its TTL); each level's hash, the
+    // account's balance and the breaker window's credits are written once, after the batch's last
+    // call; the in-flight set gets one ZADD for the batch.
+    expect(calls_('set')).toBe(8)
+    expect(calls_('hset')).toBe(4 + 1 + 1)
     expect(calls_('hincrby')).toBe(0)
     expect(calls_('zadd')).toBe(1)
     expect(Number(await redis.hget(ctx.keys.account(ACCT), 'balance'))).toBe(1_000_000 - 5 * 9)

@@ -1,12 +1,14 @@
 /**
- * A flat call's record packs its fixed part into one field, `v` = price|day|at|agent|target
- * (lua/debit.lua), where a metered call's, and one written before `v`, keeps them field by field.
- * Every reader takes both: the debit's own answer to a resent script, refund.lua, and the sweeper
+ * A flat call's common record is one string, state|price|day|at|agent|chain|brk|target, written with
+ * its TTL by one SET (lua/debit.lua), where a metered call's, one with an Idempotency-Key, and one
+ * written before the string keep the hash, field by field. Every reader takes both: the debit's own
+ * answer to a resent script, refund.lua, record-calls.lua's claim, and the sweeper
  * (test/integration/sweeper.test.ts refunds real flat calls through it).
  */
 import { describe, expect, test } from 'bun:test'
 import { hashToken } from '../../src/auth/tokens'
 import { runDebit, type DebitArgs } from '../../src/lua/debit'
+import { runRecordCalls } from '../../src/lua/record-calls'
 import { runRefund } from '../../src/lua/refund'
 import { windowsAt } from '../../src/windows'
 import { parseOutboxEntry } from '../../src/write-behind/outbox'
@@ -36,21 +38,22 @@ async function refundEntry(acct: string, callId: string) {
 }
 
 describe("a flat call's record", () => {
-  test('is `v` and `state`; a resent debit answers the price it packed, and debits nothing more', async () => {
+  test('is one string with its TTL; a resent debit answers the price it holds, and debits nothing more', async () => {
     for (const [agent, price] of [[null, 7], ['agt_r1', 3]] as const) {
       const acct = `acc_07_crec${price}`
       await account(acct, agent)
       const args = debitArgs(acct, agent, `call_${acct}`, price)
       expect(await runDebit(ctx, args)).toMatchObject({ status: 'ok', balance: 1000 - price, price })
-      expect(await redis.hgetall(keys.call(acct, args.callId))).toEqual({ v: `${price}|${args.day}|${NOW}|${agent ?? ''}|${TARGET}`, state: 'debited' })
+      expect(await redis.get(keys.call(acct, args.callId))).toBe(`debited|${price}|${args.day}|${NOW}|${agent ?? ''}|||${TARGET}`)
+      expect(await redis.ttl(keys.call(acct, args.callId))).toBeGreaterThan(172_000)
       expect(await runDebit(ctx, args)).toMatchObject({ status: 'ok', balance: 1000 - price, price })
       expect(await redis.hget(keys.account(acct), 'balance')).toBe(String(1000 - price))
     }
   })
 
-  test('refund.lua gives back what `v` names, its entry naming the target; a record field by field the same', async () => {
+  test('refund.lua gives back what the string names, its entry naming the target; a record field by field the same', async () => {
     const w = windowsAt(NOW)
-    for (const shape of ['packed', 'fields'] as const) {
+    for (const shape of ['string', 'fields'] as const) {
       const acct = `acc_07_crefund_${shape}`
       const callId = `call_${acct}`
       await account(acct, 'agt_r2')
@@ -72,5 +75,22 @@ describe("a flat call's record", () => {
         balance: 1000,
       })
     }
+  })
+
+  test('record-calls.lua files it once: the bare word `filed`, its TTL the short one; a later refund gives nothing back', async () => {
+    const acct = 'acc_07_cfile'
+    const callId = `call_${acct}`
+    await account(acct, null)
+    expect((await runDebit(ctx, debitArgs(acct, null, callId, 4))).status).toBe('ok')
+    const rec = { call_id: callId, slug: 'x', agent_id: null, charged: 4, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 1, at: new Date(NOW).toISOString(), account_id: acct }
+    const filing = { accountId: acct, callId, agentId: null, recordJson: JSON.stringify(rec), charged: 4, organic: true, idempotency: null }
+    expect(await runRecordCalls(ctx, [filing, filing], { recentCalls: 200, settledTtlS: 300 })).toEqual([{ status: 'ok' }, { status: 'already_applied' }])
+    expect(await runRecordCalls(ctx, [filing], { recentCalls: 200, settledTtlS: 300 })).toEqual([{ status: 'already_applied' }])
+    expect(await redis.get(keys.call(acct, callId))).toBe('filed')
+    expect(await redis.ttl(keys.call(acct, callId))).toBeLessThanOrEqual(300)
+    expect(await redis.zscore(keys.inflight(keys.shardOf(acct)), `${acct}|${callId}`)).toBeNull()
+    expect(await redis.lrange(keys.recentCalls(acct), 0, -1)).toHaveLength(1)
+    const w = windowsAt(NOW)
+    expect(await runRefund(ctx, { now: NOW + 1000, accountId: acct, agentId: null, callId, day: w.day, reason: 'provider_error', chain: [], at: NOW })).toEqual({ status: 'already_applied', balance: 996 })
   })
 })
