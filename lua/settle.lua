@@ -197,10 +197,13 @@ for i = 1, n do
   local owner = string.sub(agent_hash, -7) == ':_owner'
   local call
   if owner then
-    if t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
-    else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
-  elseif t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
-  else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
+    if t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
+    else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
+  elseif t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
+  else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
+  -- A flat call's record is a string (debit.lua), which no settle is for: that call alone answers
+  -- NOT_FOUND, as a record of no metered call does, and the batch's others settle.
+  if call.err then call = {} end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if not call[1] or (call[5] ~= '1' and not fee) then

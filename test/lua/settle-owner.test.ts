@@ -28,3 +28,16 @@ test('an agent\'s call settled as the owner\'s is refused alone; the owner\'s se
   expect((good as PromiseFulfilledResult<{ status: string; charged: number }>).value).toMatchObject({ status: 'ok', charged: 1 })
   expect(await redis.hmget(keys.account(ACCT), 'balance', 'held')).toEqual(['949', '50'])
 })
+
+test('a flat call (its record a string) settled by mistake answers not_found alone; the batch\'s metered call settles', async () => {
+  const acct = 'acc_05_stlflat'
+  await redis.hset(keys.account(acct), { balance: 900, held: 50 })
+  await redis.hset(keys.call(acct, 'c_metered'), { price: 50, agent: '', target: 'proxy:llm/m1', state: 'debited', day, at: 1, metered: '1', hold: '1', model: 'm1', p_in: 1000, p_cached: 100, p_out: 7000 })
+  const flat = `debited|5|${day}|1||||a.b`
+  await redis.set(keys.call(acct, 'c_flat'), flat, 'EX', 600)
+  const base = { now: 2, accountId: acct, agentId: null, day, chain: [], tokens: { input: 100, cached: 0, output: 200 }, source: 'provider' as const }
+  const [f, m] = await Promise.all([runSettle(ctx, { ...base, callId: 'c_flat' }), runSettle(ctx, { ...base, callId: 'c_metered' })])
+  expect(f).toEqual({ status: 'not_found' })
+  expect(m).toMatchObject({ status: 'ok', charged: 1 })
+  expect(await redis.get(keys.call(acct, 'c_flat'))).toBe(flat)
+})
