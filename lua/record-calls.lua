@@ -122,8 +122,12 @@ for g = 1, groups do
     -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
     -- A call with an Idempotency-Key has a hash (debit.lua) and goes there directly. (`was.err` is
     -- nil on a string: its metatable's __index is the string library.)
-    local was = idem_key[i] and {err = 'hash'} or redis.pcall('SET', call_key, 'filed', 'EX', settled_ttl, 'GET')
-    if was and was.err then
+    local hash, was = idem_key[i] ~= nil, nil
+    if not hash then
+      was = redis.pcall('SET', call_key, 'filed', 'EX', settled_ttl, 'GET')
+      hash = was and was.err ~= nil
+    end
+    if hash then
       was = redis.call('HSET', call_key, 'recorded', '1', 'state', 'filed') == 1 and 'hash' or 'filed'
       if was == 'hash' then redis.call('EXPIRE', call_key, settled_ttl) end
     end

@@ -81,6 +81,7 @@ function unfold(streamId: string, fields: Record<string, string>): OutboxEntry[]
   return [money, { streamId, kind: 'call', fields }]
 }
 
+/** A count as the packed entries write it. */
 const DIGITS = /^\d+$/
 
 /**
@@ -203,7 +204,7 @@ function packedCalls(streamId: string, raw: Record<string, string>): OutboxEntry
     const b = a < 1 ? -1 : line.indexOf('|', a + 1)
     if (b < 0 || b === line.length - 1) return null
     const charged = line.slice(a + 1, b)
-    if (charged !== '' && !/^\d+$/.test(charged)) return null
+    if (charged !== '' && !DIGITS.test(charged)) return null
     const f: Record<string, string> = { kind: 'call', id: `${line.slice(0, a)}:call`, organic: charged === '' ? '0' : '1' }
     if (charged !== '') f.charged = charged
     f.rec = line.slice(b + 1)
