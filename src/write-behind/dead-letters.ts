@@ -60,8 +60,8 @@ function decode(shard: Shard, streamId: string, raw: string[]): DeadLetter {
   }
 }
 
-/** Entries of several calls: record-calls.lua's `packed_calls`, settle.lua's `packed_charged_calls`. */
-const PACKED_CALLS = new Set(['packed_calls', 'packed_charged_calls'])
+/** Entries of several calls: record-calls.lua's `filed_calls` (`packed_calls` before), settle.lua's `packed_charged_calls`. */
+const PACKED_CALLS = new Set(['filed_calls', 'packed_calls', 'packed_charged_calls'])
 
 /**
  * A batch of calls (PACKED_CALLS) is buried and replayed whole: listed as that one entry, with the

@@ -63,7 +63,8 @@ export function parseOutboxEntry(streamId: string, raw: string[]): OutboxEntry[]
   const kind = fields.kind ?? ''
   if (kind === 'packed_debit') return [packedDebit(streamId, fields) ?? { streamId, kind, fields }]
   if (kind === 'packed_debits') return packedDebits(streamId, fields) ?? [{ streamId, kind, fields }]
-  if (kind === 'packed_calls') return packedCalls(streamId, fields) ?? [{ streamId, kind, fields }]
+  if (kind === 'filed_calls') return packedCalls(streamId, fields, true) ?? [{ streamId, kind, fields }]
+  if (kind === 'packed_calls') return packedCalls(streamId, fields, false) ?? [{ streamId, kind, fields }]
   if (kind === 'packed_charged_calls') return packedChargedCalls(streamId, fields) ?? [{ streamId, kind, fields }]
   // A `settle` that does not unpack keeps its kind, one no sink takes: the flusher dead-letters
   // that entry alone (src/ledger/poison.ts) rather than file a money entry read wrong.
@@ -189,23 +190,28 @@ function unpackInto(f: Record<string, string>, packed: string, names: readonly s
 }
 
 /**
- * A batch of calls as record-calls.lua files it: one entry, its field `c` a line per call,
- * `<call_id>|<charged, an organic call's, else ''>|<record>`, joined by '\n' (a record is
- * JSON.stringify's, which never writes a raw newline). Each line is the plain `call` entry it stands
- * for, field for field, all under the one stream id; null when a line is not of that shape (the
- * entry then keeps its kind, which no sink takes: the flusher dead-letters it whole).
+ * A batch of calls as record-calls.lua files it: one `filed_calls` entry, its field `c` a line per
+ * call, `<acct>|<call_id>|<charged, an organic call's, else ''>|<record>` (the call's in-flight
+ * member first), joined by '\n' (a record is JSON.stringify's, which never writes a raw newline).
+ * `packed_calls`, the lines without `<acct>|`, is what the script wrote before: read for the entries a
+ * running outbox still holds across an upgrade. Each line is the plain `call` entry it stands for,
+ * field for field, all under the one stream id; null when a line is not of that shape (the entry then
+ * keeps its kind, which no sink takes: the flusher dead-letters it whole).
  */
-function packedCalls(streamId: string, raw: Record<string, string>): OutboxEntry[] | null {
+function packedCalls(streamId: string, raw: Record<string, string>, memberFirst: boolean): OutboxEntry[] | null {
   const packed = raw.c
   if (!packed) return null
   const out: OutboxEntry[] = []
   for (const line of packed.split('\n')) {
-    const a = line.indexOf('|')
-    const b = a < 1 ? -1 : line.indexOf('|', a + 1)
+    // The call id starts past the account (and its '|') of a `filed_calls` line.
+    const from = memberFirst ? line.indexOf('|') + 1 : 0
+    if (memberFirst && from < 2) return null
+    const a = line.indexOf('|', from)
+    const b = a <= from ? -1 : line.indexOf('|', a + 1)
     if (b < 0 || b === line.length - 1) return null
     const charged = line.slice(a + 1, b)
     if (charged !== '' && !DIGITS.test(charged)) return null
-    const f: Record<string, string> = { kind: 'call', id: `${line.slice(0, a)}:call`, organic: charged === '' ? '0' : '1' }
+    const f: Record<string, string> = { kind: 'call', id: `${line.slice(from, a)}:call`, organic: charged === '' ? '0' : '1' }
     if (charged !== '') f.charged = charged
     f.rec = line.slice(b + 1)
     // A replayed dead letter carries the id it was first written under (lua/replay-dead-letter.lua).

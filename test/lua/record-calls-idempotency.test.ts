@@ -58,7 +58,7 @@ test('a batch mixing calls with and without an Idempotency-Key files each call w
 
   // One stream entry for the batch (issue 42), read back as the plain entries of its calls, in order.
   const raw = await redis.xrange(keys.outbox(shard), '-', '+')
-  expect(raw.map(([, f]) => f[1])).toEqual(['packed_calls'])
+  expect(raw.map(([, f]) => f[1])).toEqual(['filed_calls'])
   const organic = (id: string, charged: number, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '1', charged: String(charged), rec: r })
   const refunded = (id: string, r: string) => ({ kind: 'call', id: `${id}:call`, organic: '0', rec: r })
   const parsed = raw.flatMap(([id, f]) => parseOutboxEntry(id, f))
