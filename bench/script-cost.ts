@@ -328,8 +328,46 @@ redis.call('ZADD', KEYS[2], unpack(landed))`),
       ),
       2,
     ],
+    // The metered call's writes the same way (its floor against the issue's 200,000): the reservation a
+    // hold (balance and held, the day spend once a batch), its record a hash of the fields the settle
+    // reads, with its expiry; the settle's charge and release once a batch (balance, held, remainder,
+    // the day spend), the record filed by one SET … EX, the recent list, one entry a batch.
+    [
+      "the metered debit's writes, balance, held and day spend once a batch, record a hash, no entry",
+      loop(`  redis.call('HSET', ck, 'price', '25', 'agent', '', 'target', 'proxy:openai', 'state', 'debited', 'day', '20000', 'at', '1790000000000',
+    'metered', '1', 'hold', '1', 'model', 'gpt-4o-mini', 'p_in', '150000', 'p_cached', '75000', 'p_out', '600000', 'max_out', '4096', 'clamped', '0')
+  redis.call('EXPIRE', ck, '172800')
+  landed[#landed + 1] = '1790000060000'
+  landed[#landed + 1] = 'acc|' .. id`, `redis.call('HSET', KEYS[1], 'balance', '999600', 'held', '400')
+redis.call('INCRBY', KEYS[5], '400')
+redis.call('ZADD', KEYS[2], unpack(landed))`),
+      3,
+    ],
+    [
+      "the metered debit's writes, the same with its record one SET … EX",
+      loop(`  redis.call('SET', ck, 'debited|25|20000|1790000000000|||1|gpt-4o-mini|150000|75000|600000|4096|0|proxy:openai', 'EX', '172800')
+  landed[#landed + 1] = '1790000060000'
+  landed[#landed + 1] = 'acc|' .. id`, `redis.call('HSET', KEYS[1], 'balance', '999600', 'held', '400')
+redis.call('INCRBY', KEYS[5], '400')
+redis.call('ZADD', KEYS[2], unpack(landed))`),
+      4,
+    ],
+    [
+      "the metered settle's writes, charge and release once a batch, record one SET … EX, one entry a batch",
+      loop(
+        `  redis.call('SET', ck, 'filed', 'EX', '300')
+  redis.call('LPUSH', KEYS[4], rec)
+  ents[i] = id .. '|1|3||67|acc||-3|999997|412000|0|100|0|200|provider|1790000000000|12|proxy:openai|gpt-4o-mini|' .. rec
+  landed[i] = 'acc|' .. id`,
+        `redis.call('XADD', KEYS[3], '*', 'kind', 'packed_charged_calls', 'c', table.concat(ents, '\\n'))
+redis.call('HSET', KEYS[1], 'balance', '999952', 'held', '0', 'mc_rem', '412000')
+redis.call('INCRBY', KEYS[5], '-352')
+redis.call('ZREM', KEYS[2], unpack(landed))`,
+      ),
+      3,
+    ],
   ]
-  const keys = ['{s}:acct:acc', '{s}:inflight', '{s}:outbox', '{s}:calls:acc']
+  const keys = ['{s}:acct:acc', '{s}:inflight', '{s}:outbox', '{s}:calls:acc', '{s}:spent:acc:20000']
   await r.hset('{s}:acct:acc', 'balance', 1e12)
   const rec = (id: string) => JSON.stringify({ call_id: id, account_id: 'acc', agent_id: null, slug: 'bench.search', outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date().toISOString(), refunded: false, charged: 5 })
   const rows: Row[] = []
