@@ -108,11 +108,11 @@ local MICRO = 1000000
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local PER = 12
--- A token count as a number: tonumber is a strtod (~850 instructions), and most counts of a call
--- (cached, cache writes) are '0'.
+-- A decimal string the debit or the app wrote, as a number: `s + 0` parses it once (tonumber parses
+-- it twice: lua_isnumber, then lua_tonumber, each a strtod); most token counts are '0', never parsed.
 local function count_of(s)
   if s == '0' then return 0 end
-  return tonumber(s)
+  return s + 0
 end
 -- A release of a day spend, in one command where EXISTS + DECRBY were: a day spend the debit left
 -- expires (every writer sets its TTL), so a DECRBY that made a key without one made it from nothing
@@ -179,7 +179,7 @@ for i = 1, n do
   local cw, cw_s, cw1h_s, t_cw, t_cw1h = ARGV[a + 12], '0', '0', 0, 0
   if cw ~= '' then
     cw_s, cw1h_s = string.match(cw, '^([^,]+),(.+)$')
-    t_cw, t_cw1h = tonumber(cw_s), tonumber(cw1h_s)
+    t_cw, t_cw1h = cw_s + 0, cw1h_s + 0
   end
   local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
   local ids = chains[i]
@@ -218,31 +218,31 @@ for i = 1, n do
     local row = rows[acct]
     out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
   else
-    local reserved = tonumber(call[2])
+    local reserved = call[2] + 0
     -- A price is parsed only when its tokens are not 0.
     local cost = 0
-    if t_in > 0 then cost = t_in * tonumber(call[7]) end
-    if t_cached > 0 then cost = cost + t_cached * tonumber(call[owner and 12 or 15]) end
-    if t_out > 0 then cost = cost + t_out * tonumber(call[8]) end
+    if t_in > 0 then cost = t_in * call[7] end
+    if t_cached > 0 then cost = cost + t_cached * call[owner and 12 or 15] end
+    if t_out > 0 then cost = cost + t_out * call[8] end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
       local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
       local p_cw = p[1] or call[7]
-      cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
+      cost = cost + t_cw * p_cw + t_cw1h * (p[2] or p_cw)
     end
     local many = shared[account_id]
     local row = many and rows[acct]
     local r, held, balance_before, q
     if row then
-      if fee and not row.q then row.q = tonumber(redis.call('HGET', acct, 'mc_rem_c') or '0') end
+      if fee and not row.q then row.q = (redis.call('HGET', acct, 'mc_rem_c') or '0') + 0 end
       r, held, balance_before, q = row.r, row.held, row.balance, row.q or 0
     else
       local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
-      r, held, balance_before = tonumber(acc[1] or '0'), tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
+      r, held, balance_before = (acc[1] or '0') + 0, (acc[2] or '0') + 0, (acc[3] or '0') + 0
       -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
       -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
-      q = fee and tonumber(acc[4] or '0') or 0
+      q = fee and (acc[4] or '0') + 0 or 0
       if many then
         row = {r = r, held = held, balance = balance_before, q = fee and q or false, held_moved = false, q_moved = false}
         rows[acct], row_keys[#row_keys + 1] = row, acct
