@@ -4,7 +4,9 @@
   of one shard's calls in one script. The debit reserved the most each request could cost; this
   charges what the provider's usage actually cost and gives the rest of the reservation back, in one
   step, once per call. Given a record, it also files the call as record-calls.lua does (the record
-  completed with the charge): one script after the upstream instead of two.
+  completed with the charge): one script after the upstream instead of two. A call it files keeps,
+  for the short TTL, the bare word `filed` for a call record (a flat call's filed record, which
+  record-calls.lua and refund.lua take as filed); one it only settles keeps its hash, `settled`.
   Why a batch (issue 14's bench, as record-calls.lua for issue 17): one EVALSHA per call cost more
   than the settle itself — a command for ioredis to build, write and parse, the availability gate's
   promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
@@ -157,6 +159,11 @@ local landed = {}
 -- account with one call in the batch reads and writes as it goes: these tables cost more than they
 -- save for it.
 local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
+-- The answer to a call settled or refunded before: its account's balance (the row's, while the batch holds it).
+local function already_applied(acct)
+  local row = rows[acct]
+  return {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
+end
 -- The filed calls' lines of the batch's one outbox entry: one XADD where there was one a call (each
 -- cost Redis ~6,000 instructions). The first call's values are kept as they are, its line made only
 -- once a second call comes: a lone call (a batch of one) writes its plain entry and makes no line.
@@ -209,12 +216,19 @@ for i = 1, n do
     else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
   elseif t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
   else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
-  -- A flat call's record is a string (debit.lua), which no settle is for: that call alone answers
-  -- NOT_FOUND, as a record of no metered call does, and the batch's others settle.
-  if call.err then call = {} end
+  -- A record that is not a hash answers for its call alone (the batch's others settle): the bare word
+  -- `filed` (this script's or record-calls.lua's, below) ALREADY_APPLIED, a flat call's (debit.lua),
+  -- which no settle is for, NOT_FOUND as a record of no metered call does.
+  local was_filed = false
+  if call.err then
+    was_filed = redis.call('GET', call_key) == 'filed'
+    call = {}
+  end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
-  if not call[1] or (call[5] ~= '1' and not fee) then
+  if was_filed then
+    out[i] = already_applied(acct)
+  elseif not call[1] or (call[5] ~= '1' and not fee) then
     out[i] = {S_NOT_FOUND, 0}
   elseif (not owner and call[12] or '') ~= chain then
     out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
@@ -223,8 +237,7 @@ for i = 1, n do
   elseif owner and call[3] ~= '' then
     out[i] = 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s'
   elseif call[1] ~= 'debited' then
-    local row = rows[acct]
-    out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
+    out[i] = already_applied(acct)
   else
     local reserved = call[2] + 0
     -- A price is parsed only when its tokens are not 0.
@@ -303,9 +316,10 @@ for i = 1, n do
     local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
-      -- Filed: the record record-calls.lua leaves (`filed`, `recorded`).
-      redis.call('HSET', call_key, 'state', 'filed', 'charged', charged_s, 'recorded', '1')
-      redis.call('EXPIRE', call_key, settled_ttl)
+      -- Filed, the record only guards against a resent settle or filing: the bare word record-calls.lua
+      -- leaves a flat call's, with the short TTL, by one SET over the hash (an HSET of the state and its
+      -- EXPIRE cost ~6,000 instructions more).
+      redis.call('SET', call_key, 'filed', 'EX', settled_ttl)
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end

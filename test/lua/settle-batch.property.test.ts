@@ -107,6 +107,7 @@ async function settle(c: Case, batched: boolean) {
   if (batched) replies.push(...(await Promise.all(order.map((a) => runSettle(ctx, a)))))
   else for (const a of order) replies.push(await runSettle(ctx, a))
 
+  const recordOf = async (key: string) => ((await redis.type(key)) === 'string' ? redis.get(key) : redis.hgetall(key))
   const ttlOf = async (key: string) => {
     const t = await redis.ttl(key)
     return t > 0 ? 'expires' : t
@@ -117,7 +118,8 @@ async function settle(c: Case, batched: boolean) {
     accounts: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.account(a)))),
     days: await Promise.all(ACCOUNTS.map(async (a) => [await redis.get(keys.spentToday(a, w.day)), await ttlOf(keys.spentToday(a, w.day))])),
     agents: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.agent(a, AGENT)))),
-    calls: await Promise.all(debited.map(async (a) => [await redis.hgetall(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
+    // A filed call's record is the bare word `filed`, any other a hash.
+    calls: await Promise.all(debited.map(async (a) => [await recordOf(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
     lists: await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1))),
     inflight: await redis.zrange(keys.inflight(shard), 0, -1),
     stats: await redis.hgetall(keys.stats(shard)),
