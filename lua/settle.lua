@@ -36,39 +36,48 @@
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
   KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
-  and for the i-th call, 6 + (its chain's length) keys at KEYS[3 + o + j], o being the number
-  of keys of the calls before it:
+  and for the i-th call, at KEYS[3 + o + j], o being the number of keys of the calls before it, 4
+  keys (the owner's call), 6 + (its chain's length) (an agent's), and one more when it names a run:
     j = 1  account hash                   {s}:acct:<acct>
     j = 2  call record                    {s}:call:<call_id>
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
-    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner;
-           the `_owner` one says the call is the owner's, which its record must agree with)
-    j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    j = 4  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    for an agent's call (its shape says so, below):
+    j = 5  the call's agent hash          {s}:agent:<acct>:<agent>
     j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
-           (j = 10 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
+           (the shape's minute; with none, the agent hash again)
     j = 7, 8, …  per ancestor, parent first: its hash
-    then, when the call names a run (ARGV j = 12), the run's hash  {s}:run:<acct>:<run id>
+    then, when the call names a run (its shape's run), the run's hash  {s}:run:<acct>:<run id>
 
   ARGV[1] how many recent calls the list keeps (record-calls.lua's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls.lua's ARGV[2])
   ARGV[3] now, epoch ms: the date of an entry whose call record has no `at` (the entry is dated at
           the debit's instant, below)
-  then each call's 12 ARGV, from ARGV[3 + 12(i-1) + j] (each argument costs ~1,000 instructions):
+  then each call's 7 ARGV, from ARGV[3 + 7(i-1) + j] (each argument or key costs ~800-1,000
+  instructions: what most calls leave at its default is one argument, its shape):
     j = 1  call id
     j = 2  account id
     j = 3  input tokens (not cached), j = 4 cached input tokens, j = 5 output tokens
-    j = 6  usage source: provider | estimated
-    j = 7  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
-           the call's keys, and must be the call record's
-    j = 8  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+    j = 6  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
            this script appends ('' = file nothing: the caller runs record-calls.lua, e.g. to store an
            Idempotency-Key answer built from the balance after the settle)
-    j = 9  '1' when the call counts as organic (record-calls.lua's)
-    j = 10 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
-           comes off that window's `credits` only when it is the call record's minute
-           (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
-    j = 11 input tokens written to the cache, `<5-minute lifetime>,<1-hour lifetime>` ('' = none)
-    j = 12 the run the call record names ('' = none; docs/api.md §13c): it gets the release back
+    j = 7  its shape: '' for the common call (the owner's, organic or not filed, usage the
+           provider's, no cache writes, no run), else
+           `<organic>|<usage>|<agent>|<minute>|<cache writes>|<run>|<chain>`:
+             organic  '1' when the call counts as organic (record-calls.lua's), else '0'
+             usage    its source: provider | estimated
+             agent    '1' for an agent's call (its keys j = 5, 6 given), '' for the owner's (whose
+                      record must name no agent)
+             minute   the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none):
+                      the release comes off that window's `credits` only when it is the call
+                      record's minute (lua/lib/breaker-window.lua), so the breaker weighs the
+                      charge, not the reservation
+             cache writes  input tokens written to the cache, `<5-minute lifetime>,<1-hour
+                      lifetime>` ('' = none)
+             run      the run the call record names ('' = none; docs/api.md §13c): it gets the
+                      release back
+             chain    the agent's ancestor ids, parent first, joined by ',' ('' = none); it lays
+                      out the call's keys, and must be the call record's
 
   The reservation was a hold, not a ledger entry (debit.lua raised the account's `held`): this
   takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
@@ -92,8 +101,8 @@
   Returns one reply per call, in order:
         {OK, balance_after, charged, released, uncharged_micro}
       | {ALREADY_APPLIED, balance} (settled or refunded before) | {NOT_FOUND, 0} (or not metered)
-      | an error text when the chain given, or the owner's key, is not the call record's (that call
-        only: nothing of it written)
+      | an error text when the chain or run given, or the owner's shape, is not the call record's (that
+        call only: nothing of it written)
 ]]
 
 --@include status
@@ -109,7 +118,7 @@ local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local PER = 12
+local PER = 7
 -- A decimal string the debit or the app wrote, as a number: `s + 0` parses it once (tonumber parses
 -- it twice: lua_isnumber, then lua_tonumber, each a strtod); most token counts are '0', never parsed.
 local function count_of(s)
@@ -134,21 +143,30 @@ local function int_s(v)
 end
 local n = (#ARGV - 3) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
--- The keys the chains lay out, checked before the first write.
+-- The keys the shapes lay out, checked before the first write.
 local want = 3
--- Each call's chain split once, here ('' = none: no split at all, the owner's and a top-level agent's).
-local chains = {}
+-- Each call's shape read once, here: false for the common call (its shape ''), else a table of its
+-- organic, usage, agent ('1' or ''), minute, cache writes, run, chain and the chain's ids.
+local shapes = {}
 local NO_IDS = {}
 -- The accounts the batch settles more than one call of (true), each of the rest false.
 local shared = {}
 for i = 1, n do
   local a = 2 + PER * (i - 1)
-  local chain = ARGV[a + 8]
-  chains[i] = chain == '' and NO_IDS or chain_ids(chain)
-  want = want + 6 + #chains[i] + (ARGV[a + 13] ~= '' and 1 or 0)
+  local shape = ARGV[a + 8]
+  if shape == '' then
+    shapes[i] = false
+    want = want + 4
+  else
+    local organic, usage, agent, minute, cw, run, chain = string.match(shape, '^([01])|([^|]*)|(1?)|(%d*)|([^|]*)|([^|]*)|(.*)$')
+    if not organic then return redis.error_reply('settle: call ' .. i .. ' has the shape ' .. shape) end
+    local ids = chain == '' and NO_IDS or chain_ids(chain)
+    shapes[i] = {organic, usage, agent, minute, cw, run, chain, ids}
+    want = want + (agent == '1' and 6 or 4) + #ids + (run ~= '' and 1 or 0)
+  end
   shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
 end
-if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
+if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the shapes lay out ' .. want) end
 local out = {}
 local k = 3
 -- The in-flight members of the calls settled, taken out by one ZREM after the loop (as record-calls.lua).
@@ -190,26 +208,34 @@ for i = 1, n do
   local a = 2 + PER * (i - 1)
   local call_id, account_id = ARGV[a + 2], ARGV[a + 3]
   local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
-  -- The cache writes, '' for none (most calls: one argument where two '0' were).
-  local cw, cw_s, cw1h_s, t_cw, t_cw1h = ARGV[a + 12], '0', '0', 0, 0
+  local head = ARGV[a + 7]
+  -- The common call's shape: the owner's, organic (read only when filed), the provider's usage.
+  local organic, usage, owner, minute, cw, run_id, chain, ids = '1', 'provider', true, '', '', '', '', NO_IDS
+  local shape = shapes[i]
+  if shape then
+    organic, usage, owner, minute, cw, run_id, chain, ids = shape[1], shape[2], shape[3] == '', shape[4], shape[5], shape[6], shape[7], shape[8]
+  end
+  -- The cache writes, '' for none.
+  local cw_s, cw1h_s, t_cw, t_cw1h = '0', '0', 0, 0
   if cw ~= '' then
     cw_s, cw1h_s = string.match(cw, '^([^,]+),(.+)$')
     t_cw, t_cw1h = cw_s + 0, cw1h_s + 0
   end
-  local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
-  local ids = chains[i]
-  local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  local chain_at = k + 6   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
-  k = k + 6 + #ids
-  local run_id = ARGV[a + 13]
+  local acct, call_key, acct_day, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  k = k + 4
+  local agent_hash, breaker
+  if not owner then
+    agent_hash, breaker = KEYS[k + 1], KEYS[k + 2]
+    k = k + 2
+  end
+  local chain_at = k   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
+  k = k + #ids
   local run_key = run_id ~= '' and KEYS[k + 1]
   if run_key then k = k + 1 end
 
   -- Each field read costs ~2,000 instructions (a scan of the record's listpack, a reply string, a
-  -- Lua string): the owner's call (its agent key the `_owner` one) never reads the three only an
-  -- agent's release needs, and its record must name no agent; `p_cached` (last) is read only for
-  -- cached tokens.
-  local owner = string.sub(agent_hash, -7) == ':_owner'
+  -- Lua string): the owner's call never reads the three only an agent's release needs, and its
+  -- record must name no agent; `p_cached` (last) is read only for cached tokens.
   local call
   if owner then
     if t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
@@ -359,7 +385,7 @@ for i = 1, n do
         local hashes = {agent_hash}
         for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
         release_chain(hashes, call[13], released)
-        release_breaker(breaker, agent_hash, ARGV[a + 11], call[9], call[14], released_s)
+        release_breaker(breaker, agent_hash, minute, call[9], call[14], released_s)
       end
       if run_key then release_run(run_key, released) end
     end
@@ -373,7 +399,7 @@ for i = 1, n do
       local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
         'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
         'model', call[6], 'tin', ARGV[a + 4], 'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s,
-        'uncharged_micro', uncharged_s, 'usage', ARGV[a + 7], 'rem', rem_s}
+        'uncharged_micro', uncharged_s, 'usage', usage, 'rem', rem_s}
       if not hold then
         for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
       end
@@ -402,7 +428,7 @@ for i = 1, n do
       local target_length = formatted[#call[4]] or int_s(#call[4])
       -- One concatenation (one string made), not a table and table.concat.
       local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
-        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. target_length .. '|' ..
+        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
         call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).

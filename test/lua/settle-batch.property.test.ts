@@ -40,6 +40,8 @@ interface CallSpec {
   output: number
   cacheWrite: number
   organic: boolean
+  /** The usage estimated, not the provider's (a shape the script reads from its call's argument). */
+  estimated: boolean
 }
 interface Case {
   /** Filed by the settle or not: one batch's calls share it (their options make the batch's group). */
@@ -61,6 +63,7 @@ const callSpec: fc.Arbitrary<CallSpec> = fc.record({
   output: fc.constantFrom(0, 7, 3_000, 200_000),
   cacheWrite: fc.constantFrom(0, 0, 1_200),
   organic: fc.boolean(),
+  estimated: fc.boolean(),
 })
 const caseArb: fc.Arbitrary<Case> = fc.record({
   filed: fc.boolean(),
@@ -95,7 +98,7 @@ async function settle(c: Case, batched: boolean) {
     const r = await runDebit(ctx, args)
     if (r.status !== 'ok') continue
     debited.push({
-      now: NOW + 1_000, accountId, agentId, callId, day: w.day, chain: [], at: NOW, source: 'provider',
+      now: NOW + 1_000, accountId, agentId, callId, day: w.day, chain: [], at: NOW, source: s.estimated ? 'estimated' : 'provider',
       tokens: { input: s.input, cached: s.cached, output: s.output, ...(s.cacheWrite ? { cache_write: s.cacheWrite } : {}) },
       ...(c.filed ? { file: { recordHead: JSON.stringify({ call_id: callId, account_id: accountId }).slice(0, -1), organic: s.organic, recentCalls: KEEP, settledTtlS: 3600 } } : {}),
     })
