@@ -62,6 +62,8 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
 /** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`), after the batch's own. */
 export const SETTLE_ARGS_PER_CALL = 7
 export const SETTLE_SHARED_ARGS = 3
+/** Values of settle.lua's flat reply per call. */
+const REPLY_PER_CALL = 5
 
 type Queued = SettleArgs & { chain: readonly string[] }
 
@@ -105,10 +107,12 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
     k.push(...callKeys)
     argv.push(a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.file?.recordHead ?? '', shape)
   }
-  const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]
-  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('settle.lua', reply as Reply)
-  return reply.map((r) => {
-    if (typeof r === 'string') return new Error(r)
+  const reply = (await ctx.scripts.settle(k, argv)) as unknown as Reply
+  if (!Array.isArray(reply) || reply.length !== REPLY_PER_CALL * calls.length) throw unexpected('settle.lua', reply)
+  return calls.map((_, i) => {
+    // The i-th call's 5 values of the one flat reply (lua/settle.lua): its status, or an error text for it alone.
+    const r = reply.slice(REPLY_PER_CALL * i, REPLY_PER_CALL * (i + 1))
+    if (typeof r[0] === 'string') return new Error(r[0])
     switch (statusOf(r)) {
       case S.OK:
         return { status: 'ok', balance: num(r, 1), charged: num(r, 2), released: num(r, 3), unchargedMicro: num(r, 4) }
