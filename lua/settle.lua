@@ -30,8 +30,9 @@
   since is left alone, as refund.lua does: an agent's day spend is its hash's `day_spent`, lowered
   only while the hash's `day` is still the call record's `day`). An agent's release also comes off
   its `spent_total` and, along its chain (docs/api.md §8), every ancestor's spent_total and day spend,
-  exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
-  record's).
+  exactly as the debit counted them (lua/lib/budget.lua release_chain's rule, applied by
+  lua/lib/release-memo.lua: a hash several calls of the batch release along is read and written once;
+  the chain must be the call record's).
 
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
@@ -113,6 +114,7 @@
 
 --@include run-release
 --@include recent-calls
+--@include release-memo
 
 local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
@@ -147,6 +149,8 @@ local shapes = {}
 local NO_IDS = {}
 -- The accounts the batch settles more than one call of (true), each of the rest false.
 local shared = {}
+-- The agents' and ancestors' hashes more than one call of the batch releases along (lib/release-memo.lua).
+local agent_seen, busy = {}, {}
 for i = 1, n do
   local a = 2 + PER * (i - 1)
   local shape = ARGV[a + 8]
@@ -158,6 +162,16 @@ for i = 1, n do
     if not organic then return redis.error_reply('settle: call ' .. i .. ' has the shape ' .. shape) end
     local ids = chain == '' and NO_IDS or chain_ids(chain)
     shapes[i] = {organic, usage, agent, minute, cw, run, chain, ids}
+    if agent == '1' then
+      -- Its agent's hash at KEYS[want + 5], its ancestors' from KEYS[want + 7].
+      for m = 0, #ids do
+        local h = KEYS[want + (m == 0 and 5 or 6 + m)]
+        if h then
+          if agent_seen[h] then busy[h] = true end
+          agent_seen[h] = true
+        end
+      end
+    end
     want = want + (agent == '1' and 6 or 4) + #ids + (run ~= '' and 1 or 0)
   end
   shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
@@ -388,7 +402,7 @@ for i = 1, n do
       if call[3] ~= '' then
         local hashes = {agent_hash}
         for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
-        release_chain(hashes, call[13], released)
+        release_levels(hashes, call[13], released, busy)
         release_breaker(breaker, agent_hash, minute, call[9], call[14], released_s)
       end
       if run_key then release_run(run_key, released) end
@@ -479,6 +493,7 @@ for _, key in ipairs(row_keys) do
   redis.call('HSET', key, unpack(fields))
 end
 for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
+release_flush()
 push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
 write_organic(KEYS[3])
