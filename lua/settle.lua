@@ -121,8 +121,9 @@ local MICRO = 1000000
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
 local PER = 7
--- A decimal string the debit or the app wrote is made a number by `s + 0`, which parses it once
--- (tonumber parses it twice: lua_isnumber, then lua_tonumber, each a strtod).
+-- (A decimal string the debit or the app wrote is made a number by `s + 0`, which parses it once:
+-- tonumber parses it twice, lua_isnumber then lua_tonumber, each a strtod.)
+
 -- A release of a day spend, in one command where EXISTS + DECRBY were: a day spend the debit left
 -- expires (every writer sets its TTL), so a DECRBY that made a key without one made it from nothing
 -- (the day had expired), and it goes again.

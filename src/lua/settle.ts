@@ -72,7 +72,7 @@ type Queued = SettleArgs & { chain: readonly string[] }
  * owner's, organic or not filed, the provider's usage, no cache writes, no run), which sends 4 keys
  * and no more; each key or argument costs Redis ~1,000 instructions.
  */
-export function settleShape(keys: Keys, a: Omit<Queued, 'now' | 'day'> & { day: number }): [string[], string] {
+function settleShape(keys: Keys, a: Queued): [string[], string] {
   const k = [keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), keys.recentCalls(a.accountId)]
   const organic = !a.file || a.file.organic
   const cw = a.tokens.cache_write ?? 0
