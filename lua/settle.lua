@@ -200,12 +200,15 @@ local function answer(i, status, balance)
   out[o - 4], out[o - 3], out[o - 2], out[o - 1], out[o] = status, balance, 0, 0, 0
 end
 -- The filed calls' lines of the batch's one outbox entry: one XADD where there was one a call (each
--- cost Redis ~6,000 instructions). The first call's values are kept as they are, its line made only
--- once a second call comes: a lone call (a batch of one) writes its plain entry and makes no line.
+-- cost Redis ~6,000 instructions), 4 slots a line (its head up to the settle field, '|', the
+-- record, '\n'). A batch of one call makes no line: it writes its plain entry, as does a batch whose
+-- run of filed calls between two other entries is one call (its settle cut from its line's head).
+local lined = n > 1
 local packed, filed = {}, 0
-local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record
+local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record, lone_at
 local function flush_filed()
   if filed == 1 then
+    if lined then lone_settle, packed = string.sub(packed[1], lone_at + 1), {} end
     if lone_cw ~= '' then
       local tcw, tcw1h = string.match(lone_cw, '^([^,]+),(.+)$')
       redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle,
@@ -445,30 +448,33 @@ for i = 1, n do
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
       local target_length = formatted[#call[4]] or int_s(#call[4])
-      -- One concatenation (one string made), not a table and table.concat.
-      local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
-        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
-        call[4] .. '|' .. call[6]
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       local writes = t_cw > 0 or t_cw1h > 0
+      local cw_line = writes and cw or ''
+      -- In a batch of several, a filed call's settle is made as the rest of its line's head (`pre`
+      -- before it: call id, organic, charged, cache writes, the settle's byte length summed from its
+      -- parts): one string, where the settle and 14 table slots were.
+      local pre = ''
+      if lined and hold then
+        local bytes = #account_id + #call[3] + #amount_s + #posted_s + #rem_s + #uncharged_s + #s_in + #s_cached + #s_out + #usage + #dated +
+          #target_length + #call[4] + #call[6] + 13
+        pre = call_id .. '|' .. organic .. '|' .. charged_s .. '|' .. cw_line .. '|' .. (formatted[bytes] or int_s(bytes)) .. '|'
+      end
+      -- One concatenation (one string made), not a table and table.concat.
+      local settle = pre .. account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+        s_in .. '|' .. s_cached .. '|' .. s_out .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
+        call[4] .. '|' .. call[6]
       if hold then
-        -- A line of the batch's entry (header above); the cache writes as ARGV j = 11 gave them.
-        local cw_line = writes and cw or ''
+        -- A line of the batch's entry (header above); the cache writes as the shape gave them.
         filed = filed + 1
         if filed == 1 then
-          lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record = call_id, organic, charged_s, cw_line, settle, record
-        else
+          lone_id, lone_organic, lone_charged, lone_cw, lone_record, lone_at = call_id, organic, charged_s, cw_line, record, #pre
+          if not lined then lone_settle = settle end
+        end
+        if lined then
           local p = #packed
-          if filed == 2 then
-            -- The first call's line, now that it is not alone.
-            packed[1], packed[2], packed[3], packed[4], packed[5], packed[6], packed[7] = lone_id, '|', lone_organic, '|', lone_charged, '|', lone_cw
-            packed[8], packed[9], packed[10], packed[11], packed[12], packed[13], packed[14] = '|', formatted[#lone_settle] or int_s(#lone_settle), '|', lone_settle, '|', lone_record, '\n'
-            p = 14
-          end
-          -- 14 slots, separators included: no string made for the line (table.concat copies each once).
-          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] = call_id, '|', organic, '|', charged_s, '|', cw_line
-          packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] = '|', formatted[#settle] or int_s(#settle), '|', settle, '|', record, '\n'
+          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4] = settle, '|', record, '\n'
         end
       else
         flush_filed()
