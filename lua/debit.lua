@@ -194,10 +194,89 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = hash_memo and {}
--- In a batch, each agent's level tables (below), by its hash's key, made at its first call: the
--- rows are the memo's replies, the same for the whole batch, and the calls, one after the other,
--- each fill the numbers in anew.
+-- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
+-- whose first fields are the same (F_*): the checks walk the replies as they come, with the
+-- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
+-- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
+-- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
+-- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+-- An agent's levels: {rows, hashes, bys, budgets, spents, day_spents} and, made by summarize, what
+-- the checks weigh first (`stopped`, `expires`, `allow`, `pcm`, `room`, `day_room`): a call that
+-- passes them all passes every level, so only a refusal walks the levels. In a batch, each agent's,
+-- by its hash's key, made at its first call and summarised again only when a row changed
+-- (`levels_epoch`), the HKT day changed or a row has a raise (which lapses by each call's clock).
 local levels_of = hash_memo and {}
+local levels_epoch = 0
+-- In a batch, the credits an agent's calls debited that its levels' rows (the memo's) do not hold
+-- yet: `pend` of one levels table at a time (`pend_levels`). Every level of a debit gains the
+-- price in spent_total and day_spent and each ancestor whose child on the path has a budget loses
+-- it from `carved` (the child's budget check passed, so it held at least the price): sums, so the
+-- batch adds them up and writes them into the rows once, before another agent's call reads a row,
+-- before the breaker's kill reads the agent's hash, and after the last call (--@batch-end).
+local pend_levels = nil
+local settle_levels = hash_memo and function()
+  local l = pend_levels
+  if not l then return end
+  pend_levels = nil
+  local p = l.pend
+  l.pend = 0
+  if p == 0 then return end
+  levels_epoch = levels_epoch + 1
+  local rows, hashes, budgets, spents, day_spents = l[1], l[2], l[4], l[5], l[6]
+  for i = 1, #rows do
+    local carved = i > 1 and budgets[i - 1] and tonumber(rows[i][F_CARVED] or '0') - p
+    memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + p, F_DAY, 'day', l.today,
+      F_DAY_SPENT, 'day_spent', day_spents[i] + p, carved and F_CARVED, 'carved', carved)
+  end
+end
+--@batch-end settle_levels
+-- The levels' numbers as of `today` and `now` (a lapsed raise reads as its base), and the summary
+-- the checks weigh: whether a level is stopped, the earliest expiry, whether a level has an
+-- allowlist, the least per-call max, and the least room left under a budget and a daily cap.
+local function summarize(l, today, now)
+  local rows, budgets, spents, day_spents = l[1], l[4], l[5], l[6]
+  local volatile, stopped, allow, expires, pcm, room, day_room = false, false, false, nil, nil, nil, nil
+  for i = 1, #rows do
+    local r = rows[i]
+    local at = i == 1 and 15 or 11   -- where the row holds `raises`
+    if r[at] then
+      raised_row(r, at, now)
+      volatile = true
+    end
+    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
+    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
+    -- would only cost the reply a hash part.
+    if not r.parsed then
+      num_at(r, F_BUDGET)
+      num_at(r, F_SPENT)
+      num_at(r, F_DAY_SPENT)
+      num_at(r, F_PER_CALL_MAX)
+      num_at(r, F_DAILY_CAP)
+      if hash_memo then r.parsed = true end
+    end
+    local b, s = r[F_BUDGET], r[F_SPENT] or 0
+    -- A `day` other than today's: the level has spent nothing yet today.
+    local d = r[F_DAY] == today and r[F_DAY_SPENT] or 0
+    budgets[i], spents[i], day_spents[i] = b, s, d
+    local state = r[F_STATE]
+    if state == 'revoked' or state == 'killed' then stopped = true end
+    local e = r[F_EXPIRES]
+    if e then
+      e = tonumber(e)
+      if not expires or e < expires then expires = e end
+    end
+    if r[F_ALLOW] then allow = true end
+    local m = r[F_PER_CALL_MAX]
+    if m and (not pcm or m < pcm) then pcm = m end
+    if b and (not room or b - s < room) then room = b - s end
+    local c = r[F_DAILY_CAP]
+    if c and (not day_room or c - d < day_room) then day_room = c - d end
+  end
+  l.volatile, l.stopped, l.allow, l.expires, l.pcm, l.room, l.day_room = volatile, stopped, allow, expires, pcm, room, day_room
+  l.epoch, l.today, l.thr_lowest = levels_epoch, today, nil
+end
 --@include status
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
 -- the helpers below take what they need of a call as arguments: made here, once per batch, rather
@@ -286,18 +365,16 @@ if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
--- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
--- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
--- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
--- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
--- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
--- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
-local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+-- The fields of a level's row (F_* above), again as this call's locals: a call's function may use
+-- at most 60 upvalues (Lua 5.1), and these would be ten of them.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_CARVED = 1, 2, 3, 4, 5, 10
 local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
+  -- Another agent's debits not yet in the rows this call may read (one of its levels may be this
+  -- agent's or an ancestor's): written first. (A call without the memo is another account's.)
+  if pend_levels and hash_memo and pend_levels.key ~= KEYS[2] then settle_levels() end
   agent = memo_of(KEYS[2], 'agent') or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
     'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
@@ -305,54 +382,34 @@ else
 end
 -- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[12 + i]); `bys` names an
 -- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
--- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
+-- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers, and
+-- `pend` what the batch's calls of this agent debited since (settle_levels): each level has spent
+-- spents[i] + pend, spent today day_spents[i] + pend.
 local today = string.format('%d', day)
 -- The owner has no levels: the shared empty table, read only (a table made and collected per call
 -- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
 -- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
 -- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
-local levels = hash_memo and agent and levels_of[KEYS[2]]
-if levels then
-  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
-  -- A raise lapses by the call's own clock: each row's raises weighed again.
-  for i = 1, #rows do
-    local r, at = rows[i], i == 1 and 15 or 11
-    if r[at] then raised_row(r, at, now) end
-  end
-elseif agent then
-  rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
-  budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
-  rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
-  if agent[15] then raised_row(agent, 15, now) end
-  for i = 1, #ids do
-    local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
-      'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
-    if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    if a[11] then raised_row(a, 11, now) end
-    rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
-  end
-  if hash_memo then levels_of[KEYS[2]] = {rows, hashes, bys, budgets, spents, day_spents} end
-end
+local levels, pend = nil, 0
 if agent then
-  for i = 1, #rows do
-    local r = rows[i]
-    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
-    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
-    -- would only cost the reply a hash part.
-    if not r.parsed then
-      num_at(r, F_BUDGET)
-      num_at(r, F_SPENT)
-      num_at(r, F_DAY_SPENT)
-      num_at(r, F_PER_CALL_MAX)
-      num_at(r, F_DAILY_CAP)
-      if hash_memo then r.parsed = true end
+  levels = hash_memo and levels_of[KEYS[2]]
+  if not levels then
+    rows, hashes, bys = {agent, nil, nil, nil}, {KEYS[2], nil, nil, nil}, {'', nil, nil, nil}
+    for i = 1, #ids do
+      local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+        'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
+      if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+      rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
     end
-    budgets[i] = r[F_BUDGET]
-    spents[i] = r[F_SPENT] or 0
-    -- A `day` other than today's: the level has spent nothing yet today.
-    day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
+    levels = {rows, hashes, bys, {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}, key = KEYS[2], pend = 0}
+    if hash_memo then levels_of[KEYS[2]] = levels end
   end
+  -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
+  if levels.pend > 0 and levels.today ~= today then settle_levels() end
+  if levels.epoch ~= levels_epoch or levels.today ~= today or levels.volatile then summarize(levels, today, now) end
+  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+  pend = levels.pend
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
@@ -377,19 +434,26 @@ local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the
 -- In a batch the count is the memo's, written once after the batch's last call.
 if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
+-- Each check of the levels below weighs the summary first (summarize): only a call it may refuse
+-- walks the levels, to find the first that does.
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-for i = 1, #rows do
-  local r = rows[i]
-  local state = r[F_STATE]
-  if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
-  if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
-  if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
+if levels and (levels.stopped or (levels.expires and levels.expires <= now)) then
+  for i = 1, #rows do
+    local r = rows[i]
+    local state = r[F_STATE]
+    if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
+    if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
+    if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
+  end
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
-for i = 1, #rows do
-  local r = rows[i]
-  if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+-- (a level without a list allows everything)
+if levels and levels.allow then
+  for i = 1, #rows do
+    local r = rows[i]
+    if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+  end
 end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
@@ -429,11 +493,11 @@ if metered then
   -- The owner's lane: the percent of the cost it charges (reservation_of, above).
   local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
   local room = balance
-  for i = 1, #rows do
-    local r = rows[i]
-    if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
-    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spents[i]) end
-    if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
+  -- The levels' least per-call max and room under a budget and a daily cap (summarize).
+  if levels then
+    if levels.pcm then room = math.min(room, levels.pcm) end
+    if levels.day_room then room = math.min(room, levels.day_room - pend) end
+    if levels.room then room = math.min(room, levels.room - pend) end
   end
   room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
   if run then room = math.min(room, run.max - run.spent) end
@@ -454,17 +518,21 @@ if metered then
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-for i = 1, #rows do
-  local r = rows[i]
-  if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
-    return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
+if levels and levels.pcm and price > levels.pcm then
+  for i = 1, #rows do
+    local r = rows[i]
+    if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
+      return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
+    end
   end
 end
 
 -- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
-for i = 1, #rows do
-  if budgets[i] and spents[i] + price > budgets[i] then
-    return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i], bys[i]}
+if levels and levels.room and pend + price > levels.room then
+  for i = 1, #rows do
+    if budgets[i] and spents[i] + pend + price > budgets[i] then
+      return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i] + pend, bys[i]}
+    end
   end
 end
 
@@ -475,14 +543,16 @@ end
 
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-for i = 1, #rows do
-  local r = rows[i]
-  if r[F_DAILY_CAP] then
-    local agent_spent = day_spents[i]
-    if agent_spent + price > r[F_DAILY_CAP] then
-      note_cap(hashes[i], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
-        agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
-      return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
+if levels and levels.day_room and pend + price > levels.day_room then
+  for i = 1, #rows do
+    local r = rows[i]
+    if r[F_DAILY_CAP] then
+      local agent_spent = day_spents[i] + pend
+      if agent_spent + price > r[F_DAILY_CAP] then
+        note_cap(hashes[i], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
+          agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
+        return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
+      end
     end
   end
 end
@@ -569,10 +639,12 @@ if agent then
       -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
       memo_write(KEYS[2], F_STATE, 'killed')
+      levels_epoch = levels_epoch + 1   -- every summary of a level of this agent is stale
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
       memo_del(KEYS[11], KEYS[12])
+      if pend_levels and hash_memo then settle_levels() end   -- (this agent's: another's was written at its start)
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       if flush_entries then flush_entries(KEYS[8]) end   -- the debits made before it go first
       local a = append_agent_entry(KEYS[2], KEYS[8], account_id, agent_id, v, now_s)
@@ -611,31 +683,27 @@ if price > 0 then
     spent = redis.call('INCRBY', KEYS[3], price_s)
     if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
   end
-  -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
-  -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
-  -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went
-  -- down by the price): set in the ancestor's own HSET, the next level's. The arguments go straight
-  -- to redis.call (a table and unpack per level cost ~1 µs a level, measured: docs/decisions.md).
-  for i = 1, #rows do
-    -- carve_of(child, spent + price) − carve_of(child, spent) (lua/lib/budget.lua), inlined. A
-    -- child whose carve was freed has expired, and the state checks above refused the call, so
-    -- `carve_freed` need not be read here.
-    local less = 0
-    local c = i - 1   -- the child on the path (none for the agent itself)
-    if c > 0 and budgets[c] and rows[c][F_STATE] ~= 'revoked' then
-      local held = budgets[c] - spents[c]
-      if held > 0 then less = math.min(held, price) end
-    end
-    local carved = less > 0 and tonumber(rows[i][F_CARVED] or '0') - less
-    if hash_memo then
-      -- In a batch, each level's hash is written once, after its last call, its numbers formatted
-      -- then (lib/hash-memo.lua).
-      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
-        F_DAY_SPENT, 'day_spent', day_spents[i] + price, carved and F_CARVED, 'carved', carved)
-    else
+  -- The agent's and every ancestor's lifetime spend and day spend rise by the price, and each
+  -- ancestor's carve shrinks by what the child on the path holds less now: carve_of(child, spent +
+  -- price) − carve_of(child, spent) (lua/lib/budget.lua), which is the price when the child has a
+  -- budget (its check above passed: it held at least the price; a revoked child, or one whose carve
+  -- was freed as it expired, was refused by the state checks) and 0 without one.
+  if not levels then   -- the owner: no levels
+  elseif hash_memo then
+    -- In a batch, added to the agent's pending sum (settle_levels); a row with a raise, whose
+    -- budget may lapse by the next call's clock, is written at once.
+    levels.pend = pend + price
+    pend_levels = levels
+    if levels.volatile then settle_levels() end
+  else
+    -- Alone, one HSET per level of the values its HMGET read plus the price (the script is atomic:
+    -- nothing moved them since). The arguments go straight to redis.call (a table and unpack per
+    -- level cost ~1 µs a level, measured: docs/decisions.md).
+    for i = 1, #rows do
       local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
-      if carved then
-        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', string.format('%d', carved))
+      if i > 1 and budgets[i - 1] then
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s,
+          'carved', string.format('%d', tonumber(rows[i][F_CARVED] or '0') - price))
       else
         redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
       end
