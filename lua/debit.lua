@@ -226,9 +226,11 @@ local settle_levels = hash_memo and function()
   levels_epoch = levels_epoch + 1
   local rows, hashes, budgets, spents, day_spents = l[1], l[2], l[4], l[5], l[6]
   for i = 1, #rows do
-    local carved = i > 1 and budgets[i - 1] and tonumber(rows[i][F_CARVED] or '0') - p
-    memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + p, F_DAY, 'day', l.today,
-      F_DAY_SPENT, 'day_spent', day_spents[i] + p, carved and F_CARVED, 'carved', carved)
+    local r = rows[i]
+    local carved = i > 1 and budgets[i - 1] and tonumber(r[F_CARVED] or '0') - p
+    -- `day` only where it changes: each field of an HSET is a search of the hash's listpack.
+    memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + p, F_DAY_SPENT, 'day_spent', day_spents[i] + p,
+      carved and F_CARVED, 'carved', carved, r[F_DAY] ~= l.today and F_DAY, 'day', l.today)
   end
 end
 --@batch-end settle_levels
@@ -276,6 +278,35 @@ local function summarize(l, today, now)
   end
   l.volatile, l.stopped, l.allow, l.expires, l.pcm, l.room, l.day_room = volatile, stopped, allow, expires, pcm, room, day_room
   l.epoch, l.today, l.thr_lowest = levels_epoch, today, nil
+end
+-- In a batch: this call's counts in the breaker window `key` of this minute, as HINCRBY would answer
+-- them (its credits when `price` > 0, its identical requests under `field` when it has one), kept
+-- among the window's deferred fields (read from Redis at its first rise, written after the batch's
+-- last call). The window gets its expiry with its first count. One Lua call where two memo_hincr,
+-- a memo_put and a memo_pexpire were.
+local brk_count = hash_memo and function(key, price, field)
+  if price <= 0 and not field then return nil, nil end
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  hash_memo[key] = nil   -- this minute is a later call's previous one when its minute is next
+  local credits, same
+  if price > 0 then
+    credits = d.credits
+    if credits == nil then credits = tonumber(redis.call('HGET', key, 'credits') or '0') end
+    credits = credits + price
+    d.credits = credits
+  end
+  if field then
+    same = d[field]
+    if same == nil then same = tonumber(redis.call('HGET', key, field) or '0') end
+    same = same + 1
+    d[field] = same
+  end
+  if (credits or price) == price and (same or 1) == 1 then expires[key] = WINDOW_MS * 2 end
+  return credits, same
 end
 --@include status
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
@@ -594,7 +625,7 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- This minute's counts are added first and weighed as HINCRBY returns them (one command each
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
 -- outlives a refusal, and otherwise the counts are this debit's writes. In a batch they are the
--- memo's (memo_hincr), written once after the batch's last call.
+-- memo's (brk_count), written once after the batch's last call.
 -- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
@@ -604,20 +635,16 @@ if agent then
   if brk_credits > 0 or brk_same > 0 then
     local same_field = 'f:' .. req_fp
     local credits, same
+    -- The window gets its expiry with its first count, like the rate window: two minutes from then
+    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
     if hash_memo then
-      credits = price > 0 and memo_hincr(KEYS[11], 'credits', price) or nil
-      same = req_fp ~= '' and memo_hincr(KEYS[11], same_field, 1) or nil
+      credits, same = brk_count(KEYS[11], price, req_fp ~= '' and same_field)
     else
       credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
       same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, '1') or nil
+      if (credits or same) and (credits or price) == price and (same or 1) == 1 then redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
     end
     brk_counted = credits ~= nil
-    memo_put(KEYS[11], nil)   -- this minute is a later call's previous one when its minute is next
-    -- The window gets its expiry with its first count, like the rate window: two minutes from then
-    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
-    if (credits or same) and (credits or price) == price and (same or 1) == 1 then
-      if hash_memo then memo_pexpire(KEYS[11], WINDOW_MS * 2) else redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
-    end
     local weigh_credits = brk_credits > 0 and credits
     local weigh_same = brk_same > 0 and same
     -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
