@@ -630,34 +630,63 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
 if agent then
-  local brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-  local brk_same = number_of(agent[13] or ARGV[16])
-  if brk_credits > 0 or brk_same > 0 then
-    local same_field = 'f:' .. req_fp
-    local credits, same
-    -- The window gets its expiry with its first count, like the rate window: two minutes from then
-    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
-    if hash_memo then
-      credits, same = brk_count(KEYS[11], price, req_fp ~= '' and same_field)
-    else
-      credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
-      same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, '1') or nil
-      if (credits or same) and (credits or price) == price and (same or 1) == 1 then redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
+  local brk_credits, brk_same, credits, same, prev_credits, prev_same = 0, 0, nil, nil, 0, 0
+  -- In a batch, the breaker as this agent's call before left it (levels.brk, of the same minutes,
+  -- fingerprint and defaults): its policy parsed, its minute's deferred counts and the previous
+  -- minute's counts, good while no other call wrote or read those windows (a trip deletes them, a
+  -- later minute's call reads this one as its previous). A call then only adds its counts.
+  local b = levels.brk
+  if b and b[1] == KEYS[11] and b[2] == KEYS[12] and b[3] == req_fp and b[4] == ARGV[15] and b[5] == ARGV[16]
+    and hash_dirty[KEYS[11]] == b[6] and hash_memo[KEYS[11]] == nil and hash_memo[KEYS[12]] == b[7] and (price <= 0 or b[6].credits) then
+    local d = b[6]
+    brk_credits, brk_same, prev_credits, prev_same = b[8], b[9], b[10], b[11]
+    if price > 0 then
+      credits = d.credits + price
+      d.credits = credits
     end
-    brk_counted = credits ~= nil
-    local weigh_credits = brk_credits > 0 and credits
-    local weigh_same = brk_same > 0 and same
-    -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-    local prev = (weigh_credits or weigh_same) and (memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)) or {}
+    if req_fp ~= '' then
+      same = d[b[12]] + 1
+      d[b[12]] = same
+    end
+    if (credits or same) and (credits or price) == price and (same or 1) == 1 then expires[KEYS[11]] = WINDOW_MS * 2 end
+  else
+    brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+    brk_same = number_of(agent[13] or ARGV[16])
+    if brk_credits > 0 or brk_same > 0 then
+      local same_field = 'f:' .. req_fp
+      -- The window gets its expiry with its first count, like the rate window: two minutes from then
+      -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
+      if hash_memo then
+        credits, same = brk_count(KEYS[11], price, req_fp ~= '' and same_field)
+      else
+        credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
+        same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, '1') or nil
+        if (credits or same) and (credits or price) == price and (same or 1) == 1 then redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
+      end
+      if (brk_credits > 0 and credits) or (brk_same > 0 and same) then
+        -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
+        local prev = memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
+        prev_credits, prev_same = tonumber(prev[1] or '0'), tonumber(prev[2] or '0')
+        if hash_memo then
+          levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
+            brk_credits, brk_same, prev_credits, prev_same, same_field}
+        end
+      end
+    end
+  end
+  brk_counted = credits ~= nil
+  local weigh_credits = brk_credits > 0 and credits
+  local weigh_same = brk_same > 0 and same
+  if weigh_credits or weigh_same then
     -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local rule, limit, seen = nil, 0, 0
     if weigh_credits then
-      seen = math.floor(tonumber(prev[1] or '0') * weight) + credits
+      seen = math.floor(prev_credits * weight) + credits
       if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
     end
     if not rule and weigh_same then
-      seen = math.floor(tonumber(prev[2] or '0') * weight) + same
+      seen = math.floor(prev_same * weight) + same
       if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
     end
     if rule then
