@@ -450,8 +450,12 @@ local weighted, to_window_end
 -- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
 -- the memo reads each once per batch.
 local day_spent_read = nil
+local rate_count_now   -- in a batch, this minute's count before this call
 if hash_memo then
-  weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
+  -- The memo holds a counter read or counted this batch as its number: a later call takes both
+  -- straight from it (each Lua call costs ~1,000 instructions).
+  rate_count_now = hash_memo[KEYS[5]] or memo_count(KEYS[5])
+  weighted, to_window_end = rate_weigh(now, rate_count_now, hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
   local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
   weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
@@ -463,7 +467,18 @@ if weighted >= rate_limit then
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 -- In a batch the count is the memo's, written once after the batch's last call.
-if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
+if hash_memo then
+  -- memo_incr(KEYS[5], 1, …) inlined once the batch has counted in this window.
+  local c = count_dirty[KEYS[5]]
+  if c then
+    hash_memo[KEYS[5]] = rate_count_now + 1
+    c[1] = c[1] + 1
+  else
+    memo_incr(KEYS[5], 1, WINDOW_MS * 2)
+  end
+else
+  rate_count(KEYS[5])
+end
 
 -- Each check of the levels below weighs the summary first (summarize): only a call it may refuse
 -- walks the levels, to find the first that does.
