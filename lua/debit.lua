@@ -194,6 +194,10 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = hash_memo and {}
+-- In a batch, an integer's '%d' string (the HKT day, a price) made once: a string.format costs ~2,000
+-- instructions, and the calls of a batch mostly share both. (Looked up in place: a function the
+-- plain script made would cost it more than it saves.)
+local formatted = hash_memo and {}
 -- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
 -- whose first fields are the same (F_*): the checks walk the replies as they come, with the
 -- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
@@ -234,12 +238,15 @@ local settle_levels = hash_memo and function()
   end
 end
 --@batch-end settle_levels
--- The levels' numbers as of `today` and `now` (a lapsed raise reads as its base), and the summary
--- the checks weigh: whether a level is stopped, the earliest expiry, whether a level has an
--- allowlist, the least per-call max, and the least room left under a budget and a daily cap.
-local function summarize(l, today, now)
-  local rows, budgets, spents, day_spents = l[1], l[4], l[5], l[6]
-  local volatile, stopped, allow, expires, pcm, room, day_room = false, false, false, nil, nil, nil, nil
+-- The levels' numbers as of `today` and `now` (a lapsed raise reads as its base) into `budgets`,
+-- `spents` and `day_spents`, and the summary the checks weigh (false where none): whether a row has
+-- a raise (the summary then holds for this call only), whether a level is stopped, whether one has
+-- an allowlist, the earliest expiry, the least per-call max, and the least room left under a budget
+-- and under a daily cap. Made only where a call may have levels: a plain owner's call never makes it.
+local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spents, day_spents, today, now)
+  -- The fields as locals, not the F_* above: each upvalue costs a plain call's making of the function.
+  local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT = 1, 2, 3, 4, 5, 6, 7, 8, 9
+  local volatile, stopped, allow, expires, pcm, room, day_room = false, false, false, false, false, false, false
   for i = 1, #rows do
     local r = rows[i]
     local at = i == 1 and 15 or 11   -- where the row holds `raises`
@@ -276,8 +283,7 @@ local function summarize(l, today, now)
     local c = r[F_DAILY_CAP]
     if c and (not day_room or c - d < day_room) then day_room = c - d end
   end
-  l.volatile, l.stopped, l.allow, l.expires, l.pcm, l.room, l.day_room = volatile, stopped, allow, expires, pcm, room, day_room
-  l.epoch, l.today, l.thr_lowest = levels_epoch, today, nil
+  return volatile, stopped, allow, expires, pcm, room, day_room
 end
 -- In a batch: this call's counts in the breaker window `key` of this minute, as HINCRBY would answer
 -- them (its credits when `price` > 0, its identical requests under `field` when it has one), kept
@@ -416,31 +422,53 @@ end
 -- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers, and
 -- `pend` what the batch's calls of this agent debited since (settle_levels): each level has spent
 -- spents[i] + pend, spent today day_spents[i] + pend.
-local today = string.format('%d', day)
+local today = formatted and formatted[day]
+if not today then
+  today = string.format('%d', day)
+  if formatted then formatted[day] = today end
+end
 -- The owner has no levels: the shared empty table, read only (a table made and collected per call
 -- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
 -- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
 -- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
+-- The levels' summary (summarize; the owner's: nothing to weigh), and in a batch the agent's levels
+-- table, which keeps it while no row changed.
 local levels, pend = nil, 0
+local any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = false, false, false, false, false, false
 if agent then
   levels = hash_memo and levels_of[KEYS[2]]
-  if not levels then
+  if levels then
+    -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
+    if levels.pend > 0 and levels.today ~= today then settle_levels() end
+    if levels.epoch ~= levels_epoch or levels.today ~= today or levels.volatile then
+      levels.volatile, levels.stopped, levels.allow, levels.expires, levels.pcm, levels.room, levels.day_room =
+        summarize(levels[1], levels[4], levels[5], levels[6], today, now)
+      levels.epoch, levels.today, levels.thr_lowest = levels_epoch, today, false
+    end
+    rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+    pend = levels.pend
+    any_stopped, any_allow, first_expiry = levels.stopped, levels.allow, levels.expires
+    least_pcm, least_room, least_day_room = levels.pcm, levels.room, levels.day_room
+  else
     rows, hashes, bys = {agent, nil, nil, nil}, {KEYS[2], nil, nil, nil}, {'', nil, nil, nil}
+    budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
     for i = 1, #ids do
       local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
         'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
       if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
       rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
     end
-    levels = {rows, hashes, bys, {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}, key = KEYS[2], pend = 0}
-    if hash_memo then levels_of[KEYS[2]] = levels end
+    local volatile
+    volatile, any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = summarize(rows, budgets, spents, day_spents, today, now)
+    if hash_memo then
+      -- Every field made here (false: none yet), so the table is made at its size once.
+      levels = {rows, hashes, bys, budgets, spents, day_spents, key = KEYS[2], pend = 0, epoch = levels_epoch, today = today,
+        volatile = volatile, stopped = any_stopped, allow = any_allow, expires = first_expiry, pcm = least_pcm, room = least_room,
+        day_room = least_day_room, thr_lowest = false, thr_need = false, brk = false}
+      levels_of[KEYS[2]] = levels
+    end
   end
-  -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
-  if levels.pend > 0 and levels.today ~= today then settle_levels() end
-  if levels.epoch ~= levels_epoch or levels.today ~= today or levels.volatile then summarize(levels, today, now) end
-  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
-  pend = levels.pend
 end
 
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
@@ -483,7 +511,7 @@ end
 -- Each check of the levels below weighs the summary first (summarize): only a call it may refuse
 -- walks the levels, to find the first that does.
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-if levels and (levels.stopped or (levels.expires and levels.expires <= now)) then
+if any_stopped or (first_expiry and first_expiry <= now) then
   for i = 1, #rows do
     local r = rows[i]
     local state = r[F_STATE]
@@ -495,7 +523,7 @@ end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
 -- (a level without a list allows everything)
-if levels and levels.allow then
+if any_allow then
   for i = 1, #rows do
     local r = rows[i]
     if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
@@ -540,11 +568,9 @@ if metered then
   local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
   local room = balance
   -- The levels' least per-call max and room under a budget and a daily cap (summarize).
-  if levels then
-    if levels.pcm then room = math.min(room, levels.pcm) end
-    if levels.day_room then room = math.min(room, levels.day_room - pend) end
-    if levels.room then room = math.min(room, levels.room - pend) end
-  end
+  if least_pcm then room = math.min(room, least_pcm) end
+  if least_day_room then room = math.min(room, least_day_room - pend) end
+  if least_room then room = math.min(room, least_room - pend) end
   room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
@@ -564,7 +590,7 @@ if metered then
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-if levels and levels.pcm and price > levels.pcm then
+if least_pcm and price > least_pcm then
   for i = 1, #rows do
     local r = rows[i]
     if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
@@ -574,7 +600,7 @@ if levels and levels.pcm and price > levels.pcm then
 end
 
 -- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
-if levels and levels.room and pend + price > levels.room then
+if least_room and pend + price > least_room then
   for i = 1, #rows do
     if budgets[i] and spents[i] + pend + price > budgets[i] then
       return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i] + pend, bys[i]}
@@ -589,7 +615,7 @@ end
 
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-if levels and levels.day_room and pend + price > levels.day_room then
+if least_day_room and pend + price > least_day_room then
   for i = 1, #rows do
     local r = rows[i]
     if r[F_DAILY_CAP] then
@@ -632,7 +658,11 @@ end
 
 -- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
 -- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.)
-local price_s = string.format('%d', price)
+local price_s = formatted and formatted[price]
+if not price_s then
+  price_s = string.format('%d', price)
+  if formatted then formatted[price] = price_s end
+end
 local minus_price = price > 0 and '-' .. price_s or '0'
 
 -- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
@@ -650,7 +680,7 @@ if agent then
   -- fingerprint and defaults): its policy parsed, its minute's deferred counts and the previous
   -- minute's counts, good while no other call wrote or read those windows (a trip deletes them, a
   -- later minute's call reads this one as its previous). A call then only adds its counts.
-  local b = levels.brk
+  local b = levels and levels.brk
   if b and b[1] == KEYS[11] and b[2] == KEYS[12] and b[3] == req_fp and b[4] == ARGV[15] and b[5] == ARGV[16]
     and hash_dirty[KEYS[11]] == b[6] and hash_memo[KEYS[11]] == nil and hash_memo[KEYS[12]] == b[7] and (price <= 0 or b[6].credits) then
     local d = b[6]
@@ -759,7 +789,7 @@ if price > 0 then
   -- price) − carve_of(child, spent) (lua/lib/budget.lua), which is the price when the child has a
   -- budget (its check above passed: it held at least the price; a revoked child, or one whose carve
   -- was freed as it expired, was refused by the state checks) and 0 without one.
-  if not levels then   -- the owner: no levels
+  if not agent then   -- the owner: no levels
   elseif hash_memo then
     -- In a batch, added to the agent's pending sum (settle_levels); a row with a raise, whose
     -- budget may lapse by the next call's clock, is written at once.

@@ -6,8 +6,8 @@
 -- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 9,
 -- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
 -- before the debit (rows, hashes, bys, budgets, spents, day_spents, each level's spend + pend, and
--- its summary `levels`), F_DAILY_CAP, today, call_id, agent_id, agent_ref, account_id, now_s, and
--- emit_event.
+-- in a batch the agent's `levels`), agent, F_DAILY_CAP, today, call_id, agent_id, agent_ref,
+-- account_id, now_s, and emit_event.
 -- Levels: the account hash's `thresholds`, percentages ascending joined by ',' (absent = 50,80,100;
 -- '' = off). Only a debit that crosses a level reads and writes its mark, a field of the hash it
 -- limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"), so a refund that lowers the
@@ -19,19 +19,21 @@ if price > 0 and acct[9] ~= '' then
   local lowest = 50
   if acct[9] then lowest = tonumber(string.match(percents, '^%d+')) or 101 end
   local due = daily_cap > 0 and lowest * daily_cap <= spent * 100
-  if not due and levels then
+  if not due and agent then
     -- A level is due when lowest × cap <= (its spend + pend + price) × 100: the least of
-    -- lowest × cap − spend × 100 over the levels' caps and budgets, made once per summary.
-    if levels.thr_lowest ~= lowest then
-      local need = nil
+    -- lowest × cap − spend × 100 over the levels' caps and budgets, in a batch made once per summary.
+    local need = false
+    if levels and levels.thr_lowest == lowest then
+      need = levels.thr_need
+    else
       for i = 1, #rows do
         local cap, budget = rows[i][F_DAILY_CAP], budgets[i]
         if cap and cap > 0 and (not need or lowest * cap - day_spents[i] * 100 < need) then need = lowest * cap - day_spents[i] * 100 end
         if budget and budget > 0 and (not need or lowest * budget - spents[i] * 100 < need) then need = lowest * budget - spents[i] * 100 end
       end
-      levels.thr_lowest, levels.thr_need = lowest, need
+      if levels then levels.thr_lowest, levels.thr_need = lowest, need end
     end
-    due = levels.thr_need and levels.thr_need <= (pend + price) * 100
+    due = need and need <= (pend + price) * 100
   end
   if due then
     -- Some spend reached the lowest level: each scope's highest level in (before, after] (the
