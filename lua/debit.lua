@@ -167,10 +167,12 @@
 --@include raised-row
 -- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
--- Alone, a table that grows entry by entry would cost more than it saves.
+-- Alone, a table that grows entry by entry would cost more than it saves. A call's common numbers
+-- look the table up in place (`parsed_numbers and parsed_numbers[s] or number_of(s)`): a Lua call
+-- costs ~1,000 instructions.
 local number_of = tonumber
-if hash_memo then
-  local parsed_numbers = {}
+local parsed_numbers = hash_memo and {}
+if parsed_numbers then
   number_of = function(s)
     local v = parsed_numbers[s]
     if v == nil then
@@ -354,16 +356,16 @@ local batch_new = nil --@batch-new 7
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
-local now = number_of(ARGV[1])
+local now = parsed_numbers and parsed_numbers[ARGV[1]] or number_of(ARGV[1])
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = number_of(ARGV[5])
+local price = parsed_numbers and parsed_numbers[ARGV[5]] or number_of(ARGV[5])
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = number_of(ARGV[8])
-local default_daily_cap = number_of(ARGV[9])
+local rate_limit = parsed_numbers and parsed_numbers[ARGV[8]] or number_of(ARGV[8])
+local default_daily_cap = parsed_numbers and parsed_numbers[ARGV[9]] or number_of(ARGV[9])
 local idem_fp = ARGV[18] or ''      -- ARGV[14..19] may be absent: read as ''
 local day_ttl = ARGV[10]
 local account_id = ARGV[11]
@@ -478,12 +480,10 @@ local weighted, to_window_end
 -- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
 -- the memo reads each once per batch.
 local day_spent_read = nil
-local rate_count_now   -- in a batch, this minute's count before this call
 if hash_memo then
   -- The memo holds a counter read or counted this batch as its number: a later call takes both
   -- straight from it (each Lua call costs ~1,000 instructions).
-  rate_count_now = hash_memo[KEYS[5]] or memo_count(KEYS[5])
-  weighted, to_window_end = rate_weigh(now, rate_count_now, hash_memo[KEYS[6]] or memo_count(KEYS[6]))
+  weighted, to_window_end = rate_weigh(now, hash_memo[KEYS[5]] or memo_count(KEYS[5]), hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
   local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
   weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
@@ -495,18 +495,7 @@ if weighted >= rate_limit then
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
 -- In a batch the count is the memo's, written once after the batch's last call.
-if hash_memo then
-  -- memo_incr(KEYS[5], 1, …) inlined once the batch has counted in this window.
-  local c = count_dirty[KEYS[5]]
-  if c then
-    hash_memo[KEYS[5]] = rate_count_now + 1
-    c[1] = c[1] + 1
-  else
-    memo_incr(KEYS[5], 1, WINDOW_MS * 2)
-  end
-else
-  rate_count(KEYS[5])
-end
+if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
 -- Each check of the levels below weighs the summary first (summarize): only a call it may refuse
 -- walks the levels, to find the first that does.
@@ -628,7 +617,8 @@ if least_day_room and pend + price > least_day_room then
     end
   end
 end
-local daily_cap = number_of(acct[3] or default_daily_cap)
+local daily_cap = default_daily_cap
+if acct[3] then daily_cap = number_of(acct[3]) end
 local spent = account_day_spent
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap',
@@ -768,7 +758,8 @@ end
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
-local held = number_of(acct[8] or '0')
+local held = 0
+if acct[8] then held = number_of(acct[8]) end
 if metered and price > 0 then
   if hash_memo then
     held = held + price
@@ -873,11 +864,13 @@ if not metered then
   end
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
-local low = number_of(acct[6] or ARGV[12])
+local low
+if acct[6] then low = number_of(acct[6]) else low = parsed_numbers and parsed_numbers[ARGV[12]] or number_of(ARGV[12]) end
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
 --@include thresholds
+if not run then return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped} end
 return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped, unpack(run_reply(run))}
