@@ -64,7 +64,8 @@
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
   for each hash and counter, and each level's HSET, the account's balance and held, the breaker
   window's counts, the rate window's and the day spend's rises and the in-flight ZADD are made once,
-  after the batch's last call; the replies and what is left in Redis are those of the same calls
+  after the batch's last call (a level's of an agent's summed debits: settle_levels, below; `day`
+  left out where it holds today); the replies and what is left in Redis are those of the same calls
   one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
   `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
