@@ -64,7 +64,8 @@
   In a batch (src/redis/batched-scripts.ts) the reads go through lib/hash-memo.lua, once per batch
   for each hash and counter, and each level's HSET, the account's balance and held, the breaker
   window's counts, the rate window's and the day spend's rises and the in-flight ZADD are made once,
-  after the batch's last call; the replies and what is left in Redis are those of the same calls
+  after the batch's last call (a level's of an agent's summed debits: settle_levels, below; `day`
+  left out where it holds today); the replies and what is left in Redis are those of the same calls
   one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
   `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
 
@@ -167,10 +168,12 @@
 --@include raised-row
 -- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
--- Alone, a table that grows entry by entry would cost more than it saves.
+-- Alone, a table that grows entry by entry would cost more than it saves. A call's common numbers
+-- look the table up in place (`parsed_numbers and parsed_numbers[s] or number_of(s)`): a Lua call
+-- costs ~1,000 instructions.
 local number_of = tonumber
-if hash_memo then
-  local parsed_numbers = {}
+local parsed_numbers = hash_memo and {}
+if parsed_numbers then
   number_of = function(s)
     local v = parsed_numbers[s]
     if v == nil then
@@ -194,10 +197,126 @@ end
 local NONE = {}
 -- In a batch, each chain's ids split once (never written).
 local chains = hash_memo and {}
--- In a batch, each agent's level tables (below), by its hash's key, made at its first call: the
--- rows are the memo's replies, the same for the whole batch, and the calls, one after the other,
--- each fill the numbers in anew.
+-- In a batch, an integer's '%d' string (the HKT day, a price) made once: a string.format costs ~2,000
+-- instructions, and the calls of a batch mostly share both. (Looked up in place: a function the
+-- plain script made would cost it more than it saves.)
+local formatted = hash_memo and {}
+-- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
+-- whose first fields are the same (F_*): the checks walk the replies as they come, with the
+-- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
+-- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
+-- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
+-- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+-- An agent's levels: {rows, hashes, bys, budgets, spents, day_spents} and, made by summarize, what
+-- the checks weigh first (`stopped`, `expires`, `allow`, `pcm`, `room`, `day_room`): a call that
+-- passes them all passes every level, so only a refusal walks the levels. In a batch, each agent's,
+-- by its hash's key, made at its first call and summarised again only when a row changed
+-- (`levels_epoch`), the HKT day changed or a row has a raise (which lapses by each call's clock).
 local levels_of = hash_memo and {}
+local levels_epoch = 0
+-- In a batch, the credits an agent's calls debited that its levels' rows (the memo's) do not hold
+-- yet: `pend` of one levels table at a time (`pend_levels`). Every level of a debit gains the
+-- price in spent_total and day_spent and each ancestor whose child on the path has a budget loses
+-- it from `carved` (the child's budget check passed, so it held at least the price): sums, so the
+-- batch adds them up and writes them into the rows once, before another agent's call reads a row,
+-- before the breaker's kill reads the agent's hash, and after the last call (--@batch-end).
+local pend_levels = nil
+local settle_levels = hash_memo and function()
+  local l = pend_levels
+  if not l then return end
+  pend_levels = nil
+  local p = l.pend
+  l.pend = 0
+  if p == 0 then return end
+  levels_epoch = levels_epoch + 1
+  local rows, hashes, budgets, spents, day_spents = l[1], l[2], l[4], l[5], l[6]
+  for i = 1, #rows do
+    local r = rows[i]
+    local carved = i > 1 and budgets[i - 1] and tonumber(r[F_CARVED] or '0') - p
+    -- `day` only where it changes: each field of an HSET is a search of the hash's listpack.
+    memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + p, F_DAY_SPENT, 'day_spent', day_spents[i] + p,
+      carved and F_CARVED, 'carved', carved, r[F_DAY] ~= l.today and F_DAY, 'day', l.today)
+  end
+end
+--@batch-end settle_levels
+-- The levels' numbers as of `today` and `now` (a lapsed raise reads as its base) into `budgets`,
+-- `spents` and `day_spents`, and the summary the checks weigh (false where none): whether a row has
+-- a raise (the summary then holds for this call only), whether a level is stopped, whether one has
+-- an allowlist, the earliest expiry, the least per-call max, and the least room left under a budget
+-- and under a daily cap. Made only where a call may have levels: a plain owner's call never makes it.
+local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spents, day_spents, today, now)
+  -- The fields as locals, not the F_* above: each upvalue costs a plain call's making of the function.
+  local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT = 1, 2, 3, 4, 5, 6, 7, 8, 9
+  local volatile, stopped, allow, expires, pcm, room, day_room = false, false, false, false, false, false, false
+  for i = 1, #rows do
+    local r = rows[i]
+    local at = i == 1 and 15 or 11   -- where the row holds `raises`
+    if r[at] then
+      raised_row(r, at, now)
+      volatile = true
+    end
+    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
+    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
+    -- would only cost the reply a hash part.
+    if not r.parsed then
+      num_at(r, F_BUDGET)
+      num_at(r, F_SPENT)
+      num_at(r, F_DAY_SPENT)
+      num_at(r, F_PER_CALL_MAX)
+      num_at(r, F_DAILY_CAP)
+      if hash_memo then r.parsed = true end
+    end
+    local b, s = r[F_BUDGET], r[F_SPENT] or 0
+    -- A `day` other than today's: the level has spent nothing yet today.
+    local d = r[F_DAY] == today and r[F_DAY_SPENT] or 0
+    budgets[i], spents[i], day_spents[i] = b, s, d
+    local state = r[F_STATE]
+    if state == 'revoked' or state == 'killed' then stopped = true end
+    local e = r[F_EXPIRES]
+    if e then
+      e = tonumber(e)
+      if not expires or e < expires then expires = e end
+    end
+    if r[F_ALLOW] then allow = true end
+    local m = r[F_PER_CALL_MAX]
+    if m and (not pcm or m < pcm) then pcm = m end
+    if b and (not room or b - s < room) then room = b - s end
+    local c = r[F_DAILY_CAP]
+    if c and (not day_room or c - d < day_room) then day_room = c - d end
+  end
+  return volatile, stopped, allow, expires, pcm, room, day_room
+end
+-- In a batch: this call's counts in the breaker window `key` of this minute, as HINCRBY would answer
+-- them (its credits when `price` > 0, its identical requests under `field` when it has one), kept
+-- among the window's deferred fields (read from Redis at its first rise, written after the batch's
+-- last call). The window gets its expiry with its first count. One Lua call where two memo_hincr,
+-- a memo_put and a memo_pexpire were.
+local brk_count = hash_memo and function(key, price, field)
+  if price <= 0 and not field then return nil, nil end
+  local d = hash_dirty[key]
+  if not d then
+    d = {}
+    hash_dirty[key] = d
+  end
+  hash_memo[key] = nil   -- this minute is a later call's previous one when its minute is next
+  local credits, same
+  if price > 0 then
+    credits = d.credits
+    if credits == nil then credits = tonumber(redis.call('HGET', key, 'credits') or '0') end
+    credits = credits + price
+    d.credits = credits
+  end
+  if field then
+    same = d[field]
+    if same == nil then same = tonumber(redis.call('HGET', key, field) or '0') end
+    same = same + 1
+    d[field] = same
+  end
+  if (credits or price) == price and (same or 1) == 1 then expires[key] = WINDOW_MS * 2 end
+  return credits, same
+end
 --@include status
 -- An owner event, on the outbox with the ledger entries (src/events/sink.ts persists it). This and
 -- the helpers below take what they need of a call as arguments: made here, once per batch, rather
@@ -238,16 +357,16 @@ local batch_new = nil --@batch-new 7
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
-local now = number_of(ARGV[1])
+local now = parsed_numbers and parsed_numbers[ARGV[1]] or number_of(ARGV[1])
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = number_of(ARGV[5])
+local price = parsed_numbers and parsed_numbers[ARGV[5]] or number_of(ARGV[5])
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = number_of(ARGV[8])
-local default_daily_cap = number_of(ARGV[9])
+local rate_limit = parsed_numbers and parsed_numbers[ARGV[8]] or number_of(ARGV[8])
+local default_daily_cap = parsed_numbers and parsed_numbers[ARGV[9]] or number_of(ARGV[9])
 local idem_fp = ARGV[18] or ''      -- ARGV[14..19] may be absent: read as ''
 local day_ttl = ARGV[10]
 local account_id = ARGV[11]
@@ -271,7 +390,9 @@ local day = math.floor((now + HKT_OFFSET_MS) / DAY_MS)   -- the HKT day of the d
 local agent_ref = agent_id ~= '' and agent_id or cjson.null
 
 -- 1. token
-local acct = memo_of(KEYS[1], 'account') or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
+-- (memo_of inlined for the rows every call reads: a Lua call costs ~1,000 instructions.)
+local memo = hash_memo and hash_memo[KEYS[1]]
+local acct = memo and memo.account or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 if acct[10] then raised_row(acct, 10, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
 local balance = num_at(acct, 2)
@@ -286,72 +407,73 @@ if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
--- Each level of the chain (the agent, then its ancestors nearest first) is the reply of one HMGET
--- whose first fields are the same (F_* below): the checks walk the replies as they come, with the
--- level's keys, refusal name and parsed numbers in arrays beside them, instead of a table of
--- named fields per level (building one cost as much Lua work as a command). Fields only a refusal
--- needs (kill_reason) are read when it happens. A level's spend of this HKT day is in its own hash
--- (`day`, `day_spent`: the spend of day `day`), so the read that checks a level also reads it.
-local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_BUDGET, F_SPENT, F_DAY, F_DAY_SPENT, F_CARVED =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+-- The fields of a level's row (F_* above), again as this call's locals: a call's function may use
+-- at most 60 upvalues (Lua 5.1), and these would be ten of them.
+local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_CARVED = 1, 2, 3, 4, 5, 10
 local agent = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
-  agent = memo_of(KEYS[2], 'agent') or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+  -- Another agent's debits not yet in the rows this call may read (one of its levels may be this
+  -- agent's or an ancestor's): written first. (A call without the memo is another account's.)
+  if pend_levels and hash_memo and pend_levels.key ~= KEYS[2] then settle_levels() end
+  memo = hash_memo and hash_memo[KEYS[2]]
+  agent = memo and memo.agent or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
     'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
 end
 -- rows[1] is the agent's, rows[i + 1] the ancestor ids[i]'s (hash KEYS[12 + i]); `bys` names an
 -- ancestor in refusals ('' for the agent itself); `budgets` (false without one), `spents` and
--- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers.
-local today = string.format('%d', day)
+-- `day_spents` are the lifetime budget, spent_total and this HKT day's spend as numbers, and
+-- `pend` what the batch's calls of this agent debited since (settle_levels): each level has spent
+-- spents[i] + pend, spent today day_spents[i] + pend.
+local today = formatted and formatted[day]
+if not today then
+  today = string.format('%d', day)
+  if formatted then formatted[day] = today end
+end
 -- The owner has no levels: the shared empty table, read only (a table made and collected per call
 -- costs Redis' Lua more than the checks that walk it); an agent's are made at their most levels.
 -- The levels are walked by index, never by ipairs: each ipairs step (and the owner's empty walk) is a
 -- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
-local levels = hash_memo and agent and levels_of[KEYS[2]]
-if levels then
-  rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
-  -- A raise lapses by the call's own clock: each row's raises weighed again.
-  for i = 1, #rows do
-    local r, at = rows[i], i == 1 and 15 or 11
-    if r[at] then raised_row(r, at, now) end
-  end
-elseif agent then
-  rows, hashes, bys = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
-  budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
-  rows[1], hashes[1], bys[1] = agent, KEYS[2], ''
-  if agent[15] then raised_row(agent, 15, now) end
-  for i = 1, #ids do
-    local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
-      'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
-    if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
-    if a[11] then raised_row(a, 11, now) end
-    rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
-  end
-  if hash_memo then levels_of[KEYS[2]] = {rows, hashes, bys, budgets, spents, day_spents} end
-end
+-- The levels' summary (summarize; the owner's: nothing to weigh), and in a batch the agent's levels
+-- table, which keeps it while no row changed.
+local levels, pend = nil, 0
+local any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = false, false, false, false, false, false
 if agent then
-  for i = 1, #rows do
-    local r = rows[i]
-    -- The numeric fields the checks weigh, parsed once per reply: in a batch the reply is shared
-    -- (`parsed` marks it; what the script writes into it is a number already). Alone, the mark
-    -- would only cost the reply a hash part.
-    if not r.parsed then
-      num_at(r, F_BUDGET)
-      num_at(r, F_SPENT)
-      num_at(r, F_DAY_SPENT)
-      num_at(r, F_PER_CALL_MAX)
-      num_at(r, F_DAILY_CAP)
-      if hash_memo then r.parsed = true end
+  levels = hash_memo and levels_of[KEYS[2]]
+  if levels then
+    -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
+    if levels.pend > 0 and levels.today ~= today then settle_levels() end
+    if levels.epoch ~= levels_epoch or levels.today ~= today or levels.volatile then
+      levels.volatile, levels.stopped, levels.allow, levels.expires, levels.pcm, levels.room, levels.day_room =
+        summarize(levels[1], levels[4], levels[5], levels[6], today, now)
+      levels.epoch, levels.today, levels.thr_lowest = levels_epoch, today, false
     end
-    budgets[i] = r[F_BUDGET]
-    spents[i] = r[F_SPENT] or 0
-    -- A `day` other than today's: the level has spent nothing yet today.
-    day_spents[i] = r[F_DAY] == today and r[F_DAY_SPENT] or 0
+    rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+    pend = levels.pend
+    any_stopped, any_allow, first_expiry = levels.stopped, levels.allow, levels.expires
+    least_pcm, least_room, least_day_room = levels.pcm, levels.room, levels.day_room
+  else
+    rows, hashes, bys = {agent, nil, nil, nil}, {KEYS[2], nil, nil, nil}, {'', nil, nil, nil}
+    budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
+    for i = 1, #ids do
+      local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+        'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
+      if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
+      rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
+    end
+    local volatile
+    volatile, any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = summarize(rows, budgets, spents, day_spents, today, now)
+    if hash_memo then
+      -- Every field made here (false: none yet), so the table is made at its size once.
+      levels = {rows, hashes, bys, budgets, spents, day_spents, key = KEYS[2], pend = 0, epoch = levels_epoch, today = today,
+        volatile = volatile, stopped = any_stopped, allow = any_allow, expires = first_expiry, pcm = least_pcm, room = least_room,
+        day_room = least_day_room, thr_lowest = false, thr_need = false, brk = false}
+      levels_of[KEYS[2]] = levels
+    end
   end
 end
 
@@ -363,7 +485,9 @@ local weighted, to_window_end
 -- the memo reads each once per batch.
 local day_spent_read = nil
 if hash_memo then
-  weighted, to_window_end = rate_window(now, KEYS[5], KEYS[6], memo_count)
+  -- The memo holds a counter read or counted this batch as its number: a later call takes both
+  -- straight from it (each Lua call costs ~1,000 instructions).
+  weighted, to_window_end = rate_weigh(now, hash_memo[KEYS[5]] or memo_count(KEYS[5]), hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
   local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
   weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
@@ -377,19 +501,26 @@ local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the
 -- In a batch the count is the memo's, written once after the batch's last call.
 if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) end
 
+-- Each check of the levels below weighs the summary first (summarize): only a call it may refuse
+-- walks the levels, to find the first that does.
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
-for i = 1, #rows do
-  local r = rows[i]
-  local state = r[F_STATE]
-  if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
-  if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
-  if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
+if any_stopped or (first_expiry and first_expiry <= now) then
+  for i = 1, #rows do
+    local r = rows[i]
+    local state = r[F_STATE]
+    if state == 'revoked' then return {S_AGENT_REVOKED, 0, '', bys[i]} end
+    if state == 'killed' then return {S_AGENT_KILLED, 0, redis.call('HGET', hashes[i], 'kill_reason') or 'operator', bys[i]} end
+    if r[F_EXPIRES] and tonumber(r[F_EXPIRES]) <= now then return {S_AGENT_REVOKED, 0, 'expired', bys[i]} end
+  end
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
-for i = 1, #rows do
-  local r = rows[i]
-  if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+-- (a level without a list allows everything)
+if any_allow then
+  for i = 1, #rows do
+    local r = rows[i]
+    if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+  end
 end
 if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
@@ -429,12 +560,10 @@ if metered then
   -- The owner's lane: the percent of the cost it charges (reservation_of, above).
   local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
   local room = balance
-  for i = 1, #rows do
-    local r = rows[i]
-    if r[F_PER_CALL_MAX] then room = math.min(room, r[F_PER_CALL_MAX]) end
-    if r[F_DAILY_CAP] then room = math.min(room, r[F_DAILY_CAP] - day_spents[i]) end
-    if budgets[i] then room = math.min(room, budgets[i] - spents[i]) end
-  end
+  -- The levels' least per-call max and room under a budget and a daily cap (summarize).
+  if least_pcm then room = math.min(room, least_pcm) end
+  if least_day_room then room = math.min(room, least_day_room - pend) end
+  if least_room then room = math.min(room, least_room - pend) end
   room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
   if run then room = math.min(room, run.max - run.spent) end
   -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
@@ -454,17 +583,21 @@ if metered then
 end
 
 -- 6. per-call maximum of the agent and its ancestors
-for i = 1, #rows do
-  local r = rows[i]
-  if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
-    return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
+if least_pcm and price > least_pcm then
+  for i = 1, #rows do
+    local r = rows[i]
+    if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
+      return {S_DENIED_PER_CALL_MAX, balance, r[F_PER_CALL_MAX], price, bys[i]}
+    end
   end
 end
 
 -- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
-for i = 1, #rows do
-  if budgets[i] and spents[i] + price > budgets[i] then
-    return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i], bys[i]}
+if least_room and pend + price > least_room then
+  for i = 1, #rows do
+    if budgets[i] and spents[i] + pend + price > budgets[i] then
+      return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i] + pend, bys[i]}
+    end
   end
 end
 
@@ -475,18 +608,21 @@ end
 
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
-for i = 1, #rows do
-  local r = rows[i]
-  if r[F_DAILY_CAP] then
-    local agent_spent = day_spents[i]
-    if agent_spent + price > r[F_DAILY_CAP] then
-      note_cap(hashes[i], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
-        agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
-      return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
+if least_day_room and pend + price > least_day_room then
+  for i = 1, #rows do
+    local r = rows[i]
+    if r[F_DAILY_CAP] then
+      local agent_spent = day_spents[i] + pend
+      if agent_spent + price > r[F_DAILY_CAP] then
+        note_cap(hashes[i], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap', {scope = 'agent',
+          agent_id = bys[i] ~= '' and bys[i] or agent_ref, cap = r[F_DAILY_CAP], spent = agent_spent, price = price, target = target, day = day})
+        return {S_DENIED_AGENT_DAILY_CAP, balance, r[F_DAILY_CAP], agent_spent, bys[i]}
+      end
     end
   end
 end
-local daily_cap = number_of(acct[3] or default_daily_cap)
+local daily_cap = default_daily_cap
+if acct[3] then daily_cap = number_of(acct[3]) end
 local spent = account_day_spent
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap',
@@ -516,7 +652,11 @@ end
 
 -- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
 -- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.)
-local price_s = string.format('%d', price)
+local price_s = formatted and formatted[price]
+if not price_s then
+  price_s = string.format('%d', price)
+  if formatted then formatted[price] = price_s end
+end
 local minus_price = price > 0 and '-' .. price_s or '0'
 
 -- 10. runaway-agent breaker: this request's credits, or one more identical request, over the
@@ -524,43 +664,68 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- This minute's counts are added first and weighed as HINCRBY returns them (one command each
 -- instead of a read now and a write later): a trip deletes both windows, so nothing of the count
 -- outlives a refusal, and otherwise the counts are this debit's writes. In a batch they are the
--- memo's (memo_hincr), written once after the batch's last call.
+-- memo's (brk_count), written once after the batch's last call.
 -- Whether this call's credits count in the breaker window of this minute (the call record's `brk`):
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
 if agent then
-  local brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-  local brk_same = number_of(agent[13] or ARGV[16])
-  if brk_credits > 0 or brk_same > 0 then
-    local same_field = 'f:' .. req_fp
-    local credits, same
-    if hash_memo then
-      credits = price > 0 and memo_hincr(KEYS[11], 'credits', price) or nil
-      same = req_fp ~= '' and memo_hincr(KEYS[11], same_field, 1) or nil
-    else
-      credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
-      same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, '1') or nil
+  local brk_credits, brk_same, credits, same, prev_credits, prev_same = 0, 0, nil, nil, 0, 0
+  -- In a batch, the breaker as this agent's call before left it (levels.brk, of the same minutes,
+  -- fingerprint and defaults): its policy parsed, its minute's deferred counts and the previous
+  -- minute's counts, good while no other call wrote or read those windows (a trip deletes them, a
+  -- later minute's call reads this one as its previous). A call then only adds its counts.
+  local b = levels and levels.brk
+  if b and b[1] == KEYS[11] and b[2] == KEYS[12] and b[3] == req_fp and b[4] == ARGV[15] and b[5] == ARGV[16]
+    and hash_dirty[KEYS[11]] == b[6] and hash_memo[KEYS[11]] == nil and hash_memo[KEYS[12]] == b[7] and (price <= 0 or b[6].credits) then
+    local d = b[6]
+    brk_credits, brk_same, prev_credits, prev_same = b[8], b[9], b[10], b[11]
+    if price > 0 then
+      credits = d.credits + price
+      d.credits = credits
     end
-    brk_counted = credits ~= nil
-    memo_put(KEYS[11], nil)   -- this minute is a later call's previous one when its minute is next
-    -- The window gets its expiry with its first count, like the rate window: two minutes from then
-    -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
-    if (credits or same) and (credits or price) == price and (same or 1) == 1 then
-      if hash_memo then memo_pexpire(KEYS[11], WINDOW_MS * 2) else redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
+    if req_fp ~= '' then
+      same = d[b[12]] + 1
+      d[b[12]] = same
     end
-    local weigh_credits = brk_credits > 0 and credits
-    local weigh_same = brk_same > 0 and same
-    -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-    local prev = (weigh_credits or weigh_same) and (memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)) or {}
+    if (credits or same) and (credits or price) == price and (same or 1) == 1 then expires[KEYS[11]] = WINDOW_MS * 2 end
+  else
+    brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
+    brk_same = number_of(agent[13] or ARGV[16])
+    if brk_credits > 0 or brk_same > 0 then
+      local same_field = 'f:' .. req_fp
+      -- The window gets its expiry with its first count, like the rate window: two minutes from then
+      -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
+      if hash_memo then
+        credits, same = brk_count(KEYS[11], price, req_fp ~= '' and same_field)
+      else
+        credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil
+        same = req_fp ~= '' and redis.call('HINCRBY', KEYS[11], same_field, '1') or nil
+        if (credits or same) and (credits or price) == price and (same or 1) == 1 then redis.call('PEXPIRE', KEYS[11], WINDOW_MS * 2) end
+      end
+      if (brk_credits > 0 and credits) or (brk_same > 0 and same) then
+        -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
+        local prev = memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
+        prev_credits, prev_same = tonumber(prev[1] or '0'), tonumber(prev[2] or '0')
+        if hash_memo then
+          levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
+            brk_credits, brk_same, prev_credits, prev_same, same_field}
+        end
+      end
+    end
+  end
+  brk_counted = credits ~= nil
+  local weigh_credits = brk_credits > 0 and credits
+  local weigh_same = brk_same > 0 and same
+  if weigh_credits or weigh_same then
     -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     local weight = (WINDOW_MS - elapsed) / WINDOW_MS
     local rule, limit, seen = nil, 0, 0
     if weigh_credits then
-      seen = math.floor(tonumber(prev[1] or '0') * weight) + credits
+      seen = math.floor(prev_credits * weight) + credits
       if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
     end
     if not rule and weigh_same then
-      seen = math.floor(tonumber(prev[2] or '0') * weight) + same
+      seen = math.floor(prev_same * weight) + same
       if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
     end
     if rule then
@@ -569,10 +734,12 @@ if agent then
       -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
       memo_write(KEYS[2], F_STATE, 'killed')
+      levels_epoch = levels_epoch + 1   -- every summary of a level of this agent is stale
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
       memo_del(KEYS[11], KEYS[12])
+      if pend_levels and hash_memo then settle_levels() end   -- (this agent's: another's was written at its start)
       memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
       if flush_entries then flush_entries(KEYS[8]) end   -- the debits made before it go first
       local a = append_agent_entry(KEYS[2], KEYS[8], account_id, agent_id, v, now_s)
@@ -595,7 +762,8 @@ end
 -- A metered reservation is a hold, not a ledger entry (docs/metering.md, "The reservation is a
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
-local held = number_of(acct[8] or '0')
+local held = 0
+if acct[8] then held = number_of(acct[8]) end
 if metered and price > 0 then
   if hash_memo then
     held = held + price
@@ -611,31 +779,27 @@ if price > 0 then
     spent = redis.call('INCRBY', KEYS[3], price_s)
     if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
   end
-  -- The agent's and every ancestor's lifetime spend and day spend, one HSET per level of the
-  -- values its HMGET read plus the price (the script is atomic: nothing moved them since). Each
-  -- ancestor's carve shrinks by what the child on the path holds less now (its unspent budget went
-  -- down by the price): set in the ancestor's own HSET, the next level's. The arguments go straight
-  -- to redis.call (a table and unpack per level cost ~1 µs a level, measured: docs/decisions.md).
-  for i = 1, #rows do
-    -- carve_of(child, spent + price) − carve_of(child, spent) (lua/lib/budget.lua), inlined. A
-    -- child whose carve was freed has expired, and the state checks above refused the call, so
-    -- `carve_freed` need not be read here.
-    local less = 0
-    local c = i - 1   -- the child on the path (none for the agent itself)
-    if c > 0 and budgets[c] and rows[c][F_STATE] ~= 'revoked' then
-      local held = budgets[c] - spents[c]
-      if held > 0 then less = math.min(held, price) end
-    end
-    local carved = less > 0 and tonumber(rows[i][F_CARVED] or '0') - less
-    if hash_memo then
-      -- In a batch, each level's hash is written once, after its last call, its numbers formatted
-      -- then (lib/hash-memo.lua).
-      memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + price, F_DAY, 'day', today,
-        F_DAY_SPENT, 'day_spent', day_spents[i] + price, carved and F_CARVED, 'carved', carved)
-    else
+  -- The agent's and every ancestor's lifetime spend and day spend rise by the price, and each
+  -- ancestor's carve shrinks by what the child on the path holds less now: carve_of(child, spent +
+  -- price) − carve_of(child, spent) (lua/lib/budget.lua), which is the price when the child has a
+  -- budget (its check above passed: it held at least the price; a revoked child, or one whose carve
+  -- was freed as it expired, was refused by the state checks) and 0 without one.
+  if not agent then   -- the owner: no levels
+  elseif hash_memo then
+    -- In a batch, added to the agent's pending sum (settle_levels); a row with a raise, whose
+    -- budget may lapse by the next call's clock, is written at once.
+    levels.pend = pend + price
+    pend_levels = levels
+    if levels.volatile then settle_levels() end
+  else
+    -- Alone, one HSET per level of the values its HMGET read plus the price (the script is atomic:
+    -- nothing moved them since). The arguments go straight to redis.call (a table and unpack per
+    -- level cost ~1 µs a level, measured: docs/decisions.md).
+    for i = 1, #rows do
       local spent_s, day_s = string.format('%d', spents[i] + price), string.format('%d', day_spents[i] + price)
-      if carved then
-        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s, 'carved', string.format('%d', carved))
+      if i > 1 and budgets[i - 1] then
+        redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s,
+          'carved', string.format('%d', tonumber(rows[i][F_CARVED] or '0') - price))
       else
         redis.call('HSET', hashes[i], 'spent_total', spent_s, 'day', today, 'day_spent', day_s)
       end
@@ -704,11 +868,13 @@ if not metered then
   end
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
-local low = number_of(acct[6] or ARGV[12])
+local low
+if acct[6] then low = number_of(acct[6]) else low = parsed_numbers and parsed_numbers[ARGV[12]] or number_of(ARGV[12]) end
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
 end
 -- cap.threshold: the levels of a daily cap or budget this debit crossed.
 --@include thresholds
+if not run then return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped} end
 return {S_OK, balance, acct[5] or '', spent, (refill_below and balance < refill_below) and 1 or 0, price, max_out, clamped, unpack(run_reply(run))}

@@ -4,7 +4,7 @@
 -- an HMGET costs about as much per field as a whole small command (bench/script-cost.ts,
 -- docs/decisions.md).
 -- Exact because every write the script makes to what it read goes into the memo too (memo_write,
--- memo_put, memo_defer), and nothing but the batch's own calls runs inside one script.
+-- memo_defer, and the debit's brk_count), and nothing but the batch's own calls runs inside one script.
 -- A counter (a string key holding an integer: a rate window, a day's spend) is kept as a number.
 -- A hash's replies are kept per field list (`list`, a name the caller gives each list), as HMGET
 -- gave them; every list read of one hash has the fields the script writes at the same positions.
@@ -78,11 +78,6 @@ local function memo_of(key, list)
   return m and m[list]
 end
 
--- After the script set a counter (INCR, INCRBY: `n` their reply) or deleted a key (`n` nil).
-local function memo_put(key, n)
-  if hash_memo then hash_memo[key] = n end
-end
-
 -- In a batch: counter `key` rises by `by` (> 0), in the memo now and in Redis after the batch's last
 -- call (the wrapper's flush: one INCRBY of the batch's rises, where each call would make its own); a
 -- counter this creates then gets `expire_ms`, as its first INCRBY would have. Returns its count.
@@ -98,16 +93,17 @@ local memo_incr = hash_memo and function(key, by, expire_ms)
   return n
 end
 
--- In a batch: three or four fields of hash `key` are now their values (a string, or an integer
+-- In a batch: two to four fields of hash `key` are now their values (a string, or an integer
 -- formatted when written), written to Redis after the batch's last call (the wrapper's flush, or
--- memo_flush). Each is (pos: its number in the lists, field, value); the fourth's pos is nil when
--- none. One call for them all: a Lua call per field cost the debit ~2,000 instructions each
--- (bench/RESULTS.md, issue 42).
+-- memo_flush). Each is (pos: its number in the lists, field, value); the third's and the fourth's
+-- pos are nil when none. One call for them all: a Lua call per field cost the debit ~2,000
+-- instructions each (bench/RESULTS.md, issue 42).
 local memo_defer = hash_memo and function(key, p1, f1, v1, p2, f2, v2, p3, f3, v3, p4, f4, v4)
   local m = hash_memo[key]
   if m then
     for _, reply in next, m do
-      reply[p1], reply[p2], reply[p3] = v1, v2, v3
+      reply[p1], reply[p2] = v1, v2
+      if p3 then reply[p3] = v3 end
       if p4 then reply[p4] = v4 end
     end
   end
@@ -116,13 +112,14 @@ local memo_defer = hash_memo and function(key, p1, f1, v1, p2, f2, v2, p3, f3, v
     d = {}
     hash_dirty[key] = d
   end
-  d[f1], d[f2], d[f3] = v1, v2, v3
+  d[f1], d[f2] = v1, v2
+  if p3 then d[f3] = v3 end
   if p4 then d[f4] = v4 end
 end
 
 -- In a batch: one field of hash `key` is now `value` (as memo_defer), written after the batch's last
 -- call: a balance the batch's calls debit in turn is written once, not HINCRBY'd once a call. (The
--- dirty table's get-or-make is inlined here and in memo_defer and memo_hincr: a shared helper cost
+-- dirty table's get-or-make is inlined here, in memo_defer and in the debit's brk_count: a shared helper cost
 -- the batched debit ~1,800 instructions a call, bench/RESULTS.md, issue 42.)
 local memo_set = hash_memo and function(key, pos, field, value)
   local m = hash_memo[key]
@@ -148,27 +145,6 @@ local function memo_zadd(key, score, member)
   end
   a[#a + 1] = score
   a[#a + 1] = member
-end
-
--- In a batch: field `field` of hash `key` rises by `by`, as HINCRBY would (its new count returned),
--- counted among the hash's deferred fields (read from Redis at its first rise) and so written once,
--- after the batch's last call. A list memo_hmget reads of the hash later sees the count.
-local memo_hincr = hash_memo and function(key, field, by)
-  local d = hash_dirty[key]
-  if not d then
-    d = {}
-    hash_dirty[key] = d
-  end
-  local n = d[field]
-  if n == nil then n = tonumber(redis.call('HGET', key, field) or '0') end
-  n = n + by
-  d[field] = n
-  return n
-end
-
--- In a batch: PEXPIRE key ms, after the batch's deferred writes (the key may be made by them).
-local memo_pexpire = hash_memo and function(key, ms)
-  expires[key] = ms
 end
 
 -- DEL k1 k2, and in a batch nothing of them left to read or write later (deferred fields dropped).

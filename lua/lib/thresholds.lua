@@ -5,24 +5,35 @@
 -- comparison per cap, creates no closure and allocates nothing (each allocation costs Redis' Lua
 -- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 9,
 -- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
--- before the debit (rows, hashes, bys, budgets, spents, day_spents), F_DAILY_CAP, today, call_id,
--- agent_id, agent_ref, account_id, now_s, and emit_event.
+-- before the debit (rows, hashes, bys, budgets, spents, day_spents, each level's spend + pend, and
+-- in a batch the agent's `levels`), agent, F_DAILY_CAP, today, call_id, agent_id, agent_ref,
+-- account_id, now_s, and emit_event.
 -- Levels: the account hash's `thresholds`, percentages ascending joined by ',' (absent = 50,80,100;
 -- '' = off). Only a debit that crosses a level reads and writes its mark, a field of the hash it
 -- limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"), so a refund that lowers the
 -- spend never makes a level tell twice. A daily cap's period is its HKT day and amount, a budget's
 -- its amount: a changed cap arms its levels again.
 if price > 0 and acct[9] ~= '' then
-  local levels = acct[9] or '50,80,100'
+  local percents = acct[9] or '50,80,100'
   -- The lowest level: a scope whose spend stays under it is passed over at one comparison.
   local lowest = 50
-  if acct[9] then lowest = tonumber(string.match(levels, '^%d+')) or 101 end
+  if acct[9] then lowest = tonumber(string.match(percents, '^%d+')) or 101 end
   local due = daily_cap > 0 and lowest * daily_cap <= spent * 100
-  for i = 1, #rows do
-    if due then break end
-    local cap, budget = rows[i][F_DAILY_CAP], budgets[i]
-    due = (cap and cap > 0 and lowest * cap <= (day_spents[i] + price) * 100)
-      or (budget and budget > 0 and lowest * budget <= (spents[i] + price) * 100)
+  if not due and agent then
+    -- A level is due when lowest × cap <= (its spend + pend + price) × 100: the least of
+    -- lowest × cap − spend × 100 over the levels' caps and budgets, in a batch made once per summary.
+    local need = false
+    if levels and levels.thr_lowest == lowest then
+      need = levels.thr_need
+    else
+      for i = 1, #rows do
+        local cap, budget = rows[i][F_DAILY_CAP], budgets[i]
+        if cap and cap > 0 and (not need or lowest * cap - day_spents[i] * 100 < need) then need = lowest * cap - day_spents[i] * 100 end
+        if budget and budget > 0 and (not need or lowest * budget - spents[i] * 100 < need) then need = lowest * budget - spents[i] * 100 end
+      end
+      if levels then levels.thr_lowest, levels.thr_need = lowest, need end
+    end
+    due = need and need <= (pend + price) * 100
   end
   if due then
     -- Some spend reached the lowest level: each scope's highest level in (before, after] (the
@@ -31,7 +42,7 @@ if price > 0 and acct[9] ~= '' then
     local function weigh(hash, field, period, scope, who, kind, cap, before)
       if not cap or cap <= 0 then return end
       local after, top = before + price, 0
-      for l in string.gmatch(levels, '%d+') do
+      for l in string.gmatch(percents, '%d+') do
         l = tonumber(l)
         if l * cap > after * 100 then break end
         if l * cap > before * 100 then top = l end
@@ -46,7 +57,7 @@ if price > 0 and acct[9] ~= '' then
       end
       if top <= told then return end
       redis.call('HSET', hash, field, period .. ':' .. top)
-      for l in string.gmatch(levels, '%d+') do
+      for l in string.gmatch(percents, '%d+') do
         l = tonumber(l)
         if l > told and l <= top and l * cap > before * 100 then
           emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_thr_' .. (who or 'acct') .. '_' .. kind .. '_' .. l, 'cap.threshold',
@@ -57,8 +68,8 @@ if price > 0 and acct[9] ~= '' then
     weigh(KEYS[1], 'thr_day', today .. '/', 'account', nil, 'daily_cap', daily_cap, spent - price)
     for i = 1, #rows do
       local who = bys[i] ~= '' and bys[i] or agent_id
-      weigh(hashes[i], 'thr_day', today .. '/', 'agent', who, 'daily_cap', rows[i][F_DAILY_CAP], day_spents[i])
-      weigh(hashes[i], 'thr_budget', '', 'agent', who, 'budget', budgets[i], spents[i])
+      weigh(hashes[i], 'thr_day', today .. '/', 'agent', who, 'daily_cap', rows[i][F_DAILY_CAP], day_spents[i] + pend)
+      weigh(hashes[i], 'thr_budget', '', 'agent', who, 'budget', budgets[i], spents[i] + pend)
     end
   end
 end

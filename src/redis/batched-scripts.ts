@@ -71,6 +71,9 @@ export function batchedLua(body: string, perCall: number): string {
   // A body that collects its calls' packed debit entries (lua/debit.lua) gets them written as one
   // stream entry per outbox: each XADD costs Redis a command and a stream node's growth (issue 42).
   const entries = /^local debit_entries = nil --@batch-entries$/m.test(body)
+  // A memo body's `--@batch-end <function>` line: what it keeps pending across its calls, written
+  // into the memo by that function (of its part made once) after the last call, before the flush.
+  const end = memo ? /^--@batch-end (\w+)$/m.exec(once) : null
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty, batch_counts, batch_adds, batch_expires = {}, {}, {}, {}, {}
 local batch_n, batch_keys = tonumber(ARGV[1]), 0   -- the calls, and the keys before their shared ones
@@ -181,7 +184,10 @@ ${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${memo ? '  hash_memo = not alone and
   if ok then out[i] = reply
   else out[i] = redis.error_reply(type(reply) == 'table' and reply.err or tostring(reply)) end
 end
-for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
+${end ? `-- The body's pending writes, into the memo (the last call may have run without it).
+hash_memo = batch_memo
+${end[1]}()
+` : ''}for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
 -- The expiry of a hash the deferred writes may have made.
 for key, ms in pairs(batch_expires) do redis.call('PEXPIRE', key, ms) end
 -- A counter's deferred rises, and the expiry of one they created.

@@ -118,3 +118,46 @@ test('property: any turn of calls over a few accounts (a busy one taking lone on
     { numRuns: 40 },
   )
 })
+
+test('a busy account\'s sub-agent calls (their debits summed per batch) with lone agents of other accounts taken along, one tripping its breaker: the replies and every level as one at a time', async () => {
+  // The busy account's calls run with the memo and sum each agent's debits until the batch's end
+  // (lua/debit.lua settle_levels); the lone calls run without it, and the breaker's trip of one
+  // writes its own hash at once. Neither may touch the other's pending sum.
+  const [busy, lone1, lone2] = ['acc_07_splitchain', 'acc_08_splitbrk', 'acc_09_splitlone']
+  const seed = async (keys: Keys) => {
+    for (const a of [busy, lone1, lone2]) await redis.hset(keys.account(a), { owner: hashToken(`owner-${a}`), balance: 1_000 })
+    const agent = (a: string, id: string, h: Record<string, string | number>) =>
+      redis.hset(keys.agent(a, id), { token: hashToken(`tok-${id}`), name: id, created: 1, v: 1, state: 'active', spent_total: 0, ...h })
+    await agent(busy, 'agt_p', { depth: 1, budget: 100, carved: 40 })
+    await agent(busy, 'agt_c', { depth: 2, budget: 40, parent: 'agt_p', chain: 'agt_p' })
+    await agent(lone1, 'agt_b', { depth: 1, brk_credits: 3 })
+    await agent(lone2, 'agt_l', { depth: 1, budget: 50 })
+  }
+  const call = (keys: Keys, accountId: string, agentId: string, chain: string[], price: number) => ({
+    ...argsOf(keys, accountId), agentId, chain, tokenHash: hashToken(`tok-${agentId}`), price, breakerIdenticalPerMinute: 0,
+  })
+  const turn: [string, string, string[], number][] = [
+    [busy, 'agt_c', ['agt_p'], 7], [lone1, 'agt_b', [], 5], [busy, 'agt_c', ['agt_p'], 9], [busy, 'agt_p', [], 11],
+    [lone2, 'agt_l', [], 6], [busy, 'agt_c', ['agt_p'], 30], [busy, 'agt_c', ['agt_p'], 4],
+  ]
+  const alone = new Keys(`splitD${Date.now()}`)
+  const batched = new Keys(`splitE${Date.now()}`)
+  await seed(alone)
+  await seed(batched)
+  const scripts = loadScripts(redis)
+  const ctxOf = (keys: Keys) => ({ redis, keys, scripts }) as unknown as RedisContext
+  const one = []
+  for (const [a, id, chain, price] of turn) one.push(await runDebit(ctxOf(alone), call(alone, a, id, chain, price)))
+  await redis.config('RESETSTAT')
+  const together = await Promise.all(turn.map(([a, id, chain, price]) => runDebit(ctxOf(batched), call(batched, a, id, chain, price))))
+  expect(scriptsRun(await redis.info('commandstats'))).toBe(1)
+  expect(together).toEqual(one)
+  expect(one.map((r) => r.status)).toEqual(['ok', 'agent_killed', 'ok', 'ok', 'ok', 'agent_budget', 'ok'])
+  const levels = (keys: Keys) =>
+    Promise.all([[busy, 'agt_p'], [busy, 'agt_c'], [lone1, 'agt_b'], [lone2, 'agt_l']].map(async ([a, id]) => {
+      const h = await redis.hgetall(keys.agent(a!, id!))
+      return [h.state, h.spent_total, h.day_spent, h.carved, h.kill_reason]
+    }))
+  expect(await levels(batched)).toEqual(await levels(alone))
+  expect((await levels(batched))[1]).toEqual(['active', '20', '20', undefined, undefined])
+})

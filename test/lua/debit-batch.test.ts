@@ -322,6 +322,18 @@ describe('debit.lua in a batch', () => {
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
   })
 
+  test('calls of a chain straddling the HKT midnight in one batch, back and forth: each level\'s day spend is of its call\'s day, as one at a time', async () => {
+    // A batch sums an agent's debits and writes them into its levels once (settle_levels in
+    // lua/debit.lua): a call of another day than the sum's must have the sum written first.
+    const midnight = Date.UTC(2026, 10, 25, 16) - NOW   // 00:00 HKT, ms from NOW
+    const level = (parent: number | null, dailyCap: number): AgentSpec => ({ parent, budget: 500, spent: 10, dailyCap, perCallMax: null, allow: null, killed: false, brkCredits: null })
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [level(null, 60), level(0, 40), level(1, 25)] }
+    const call = (who: number, price: number, at: number): CallSpec => ({ who, price, target: 'a.x', fingerprint: '', metered: false, at: midnight + at })
+    const replies = await sameEitherWay(fleet, [call(2, 5, -2_000), call(2, 6, -1_000), call(2, 7, 1_000), call(1, 4, 1_500), call(2, 8, -500), call(2, 9, 2_000), call(2, 10, 2_500), call(2, 7, 3_000)])
+    // The call before midnight at -500 took its level's `day` back: the next day's spend starts again from 9.
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'agent_daily_cap'])
+  })
+
   test('a resent call id answers, in a batch, the account\'s day spend the calls before it left', async () => {
     // The day spend and the rate window are written after a batch's last call: a resent call's
     // answer must still count the debits made before it in the same batch.
