@@ -13,6 +13,7 @@ import { newAccountId } from '../../src/ledger/accounts'
 import { runDebit, type DebitArgs, type DebitMetering } from '../../src/lua/debit'
 import { runRecordCalls } from '../../src/lua/record-calls'
 import { runRefund } from '../../src/lua/refund'
+import { runSettle } from '../../src/lua/settle'
 import { parseCallRecord } from '../../src/paid-request/call-record'
 import { windowsAt } from '../../src/windows'
 import { parseOutboxEntry } from '../../src/write-behind/outbox'
@@ -161,6 +162,62 @@ describe("a metered call's record", () => {
     expect(await runRecordCalls(ctx, [filing, filing], { recentCalls: 200, settledTtlS: 300 })).toEqual([{ status: 'ok' }, { status: 'already_applied' }])
     expect(await redis.get(keys.call(acct, a.callId))).toBe('filed')
     expect(await runRefund(ctx, refundArgs(acct, 'owner', a.callId))).toEqual({ status: 'already_applied', balance: 1_000 - d.price })
+  })
+})
+
+describe('settle.lua on the string record', () => {
+  // The call's usage: a cached and cache-write share on the owner's lane (its prices on the record).
+  const USAGE = { house: { input: 800, cached: 200, output: 3000 }, owner: { input: 500, cached: 100, output: 2000, cache_write: 300, cache_write_1h: 100 } }
+  const FILE = { recordHead: '{"call_id":"c","slug":"s"', organic: true, recentCalls: 200, settledTtlS: 300 }
+  for (const [lane, metered] of [['house', HOUSE], ['owner', OWNER_LANE]] as const) {
+    for (const who of ['owner', 'agent'] as const) {
+      for (const filed of [true, false]) {
+        test(`(${lane} lane, ${who}, ${filed ? 'filed' : 'not filed'}) charges, releases and files it as the old hash: same reply, account, windows, chain, list and entries`, async () => {
+          const states = []
+          const replies = []
+          // The same call id on twin accounts: their entries and lists compare whole.
+          const callId = `call_mrec_settle_${++seq}`
+          for (const shape of ['string', 'hash'] as const) {
+            const acct = await account(1_000)
+            const d = await runDebit(ctx, debitArgs(acct, who, metered, { callId }))
+            if (d.status !== 'ok') throw new Error(d.status)
+            const key = keys.call(acct, callId)
+            if (shape === 'hash') await asOldHash(key)
+            const args = { now: NOW + 5_000, accountId: acct, agentId: who === 'agent' ? AGENT : null, chain: who === 'agent' ? [PARENT] : [], callId, day: W.day, at: NOW,
+              tokens: USAGE[lane], source: 'provider' as const, file: filed ? FILE : undefined }
+            const r = await runSettle(ctx, args)
+            expect(r).toMatchObject({ status: 'ok' })
+            // Settled once: again, already applied; nor can a refund give anything back now.
+            expect(await runSettle(ctx, { ...args, now: NOW + 6_000 })).toMatchObject({ status: 'already_applied' })
+            expect(await runRefund(ctx, refundArgs(acct, who, callId, NOW + 7_000))).toMatchObject({ status: 'already_applied' })
+            replies.push(r)
+            const record = await callFields(redis, key)
+            states.push({ ...(await stateOf(acct, callId)), list: await redis.lrange(keys.recentCalls(acct), 0, -1), state: record?.state, ttl: (await redis.ttl(key)) > 1_000 })
+          }
+          expect(replies[0]).toEqual(replies[1]!)
+          expect(states[0]).toEqual(states[1]!)
+          expect(states[0]!.state).toBe(filed ? 'filed' : 'settled')
+          expect(states[0]!.account.held).toBe('0')
+        })
+      }
+    }
+  }
+
+  test('a string record the settle is not for answers alone: a flat one not_found, a damaged one an error, nothing of either written', async () => {
+    const acct = await account(1_000)
+    const d = await runDebit(ctx, debitArgs(acct, 'owner', HOUSE, { callId: 'c_ok' }))
+    if (d.status !== 'ok') throw new Error(d.status)
+    const flat = `debited|5|${W.day}|${NOW}||||m|1|debited`
+    const damaged = `m|1|debited|9|${W.day}|${NOW}||||100|0|150|75|600|||40|short|x`
+    await redis.set(keys.call(acct, 'c_flat'), flat, 'EX', 600)
+    await redis.set(keys.call(acct, 'c_damaged'), damaged, 'EX', 600)
+    const base = { now: NOW + 5_000, accountId: acct, agentId: null, chain: [], day: W.day, at: NOW, tokens: USAGE.house, source: 'provider' as const }
+    const [f, x, ok] = await Promise.allSettled(['c_flat', 'c_damaged', 'c_ok'].map((callId) => runSettle(ctx, { ...base, callId })))
+    expect(f).toEqual({ status: 'fulfilled', value: { status: 'not_found' } })
+    expect(x?.status).toBe('rejected')
+    expect(ok).toMatchObject({ status: 'fulfilled', value: { status: 'ok' } })
+    expect(await redis.get(keys.call(acct, 'c_flat'))).toBe(flat)
+    expect(await redis.get(keys.call(acct, 'c_damaged'))).toBe(damaged)
   })
 })
 
