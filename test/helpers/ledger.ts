@@ -90,3 +90,17 @@ export async function callFields(redis: Pick<TestApp['redis'], 'type' | 'getBuff
   if (fields === null) throw new Error(`${key}: a string no debit writes`)
   return fields === 'filed' ? { state: 'filed' } : fields
 }
+
+/**
+ * A call record rewritten as the hash a debit wrote before the string (its fields, its TTL), less
+ * the fields `drop` names: a record of an older debit (e.g. one from before the hold, no `hold`).
+ */
+export async function asHashRecord(redis: Pick<TestApp['redis'], 'type' | 'getBuffer' | 'hgetall' | 'ttl' | 'del' | 'hset' | 'expire'>, key: string, drop: string[] = []): Promise<void> {
+  const fields = await callFields(redis, key)
+  if (!fields) throw new Error(`${key}: no call record`)
+  for (const f of drop) delete fields[f]
+  const ttl = await redis.ttl(key)
+  await redis.del(key)
+  await redis.hset(key, fields)
+  if (ttl > 0) await redis.expire(key, ttl)
+}

@@ -17,7 +17,7 @@ import { runSettle } from '../../src/lua/settle'
 import { parseCallRecord } from '../../src/paid-request/call-record'
 import { windowsAt } from '../../src/windows'
 import { parseOutboxEntry } from '../../src/write-behind/outbox'
-import { callFields } from '../helpers/ledger'
+import { asHashRecord, callFields } from '../helpers/ledger'
 import { scriptRig } from '../helpers/script-rig'
 
 const { redis, keys, ctx } = scriptRig('mrecord')
@@ -52,15 +52,6 @@ function debitArgs(acct: string, who: Who, metered: DebitMetering, extra: Partia
     defaultDailyCap: 1_000_000, unpricedRequestCap: 100, fingerprint: 'fp', dayKeyTtlS: 172_800,
     breakerCreditsPerMinute: 1_000_000, breakerIdenticalPerMinute: 0, lowBalanceAlert: 0, abandonAt: NOW + 60_000, metered, ...extra,
   }
-}
-
-/** The call's record rewritten as the hash the debit wrote before the string (same fields, same TTL). */
-async function asOldHash(key: string): Promise<void> {
-  const fields = await callFields(redis, key)
-  const ttl = await redis.ttl(key)
-  await redis.del(key)
-  await redis.hset(key, fields!)
-  await redis.expire(key, ttl)
 }
 
 /** What an account's call leaves in Redis: its row, day spend, agents, breaker window, in-flight member and entries. */
@@ -122,7 +113,7 @@ describe("a metered call's record", () => {
         const first = await runDebit(ctx, a)
         if (first.status !== 'ok') throw new Error(first.status)
         expect(first.clamped).toBe(balance === 5)
-        if (shape === 'hash') await asOldHash(keys.call(acct, a.callId))
+        if (shape === 'hash') await asHashRecord(redis, keys.call(acct, a.callId))
         const before = await stateOf(acct, a.callId)
         expect(await runDebit(ctx, a)).toEqual({ ...first, refillDue: false })
         expect(await stateOf(acct, a.callId)).toEqual(before)
@@ -139,7 +130,7 @@ describe("a metered call's record", () => {
         const d = await runDebit(ctx, a)
         if (d.status !== 'ok') throw new Error(d.status)
         const key = keys.call(acct, a.callId)
-        if (shape === 'hash') await asOldHash(key)
+        if (shape === 'hash') await asHashRecord(redis, key)
         expect(await runRefund(ctx, refundArgs(acct, who, a.callId))).toEqual({ status: 'ok', balance: 1_000, amount: d.price })
         expect(await runRefund(ctx, refundArgs(acct, who, a.callId, NOW + 2_000))).toEqual({ status: 'already_applied', balance: 1_000 })
         // Refunded, the record keeps every other field, and its TTL.
@@ -182,7 +173,7 @@ describe('settle.lua on the string record', () => {
             const d = await runDebit(ctx, debitArgs(acct, who, metered, { callId }))
             if (d.status !== 'ok') throw new Error(d.status)
             const key = keys.call(acct, callId)
-            if (shape === 'hash') await asOldHash(key)
+            if (shape === 'hash') await asHashRecord(redis, key)
             const args = { now: NOW + 5_000, accountId: acct, agentId: who === 'agent' ? AGENT : null, chain: who === 'agent' ? [PARENT] : [], callId, day: W.day, at: NOW,
               tokens: USAGE[lane], source: 'provider' as const, file: filed ? FILE : undefined }
             const r = await runSettle(ctx, args)
