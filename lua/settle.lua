@@ -4,7 +4,9 @@
   of one shard's calls in one script. The debit reserved the most each request could cost; this
   charges what the provider's usage actually cost and gives the rest of the reservation back, in one
   step, once per call. Given a record, it also files the call as record-calls.lua does (the record
-  completed with the charge): one script after the upstream instead of two.
+  completed with the charge): one script after the upstream instead of two. A call it files keeps,
+  for the short TTL, the bare word `filed` for a call record (a flat call's filed record, which
+  record-calls.lua and refund.lua take as filed); one it only settles keeps its hash, `settled`.
   Why a batch (issue 14's bench, as record-calls.lua for issue 17): one EVALSHA per call cost more
   than the settle itself — a command for ioredis to build, write and parse, the availability gate's
   promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
@@ -28,45 +30,55 @@
   since is left alone, as refund.lua does: an agent's day spend is its hash's `day_spent`, lowered
   only while the hash's `day` is still the call record's `day`). An agent's release also comes off
   its `spent_total` and, along its chain (docs/api.md §8), every ancestor's spent_total and day spend,
-  exactly as the debit counted them (lua/lib/budget.lua release_chain; the chain must be the call
-  record's).
+  exactly as the debit counted them (lua/lib/budget.lua release_chain's rule, applied by
+  lua/lib/release-memo.lua: a hash several calls of the batch release along is read and written once;
+  the chain must be the call record's).
 
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
   KEYS[3] shard counters               {s}:stats       (written only for a call that is filed)
-  and for the i-th call, 6 + (its chain's length) keys at KEYS[3 + o + j], o being the number
-  of keys of the calls before it:
+  and for the i-th call, at KEYS[3 + o + j], o being the number of keys of the calls before it, 4
+  keys (the owner's call), 6 + (its chain's length) (an agent's), and one more when it names a run:
     j = 1  account hash                   {s}:acct:<acct>
     j = 2  call record                    {s}:call:<call_id>
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
-    j = 4  the call's agent hash          {s}:agent:<acct>:<agent|_owner>  (never written for the owner;
-           the `_owner` one says the call is the owner's, which its record must agree with)
-    j = 5  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    j = 4  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
+    for an agent's call (its shape says so, below):
+    j = 5  the call's agent hash          {s}:agent:<acct>:<agent>
     j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
-           (j = 10 of its ARGV; for the owner, or with that ARGV '', the agent hash again)
+           (the shape's minute; with none, the agent hash again)
     j = 7, 8, …  per ancestor, parent first: its hash
-    then, when the call names a run (ARGV j = 12), the run's hash  {s}:run:<acct>:<run id>
+    then, when the call names a run (its shape's run), the run's hash  {s}:run:<acct>:<run id>
 
   ARGV[1] how many recent calls the list keeps (record-calls.lua's ARGV[1])
   ARGV[2] seconds the call record is kept once filed (record-calls.lua's ARGV[2])
   ARGV[3] now, epoch ms: the date of an entry whose call record has no `at` (the entry is dated at
           the debit's instant, below)
-  then each call's 12 ARGV, from ARGV[3 + 12(i-1) + j] (each argument costs ~1,000 instructions):
+  then each call's 7 ARGV, from ARGV[3 + 7(i-1) + j] (each argument or key costs ~800-1,000
+  instructions: what most calls leave at its default is one argument, its shape):
     j = 1  call id
     j = 2  account id
     j = 3  input tokens (not cached), j = 4 cached input tokens, j = 5 output tokens
-    j = 6  usage source: provider | estimated
-    j = 7  the agent's chain: ancestor ids, parent first, joined by ',' ('' = none); it lays out
-           the call's keys, and must be the call record's
-    j = 8  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
+    j = 6  the call record as JSON without its closing brace, nor `charged` and `uncharged`, which
            this script appends ('' = file nothing: the caller runs record-calls.lua, e.g. to store an
            Idempotency-Key answer built from the balance after the settle)
-    j = 9  '1' when the call counts as organic (record-calls.lua's)
-    j = 10 the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none): the release
-           comes off that window's `credits` only when it is the call record's minute
-           (lua/lib/breaker-window.lua), so the breaker weighs the charge, not the reservation
-    j = 11 input tokens written to the cache, `<5-minute lifetime>,<1-hour lifetime>` ('' = none)
-    j = 12 the run the call record names ('' = none; docs/api.md §13c): it gets the release back
+    j = 7  its shape: '' for the common call (the owner's, organic or not filed, usage the
+           provider's, no cache writes, no run), else
+           `<organic>|<usage>|<agent>|<minute>|<cache writes>|<run>|<chain>`:
+             organic  '1' when the call counts as organic (record-calls.lua's), else '0'
+             usage    its source: provider | estimated
+             agent    '1' for an agent's call (its keys j = 5, 6 given), '' for the owner's (whose
+                      record must name no agent)
+             minute   the minute (epoch ms / 60000) of key j = 6, from the debit instant ('' = none):
+                      the release comes off that window's `credits` only when it is the call
+                      record's minute (lua/lib/breaker-window.lua), so the breaker weighs the
+                      charge, not the reservation
+             cache writes  input tokens written to the cache, `<5-minute lifetime>,<1-hour
+                      lifetime>` ('' = none)
+             run      the run the call record names ('' = none; docs/api.md §13c): it gets the
+                      release back
+             chain    the agent's ancestor ids, parent first, joined by ',' ('' = none); it lays
+                      out the call's keys, and must be the call record's
 
   The reservation was a hold, not a ledger entry (debit.lua raised the account's `held`): this
   takes it off `held` and writes the call's one ledger entry, a `debit` of the charge (amount may
@@ -87,11 +99,11 @@
   (a call debited before the hold) is never packed: its refund raises the posted balance, which
   would break the order readers give entries sharing a stream id (balance_after descending).
 
-  Returns one reply per call, in order:
-        {OK, balance_after, charged, released, uncharged_micro}
-      | {ALREADY_APPLIED, balance} (settled or refunded before) | {NOT_FOUND, 0} (or not metered)
-      | an error text when the chain given, or the owner's key, is not the call record's (that call
-        only: nothing of it written)
+  Returns one flat array, 5 values per call in order (the i-th call's at 5i - 4 .. 5i):
+        OK, balance_after, charged, released, uncharged_micro
+      | ALREADY_APPLIED, balance, 0, 0, 0 (settled or refunded before) | NOT_FOUND, 0, 0, 0, 0 (or not metered)
+      | an error text, 0, 0, 0, 0 when the chain or run given, or the owner's shape, is not the call
+        record's (that call only: nothing of it written)
 ]]
 
 --@include status
@@ -102,41 +114,70 @@
 
 --@include run-release
 --@include recent-calls
+--@include release-memo
 
 local MICRO = 1000000
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
-local PER = 12
--- A token count as a number: tonumber is a strtod (~850 instructions), and most counts of a call
--- (cached, cache writes) are '0'.
-local function count_of(s)
-  if s == '0' then return 0 end
-  return tonumber(s)
-end
+local PER = 7
+-- (A decimal string the debit or the app wrote is made a number by `s + 0`, which parses it once:
+-- tonumber parses it twice, lua_isnumber then lua_tonumber, each a strtod.)
+
 -- A release of a day spend, in one command where EXISTS + DECRBY were: a day spend the debit left
 -- expires (every writer sets its TTL), so a DECRBY that made a key without one made it from nothing
 -- (the day had expired), and it goes again.
 local function release_day(key, amount, amount_s)
   if redis.call('DECRBY', key, amount_s) == -amount and redis.call('TTL', key) == -1 then redis.call('DEL', key) end
 end
+-- Integers formatted once a batch: a charge, a release, a held amount or a line's length repeats
+-- from call to call, and a string.format costs ~1,800 instructions (a balance or a remainder, new
+-- each call, is formatted directly).
+local formatted = {[0] = '0'}
+-- Called on a miss: `formatted[v] or int_s(v)` (a Lua call costs ~500 instructions, a hit ~100).
+local function int_s(v)
+  local s = string.format('%d', v)
+  formatted[v] = s
+  return s
+end
 local n = (#ARGV - 3) / PER
 if n ~= math.floor(n) then return redis.error_reply('settle: ' .. #ARGV .. ' args') end
--- The keys the chains lay out, checked before the first write.
+-- The keys the shapes lay out, checked before the first write.
 local want = 3
--- Each call's chain split once, here ('' = none: no split at all, the owner's and a top-level agent's).
-local chains = {}
+-- Each call's shape read once, here: false for the common call (its shape ''), else a table of its
+-- organic, usage, agent ('1' or ''), minute, cache writes, run, chain and the chain's ids.
+local shapes = {}
 local NO_IDS = {}
 -- The accounts the batch settles more than one call of (true), each of the rest false.
 local shared = {}
+-- The agents' and ancestors' hashes more than one call of the batch releases along (lib/release-memo.lua).
+local agent_seen, busy = {}, {}
 for i = 1, n do
   local a = 2 + PER * (i - 1)
-  local chain = ARGV[a + 8]
-  chains[i] = chain == '' and NO_IDS or chain_ids(chain)
-  want = want + 6 + #chains[i] + (ARGV[a + 13] ~= '' and 1 or 0)
+  local shape = ARGV[a + 8]
+  if shape == '' then
+    shapes[i] = false
+    want = want + 4
+  else
+    local organic, usage, agent, minute, cw, run, chain = string.match(shape, '^([01])|([^|]*)|(1?)|(%d*)|([^|]*)|([^|]*)|(.*)$')
+    if not organic then return redis.error_reply('settle: call ' .. i .. ' has the shape ' .. shape) end
+    local ids = chain == '' and NO_IDS or chain_ids(chain)
+    shapes[i] = {organic, usage, agent, minute, cw, run, chain, ids}
+    if agent == '1' then
+      -- Its agent's hash at KEYS[want + 5], its ancestors' from KEYS[want + 7].
+      for m = 0, #ids do
+        local h = KEYS[want + (m == 0 and 5 or 6 + m)]
+        if h then
+          if agent_seen[h] then busy[h] = true end
+          agent_seen[h] = true
+        end
+      end
+    end
+    want = want + (agent == '1' and 6 or 4) + #ids + (run ~= '' and 1 or 0)
+  end
   shared[ARGV[a + 3]] = shared[ARGV[a + 3]] ~= nil
 end
-if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the chains lay out ' .. want) end
+if want ~= #KEYS then return redis.error_reply('settle: ' .. #KEYS .. ' keys, the shapes lay out ' .. want) end
 local out = {}
 local k = 3
 -- The in-flight members of the calls settled, taken out by one ZREM after the loop (as record-calls.lua).
@@ -147,15 +188,27 @@ local landed = {}
 -- account with one call in the batch reads and writes as it goes: these tables cost more than they
 -- save for it.
 local rows, row_keys, day_release, day_keys = {}, {}, {}, {}
--- Each target's byte length as the packed `settle` field gives it, formatted once a batch.
-local target_lengths = {}
+-- The balance a call settled or refunded before answers: the row's, while the batch holds it.
+local function balance_of(acct)
+  local row = rows[acct]
+  return row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')
+end
+-- The i-th call's reply, 5 values at out[5i - 4 .. 5i] (one flat array for the batch: a table a call
+-- cost ~1,400 instructions): a status, or an error text for that call alone, then its numbers.
+local function answer(i, status, balance)
+  local o = 5 * i
+  out[o - 4], out[o - 3], out[o - 2], out[o - 1], out[o] = status, balance, 0, 0, 0
+end
 -- The filed calls' lines of the batch's one outbox entry: one XADD where there was one a call (each
--- cost Redis ~6,000 instructions). The first call's values are kept as they are, its line made only
--- once a second call comes: a lone call (a batch of one) writes its plain entry and makes no line.
+-- cost Redis ~6,000 instructions), 4 slots a line (its head up to the settle field, '|', the
+-- record, '\n'). A batch of one call makes no line: it writes its plain entry, as does a batch whose
+-- run of filed calls between two other entries is one call (its settle cut from its line's head).
+local lined = n > 1
 local packed, filed = {}, 0
-local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record
+local lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record, lone_at
 local function flush_filed()
   if filed == 1 then
+    if lined then lone_settle, packed = string.sub(packed[1], lone_at + 1), {} end
     if lone_cw ~= '' then
       local tcw, tcw1h = string.match(lone_cw, '^([^,]+),(.+)$')
       redis.call('XADD', KEYS[1], '*', 'kind', 'charged_call', 'id', lone_id .. ':call', 'organic', lone_organic, 'charged', lone_charged, 'rec', lone_record, 'settle', lone_settle,
@@ -174,75 +227,91 @@ end
 for i = 1, n do
   local a = 2 + PER * (i - 1)
   local call_id, account_id = ARGV[a + 2], ARGV[a + 3]
-  local t_in, t_cached, t_out = count_of(ARGV[a + 4]), count_of(ARGV[a + 5]), count_of(ARGV[a + 6])
-  -- The cache writes, '' for none (most calls: one argument where two '0' were).
-  local cw, cw_s, cw1h_s, t_cw, t_cw1h = ARGV[a + 12], '0', '0', 0, 0
+  -- The token counts, a '0' (most cached counts) never parsed; inline, as a Lua call costs ~500 instructions.
+  local s_in, s_cached, s_out = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local t_in, t_cached, t_out = s_in == '0' and 0 or s_in + 0, s_cached == '0' and 0 or s_cached + 0, s_out == '0' and 0 or s_out + 0
+  local head = ARGV[a + 7]
+  -- The common call's shape: the owner's, organic (read only when filed), the provider's usage.
+  local organic, usage, owner, minute, cw, run_id, chain, ids = '1', 'provider', true, '', '', '', '', NO_IDS
+  local shape = shapes[i]
+  if shape then
+    organic, usage, owner, minute, cw, run_id, chain, ids = shape[1], shape[2], shape[3] == '', shape[4], shape[5], shape[6], shape[7], shape[8]
+  end
+  -- The cache writes, '' for none.
+  local cw_s, cw1h_s, t_cw, t_cw1h = '0', '0', 0, 0
   if cw ~= '' then
     cw_s, cw1h_s = string.match(cw, '^([^,]+),(.+)$')
-    t_cw, t_cw1h = tonumber(cw_s), tonumber(cw1h_s)
+    t_cw, t_cw1h = cw_s + 0, cw1h_s + 0
   end
-  local chain, head, organic = ARGV[a + 8], ARGV[a + 9], ARGV[a + 10]
-  local ids = chains[i]
-  local acct, call_key, acct_day, agent_hash, list, breaker = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
-  local chain_at = k + 6   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
-  k = k + 6 + #ids
-  local run_id = ARGV[a + 13]
+  local acct, call_key, acct_day, list = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  k = k + 4
+  local agent_hash, breaker
+  if not owner then
+    agent_hash, breaker = KEYS[k + 1], KEYS[k + 2]
+    k = k + 2
+  end
+  local chain_at = k   -- the ancestors' hashes follow, at KEYS[chain_at + 1 ..]
+  k = k + #ids
   local run_key = run_id ~= '' and KEYS[k + 1]
   if run_key then k = k + 1 end
 
   -- Each field read costs ~2,000 instructions (a scan of the record's listpack, a reply string, a
-  -- Lua string): the owner's call (its agent key the `_owner` one) never reads the three only an
-  -- agent's release needs, and its record must name no agent; `p_cached` (last) is read only for
-  -- cached tokens.
-  local owner = string.sub(agent_hash, -7) == ':_owner'
+  -- Lua string): the owner's call never reads the three only an agent's release needs, and its
+  -- record must name no agent; `p_cached` (last) is read only for cached tokens.
   local call
   if owner then
     if t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
     else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
   elseif t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
   else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
-  -- A flat call's record is a string (debit.lua), which no settle is for: that call alone answers
-  -- NOT_FOUND, as a record of no metered call does, and the batch's others settle.
-  if call.err then call = {} end
+  -- A record that is not a hash answers for its call alone (the batch's others settle): the bare word
+  -- `filed` (this script's or record-calls.lua's, below) ALREADY_APPLIED, a flat call's (debit.lua),
+  -- which no settle is for, NOT_FOUND as a record of no metered call does.
+  local was_filed = false
+  if call.err then
+    was_filed = redis.call('GET', call_key) == 'filed'
+    call = {}
+  end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
-  if not call[1] or (call[5] ~= '1' and not fee) then
-    out[i] = {S_NOT_FOUND, 0}
+  if was_filed then
+    answer(i, S_ALREADY_APPLIED, balance_of(acct))
+  elseif not call[1] or (call[5] ~= '1' and not fee) then
+    answer(i, S_NOT_FOUND, 0)
   elseif (not owner and call[12] or '') ~= chain then
-    out[i] = 'settle: chain ' .. chain .. ' is not the call\'s'
+    answer(i, 'settle: chain ' .. chain .. ' is not the call\'s', 0)
   elseif (call[11] or '') ~= run_id then
-    out[i] = 'settle: run ' .. run_id .. ' is not the call\'s'
+    answer(i, 'settle: run ' .. run_id .. ' is not the call\'s', 0)
   elseif owner and call[3] ~= '' then
-    out[i] = 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s'
+    answer(i, 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s', 0)
   elseif call[1] ~= 'debited' then
-    local row = rows[acct]
-    out[i] = {S_ALREADY_APPLIED, row and row.balance or tonumber(redis.call('HGET', acct, 'balance') or '0')}
+    answer(i, S_ALREADY_APPLIED, balance_of(acct))
   else
-    local reserved = tonumber(call[2])
+    local reserved = call[2] + 0
     -- A price is parsed only when its tokens are not 0.
     local cost = 0
-    if t_in > 0 then cost = t_in * tonumber(call[7]) end
-    if t_cached > 0 then cost = cost + t_cached * tonumber(call[owner and 12 or 15]) end
-    if t_out > 0 then cost = cost + t_out * tonumber(call[8]) end
+    if t_in > 0 then cost = t_in * call[7] end
+    if t_cached > 0 then cost = cost + t_cached * call[owner and 12 or 15] end
+    if t_out > 0 then cost = cost + t_out * call[8] end
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
       local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
       local p_cw = p[1] or call[7]
-      cost = cost + t_cw * tonumber(p_cw) + t_cw1h * tonumber(p[2] or p_cw)
+      cost = cost + t_cw * p_cw + t_cw1h * (p[2] or p_cw)
     end
     local many = shared[account_id]
     local row = many and rows[acct]
     local r, held, balance_before, q
     if row then
-      if fee and not row.q then row.q = tonumber(redis.call('HGET', acct, 'mc_rem_c') or '0') end
+      if fee and not row.q then row.q = (redis.call('HGET', acct, 'mc_rem_c') or '0') + 0 end
       r, held, balance_before, q = row.r, row.held, row.balance, row.q or 0
     else
       local acc = fee and redis.call('HMGET', acct, 'mc_rem', 'held', 'balance', 'mc_rem_c') or redis.call('HMGET', acct, 'mc_rem', 'held', 'balance')
-      r, held, balance_before = tonumber(acc[1] or '0'), tonumber(acc[2] or '0'), tonumber(acc[3] or '0')
+      r, held, balance_before = (acc[1] or '0') + 0, (acc[2] or '0') + 0, (acc[3] or '0') + 0
       -- The hundredths of a micro-credit a fee's division by 100 leaves (0..99), read and written only
       -- by the owner's lane: the house lane adds whole micro-credits to r, which leave them as they are.
-      q = fee and tonumber(acc[4] or '0') or 0
+      q = fee and (acc[4] or '0') + 0 or 0
       if many then
         row = {r = r, held = held, balance = balance_before, q = fee and q or false, held_moved = false, q_moved = false}
         rows[acct], row_keys[#row_keys + 1] = row, acct
@@ -255,9 +324,10 @@ for i = 1, n do
     -- charge then comes out of the balance, never below 0, and what it cannot take is uncharged.
     local hold = call[10] == '1'
     local found, limit = reserved, reserved
+    -- (Comparisons, not math.min: a call into C costs a few hundred instructions.)
     if hold then
-      found = math.min(held, reserved)
-      limit = math.min(reserved, balance_before + found)
+      if held < reserved then found = held end
+      if balance_before + found < reserved then limit = balance_before + found end
     end
     local charged, uncharged
     if fee then
@@ -277,7 +347,9 @@ for i = 1, n do
         q = rest - r * 100
       end
     else
-      charged = math.floor((r + cost) / MICRO)
+      -- floor(x) as x - x % 1 (x ≥ 0), with no call into C.
+      local x = (r + cost) / MICRO
+      charged = x - x % 1
       uncharged = 0
       if charged > limit then
         charged = limit
@@ -291,14 +363,14 @@ for i = 1, n do
     local released = reserved - charged
     -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
     -- or joined into a string is formatted anew each time; every value here is an integer).
-    local charged_s = charged == 0 and '0' or string.format('%d', charged)
-    local released_s, rem_s = released == 0 and '0' or string.format('%d', released), string.format('%d', r)
+    local charged_s, released_s, rem_s = formatted[charged] or int_s(charged), formatted[released] or int_s(released), string.format('%d', r)
     local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
 
     if head ~= '' then
-      -- Filed: the record record-calls.lua leaves (`filed`, `recorded`).
-      redis.call('HSET', call_key, 'state', 'filed', 'charged', charged_s, 'recorded', '1')
-      redis.call('EXPIRE', call_key, settled_ttl)
+      -- Filed, the record only guards against a resent settle or filing: the bare word record-calls.lua
+      -- leaves a flat call's, with the short TTL, by one SET over the hash (an HSET of the state and its
+      -- EXPIRE cost ~6,000 instructions more).
+      redis.call('SET', call_key, 'filed', 'EX', settled_ttl)
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end
@@ -312,9 +384,9 @@ for i = 1, n do
       if fee or hold then row.held, row.held_moved = held, true end
       if fee then row.q, row.q_moved = q, true end
     elseif fee then
-      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s, 'mc_rem_c', string.format('%d', q))
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', formatted[held] or int_s(held), 'mc_rem', rem_s, 'mc_rem_c', formatted[q] or int_s(q))
     elseif hold then
-      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', string.format('%d', held), 'mc_rem', rem_s)
+      redis.call('HSET', acct, 'balance', string.format('%d', balance), 'held', formatted[held] or int_s(held), 'mc_rem', rem_s)
     else
       redis.call('HSET', acct, 'balance', string.format('%d', balance), 'mc_rem', rem_s)
     end
@@ -334,12 +406,12 @@ for i = 1, n do
       if call[3] ~= '' then
         local hashes = {agent_hash}
         for m = 1, #ids do hashes[m + 1] = KEYS[chain_at + m] end
-        release_chain(hashes, call[13], released)
-        release_breaker(breaker, agent_hash, ARGV[a + 11], call[9], call[14], released_s)
+        release_levels(hashes, call[13], released, busy)
+        release_breaker(breaker, agent_hash, minute, call[9], call[14], released_s)
       end
       if run_key then release_run(run_key, released) end
     end
-    local uncharged_s = uncharged == 0 and '0' or string.format('%d', uncharged)
+    local uncharged_s = uncharged == 0 and '0' or int_s(uncharged)
     -- The entry is dated at the call's debit (the record's `at`), not at this settle: the daily
     -- windows counted the reservation on the debit's HKT day, and every reader of the ledger (the
     -- console's chart, a rebuild's day spend, the statement) must see the charge on that same day.
@@ -349,7 +421,7 @@ for i = 1, n do
       local entry = {'kind', kind, 'id', call_id .. (hold and ':debit' or ':settle'), 'acct', account_id,
         'agent', call[3], 'amount', amount_s, 'bal', posted_s, 'call', call_id, 'target', call[4], 'at', dated,
         'model', call[6], 'tin', ARGV[a + 4], 'tcached', ARGV[a + 5], 'tout', ARGV[a + 6], 'charged', charged_s,
-        'uncharged_micro', uncharged_s, 'usage', ARGV[a + 7], 'rem', rem_s}
+        'uncharged_micro', uncharged_s, 'usage', usage, 'rem', rem_s}
       if not hold then
         for _, v in ipairs({'ref', call_id .. ':debit', 'reason', 'metered_settle'}) do entry[#entry + 1] = v end
       end
@@ -361,7 +433,7 @@ for i = 1, n do
     else
       -- As record-calls.lua files it (same list trim, counters and outbox entry); `uncharged` in
       -- credits, rounded up, as the record has always shown it.
-      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or string.format('%d', math.ceil(uncharged / MICRO))) .. '}'
+      local record = head .. ',"charged":' .. charged_s .. ',"uncharged":' .. (uncharged == 0 and '0' or int_s(math.ceil(uncharged / MICRO))) .. '}'
       file_recent(list, record, many, keep)
       if organic == '1' then
         count_organic(charged)
@@ -375,35 +447,34 @@ for i = 1, n do
       -- (the `settled_call` of before the hold packed a refund of the release), so that a flusher
       -- that does not know it (a rolling deploy) dead-letters it, to be replayed once upgraded,
       -- instead of filing the call and silently dropping its ledger row.
-      local target_length = target_lengths[call[4]]
-      if not target_length then
-        target_length = string.format('%d', #call[4])
-        target_lengths[call[4]] = target_length
-      end
-      -- One concatenation (one string made), not a table and table.concat.
-      local settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
-        ARGV[a + 4] .. '|' .. ARGV[a + 5] .. '|' .. ARGV[a + 6] .. '|' .. ARGV[a + 7] .. '|' .. dated .. '|' .. target_length .. '|' ..
-        call[4] .. '|' .. call[6]
+      local target_length = formatted[#call[4]] or int_s(#call[4])
       -- The cache writes, when there were any, as fields of their own beside `settle` (whose
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       local writes = t_cw > 0 or t_cw1h > 0
+      local cw_line = writes and cw or ''
+      -- In a batch of several, a filed call's settle is made as the rest of its line's head (`pre`
+      -- before it: call id, organic, charged, cache writes, the settle's byte length summed from its
+      -- parts): one string, where the settle and 14 table slots were.
+      local pre = ''
+      if lined and hold then
+        local bytes = #account_id + #call[3] + #amount_s + #posted_s + #rem_s + #uncharged_s + #s_in + #s_cached + #s_out + #usage + #dated +
+          #target_length + #call[4] + #call[6] + 13
+        pre = call_id .. '|' .. organic .. '|' .. charged_s .. '|' .. cw_line .. '|' .. (formatted[bytes] or int_s(bytes)) .. '|'
+      end
+      -- One concatenation (one string made), not a table and table.concat.
+      local settle = pre .. account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+        s_in .. '|' .. s_cached .. '|' .. s_out .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
+        call[4] .. '|' .. call[6]
       if hold then
-        -- A line of the batch's entry (header above); the cache writes as ARGV j = 11 gave them.
-        local cw_line = writes and cw or ''
+        -- A line of the batch's entry (header above); the cache writes as the shape gave them.
         filed = filed + 1
         if filed == 1 then
-          lone_id, lone_organic, lone_charged, lone_cw, lone_settle, lone_record = call_id, organic, charged_s, cw_line, settle, record
-        else
+          lone_id, lone_organic, lone_charged, lone_cw, lone_record, lone_at = call_id, organic, charged_s, cw_line, record, #pre
+          if not lined then lone_settle = settle end
+        end
+        if lined then
           local p = #packed
-          if filed == 2 then
-            -- The first call's line, now that it is not alone.
-            packed[1], packed[2], packed[3], packed[4], packed[5], packed[6], packed[7] = lone_id, '|', lone_organic, '|', lone_charged, '|', lone_cw
-            packed[8], packed[9], packed[10], packed[11], packed[12], packed[13], packed[14] = '|', string.format('%d', #lone_settle), '|', lone_settle, '|', lone_record, '\n'
-            p = 14
-          end
-          -- 14 slots, separators included: no string made for the line (table.concat copies each once).
-          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4], packed[p + 5], packed[p + 6], packed[p + 7] = call_id, '|', organic, '|', charged_s, '|', cw_line
-          packed[p + 8], packed[p + 9], packed[p + 10], packed[p + 11], packed[p + 12], packed[p + 13], packed[p + 14] = '|', string.format('%d', #settle), '|', settle, '|', record, '\n'
+          packed[p + 1], packed[p + 2], packed[p + 3], packed[p + 4] = settle, '|', record, '\n'
         end
       else
         flush_filed()
@@ -415,19 +486,21 @@ for i = 1, n do
         end
       end
     end
-    out[i] = {S_OK, balance, charged, released, uncharged}
+    local o = 5 * i
+    out[o - 4], out[o - 3], out[o - 2], out[o - 1], out[o] = S_OK, balance, charged, released, uncharged
   end
 end
 flush_filed()
 for _, key in ipairs(row_keys) do
   local row = rows[key]
   local fields = {'balance', string.format('%d', row.balance)}
-  if row.held_moved then fields[3], fields[4] = 'held', string.format('%d', row.held) end
+  if row.held_moved then fields[3], fields[4] = 'held', formatted[row.held] or int_s(row.held) end
   fields[#fields + 1], fields[#fields + 2] = 'mc_rem', string.format('%d', row.r)
-  if row.q_moved then fields[#fields + 1], fields[#fields + 2] = 'mc_rem_c', string.format('%d', row.q) end
+  if row.q_moved then fields[#fields + 1], fields[#fields + 2] = 'mc_rem_c', formatted[row.q] or int_s(row.q) end
   redis.call('HSET', key, unpack(fields))
 end
 for _, key in ipairs(day_keys) do release_day(key, day_release[key], string.format('%d', day_release[key])) end
+release_flush()
 push_recent(keep)
 if #landed > 0 then redis.call('ZREM', KEYS[2], unpack(landed)) end
 write_organic(KEYS[3])

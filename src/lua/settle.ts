@@ -8,6 +8,7 @@
  */
 import { ScriptStatus as S } from '../redis/codes'
 import type { RedisContext } from '../redis/context'
+import type { Keys } from '../redis/keys'
 import type { TokenCounts, UsageSource } from '../metering/usage'
 import { num, statusOf, unexpected, type Reply } from './reply'
 import { chainOf } from '../redis/agent-chain'
@@ -59,10 +60,36 @@ export async function runSettle(ctx: RedisContext, a: SettleArgs): Promise<Settl
 }
 
 /** ARGV each call adds to settle.lua's batch (lua/settle.lua, `PER`), after the batch's own. */
-export const SETTLE_ARGS_PER_CALL = 12
+export const SETTLE_ARGS_PER_CALL = 7
 export const SETTLE_SHARED_ARGS = 3
+/** Values of settle.lua's flat reply per call. */
+const REPLY_PER_CALL = 5
 
 type Queued = SettleArgs & { chain: readonly string[] }
+
+/**
+ * A call's keys and its shape argument (lua/settle.lua, ARGV j = 7): '' for the common call (the
+ * owner's, organic or not filed, the provider's usage, no cache writes, no run), which sends 4 keys
+ * and no more; each key or argument costs Redis ~1,000 instructions.
+ */
+function settleShape(keys: Keys, a: Queued): [string[], string] {
+  const k = [keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), keys.recentCalls(a.accountId)]
+  const organic = !a.file || a.file.organic
+  const cw = a.tokens.cache_write ?? 0
+  const cw1h = a.tokens.cache_write_1h ?? 0
+  if (a.agentId === null && organic && a.source === 'provider' && !cw && !cw1h && !a.runId && a.chain.length === 0) return [k, '']
+  let minute = ''
+  if (a.agentId !== null) {
+    const agentKey = keys.agent(a.accountId, a.agentId)
+    const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
+    k.push(agentKey, breaker.key)
+    minute = breaker.minute
+  }
+  for (const id of a.chain) k.push(keys.agent(a.accountId, id))
+  if (a.runId) k.push(keys.run(a.accountId, a.runId))
+  const shape = [organic ? '1' : '0', a.source, a.agentId === null ? '' : '1', minute, cw || cw1h ? `${cw},${cw1h}` : '', a.runId ?? '', a.chain.join(',')]
+  return [k, shape.join('|')]
+}
 
 /** One batcher per Redis context (kept here, so that callers keep calling runSettle as before). */
 const batches = new WeakMap<RedisContext, TurnBatch<Queued, SettleReply>>()
@@ -76,23 +103,16 @@ async function runBatch(ctx: RedisContext, calls: readonly Queued[]): Promise<(S
   // `now` once a batch: only the date of an entry whose record has no `at` (lua/settle.lua).
   const argv: (string | number)[] = [file?.recentCalls ?? 0, file?.settledTtlS ?? 0, calls[0]!.now]
   for (const a of calls) {
-    const agentKey = keys.agent(a.accountId, a.agentId)
-    const breaker = breakerWindowOfDebit(keys, a.accountId, a.agentId, a.at, agentKey)
-    k.push(keys.account(a.accountId), keys.call(a.accountId, a.callId), keys.spentToday(a.accountId, a.day), agentKey, keys.recentCalls(a.accountId), breaker.key)
-    for (const id of a.chain) k.push(keys.agent(a.accountId, id))
-    if (a.runId) k.push(keys.run(a.accountId, a.runId))
-    const cw = a.tokens.cache_write ?? 0
-    const cw1h = a.tokens.cache_write_1h ?? 0
-    argv.push(
-      a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.source, a.chain.join(','),
-      a.file?.recordHead ?? '', a.file?.organic ? '1' : '0', breaker.minute, cw || cw1h ? `${cw},${cw1h}` : '',
-      a.runId ?? '',
-    )
+    const [callKeys, shape] = settleShape(keys, a)
+    k.push(...callKeys)
+    argv.push(a.callId, a.accountId, a.tokens.input, a.tokens.cached, a.tokens.output, a.file?.recordHead ?? '', shape)
   }
-  const reply = (await ctx.scripts.settle(k, argv)) as unknown as (Reply | string)[]
-  if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('settle.lua', reply as Reply)
-  return reply.map((r) => {
-    if (typeof r === 'string') return new Error(r)
+  const reply = (await ctx.scripts.settle(k, argv)) as unknown as Reply
+  if (!Array.isArray(reply) || reply.length !== REPLY_PER_CALL * calls.length) throw unexpected('settle.lua', reply)
+  return calls.map((_, i) => {
+    // The i-th call's 5 values of the one flat reply (lua/settle.lua): its status, or an error text for it alone.
+    const r = reply.slice(REPLY_PER_CALL * i, REPLY_PER_CALL * (i + 1))
+    if (typeof r[0] === 'string') return new Error(r[0])
     switch (statusOf(r)) {
       case S.OK:
         return { status: 'ok', balance: num(r, 1), charged: num(r, 2), released: num(r, 3), unchargedMicro: num(r, 4) }

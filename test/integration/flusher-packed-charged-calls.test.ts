@@ -103,10 +103,10 @@ async function settleScript(acct: string, batch: { callId: string; file: boolean
   const k = [keys.outbox(shard), keys.inflight(shard), keys.stats(shard)]
   const argv: (string | number)[] = [200, 300, Date.now()]
   for (const c of batch) {
-    const agentKey = keys.agent(acct, null)
-    k.push(keys.account(acct), keys.call(acct, c.callId), keys.spentToday(acct, day), agentKey, keys.recentCalls(acct), agentKey)
+    // The owner's organic call of the provider's usage: its 4 keys and the shape '' (lua/settle.lua).
+    k.push(keys.account(acct), keys.call(acct, c.callId), keys.spentToday(acct, day), keys.recentCalls(acct))
     const head = JSON.stringify({ call_id: c.callId, slug: 'proxy:openai/gpt-test', agent_id: null, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date().toISOString(), account_id: acct, model: 'gpt-test' }).slice(0, -1)
-    argv.push(c.callId, acct, tokens.input, 0, tokens.output, 'provider', '', c.file ? head : '', '1', '', '', '')
+    argv.push(c.callId, acct, tokens.input, 0, tokens.output, c.file ? head : '', '')
   }
   return (await t.s.ctx.scripts.settle(k, argv)) as unknown as unknown[]
 }

@@ -2,7 +2,8 @@
  * settle.lua reads each account row of a batch once and writes it once after its last call, sums each
  * day spend's release into one DECRBY, and takes the in-flight members out and pushes each recent-calls
  * list once (issue 42's bench). That must change nothing but the cost: over random batches of metered
- * calls of two accounts — the owner and an agent, the house lane and the owner's lane (a fee), cache
+ * calls of two accounts — the owner, an agent and its sub-agent (a release along the chain moves the
+ * agent's carve), the house lane and the owner's lane (a fee), cache
  * writes, filed and not filed, the same call twice, a day spend expired before the settle — one batch
  * and the same settles one script at a time give the same replies and leave the same Redis: account
  * rows, day spends (an expired one is not made again), agent rows, call records, in-flight set,
@@ -29,17 +30,23 @@ const NOW = Date.UTC(2026, 10, 25, 12, 0, 30)
 // Three accounts of one shard (one hash slot: one script).
 const ACCOUNTS = ['acc_07_settle_a', 'acc_07_settle_b', 'acc_07_settle_c']
 const AGENT = 'agt_settle'
+/** AGENT's sub-agent: its settles release along the chain (its own hash, then AGENT's, whose carve moves). */
+const SUB = 'agt_settle_sub'
 const KEEP = 2
 
 interface CallSpec {
   acct: number
   agent: boolean
+  /** An agent's call made by its sub-agent instead. */
+  sub: boolean
   fee: number | null
   input: number
   cached: number
   output: number
   cacheWrite: number
   organic: boolean
+  /** The usage estimated, not the provider's (a shape the script reads from its call's argument). */
+  estimated: boolean
 }
 interface Case {
   /** Filed by the settle or not: one batch's calls share it (their options make the batch's group). */
@@ -55,12 +62,14 @@ interface Case {
 const callSpec: fc.Arbitrary<CallSpec> = fc.record({
   acct: fc.integer({ min: 0, max: ACCOUNTS.length - 1 }),
   agent: fc.boolean(),
+  sub: fc.boolean(),
   fee: fc.option(fc.integer({ min: 0, max: 100 }), { nil: null }),
   input: fc.constantFrom(0, 1, 999, 40_000),
   cached: fc.constantFrom(0, 0, 500),
   output: fc.constantFrom(0, 7, 3_000, 200_000),
   cacheWrite: fc.constantFrom(0, 0, 1_200),
   organic: fc.boolean(),
+  estimated: fc.boolean(),
 })
 const caseArb: fc.Arbitrary<Case> = fc.record({
   filed: fc.boolean(),
@@ -79,15 +88,17 @@ async function settle(c: Case, batched: boolean) {
   const shard = keys.shardOf(ACCOUNTS[0]!)
   for (const [i, acct] of ACCOUNTS.entries()) {
     await redis.hset(keys.account(acct), { owner: hashToken(`owner${i}`), balance: c.balances[i]! })
-    await redis.hset(keys.agent(acct, AGENT), { token: hashToken(`${AGENT}${i}`), name: AGENT, created: 1, v: 1, state: 'active', spent_total: 0, depth: 1, budget: 1e9 })
+    await redis.hset(keys.agent(acct, AGENT), { token: hashToken(`${AGENT}${i}`), name: AGENT, created: 1, v: 1, state: 'active', spent_total: 0, depth: 1, budget: 1e9, carved: 5e8 })
+    await redis.hset(keys.agent(acct, SUB), { token: hashToken(`${SUB}${i}`), name: SUB, created: 1, v: 1, state: 'active', spent_total: 0, depth: 2, budget: 5e8, parent: AGENT, chain: AGENT })
   }
   const debited: SettleArgs[] = []
   for (const [i, s] of c.calls.entries()) {
     const accountId = ACCOUNTS[s.acct]!
-    const agentId = s.agent ? AGENT : null
+    const agentId = s.agent ? (s.sub ? SUB : AGENT) : null
+    const chain = s.agent && s.sub ? [AGENT] : []
     const callId = `call_${i}`
     const args: DebitArgs = {
-      now: NOW, accountId, agentId, chain: [], tokenHash: hashToken(s.agent ? `${AGENT}${s.acct}` : `owner${s.acct}`), target: 'proxy:llm/m1', price: 5, unpriced: false,
+      now: NOW, accountId, agentId, chain, tokenHash: hashToken(s.agent ? `${agentId}${s.acct}` : `owner${s.acct}`), target: 'proxy:llm/m1', price: 5, unpriced: false,
       callId, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12, unpricedRequestCap: 1e9, fingerprint: 'fp',
       dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9, lowBalanceAlert: 0, abandonAt: NOW + 60_000,
       metered: { model: 'm1', inputBound: 2_000, input: 1000, cachedInput: 100, output: 4000, cacheWrite: 1250, ceiling: 256, maxOutput: 4096, minOutput: 16, ...(s.fee === null ? {} : { feePct: s.fee }) },
@@ -95,7 +106,7 @@ async function settle(c: Case, batched: boolean) {
     const r = await runDebit(ctx, args)
     if (r.status !== 'ok') continue
     debited.push({
-      now: NOW + 1_000, accountId, agentId, callId, day: w.day, chain: [], at: NOW, source: 'provider',
+      now: NOW + 1_000, accountId, agentId, callId, day: w.day, chain, at: NOW, source: s.estimated ? 'estimated' : 'provider',
       tokens: { input: s.input, cached: s.cached, output: s.output, ...(s.cacheWrite ? { cache_write: s.cacheWrite } : {}) },
       ...(c.filed ? { file: { recordHead: JSON.stringify({ call_id: callId, account_id: accountId }).slice(0, -1), organic: s.organic, recentCalls: KEEP, settledTtlS: 3600 } } : {}),
     })
@@ -107,6 +118,7 @@ async function settle(c: Case, batched: boolean) {
   if (batched) replies.push(...(await Promise.all(order.map((a) => runSettle(ctx, a)))))
   else for (const a of order) replies.push(await runSettle(ctx, a))
 
+  const recordOf = async (key: string) => ((await redis.type(key)) === 'string' ? redis.get(key) : redis.hgetall(key))
   const ttlOf = async (key: string) => {
     const t = await redis.ttl(key)
     return t > 0 ? 'expires' : t
@@ -114,10 +126,12 @@ async function settle(c: Case, batched: boolean) {
   return {
     debited: debited.length,
     replies,
+    subSettled: replies.filter((r, i) => r.status === 'ok' && order[i]!.agentId === SUB).length,
     accounts: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.account(a)))),
     days: await Promise.all(ACCOUNTS.map(async (a) => [await redis.get(keys.spentToday(a, w.day)), await ttlOf(keys.spentToday(a, w.day))])),
-    agents: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.agent(a, AGENT)))),
-    calls: await Promise.all(debited.map(async (a) => [await redis.hgetall(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
+    agents: await Promise.all(ACCOUNTS.flatMap((a) => [AGENT, SUB].map((g) => redis.hgetall(keys.agent(a, g))))),
+    // A filed call's record is the bare word `filed`, any other a hash.
+    calls: await Promise.all(debited.map(async (a) => [await recordOf(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
     lists: await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1))),
     inflight: await redis.zrange(keys.inflight(shard), 0, -1),
     stats: await redis.hgetall(keys.stats(shard)),
@@ -128,12 +142,14 @@ async function settle(c: Case, batched: boolean) {
 
 test('one batch and one settle a script: the same replies, account rows, day spends, agents, records, lists and outbox', async () => {
   let settledSome = 0
+  let subSettled = 0
   await fc.assert(
     fc.asyncProperty(caseArb, async (c) => {
       const batched = await settle(c, true)
       const single = await settle(c, false)
       expect(batched).toEqual(single)
       if (batched.replies.some((r) => r.status === 'ok')) settledSome++
+      subSettled += batched.subSettled
       // Every settled call left the in-flight set; an expired day spend was not made again.
       expect(batched.inflight).toEqual([])
       for (const [i, expired] of c.expired.entries()) if (expired) expect(batched.days[i]).toEqual([null, -2])
@@ -142,4 +158,6 @@ test('one batch and one settle a script: the same replies, account rows, day spe
   )
   // The property ran on settles, not only on refusals.
   expect(settledSome).toBeGreaterThan(25)
+  // And on sub-agents' releases along their chain.
+  expect(subSettled).toBeGreaterThan(25)
 }, 180_000)
