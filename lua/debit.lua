@@ -655,7 +655,7 @@ if unpriced then
 end
 -- The call record (refund.lua, settle.lua, the sweeper and record-calls.lua read it). The common one
 -- (no Idempotency-Key, no unpriced route, no run) is a string, written with its TTL by one SET (a hash
--- and its EXPIRE cost a flat call ~4,300 instructions more, a metered one ~43,000: bench/RESULTS.md,
+-- and its EXPIRE cost a flat call ~4,300 instructions more, a metered one ~30,000: bench/RESULTS.md,
 -- issue 42). A flat call's: state|price|day|at|agent|chain|brk|target, the target last as it may hold
 -- a '|'. A metered call's starts with `m` and its lane (`metered`: '1' on the house lane, 'fee:<pct>'
 -- on the owner's), so no reader takes it for a flat one (whose first field is its state), then the
