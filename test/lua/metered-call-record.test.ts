@@ -183,6 +183,8 @@ describe('settle.lua on the string record', () => {
             // Settled once: again, already applied; nor can a refund give anything back now.
             expect(await runSettle(ctx, { ...args, now: NOW + 6_000 })).toMatchObject({ status: 'already_applied' })
             expect(await runRefund(ctx, refundArgs(acct, who, callId, NOW + 7_000))).toMatchObject({ status: 'already_applied' })
+            // Settled but not filed, the record keeps the rest: a resent debit answers what it reserved.
+            if (!filed) expect(await runDebit(ctx, debitArgs(acct, who, metered, { callId }))).toMatchObject({ status: 'ok', price: d.price, maxOut: d.maxOut, clamped: d.clamped })
             replies.push(r)
             const record = await callFields(redis, key)
             const state = { ...(await stateOf(acct, callId)), list: await redis.lrange(keys.recentCalls(acct), 0, -1), state: record?.state, ttl: (await redis.ttl(key)) > 1_000 }
