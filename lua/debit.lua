@@ -42,7 +42,7 @@
   KEYS[4]  unpriced requests, this day  {s}:reqs:<acct>:<day>
   KEYS[5]  rate window, current minute  {s}:rl:<acct>:<agent>:<window>
   KEYS[6]  rate window, previous minute
-  KEYS[7]  call record (for the refund) {s}:call:<call_id>  (a string for a flat call, a hash otherwise: below)
+  KEYS[7]  call record (for the refund) {s}:call:<call_id>  (a string for the common call, a hash otherwise: below)
   KEYS[8]  outbox stream                {s}:outbox
   KEYS[9]  in-flight calls of the shard {s}:inflight  (zset: `<acct>|<call_id>` by abandon deadline)
   KEYS[10] idempotency record           {s}:idem:<acct>:<agent|_owner>:<key>  (never written without a key)
@@ -66,8 +66,9 @@
   window's counts, the rate window's and the day spend's rises and the in-flight ZADD are made once,
   after the batch's last call (a level's of an agent's summed debits: settle_levels, below; `day`
   left out where it holds today); the replies and what is left in Redis are those of the same calls
-  one at a time (test/lua/debit-batch.test.ts). The call record carries `unpriced`,
-  `idem`, `chain` and `brk` only when set (absent: '0', '', '', '0' to its readers).
+  one at a time (test/lua/debit-batch.test.ts). The call record (a string for the common call, a
+  hash otherwise: "The call record" below) carries `unpriced`, `idem`, `chain` and `brk` only when
+  set (absent: '0', '', '', '0' to its readers).
 
   ARGV[1]  now, epoch ms (from the app's clock, never Redis TIME)
   ARGV[2]  SHA-256 of the presented token
@@ -104,7 +105,8 @@
            is reserved instead and reported as clamped; when not even min_output fits, min_output
            is weighed and refused by the limit it passes (402 on the balance). The prices go on
            the call record, so the settle (settle.lua) charges what was reserved against, and
-           `hold` = 1 (the reservation is in `held`, not in the ledger).
+           `hold` = 1 (the reservation is in `held`, not in the ledger; a metered string record's
+           shape says so).
   ARGV[29..31] a metered request whose input tokens may cost more than `input` each (Anthropic's
            cache writes), absent when none may: the price each token of the input bound is
            reserved at (in place of `input` in the reservation above), and the prices of a cache
@@ -399,9 +401,15 @@ local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
-  -- A flat call's record is a string, state|price|… (below); any other a hash.
+  -- The common record is a string (below): a flat call's state|price|…, a metered one's m|metered|
+  -- state|price|… with its max_out and clamped after the flat fields; any other a hash.
   if redis.call('TYPE', KEYS[7]).ok == 'string' then
-    return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(string.match(redis.call('GET', KEYS[7]), '^[^|]*|([^|]*)') or '0'), 0, 0}
+    local raw = redis.call('GET', KEYS[7])
+    if string.sub(raw, 1, 2) == 'm|' then
+      local was_price, was_out, was_clamped = string.match(raw, '^m|[^|]*|[^|]*|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|([^|]*)|([^|]*)|')
+      return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(was_price or '0'), tonumber(was_out or '0'), tonumber(was_clamped or '0')}
+    end
+    return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(string.match(raw, '^[^|]*|([^|]*)') or '0'), 0, 0}
   end
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
@@ -550,6 +558,8 @@ local account_day_spent = day_spent_read or memo_count(KEYS[3])
 -- 5b. metered: the reservation becomes the price (docs/api.md §7). The clamp looks at the same limits
 -- the checks below apply, so a ceiling it picks always passes them.
 local max_out, clamped, affordable = 0, 0, 0
+-- The ceiling as the string the call record takes: the argument it came as, formatted only when clamped.
+local max_out_s = nil
 local p_in, p_cached, p_out = 0, 0, 0
 if metered then
   local input_bound = tonumber(ARGV[22])
@@ -575,10 +585,10 @@ if metered then
   if reservation_of(0, input_bound, p_bound, p_out, fee_pct) > room then fits = 0 end
   fits = math.max(0, math.min(fits, model_max))
   if fits >= min_out then affordable = fits end
-  if asked ~= '' then max_out = tonumber(asked)
-  elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out = model_max
+  if asked ~= '' then max_out, max_out_s = tonumber(asked), asked
+  elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out, max_out_s = model_max, ARGV[27]
   elseif affordable > 0 then max_out, clamped = affordable, 1
-  else max_out = min_out end   -- not even min_output fits: refused by the limit the smallest ceiling passes
+  else max_out, max_out_s = min_out, ARGV[28] end   -- not even min_output fits: refused by the limit the smallest ceiling passes
   price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
 end
 
@@ -809,16 +819,36 @@ end
 if unpriced then
   if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], day_ttl) end
 end
--- The call record (refund.lua, settle.lua, the sweeper and record-calls.lua read it). A flat call's
--- common one (no Idempotency-Key, no unpriced route, no run) is a string, written with its TTL by one
--- SET: state|price|day|at|agent|chain|brk|target, the target last as it may hold a '|' (a hash and its
--- EXPIRE cost ~4,300 instructions a call more, bench/RESULTS.md, issue 42). Every other record, a
--- metered call's above all (settle.lua reads a dozen of its fields), is a hash, field by field:
--- `unpriced`, `idem`, `chain` and `brk` only when set (their readers take an absent one as '0' or ''),
--- as each field more is a search and a growth of the record's listpack.
-if not (metered or unpriced or run) and idem_key == '' then
-  redis.call('SET', KEYS[7], 'debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' .. target,
-    'EX', '172800')   -- two days
+-- The call record (refund.lua, settle.lua, the sweeper and record-calls.lua read it). The common one
+-- (no Idempotency-Key, no unpriced route, no run) is a string, written with its TTL by one SET (a hash
+-- and its EXPIRE cost a flat call ~4,300 instructions more, a metered one ~30,000: bench/RESULTS.md,
+-- issue 42). A flat call's: state|price|day|at|agent|chain|brk|target, the target last as it may hold
+-- a '|'. A metered call's starts with `m` and its lane (`metered`: '1' on the house lane, 'fee:<pct>'
+-- on the owner's), so no reader takes it for a flat one (whose first field is its state), then the
+-- flat one's fields but the target, then what the settle charges by, the model by its byte length
+-- and the target last (either may hold a '|'):
+--   m|metered|state|price|day|at|agent|chain|brk|max_out|clamped|p_in|p_cached|p_out|p_cw|p_cw1h|#model|model|target
+-- (p_cw and p_cw1h '' when the caller sent none; the hold is the shape's own). Every other record is
+-- a hash, field by field: `unpriced`, `idem`, `chain` and `brk` only when set (their readers take an
+-- absent one as '0' or ''), as each field more is a search and a growth of the record's listpack.
+if not (unpriced or run) and idem_key == '' then
+  if metered then
+    -- The model's byte length formatted once a batch (`formatted`, as the day and the price: the
+    -- per-call function has no upvalue to spare for a table of its own).
+    local bytes = #model
+    local model_len = formatted and formatted[bytes]
+    if not model_len then
+      model_len = string.format('%d', bytes)
+      if formatted then formatted[bytes] = model_len end
+    end
+    -- The prices and the ceiling as the caller sent them (integers), not the numbers parsed from them.
+    redis.call('SET', KEYS[7], 'm|' .. ((ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1') .. '|debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' ..
+      (max_out_s or string.format('%d', max_out)) .. '|' .. (clamped == 1 and '1' or '0') .. '|' .. ARGV[23] .. '|' .. ARGV[24] .. '|' .. ARGV[25] .. '|' .. (ARGV[30] or '') .. '|' .. (ARGV[31] or '') .. '|' ..
+      model_len .. '|' .. model .. '|' .. target, 'EX', '172800')   -- two days
+  else
+    redis.call('SET', KEYS[7], 'debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' .. target,
+      'EX', '172800')   -- two days
+  end
 else
   if unpriced or idem_key ~= '' then
     local f = {'price', price_s, 'agent', agent_id, 'target', target, 'state', 'debited', 'day', today, 'at', now_s}

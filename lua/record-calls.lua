@@ -117,9 +117,9 @@ for g = 1, groups do
     -- `honored` stays the string it came as: the XADD takes it as given, and only the counters parse it
     -- (a tonumber is a strtod, a Lua number passed to a command a printf).
     local record, member, honored = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-    -- The claim. A flat call's common record is a string (debit.lua): one SET makes it the bare word
-    -- `filed`, with the short TTL, and answers what it was, `filed` once filed. Any other record is a
-    -- hash (the SET, refused, changes nothing): HSET answers the fields it added, 1 (`recorded`) the
+    -- The claim. The common call's record, flat or metered, is a string (debit.lua): one SET makes it
+    -- the bare word `filed`, with the short TTL, and answers what it was, `filed` once filed. Any other
+    -- record is a hash (the SET, refused, changes nothing): HSET answers the fields it added, 1 (`recorded`) the
     -- first time, 0 once filed. `filed` closes the call whether it kept its charge or was refunded
     -- before (refund.lua and settle.lua apply only to a 'debited' one; the record filed says which).
     -- A call with an Idempotency-Key has a hash (debit.lua) and goes there directly. (`was.err` is

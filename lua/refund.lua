@@ -51,17 +51,28 @@
 local now = ARGV[1]
 local call_id = ARGV[2]
 
--- A flat call's common record is a string, state|price|day|at|agent|chain|brk|target (debit.lua);
+-- The common record is a string (debit.lua): a flat call's state|price|day|at|agent|chain|brk|target,
+-- a metered call's m|metered|state|price|day|at|agent|chain|brk|max_out|… (its hold the shape's own);
 -- any other a hash, field by field. Read into the hash's places: state, price, agent, unpriced,
--- target, chain, day, at, brk, hold, run (the string's three last always absent).
-local call, rest
+-- target, chain, day, at, brk, hold, run (a string has no unpriced nor run; a metered one's target
+-- is left unread: only a refund entry names it, and a hold has none). `head` and `rest`: the string
+-- around its state, kept as they are when the state changes.
+local call, head, rest
 if redis.call('TYPE', KEYS[2]).ok == 'string' then
   local raw = redis.call('GET', KEYS[2])
-  local state, price, day, at, agent, chain_was, brk, target = string.match(raw, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
-  -- Filed, the record is the bare word `filed` (record-calls.lua): nothing left to give back.
-  if not state then return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')} end
-  call = {state, price, agent, false, target, chain_was ~= '' and chain_was or false, day, at, brk ~= '' and brk or false, false, false}
-  rest = string.sub(raw, #state + 1)
+  if string.sub(raw, 1, 2) == 'm|' then
+    local lane, state, price, day, at, agent, chain_was, brk = string.match(raw, '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
+    if not state then return redis.error_reply('refund: a damaged call record') end
+    call = {state, price, agent, false, false, chain_was ~= '' and chain_was or false, day, at, brk ~= '' and brk or false, '1', false}
+    head = 'm|' .. lane .. '|'
+    rest = string.sub(raw, #head + #state + 1)
+  else
+    local state, price, day, at, agent, chain_was, brk, target = string.match(raw, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    -- Filed, the record is the bare word `filed` (record-calls.lua): nothing left to give back.
+    if not state then return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')} end
+    call = {state, price, agent, false, target, chain_was ~= '' and chain_was or false, day, at, brk ~= '' and brk or false, false, false}
+    head, rest = '', string.sub(raw, #state + 1)
+  end
 else
   call = redis.call('HMGET', KEYS[2], 'state', 'price', 'agent', 'unpriced', 'target', 'chain', 'day', 'at', 'brk', 'hold', 'run')
 end
@@ -78,7 +89,7 @@ if ARGV[5] and ARGV[5] ~= '' then
 end
 local price = tonumber(call[2])
 
-if rest then redis.call('SET', KEYS[2], 'refunded' .. rest, 'KEEPTTL') else redis.call('HSET', KEYS[2], 'state', 'refunded') end
+if rest then redis.call('SET', KEYS[2], head .. 'refunded' .. rest, 'KEEPTTL') else redis.call('HSET', KEYS[2], 'state', 'refunded') end
 redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
 -- A metered call's reservation is a hold (`hold` on its call record, lua/debit.lua): what the
 -- account still holds of it goes back — all of it, unless the account was restored from the

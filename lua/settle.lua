@@ -6,7 +6,8 @@
   step, once per call. Given a record, it also files the call as record-calls.lua does (the record
   completed with the charge): one script after the upstream instead of two. A call it files keeps,
   for the short TTL, the bare word `filed` for a call record (a flat call's filed record, which
-  record-calls.lua and refund.lua take as filed); one it only settles keeps its hash, `settled`.
+  record-calls.lua and refund.lua take as filed); one it only settles keeps its record, its state
+  `settled` (a hash's with `charged`). The record is read and checked before anything is written.
   Why a batch (issue 14's bench, as record-calls.lua for issue 17): one EVALSHA per call cost more
   than the settle itself — a command for ioredis to build, write and parse, the availability gate's
   promise, a script start in Redis. The app gathers the settles of a shard asked for in one turn of
@@ -40,7 +41,8 @@
   and for the i-th call, at KEYS[3 + o + j], o being the number of keys of the calls before it, 4
   keys (the owner's call), 6 + (its chain's length) (an agent's), and one more when it names a run:
     j = 1  account hash                   {s}:acct:<acct>
-    j = 2  call record                    {s}:call:<call_id>
+    j = 2  call record                    {s}:call:<call_id>  (a string for the common call, a hash
+           otherwise: debit.lua, "The call record")
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
     j = 4  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
     for an agent's call (its shape says so, below):
@@ -148,6 +150,8 @@ local want = 3
 -- organic, usage, agent ('1' or ''), minute, cache writes, run, chain and the chain's ids.
 local shapes = {}
 local NO_IDS = {}
+-- A call record that holds nothing a settle is for (none, filed, flat, damaged): read only.
+local NO_CALL = {}
 -- The accounts the batch settles more than one call of (true), each of the rest false.
 local shared = {}
 -- The agents' and ancestors' hashes more than one call of the batch releases along (lib/release-memo.lua).
@@ -255,27 +259,52 @@ for i = 1, n do
   local run_key = run_id ~= '' and KEYS[k + 1]
   if run_key then k = k + 1 end
 
-  -- Each field read costs ~2,000 instructions (a scan of the record's listpack, a reply string, a
-  -- Lua string): the owner's call never reads the three only an agent's release needs, and its
-  -- record must name no agent; `p_cached` (last) is read only for cached tokens.
-  local call
-  if owner then
-    if t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
-    else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
-  elseif t_cached > 0 then call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
-  else call = redis.pcall('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
-  -- A record that is not a hash answers for its call alone (the batch's others settle): the bare word
-  -- `filed` (this script's or record-calls.lua's, below) ALREADY_APPLIED, a flat call's (debit.lua),
-  -- which no settle is for, NOT_FOUND as a record of no metered call does.
-  local was_filed = false
-  if call.err then
-    was_filed = redis.call('GET', call_key) == 'filed'
-    call = {}
+  -- The call record. The common one is a string (debit.lua), read by one GET:
+  --   m|metered|state|price|day|at|agent|chain|brk|max_out|clamped|p_in|p_cached|p_out|p_cw|p_cw1h|<bytes of model>|model|target
+  -- cut by one match into the places the hash's HMGET gives below (`metered_s` keeps it, for the state
+  -- it may rewrite, and `str_cw`, `str_cw1h` its cache-write prices, '' where none). The bare word
+  -- `filed` (this script's or record-calls.lua's) answers ALREADY_APPLIED, a flat call's string, which
+  -- no settle is for, NOT_FOUND as a record of no metered call does, and a string no debit writes an
+  -- error: each for its call alone, the batch's others settle. A hash (a record with an
+  -- Idempotency-Key or a run, or one written before the string) refuses the GET and is read field by
+  -- field: each costs ~2,000 instructions (a scan of the record's listpack, a reply string, a Lua
+  -- string), so the owner's call never reads the three only an agent's release needs, and `p_cached`
+  -- (last) is read only for cached tokens.
+  local call, metered_s, str_cw, str_cw1h
+  local was_filed, damaged = false, false
+  local raw = redis.pcall('GET', call_key)
+  if type(raw) == 'string' then
+    if raw == 'filed' then
+      was_filed, call = true, NO_CALL
+    elseif string.sub(raw, 1, 2) == 'm|' then
+      local lane, state, price, day, at, agent, chain_was, brk, p_in, p_cached, p_out, cw_p, cw1h_p, len, model_at = string.match(raw,
+        '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)|()')
+      local model_end = len and model_at + len - 1
+      if not len or string.byte(raw, model_end + 1) ~= 124 then
+        damaged, call = true, NO_CALL
+      else
+        call = {state, price, agent, string.sub(raw, model_end + 2), lane, string.sub(raw, model_at, model_end), p_in, p_out, at, '1', false,
+          owner and p_cached or chain_was, day, brk, p_cached}
+        metered_s, str_cw, str_cw1h = raw, cw_p, cw1h_p
+      end
+    else
+      call = NO_CALL
+    end
+  elseif raw then
+    if owner then
+      if t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'p_cached')
+      else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run') end
+    elseif t_cached > 0 then call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk', 'p_cached')
+    else call = redis.call('HMGET', call_key, 'state', 'price', 'agent', 'target', 'metered', 'model', 'p_in', 'p_out', 'at', 'hold', 'run', 'chain', 'day', 'brk') end
+  else
+    call = NO_CALL
   end
   -- `metered` is '1' on the house lane, 'fee:<pct>' on the owner's (lua/debit.lua).
   local fee = call[5] and call[5] ~= '1' and string.sub(call[5], 1, 4) == 'fee:' and tonumber(string.sub(call[5], 5)) or nil
   if was_filed then
     answer(i, S_ALREADY_APPLIED, balance_of(acct))
+  elseif damaged then
+    answer(i, 'settle: the call record of ' .. call_id .. ' is damaged', 0)
   elseif not call[1] or (call[5] ~= '1' and not fee) then
     answer(i, S_NOT_FOUND, 0)
   elseif (not owner and call[12] or '') ~= chain then
@@ -296,9 +325,15 @@ for i = 1, n do
     -- Read only when there were writes: a field the record lacks (every OpenAI call's) costs a
     -- scan of the whole record.
     if t_cw > 0 or t_cw1h > 0 then
-      local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
-      local p_cw = p[1] or call[7]
-      cost = cost + t_cw * p_cw + t_cw1h * (p[2] or p_cw)
+      local p_cw, p_cw1h
+      if metered_s then
+        p_cw, p_cw1h = str_cw ~= '' and str_cw or nil, str_cw1h ~= '' and str_cw1h or nil
+      else
+        local p = redis.call('HMGET', call_key, 'p_cw', 'p_cw1h')
+        p_cw, p_cw1h = p[1], p[2]
+      end
+      p_cw = p_cw or call[7]
+      cost = cost + t_cw * p_cw + t_cw1h * (p_cw1h or p_cw)
     end
     local many = shared[account_id]
     local row = many and rows[acct]
@@ -371,6 +406,9 @@ for i = 1, n do
       -- leaves a flat call's, with the short TTL, by one SET over the hash (an HSET of the state and its
       -- EXPIRE cost ~6,000 instructions more).
       redis.call('SET', call_key, 'filed', 'EX', settled_ttl)
+    elseif metered_s then
+      -- Settled, not filed: the string's state, the rest as it was (its `charged` is the entry's).
+      redis.call('SET', call_key, 'm|' .. call[5] .. '|settled' .. string.sub(metered_s, #call[5] + #call[1] + 4), 'KEEPTTL')
     else
       redis.call('HSET', call_key, 'state', 'settled', 'charged', charged_s)
     end

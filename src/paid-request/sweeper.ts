@@ -13,6 +13,7 @@
  */
 import { SHARDS } from '../redis/keys'
 import { filedAs, recordCall } from './calls'
+import { parseCallRecord, pick } from './call-record'
 import type { RedisContext } from '../redis/context'
 import { refund } from './refund'
 
@@ -104,16 +105,21 @@ export class AbandonedCallSweeper {
   }
 }
 
+const SWEPT = ['agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run'] as const
+
 /**
- * A call record's agent, day, target, price, at, idem, model and run (null where it has none): a
- * flat call's common record is a string, state|price|day|at|agent|chain|brk|target (lua/debit.lua),
- * the target last as it may hold a '|'; any other a hash, field by field.
+ * A call record's agent, day, target, price, at, idem, model and run (null where it has none): the
+ * common call's record is a string, a flat or a metered one (call-record.ts), any other a hash,
+ * field by field.
  */
 async function readRecord(redis: RedisContext['redis'], key: string): Promise<(string | null)[]> {
-  if ((await redis.type(key)) !== 'string') return redis.hmget(key, 'agent', 'day', 'target', 'price', 'at', 'idem', 'model', 'run')
-  const parts = (await redis.get(key))?.split('|') ?? []
-  // Filed meanwhile (the bare word `filed`), or gone: as an expired record.
-  if (parts.length < 8) return [null, null, null, null, null, null, null, null]
-  const [, price, day, at, agent] = parts
-  return [agent!, day!, parts.slice(7).join('|'), price!, at!, null, null, null]
+  if ((await redis.type(key)) !== 'string') return redis.hmget(key, ...SWEPT)
+  const raw = await redis.getBuffer(key)
+  // Gone meanwhile, or filed (the bare word `filed`): as an expired record.
+  if (!raw) return SWEPT.map(() => null)
+  const fields = parseCallRecord(raw)
+  if (fields === 'filed') return SWEPT.map(() => null)
+  // A string no debit writes is logged and left (sweepShard), as a record refund.lua refuses.
+  if (!fields) throw new Error(`sweeper: call record ${key} is damaged`)
+  return pick(fields, SWEPT)
 }

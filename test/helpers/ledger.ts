@@ -6,6 +6,7 @@
 import { eq, sql } from 'drizzle-orm'
 import { ledgerEntries } from '../../src/db/schema'
 import { MONEY_KINDS, scanOutbox } from '../../src/write-behind/outbox'
+import { parseCallRecord } from '../../src/paid-request/call-record'
 import type { TestApp } from './harness'
 
 export interface StreamEntry {
@@ -68,10 +69,38 @@ export async function flushAll(t: TestApp): Promise<void> {
 }
 
 /**
- * A call record as Redis holds it, whatever its shape (lua/debit.lua): a flat call's common one is
- * a string (state|price|day|at|agent|chain|brk|target), any other a hash; null when there is none.
+ * A call record as Redis holds it, whatever its shape (lua/debit.lua): the common call's is a string
+ * (a flat call's state|price|day|at|agent|chain|brk|target, a metered call's m|metered|state|…),
+ * any other a hash; null when there is none.
  */
 export async function callRecord(redis: Pick<TestApp['redis'], 'type' | 'get' | 'hgetall'>, key: string): Promise<string | Record<string, string> | null> {
   const type = await redis.type(key)
   return type === 'string' ? redis.get(key) : type === 'hash' ? redis.hgetall(key) : null
+}
+
+/**
+ * A call record's fields by the hash's names, whatever its shape (src/paid-request/call-record.ts):
+ * `{ state: 'filed' }` for the bare word `filed`; null when there is none.
+ */
+export async function callFields(redis: Pick<TestApp['redis'], 'type' | 'getBuffer' | 'hgetall'>, key: string): Promise<Record<string, string> | null> {
+  const type = await redis.type(key)
+  if (type === 'hash') return redis.hgetall(key)
+  if (type !== 'string') return null
+  const fields = parseCallRecord((await redis.getBuffer(key))!)
+  if (fields === null) throw new Error(`${key}: a string no debit writes`)
+  return fields === 'filed' ? { state: 'filed' } : fields
+}
+
+/**
+ * A call record rewritten as the hash a debit wrote before the string (its fields, its TTL), less
+ * the fields `drop` names: a record of an older debit (e.g. one from before the hold, no `hold`).
+ */
+export async function asHashRecord(redis: Pick<TestApp['redis'], 'type' | 'getBuffer' | 'hgetall' | 'ttl' | 'del' | 'hset' | 'expire'>, key: string, drop: string[] = []): Promise<void> {
+  const fields = await callFields(redis, key)
+  if (!fields) throw new Error(`${key}: no call record`)
+  for (const f of drop) delete fields[f]
+  const ttl = await redis.ttl(key)
+  await redis.del(key)
+  await redis.hset(key, fields)
+  if (ttl > 0) await redis.expire(key, ttl)
 }

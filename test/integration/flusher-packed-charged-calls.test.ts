@@ -14,7 +14,7 @@ import { windowsAt } from '../../src/windows'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { openModelCall } from '../helpers/metering'
 import { assertLedger } from '../helpers/invariants'
-import { checkRedisInvariant, flushAll } from '../helpers/ledger'
+import { asHashRecord, checkRedisInvariant, flushAll } from '../helpers/ledger'
 
 const ADMIN = 'founder-secret-0123456789abcdef'
 let t: TestApp
@@ -119,7 +119,7 @@ test('a settle the batch does not file, or one settled as before the hold, keeps
   for (let i = 0; i < 8; i++) opened.push(await openMetered(p))
   // The fifth as debit.lua left a metered call before the hold: no `hold` mark, its reservation a debit entry.
   const legacy = opened[4]!
-  await redis.hdel(keys.call(a.account_id, legacy.callId), 'hold')
+  await asHashRecord(redis, keys.call(a.account_id, legacy.callId), ['hold'])
   await redis.hincrby(keys.account(a.account_id), 'held', -legacy.price)
   await redis.xadd(streamOf(a.account_id), '*', 'kind', 'debit', 'id', `${legacy.callId}:debit`, 'acct', a.account_id,
     'agent', '', 'amount', String(-legacy.price), 'bal', String(500 - 8 * legacy.price + legacy.price), 'call', legacy.callId, 'target', 'proxy:openai/gpt-test', 'at', String(Date.now()), 'model', 'gpt-test')

@@ -23,7 +23,7 @@ import { scanOutbox, type OutboxEntry } from '../../src/write-behind/outbox'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { openModelCall } from '../helpers/metering'
 import { assertLedger } from '../helpers/invariants'
-import { checkRedisInvariant, flushAll } from '../helpers/ledger'
+import { asHashRecord, checkRedisInvariant, flushAll } from '../helpers/ledger'
 
 let t: TestApp
 beforeAll(async () => {
@@ -166,7 +166,7 @@ test('a call debited before the hold (its reservation in the ledger) settles as 
   const call = await openMetered(principal)
   // As debit.lua left a metered call before the hold: no `hold` mark, nothing held, the reservation
   // a debit entry of its own.
-  await redis.hdel(keys.call(a.account_id, call.callId), 'hold')
+  await asHashRecord(redis, keys.call(a.account_id, call.callId), ['hold'])
   await redis.hincrby(keys.account(a.account_id), 'held', -call.price)
   await redis.xadd(keys.outbox(keys.shardOf(a.account_id)), '*', 'kind', 'debit', 'id', `${call.callId}:debit`, 'acct', a.account_id,
     'agent', '', 'amount', String(-call.price), 'bal', String(500 - call.price), 'call', call.callId, 'target', 'proxy:openai/gpt-test', 'at', String(Date.now()), 'model', 'gpt-test')

@@ -14,6 +14,7 @@ import type { Principal } from '../../src/auth/principal'
 import { runSettle } from '../../src/lua/settle'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { assertLedger, drain } from '../helpers/invariants'
+import { callFields } from '../helpers/ledger'
 import { chargesOf, costMicro, openMeteredCall } from '../helpers/metering'
 import { countScript } from '../helpers/script-count'
 
@@ -90,5 +91,5 @@ test('a chain that is not the call\'s fails that settle alone; the rest of its b
   expect(String((bad as PromiseRejectedResult).reason)).toContain('is not the call')
   expect(good.status).toBe('fulfilled')
   expect((good as PromiseFulfilledResult<{ status: string }>).value.status).toBe('ok')
-  expect(await t.s.ctx.redis.hget(t.s.ctx.keys.call(a.account_id, x.callId), 'state')).toBe('debited')
+  expect((await callFields(t.s.ctx.redis, t.s.ctx.keys.call(a.account_id, x.callId)))?.state).toBe('debited')
 })

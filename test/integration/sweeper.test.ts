@@ -8,7 +8,7 @@ import { AbandonedCallSweeper } from '../../src/paid-request/sweeper'
 import type { RedisContext } from '../../src/redis/context'
 import { startTestApp, type TestApp } from '../helpers/harness'
 import { checkRedisInvariant, redisBalance } from '../helpers/ledger'
-import { openMeteredCall } from '../helpers/metering'
+import { openMeteredCall, openModelCall } from '../helpers/metering'
 
 let t: TestApp
 beforeAll(async () => {
@@ -57,6 +57,20 @@ describe('the abandoned-call sweeper', () => {
     expect(one.body).toMatchObject({ route: 'proxy:openai', model: 'm', reserved: call.price, outcome: 'abandoned' })
     const list = await t.req('GET', '/v1/activity', { token: a.token })
     expect(list.body.calls[0]).toMatchObject({ slug: 'proxy:openai', model: 'm', outcome: 'abandoned', refunded: true })
+  })
+
+  test("an abandoned metered call whose model and target hold a '|' is read from its string record whole, its hold released", async () => {
+    const a = await t.signup()
+    const principal = await principalOf(a.token)
+    const model = 'gpt|odd|é'
+    const call = await openModelCall(t.s, principal, model)
+    expect(await t.s.ctx.redis.get(t.s.ctx.keys.call(a.account_id, call.callId))).toEndWith(`|${Buffer.byteLength(model)}|${model}|proxy:openai/${model}`)
+    call.leaveToSweeper()
+    t.clock.advance(t.s.leases.leaseMs + 1)
+    expect(await t.s.sweeper.sweepOnce()).toBe(1)
+    expect(await t.s.ctx.redis.hmget(t.s.ctx.keys.account(a.account_id), 'balance', 'held')).toEqual(['500', '0'])
+    const one = await t.req('GET', `/v1/activity/${call.callId}`, { token: a.token })
+    expect(one.body).toMatchObject({ route: 'proxy:openai', model, reserved: call.price, outcome: 'abandoned' })
   })
 
   test('answered calls leave the in-flight set: the sweeper never refunds a success or a refunded failure', async () => {

@@ -130,7 +130,7 @@ async function settle(c: Case, batched: boolean) {
     accounts: await Promise.all(ACCOUNTS.map((a) => redis.hgetall(keys.account(a)))),
     days: await Promise.all(ACCOUNTS.map(async (a) => [await redis.get(keys.spentToday(a, w.day)), await ttlOf(keys.spentToday(a, w.day))])),
     agents: await Promise.all(ACCOUNTS.flatMap((a) => [AGENT, SUB].map((g) => redis.hgetall(keys.agent(a, g))))),
-    // A filed call's record is the bare word `filed`, any other a hash.
+    // A filed call's record is the bare word `filed`; a settled one its string (a hash for a keyed call).
     calls: await Promise.all(debited.map(async (a) => [await recordOf(keys.call(a.accountId, a.callId)), await ttlOf(keys.call(a.accountId, a.callId))])),
     lists: await Promise.all(ACCOUNTS.map((a) => redis.lrange(keys.recentCalls(a), 0, KEEP - 1))),
     inflight: await redis.zrange(keys.inflight(shard), 0, -1),
