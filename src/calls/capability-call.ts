@@ -70,7 +70,9 @@ export async function callCapability(s: Services, keys: ProviderKeys, input: Cal
     if (stored !== null) return { status: 200, body: stored }
     throw e
   }
-  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, run: input.run, fingerprint: fingerprint(checked.cap.slug, input.rawBody) })
+  // The fingerprint is read by an Idempotency-Key and by an agent's breaker; the owner's call without a key hashes nothing.
+  const fp = input.idempotencyKey !== null || input.principal.agentId !== null ? fingerprint(checked.cap.slug, input.rawBody) : undefined
+  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, run: input.run, fingerprint: fp })
 }
 
 /**

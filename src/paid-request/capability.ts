@@ -38,8 +38,11 @@ export interface CheckedCapabilityCall {
   /** The raw JSON body, as received. */
   rawBody: string
   idempotencyKey: string | null
-  /** Hash of the slug and body: the Idempotency-Key's fingerprint and the breaker's identical-requests rule. */
-  fingerprint: string
+  /**
+   * Hash of the slug and body: the Idempotency-Key's fingerprint and the breaker's identical-requests
+   * rule. Absent only where neither reads it: no Idempotency-Key, and the owner's token (no breaker).
+   */
+  fingerprint?: string
   /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
   /** The run budget the call counts against (docs/api.md §13c). */
@@ -50,13 +53,14 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   const { cap, params, metered } = input
   const { principal } = input
   const requestFingerprint = input.fingerprint
+  if (input.idempotencyKey && requestFingerprint === undefined) throw new Error('payCapability: an Idempotency-Key without its fingerprint')
   const opened = await openPaidCall(s, {
     principal,
     target: cap.slug,
     price: metered ? 0 : cap.price,
     unpriced: !metered && cap.lane === 'free',
     metered: metered ? debitMetering(metered) : undefined,
-    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
+    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint! } : undefined,
     fingerprint: requestFingerprint,
     // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
     abandonAfterMs: cap.timeout_ms + 60_000,

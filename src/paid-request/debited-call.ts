@@ -183,7 +183,7 @@ export class DebitedCall {
       outcome,
       http_status: facts.httpStatus ?? null,
       latency_ms: Math.round(performance.now() - this.started),
-      at: new Date(d.at).toISOString(),
+      at: isoInstant(d.at),
       ...(d.lane ? { lane: d.lane } : {}),
     }
     let filed = false
@@ -227,4 +227,18 @@ export class DebitedCall {
     else void recorded.catch((e) => log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
     return { outcome, refunded, balance, replay, charged }
   }
+}
+
+/**
+ * An instant as the call record writes it. The calls of one turn mostly share their debit's
+ * millisecond, so the last one formatted is kept: a Date and its toISOString a call less.
+ */
+let lastMs = NaN
+let lastIso = ''
+function isoInstant(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastIso
 }

@@ -67,19 +67,22 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
 }
 
 /**
- * `incoming`: the client's headers, passed on past the policy (none on a capability call).
+ * `incoming`: the client's headers, passed on past the policy (none on a capability call: undefined).
  * `drop`: more client headers kept back (on the house key its scope headers, docs/api.md §12; the
  * catalog's `headers` may pin them).
  */
-export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string, drop?: (name: string) => boolean): Headers {
+export function upstreamHeaders(incoming: Headers | undefined, provider: Provider, apiKey: string, drop?: (name: string) => boolean): Headers {
   const out = new Headers()
-  const named = connectionTokens(incoming.get('connection'))
   const authHeader = provider.auth.header.toLowerCase()
-  incoming.forEach((value, name) => {
-    if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
-    if (drop?.(name)) return
-    out.set(name, value)
-  })
+  // A capability call passes no client headers: nothing to filter.
+  if (incoming) {
+    const named = connectionTokens(incoming.get('connection'))
+    incoming.forEach((value, name) => {
+      if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
+      if (drop?.(name)) return
+      out.set(name, value)
+    })
+  }
   for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
     // The auth header is always ours; a static header (e.g. anthropic-version) only fills a gap,
     // since the client's SDK knows which API version it speaks.

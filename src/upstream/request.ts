@@ -82,7 +82,7 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
   // Gone already (during the debit or the key read): the provider was never asked, so the debit
   // comes back. Settled as client_closed it was charged for a request nobody sent.
   if (r.client?.aborted) return { kind: 'failed', outcome: 'not_sent' }
-  const headers = upstreamHeaders(r.incoming ?? new Headers(), r.provider, r.apiKey, r.drop)
+  const headers = upstreamHeaders(r.incoming, r.provider, r.apiKey, r.drop)
   if (r.contentType) headers.set('content-type', r.contentType)
   if (typeof r.body === 'string') headers.delete('content-length')
   const timeout = r.timeoutMs === undefined ? undefined : AbortSignal.timeout(r.timeoutMs)
