@@ -160,6 +160,7 @@ function keysOfToken(keys: RedisContext['keys'], a: DebitArgs): TokenKeys {
     agent,
     head: [keys.spentToday(acct, a.day), keys.unpricedRequestsToday(acct, a.day), keys.rateWindow(acct, a.agentId, a.rateWindow), keys.rateWindow(acct, a.agentId, a.prevRateWindow), keys.outbox(shard), keys.inflight(shard)],
     breaker: a.agentId === null ? [agent, agent] : [keys.breakerWindow(acct, a.agentId, a.rateWindow), keys.breakerWindow(acct, a.agentId, a.prevRateWindow)],
+    // Always three (chainKeys): KEYS[13..15].
     chain: chainKeys(a, keys, agent),
   }
   byToken.set(a.tokenHash, made)
@@ -205,8 +206,9 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
     a.unpriced ? a.unpricedRequestCap : '',
     idem?.fingerprint ?? '',
     idem?.key ?? '',
-    ...tailArgs(a),
   ]
+  // Pushed, not spread: an array spread goes through the iterator protocol (seen in the profile).
+  for (const v of tailArgs(a)) argv.push(v)
   // Absent reads as '' (debit.lua): each argument left out is one Redis need not parse.
   while (argv.length > 13 && argv[argv.length - 1] === '') argv.pop()
   const reply = await ctx.scripts.debit(
@@ -223,15 +225,18 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
       idem ? keys.idempotency(acct, a.agentId, idem.key) : agentKey,
       shared.breaker[0],
       shared.breaker[1],
-      ...shared.chain,
+      shared.chain[0]!,
+      shared.chain[1]!,
+      shared.chain[2]!,
       // KEYS[16..17]: the run and the account's runs, or the agent's key again: never read then.
-      ...(a.run ? [keys.run(acct, a.run.id), keys.runs(acct)] : [agentKey, agentKey]),
+      a.run ? keys.run(acct, a.run.id) : agentKey,
+      a.run ? keys.runs(acct) : agentKey,
     ],
     argv,
   )
   switch (statusOf(reply)) {
-    case S.OK:
-      return {
+    case S.OK: {
+      const ok: Extract<DebitReply, { status: 'ok' }> = {
         status: 'ok',
         balance: num(reply, 1),
         referrerId: str(reply, 2) || null,
@@ -240,8 +245,10 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
         price: num(reply, 5),
         maxOut: num(reply, 6),
         clamped: num(reply, 7) === 1,
-        ...(a.run && reply.length > 8 ? { run: { id: a.run.id, spent: num(reply, 8), max: num(reply, 9), expiresAt: num(reply, 10) } } : {}),
       }
+      if (a.run && reply.length > 8) ok.run = { id: a.run.id, spent: num(reply, 8), max: num(reply, 9), expiresAt: num(reply, 10) }
+      return ok
+    }
     case S.REPLAY:
       return { status: 'replay', response: str(reply, 2) }
     case S.INSUFFICIENT_BALANCE:
