@@ -107,7 +107,7 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     } catch {
       // A Response with immutable headers (none of ours today) simply goes without it.
     }
-    s.log.info('request', { request_id: i.id, method, route, status, ...(i.code ? { error: i.code } : {}), ms: Math.round(ms * 10) / 10 })
+    if (s.log.writes) s.log.info('request', { request_id: i.id, method, route, status, ...(i.code ? { error: i.code } : {}), ms: Math.round(ms * 10) / 10 })
     return res
   }
   return app
