@@ -103,7 +103,10 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
   const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
   const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}), ...runFields(call.runState, call.price - charged) }
+    // Its members in the answer's order, added where present (no spread copies a call).
+    const head: Record<string, unknown> = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status }
+    if (settledUsage) head.usage = settledUsage
+    if (call.runState) head.run = runOf(call.runState, call.price - charged)
     return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
@@ -127,7 +130,6 @@ function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
  * The run the call counted against, as the answer shows it (docs/api.md §13c): its spend once this
  * call is settled (a metered call's release given back), as of this call.
  */
-function runFields(run: RunState | undefined, released: number) {
-  if (!run) return {}
-  return { run: { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() } }
+function runOf(run: RunState, released: number) {
+  return { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() }
 }
