@@ -71,7 +71,8 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   if (opened.kind === 'replay') return { status: 200, body: opened.response }
   const { call } = opened
   const provider = s.catalog.providers.get(cap.provider)!
-  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'capability', capability: cap, provider }, principal.accountId))
+  const target = { kind: 'capability', capability: cap, provider } as const
+  const apiKey = keys.houseKeyNow(target) ?? (await call.keyOrVoid(() => keys.keyFor(target, principal.accountId)))
 
   const clampTo = metered && call.metered?.clamped ? call.metered.maxOut : null
   const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
