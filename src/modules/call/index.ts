@@ -8,10 +8,12 @@ import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
 import { refusalAfterAdmission } from '../../auth/refusal-after-admission'
 import { runBudgetOf } from '../../paid-request/run-header'
+import { idForAnswer } from '../../observe'
 
 /** The paid call's route, as Elysia knows it and as the request counters name it. */
 export const CALL_ROUTE = '/v1/call/:slug'
 const PREFIX = '/v1/call/'
+const JSON_TYPE = { 'content-type': 'application/json' }
 
 /**
  * The paid call's endpoint: its Elysia route (`routes`), and the same handler reached without the
@@ -39,7 +41,8 @@ export function callEndpoint(s: Services, h: Http = http(s)) {
       return { idempotencyKey: key, rawBody: await readText(request, s.cfg.MAX_BODY_BYTES), run }
     })
     const answer = await callCapability(s, keys, { principal, slug, rawBody, idempotencyKey, signal: request.signal, run })
-    return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
+    const id = idForAnswer(request)
+    return new Response(answer.body, { status: answer.status, headers: id === undefined ? JSON_TYPE : { 'content-type': 'application/json', 'x-request-id': id } })
   }
   const routes = () =>
     new Elysia().use(bearerAuth).post(CALL_ROUTE, ({ bearer, params, request, server }) => serve(bearer, params.slug, request, server), {
