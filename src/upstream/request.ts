@@ -114,7 +114,9 @@ export async function requestProvider(r: ProviderRequest): Promise<ProviderAnswe
   }
   // A redirect is not handed on either: an SDK would follow the Location with our token to a host
   // the catalog never named.
-  const outcome = outcomeOfAnswer(res.status, res.headers.has('location'))
+  // Location is read only where it counts (a 3xx): each header read crosses into Bun's headers.
+  const status = res.status
+  const outcome = outcomeOfAnswer(status, status >= 300 && status < 400 && res.headers.has('location'))
   if (outcome === 'provider_error' || outcome === 'redirect') return refused(outcome)
   const decoders = decodersFor(res.headers.get('content-encoding'))
   if (!decoders) return refused('bad_encoding')
