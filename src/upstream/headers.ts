@@ -67,6 +67,19 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
 }
 
 /**
+ * authHeaders as pairs, kept per provider for its last key, auth and static headers (the same objects):
+ * a provider's calls mostly go with one key, and the copy and its entries were made per request.
+ */
+const pairsOf = new WeakMap<Provider, { apiKey: string; statics: Provider['headers']; auth: Provider['auth']; pairs: readonly (readonly [string, string])[] }>()
+function authPairs(provider: Provider, apiKey: string): readonly (readonly [string, string])[] {
+  const hit = pairsOf.get(provider)
+  if (hit !== undefined && hit.apiKey === apiKey && hit.statics === provider.headers && hit.auth === provider.auth) return hit.pairs
+  const pairs = Object.entries(authHeaders(provider, apiKey))
+  pairsOf.set(provider, { apiKey, statics: provider.headers, auth: provider.auth, pairs })
+  return pairs
+}
+
+/**
  * `incoming`: the client's headers, passed on past the policy (none on a capability call: undefined).
  * `drop`: more client headers kept back (on the house key its scope headers, docs/api.md §12; the
  * catalog's `headers` may pin them).
@@ -83,7 +96,7 @@ export function upstreamHeaders(incoming: Headers | undefined, provider: Provide
       out.set(name, value)
     })
   }
-  for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
+  for (const [name, value] of authPairs(provider, apiKey)) {
     // The auth header is always ours; a static header (e.g. anthropic-version) only fills a gap,
     // since the client's SDK knows which API version it speaks.
     if (name.toLowerCase() === authHeader || !out.has(name)) out.set(name, value)
