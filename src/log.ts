@@ -24,6 +24,10 @@ export function redact(text: string): string {
 /** Structured JSON log lines on stdout. Never payloads, never keys or tokens. */
 export class Log {
   constructor(private mode: 'json' | 'silent') {}
+  /** Whether a line is written at all: a caller on the hot path builds its fields only then. */
+  get writes(): boolean {
+    return this.mode !== 'silent'
+  }
   private line(level: string, msg: string, fields: Record<string, unknown>): void {
     if (this.mode === 'silent') return
     console.log(redact(JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })))

@@ -117,11 +117,15 @@ export class Metrics {
    * (issue 42). Routes are the app's route patterns ('unmatched' for the rest): a small, fixed set.
    */
   httpSeries(method: string, route: string, status: number): HttpSeries {
+    // Under load one series answers most requests in a row: it is found without a key built and hashed.
+    const last = this.lastHttp
+    if (last !== null && last.status === status && last.route === route && last.method === method) return last
     const key = `${method} ${route} ${status}`
     let x = this.http.get(key)
     if (!x) this.http.set(key, (x = new HttpSeries(method, route, status)))
-    return x
+    return (this.lastHttp = x)
   }
+  private lastHttp: HttpSeries | null = null
 
   /**
    * `pab_reconcile_drift{provider}`: the models drifting in the alarm's window, read at scrape from
@@ -323,9 +327,9 @@ export class HttpSeries {
   private readonly counterLabels: { method: string; route: string; status: number }
 
   constructor(
-    private readonly method: string,
-    private readonly route: string,
-    status: number,
+    readonly method: string,
+    readonly route: string,
+    readonly status: number,
   ) {
     this.counterLabels = { method, route, status }
   }

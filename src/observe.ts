@@ -23,6 +23,8 @@ interface RequestInfo {
   code?: string
   /** The feature a NOT_CONFIGURED answer names: its alarm is raised when the answer is counted. */
   feature?: string
+  /** The answer was made with its X-Request-Id already (idForAnswer): its headers are left alone. */
+  idInAnswer?: boolean
 }
 
 const info = new WeakMap<Request, RequestInfo>()
@@ -38,6 +40,18 @@ export function noteError(request: Request, err: ApiError | string): void {
   if (!i) return
   i.code = typeof err === 'string' ? err : err.code
   if (typeof err !== 'string' && err.code === 'NOT_CONFIGURED') i.feature = String(err.context.feature)
+}
+
+/**
+ * The id for the X-Request-Id of an answer its handler builds itself (the paid call's), which the
+ * app then sends as it is: reading a Response's headers back to add it cost each call ~0.5 µs.
+ * Undefined for a Request that never went through the app (no id to send).
+ */
+export function idForAnswer(request: Request): string | undefined {
+  const i = info.get(request)
+  if (!i) return undefined
+  i.idInAnswer = true
+  return i.id
 }
 
 /** The id of a request being answered (a fresh one for a Request that never went through the app). */
@@ -100,14 +114,16 @@ export function instrument<A extends Handles>(app: A, s: Pick<Services, 'metrics
     if (i.code) s.metrics.apiErrors.inc({ code: i.code })
     if (i.code === 'RATE_LIMITED') s.metrics.rateLimited.inc({ route })
     if (i.feature) s.notConfigured.raise(i.feature)
-    try {
-      // A proxied response keeps the provider's own X-Request-Id (the OpenAI SDK reads it, and the
-      // provider's support asks for it); x-pab-call-id names the request on our side.
-      if (!res.headers.has('x-request-id')) res.headers.set('x-request-id', i.id)
-    } catch {
-      // A Response with immutable headers (none of ours today) simply goes without it.
+    if (!i.idInAnswer) {
+      try {
+        // A proxied response keeps the provider's own X-Request-Id (the OpenAI SDK reads it, and the
+        // provider's support asks for it); x-pab-call-id names the request on our side.
+        if (!res.headers.has('x-request-id')) res.headers.set('x-request-id', i.id)
+      } catch {
+        // A Response with immutable headers (none of ours today) simply goes without it.
+      }
     }
-    s.log.info('request', { request_id: i.id, method, route, status, ...(i.code ? { error: i.code } : {}), ms: Math.round(ms * 10) / 10 })
+    if (s.log.writes) s.log.info('request', { request_id: i.id, method, route, status, ...(i.code ? { error: i.code } : {}), ms: Math.round(ms * 10) / 10 })
     return res
   }
   return app

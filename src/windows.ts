@@ -3,17 +3,24 @@ import { hktDay, nextHktMidnight } from './clock'
 
 export const RATE_WINDOW_MS = 60_000
 
-export function windowsAt(now: number) {
-  const rate = Math.floor(now / RATE_WINDOW_MS)
-  return {
-    day: hktDay(now),
-    rate,
-    prevRate: rate - 1,
-    /** Read only by a refusal: formatting it cost every paid request a toISOString. */
-    get resetsAt() {
-      return new Date(nextHktMidnight(now)).toISOString()
-    },
+/** A class, not an object literal: a literal's getter is a new function each paid request. */
+class Windows {
+  readonly day: number
+  readonly rate: number
+  readonly prevRate: number
+  constructor(private readonly now: number) {
+    this.day = hktDay(now)
+    this.rate = Math.floor(now / RATE_WINDOW_MS)
+    this.prevRate = this.rate - 1
   }
+  /** Read only by a refusal: formatting it cost every paid request a toISOString. */
+  get resetsAt(): string {
+    return new Date(nextHktMidnight(this.now)).toISOString()
+  }
+}
+
+export function windowsAt(now: number): Windows {
+  return new Windows(now)
 }
 
 /** Standard rate-limit headers (IETF draft RateLimit-*), plus Retry-After on a rejection. */

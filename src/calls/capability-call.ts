@@ -55,22 +55,25 @@ function checkedCall(s: Services, input: CallInput) {
 
 export async function callCapability(s: Services, keys: ProviderKeys, input: CallInput): Promise<CallAnswer> {
   let checked: ReturnType<typeof checkedCall>
-  // The checks' own refusal, told apart from the admission's (a killed agent, a spent limit).
-  let refused: unknown = null
   try {
-    checked = await refusalAfterAdmission(s, input.principal, () => {
-      try {
-        return checkedCall(s, input)
-      } catch (e) {
-        throw (refused = e)
-      }
-    })
-  } catch (e) {
-    const stored = e === refused && e instanceof ApiError ? await storedAnswer(s, input) : null
-    if (stored !== null) return { status: 200, body: stored }
-    throw e
+    // Synchronous: the call that passes them goes on without a promise of its own.
+    checked = checkedCall(s, input)
+  } catch (refused) {
+    try {
+      await refusalAfterAdmission(s, input.principal, () => {
+        throw refused
+      })
+    } catch (e) {
+      // The checks' own refusal, told apart from the admission's (a killed agent, a spent limit).
+      const stored = e === refused && e instanceof ApiError ? await storedAnswer(s, input) : null
+      if (stored !== null) return { status: 200, body: stored }
+      throw e
+    }
+    throw refused
   }
-  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, run: input.run, fingerprint: fingerprint(checked.cap.slug, input.rawBody) })
+  // The fingerprint is read by an Idempotency-Key and by an agent's breaker; the owner's call without a key hashes nothing.
+  const fp = input.idempotencyKey !== null || input.principal.agentId !== null ? fingerprint(checked.cap.slug, input.rawBody) : undefined
+  return payCapability(s, keys, { ...checked, principal: input.principal, rawBody: input.rawBody, idempotencyKey: input.idempotencyKey, signal: input.signal, run: input.run, fingerprint: fp })
 }
 
 /**

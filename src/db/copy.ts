@@ -28,14 +28,20 @@ const SPECIAL = /[\\\n\r\t]/
 const SPECIALS = /[\\\n\r\t]/g
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 
-/** The rows as one COPY text body: a line a row, tab between columns. */
+/**
+ * The rows as one COPY text body: a line a row, tab between columns. The lines are joined once: one
+ * string of ~40 pieces a row grown by `+=` is a rope the socket write flattens again (~0.3 µs a row).
+ */
 export function copyBody(rows: readonly (readonly CopyValue[])[]): string {
-  let out = ''
-  for (const row of rows) {
-    for (let i = 0; i < row.length; i++) out += (i === 0 ? '' : '\t') + copyText(row[i])
-    out += '\n'
+  const lines = new Array<string>(rows.length + 1)
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!
+    let line = row.length === 0 ? '' : copyText(row[0])
+    for (let i = 1; i < row.length; i++) line += '\t' + copyText(row[i])
+    lines[r] = line
   }
-  return out
+  lines[rows.length] = ''
+  return lines.join('\n')
 }
 
 /** The postgres-js client under a drizzle handle (a transaction's own), or null on another driver. */

@@ -83,7 +83,10 @@ export function checkDepth(value: unknown): void {
  * or a lone surrogate, or for objects and arrays nested more than MAX_JSON_DEPTH levels deep (`value`
  * itself the first level). `prefix` names where the value sits ('' for a body's top level).
  */
-export function checkText(value: unknown, multiline: Multiline = new Set(), prefix = ''): void {
+/** The default: no path is multi-line (one set for every call, not a new one each). */
+const NO_MULTILINE: ReadonlySet<string> = new Set()
+
+export function checkText(value: unknown, multiline: Multiline = NO_MULTILINE, prefix = ''): void {
   // `within`: under a path marked multi-line (a FreeJson), every string is free text. `depth`: how
   // many objects and arrays hold `v`; `member`: the top-level field they sit in, named on a refusal
   // of depth (the full path would be hundreds of segments long).
@@ -102,10 +105,12 @@ export function checkText(value: unknown, multiline: Multiline = new Set(), pref
       })
       return
     }
-    for (const [k, x] of Object.entries(v)) {
+    // Own enumerable keys, as Object.entries gives them, without its array of pairs.
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue
       const at = path ? `${path}.${k}` : k
       if (LINE_BAD.test(k)) throw new ApiError('BAD_REQUEST', { field: at, expected: LINE_EXPECTED })
-      visit(x, at, multi, depth + 1, member || at)
+      visit((v as Record<string, unknown>)[k], at, multi, depth + 1, member || at)
     }
   }
   visit(value, prefix, false, 0, prefix)

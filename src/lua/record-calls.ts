@@ -34,8 +34,8 @@ export async function runRecordCalls(ctx: RedisContext, calls: readonly RecordCa
   const { keys } = ctx
   // The calls' places in `calls`, by shard in the order first seen: a shard's calls stay in order.
   const byShard = new Map<Shard, number[]>()
-  for (const [i, c] of calls.entries()) {
-    const s = keys.shardOf(c.accountId)
+  for (let i = 0; i < calls.length; i++) {
+    const s = keys.shardOf(calls[i]!.accountId)
     const group = byShard.get(s)
     if (group) group.push(i)
     else byShard.set(s, [i])
@@ -57,8 +57,8 @@ export async function runRecordCalls(ctx: RedisContext, calls: readonly RecordCa
   // (see the Lua header): the common call sends 2 keys and 3 arguments.
   const idemKeys: string[] = []
   const idemArgv: (string | number)[] = []
-  for (const [i, at] of order.entries()) {
-    const c = calls[at]!
+  for (let i = 0; i < order.length; i++) {
+    const c = calls[order[i]!]!
     // The in-flight member (debit.lua's) in one argument: the script takes the call id from it.
     argv.push(c.recordJson, `${c.accountId}|${c.callId}`, c.organic ? c.charged : '')
     const idem = c.idempotency
@@ -72,8 +72,8 @@ export async function runRecordCalls(ctx: RedisContext, calls: readonly RecordCa
   const reply = await ctx.scripts.recordCalls(k, argv)
   if (!Array.isArray(reply) || reply.length !== calls.length) throw unexpected('record-calls.lua', reply)
   const out: RecordCallReply[] = new Array(calls.length)
-  for (const [i, status] of reply.entries()) {
-    switch (status) {
+  for (let i = 0; i < reply.length; i++) {
+    switch (reply[i]) {
       case S.OK:
         out[order[i]!] = { status: 'ok' }
         break

@@ -38,8 +38,11 @@ export interface CheckedCapabilityCall {
   /** The raw JSON body, as received. */
   rawBody: string
   idempotencyKey: string | null
-  /** Hash of the slug and body: the Idempotency-Key's fingerprint and the breaker's identical-requests rule. */
-  fingerprint: string
+  /**
+   * Hash of the slug and body: the Idempotency-Key's fingerprint and the breaker's identical-requests
+   * rule. Absent only where neither reads it: no Idempotency-Key, and the owner's token (no breaker).
+   */
+  fingerprint?: string
   /** Aborts when the client goes away (a call with an Idempotency-Key is run to its end instead). */
   signal?: AbortSignal
   /** The run budget the call counts against (docs/api.md §13c). */
@@ -50,13 +53,14 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   const { cap, params, metered } = input
   const { principal } = input
   const requestFingerprint = input.fingerprint
+  if (input.idempotencyKey && requestFingerprint === undefined) throw new Error('payCapability: an Idempotency-Key without its fingerprint')
   const opened = await openPaidCall(s, {
     principal,
     target: cap.slug,
     price: metered ? 0 : cap.price,
     unpriced: !metered && cap.lane === 'free',
     metered: metered ? debitMetering(metered) : undefined,
-    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint } : undefined,
+    idempotency: input.idempotencyKey ? { key: input.idempotencyKey, fingerprint: requestFingerprint! } : undefined,
     fingerprint: requestFingerprint,
     // The upstream call cannot outlive its timeout; a minute past it the request was cut off.
     abandonAfterMs: cap.timeout_ms + 60_000,
@@ -67,7 +71,8 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   if (opened.kind === 'replay') return { status: 200, body: opened.response }
   const { call } = opened
   const provider = s.catalog.providers.get(cap.provider)!
-  const apiKey = await call.keyOrVoid(() => keys.keyFor({ kind: 'capability', capability: cap, provider }, principal.accountId))
+  const target = { kind: 'capability', capability: cap, provider } as const
+  const apiKey = keys.houseKeyNow(target) ?? (await call.keyOrVoid(() => keys.keyFor(target, principal.accountId)))
 
   const clampTo = metered && call.metered?.clamped ? call.metered.maxOut : null
   const sent = clampTo !== null && metered?.ceilingField ? { ...(params as Record<string, unknown>), [metered.ceilingField]: clampTo } : params
@@ -99,7 +104,10 @@ export async function payCapability(s: CapabilityCallDeps, keys: ProviderKeys, i
   // A JSON answer is spliced in as the provider wrote it (upstream/call.ts, `json`).
   const settledUsage = metered && usage ? usageWithCost(usage, debitMetering(metered), s.cfg.CREDITS_PER_USD) : undefined
   const answer = (balance: number, charged: number) => {
-    const head = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status, ...(settledUsage ? { usage: settledUsage } : {}), ...runFields(call.runState, call.price - charged) }
+    // Its members in the answer's order, added where present (no spread copies a call).
+    const head: Record<string, unknown> = { call_id: call.callId, slug: cap.slug, charged, balance, provider_status: up.status }
+    if (settledUsage) head.usage = settledUsage
+    if (call.runState) head.run = runOf(call.runState, call.price - charged)
     return up.json === null ? JSON.stringify({ ...head, result: up.body }) : `${JSON.stringify(head).slice(0, -1)},"result":${up.json}}`
   }
   const settled = await call.settle(outcome, { httpStatus, usage, replay: answer })
@@ -123,7 +131,6 @@ function usageOf(m: MeteredRequest, up: UpstreamResult): MeteredUsage {
  * The run the call counted against, as the answer shows it (docs/api.md §13c): its spend once this
  * call is settled (a metered call's release given back), as of this call.
  */
-function runFields(run: RunState | undefined, released: number) {
-  if (!run) return {}
-  return { run: { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() } }
+function runOf(run: RunState, released: number) {
+  return { id: run.id, max: run.max, spent: run.spent - released, expires_at: new Date(run.expiresAt).toISOString() }
 }

@@ -175,7 +175,7 @@ export class DebitedCall {
     let metered: Pick<CallRecord, 'model' | 'tokens' | 'reserved' | 'uncharged' | 'usage_source'> = {}
     // A metered request is filed under its route, its model and reservation apart (calls.ts).
     const filing = filedAs(d.target, d.metered ? { model: d.metered.model, reserved: d.price } : null)
-    const base = {
+    const base: Omit<CallRecord, 'charged'> = {
       call_id: d.callId,
       slug: filing.slug,
       agent_id: agentId,
@@ -183,9 +183,9 @@ export class DebitedCall {
       outcome,
       http_status: facts.httpStatus ?? null,
       latency_ms: Math.round(performance.now() - this.started),
-      at: new Date(d.at).toISOString(),
-      ...(d.lane ? { lane: d.lane } : {}),
+      at: isoInstant(d.at),
     }
+    if (d.lane) base.lane = d.lane
     let filed = false
     if (refunded) {
       balance = (await refund(ctx, { accountId, agentId, callId: d.callId, day: d.day, at: d.at, reason: outcome, runId: d.runId })).balance
@@ -214,12 +214,11 @@ export class DebitedCall {
     }
     const replay = !refunded && facts.replay ? facts.replay(balance, charged) : undefined
     if (filed) return { outcome, refunded, balance, replay, charged }
-    const rec: CallRecord = {
-      ...base,
-      charged: refunded ? d.price : charged,
-      ...filing,
-      ...metered,
-    }
+    // The record is `base` itself, its members in the order the spreads {...base, charged, ...filing,
+    // ...metered} gave them: a flat call's filing only repeats its slug, and it has no metered part.
+    const rec = base as CallRecord
+    rec.charged = refunded ? d.price : charged
+    if (d.metered) Object.assign(rec, filing, metered)
     const recorded = recordCall(ctx, accountId, rec, { idempotencyKey: d.idempotencyKey, replay })
     // An Idempotency-Key's answer (stored, or the key released for a retry) must exist before the
     // client can send the key again; without a key, filing the metadata never delays the answer.
@@ -227,4 +226,18 @@ export class DebitedCall {
     else void recorded.catch((e) => log.error('record_call_failed', { call_id: d.callId, error: String(e) }))
     return { outcome, refunded, balance, replay, charged }
   }
+}
+
+/**
+ * An instant as the call record writes it. The calls of one turn mostly share their debit's
+ * millisecond, so the last one formatted is kept: a Date and its toISOString a call less.
+ */
+let lastMs = NaN
+let lastIso = ''
+function isoInstant(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastIso
 }

@@ -129,13 +129,21 @@ export class LedgerAvailability {
       if (UNGATED.has(name)) continue
       const run = scripts[name]
       const first = CONFIRM_FIRST.has(name)
-      out[name] = async (keys, argv) => {
-        if (first) await this.confirmAbsent()
-        else if (!this.open) await this.assertOpen()
-        const reply = await run(keys, argv)
+      type Reply = Awaited<ReturnType<typeof run>>
+      // A refusal that says "absent" is believed only once the marks are confirmed.
+      const checked = (reply: Reply): Reply | Promise<Reply> => {
         const status = statusOf(reply)
-        if (status === S.UNAUTHORIZED || status === S.NOT_FOUND) await this.confirmAbsent()
-        return reply
+        return status === S.UNAUTHORIZED || status === S.NOT_FOUND ? this.confirmAbsent().then(() => reply) : reply
+      }
+      out[name] = (keys, argv) => {
+        // The open ledger's common call goes straight to its script: no async frame of its own.
+        if (first || !this.open) return (first ? this.confirmAbsent() : this.assertOpen()).then(() => run(keys, argv)).then(checked)
+        try {
+          return run(keys, argv).then(checked)
+        } catch (e) {
+          // A script that throws before it sends rejects, as the async wrapper did.
+          return Promise.reject(e)
+        }
       }
     }
     return out

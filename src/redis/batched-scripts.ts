@@ -231,6 +231,12 @@ class Distinct {
   }
 }
 
+/** The first of `xs[0 .. end)` equal to `v` (1-based, never `skip`), or 0: a call's earlier slot holding a value. */
+function firstSlot(xs: readonly string[], v: string, end: number, skip: number): number {
+  for (let m = 0; m < end; m++) if (m + 1 !== skip && xs[m] === v) return m + 1
+  return 0
+}
+
 /** The key's hash slot tag (`{…}`): calls of one tag share a batch. */
 function slotTag(key: string): string {
   const open = key.indexOf('{')
@@ -271,39 +277,37 @@ export function batchedCaller(
     for (const c of calls) perAccount.set(c.keys[0]!, (perAccount.get(c.keys[0]!) ?? 0) + 1)
     const bang = (c: Call) => (perAccount.get(c.keys[0]!) === 1 ? '!' : '')
     const changes = calls.map((c, i) => {
+      const argv = c.argv.map(String)
       if (i === 0) {
         // Every slot in order (the wrapper reads them without a list): each value sent, the first
         // of each kept for the later calls' references.
         c.keys.forEach((k, j) => j + 1 !== own && keys.push(k))
-        const argv = c.argv.map(String)
         for (const v of argv) values.push(v)
         before = { keys: c.keys, argv }
         return bang(c) + String(argv.length)
       }
-      const list = [bang(c) + String(c.argv.length)]
+      let list = bang(c) + String(c.argv.length)
       // A value this call already holds in an earlier slot is named by that slot (`at:j`), not by
       // its place among the batch's values: calls of different accounts then make the same list of
-      // changes, parsed once a batch (each list parsed costs the script a string.gmatch pass).
-      const earlier = new Map<string, number>()
-      const slot = (at: number, v: string, d: Distinct) => {
-        const j = earlier.get(v)
-        if (j !== undefined) return list.push(`${at}:${j}`)
+      // changes, parsed once a batch (each list parsed costs the script a string.gmatch pass). Only
+      // a changed slot looks back for it: most slots repeat the call before.
+      const slot = (at: number, v: string, d: Distinct, j: number) => {
+        if (j !== 0) return (list += ` ${at}:${j}`)
         const ref = d.ref(v)
-        list.push(ref === 0 ? String(at) : `${at}=${ref}`)
+        list += ref === 0 ? ` ${at}` : ` ${at}=${ref}`
       }
-      c.keys.forEach((k, j) => {
-        if (j + 1 === own) return
-        if (k !== before.keys[j]) slot(j + 1, k, keys)
-        if (!earlier.has(k)) earlier.set(k, j + 1)
-      })
-      earlier.clear()
-      const argv = c.argv.map(String)
-      argv.forEach((v, j) => {
-        if (v !== before.argv[j]) slot(perCall + j + 1, v, values)
-        if (!earlier.has(v)) earlier.set(v, perCall + j + 1)
-      })
+      for (let j = 0; j < c.keys.length; j++) {
+        const k = c.keys[j]!
+        if (j + 1 !== own && k !== before.keys[j]) slot(j + 1, k, keys, firstSlot(c.keys, k, j, own ?? 0))
+      }
+      for (let j = 0; j < argv.length; j++) {
+        const v = argv[j]!
+        if (v === before.argv[j]) continue
+        const e = firstSlot(argv, v, j, 0)
+        slot(perCall + j + 1, v, values, e === 0 ? 0 : perCall + e)
+      }
       before = { keys: c.keys, argv }
-      return list.join(' ')
+      return list
     })
     if (own === null) return send(keys.sent, [calls.length, ...changes, ...values.sent])
     const owns = calls.map((c) => c.keys[own - 1]!)

@@ -46,7 +46,8 @@ export async function callUpstream(
     // A non-string param as the caller wrote it (a 64-bit id serialised again would be rounded).
     params: query ? Object.entries((params.value ?? {}) as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : asWritten(memberText(params.json, k), v)]) : undefined,
     apiKey,
-    ...(query ? {} : { body: params.json, contentType: 'application/json' }),
+    body: query ? undefined : params.json,
+    contentType: query ? undefined : 'application/json',
     maxBytes,
     timeoutMs: cap.timeout_ms,
     client: clientGone,

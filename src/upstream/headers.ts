@@ -67,20 +67,36 @@ export function authHeaders(provider: Provider, apiKey: string): Record<string, 
 }
 
 /**
- * `incoming`: the client's headers, passed on past the policy (none on a capability call).
+ * authHeaders as pairs, kept per provider for its last key, auth and static headers (the same objects):
+ * a provider's calls mostly go with one key, and the copy and its entries were made per request.
+ */
+const pairsOf = new WeakMap<Provider, { apiKey: string; statics: Provider['headers']; auth: Provider['auth']; pairs: readonly (readonly [string, string])[] }>()
+function authPairs(provider: Provider, apiKey: string): readonly (readonly [string, string])[] {
+  const hit = pairsOf.get(provider)
+  if (hit !== undefined && hit.apiKey === apiKey && hit.statics === provider.headers && hit.auth === provider.auth) return hit.pairs
+  const pairs = Object.entries(authHeaders(provider, apiKey))
+  pairsOf.set(provider, { apiKey, statics: provider.headers, auth: provider.auth, pairs })
+  return pairs
+}
+
+/**
+ * `incoming`: the client's headers, passed on past the policy (none on a capability call: undefined).
  * `drop`: more client headers kept back (on the house key its scope headers, docs/api.md §12; the
  * catalog's `headers` may pin them).
  */
-export function upstreamHeaders(incoming: Headers, provider: Provider, apiKey: string, drop?: (name: string) => boolean): Headers {
+export function upstreamHeaders(incoming: Headers | undefined, provider: Provider, apiKey: string, drop?: (name: string) => boolean): Headers {
   const out = new Headers()
-  const named = connectionTokens(incoming.get('connection'))
   const authHeader = provider.auth.header.toLowerCase()
-  incoming.forEach((value, name) => {
-    if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
-    if (drop?.(name)) return
-    out.set(name, value)
-  })
-  for (const [name, value] of Object.entries(authHeaders(provider, apiKey))) {
+  // A capability call passes no client headers: nothing to filter.
+  if (incoming) {
+    const named = connectionTokens(incoming.get('connection'))
+    incoming.forEach((value, name) => {
+      if (REQUEST_DROP.has(name) || REQUEST_DROP_PREFIX.test(name) || named.has(name) || name === authHeader || name.startsWith('x-pab-')) return
+      if (drop?.(name)) return
+      out.set(name, value)
+    })
+  }
+  for (const [name, value] of authPairs(provider, apiKey)) {
     // The auth header is always ours; a static header (e.g. anthropic-version) only fills a gap,
     // since the client's SDK knows which API version it speaks.
     if (name.toLowerCase() === authHeader || !out.has(name)) out.set(name, value)

@@ -60,6 +60,14 @@ export class ProviderKeys {
     private log: Log,
   ) {}
 
+  /**
+   * The key when no lookup is needed (a house-lane capability with its house key), else undefined:
+   * the common paid call takes it without the three promises of keyFor.
+   */
+  houseKeyNow(t: KeyTarget): string | undefined {
+    return sourceOf(t) === 'house_only' && t.provider.houseKey ? t.provider.houseKey : undefined
+  }
+
   async keyFor(t: KeyTarget, accountId: string): Promise<string> {
     return (await this.laneKeyFor(t, accountId)).key
   }

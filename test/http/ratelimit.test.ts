@@ -41,6 +41,15 @@ describe('rate limits', () => {
     expect(r.headers.get('ratelimit-remaining')).toBe('4')
   })
 
+  test('the window slides for paid calls too: the debit reads the new minute, not the one it last used', async () => {
+    const a = await t.signup(undefined)
+    for (let i = 0; i < 5; i++) expect((await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} })).status).toBe(200)
+    expect((await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} })).status).toBe(429)
+    t.clock.advance(120_000)
+    const r = await t.req('POST', '/v1/call/test.cheap', { token: a.token, body: {} })
+    expect(r.status).toBe(200)
+  })
+
   test('per IP for unauthenticated requests, keyed by X-Forwarded-For from a trusted proxy', async () => {
     const ip = '203.0.113.7'
     const rs = []

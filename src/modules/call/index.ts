@@ -7,11 +7,13 @@ import { callCapability, IDEMPOTENCY_KEY } from '../../calls/capability-call'
 import { ProviderKeys } from '../../vault/provider-key'
 import { readText } from '../../edge/body'
 import { refusalAfterAdmission } from '../../auth/refusal-after-admission'
-import { runBudgetOf } from '../../paid-request/run-header'
+import { runBudgetOf, type RunBudget } from '../../paid-request/run-header'
+import { idForAnswer } from '../../observe'
 
 /** The paid call's route, as Elysia knows it and as the request counters name it. */
 export const CALL_ROUTE = '/v1/call/:slug'
 const PREFIX = '/v1/call/'
+const JSON_TYPE = { 'content-type': 'application/json' }
 
 /**
  * The paid call's endpoint: its Elysia route (`routes`), and the same handler reached without the
@@ -31,15 +33,25 @@ export function callEndpoint(s: Services, h: Http = http(s)) {
       await h.anonymous(request, server)
       throw new ApiError('UNAUTHORIZED')
     }
-    const { idempotencyKey, rawBody, run } = await refusalAfterAdmission(s, principal, async () => {
-      const key = request.headers.get('idempotency-key')
-      if (key !== null && !IDEMPOTENCY_KEY.test(key)) throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
-      const run = runBudgetOf(request.headers.get('x-budget-run'), principal)
+    let idempotencyKey: string | null
+    let rawBody: string
+    let run: RunBudget | undefined
+    try {
+      idempotencyKey = request.headers.get('idempotency-key')
+      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) throw new ApiError('BAD_REQUEST', { field: 'Idempotency-Key', expected: '1 to 255 printable ASCII characters' })
+      run = runBudgetOf(request.headers.get('x-budget-run'), principal)
       // Content-Length is checked on arrival (app.ts); a chunked body is counted as it is read.
-      return { idempotencyKey: key, rawBody: await readText(request, s.cfg.MAX_BODY_BYTES), run }
-    })
+      rawBody = await readText(request, s.cfg.MAX_BODY_BYTES)
+    } catch (refused) {
+      // Answered after the admission the debit would have made (refusalAfterAdmission), as before the debit.
+      await refusalAfterAdmission(s, principal, () => {
+        throw refused
+      })
+      throw refused
+    }
     const answer = await callCapability(s, keys, { principal, slug, rawBody, idempotencyKey, signal: request.signal, run })
-    return new Response(answer.body, { status: answer.status, headers: { 'content-type': 'application/json' } })
+    const id = idForAnswer(request)
+    return new Response(answer.body, { status: answer.status, headers: id === undefined ? JSON_TYPE : { 'content-type': 'application/json', 'x-request-id': id } })
   }
   const routes = () =>
     new Elysia().use(bearerAuth).post(CALL_ROUTE, ({ bearer, params, request, server }) => serve(bearer, params.slug, request, server), {
