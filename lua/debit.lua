@@ -170,7 +170,9 @@
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
 -- Alone, a table that grows entry by entry would cost more than it saves. A call's common numbers
 -- look the table up in place (`parsed_numbers and parsed_numbers[s] or number_of(s)`): a Lua call
--- costs ~1,000 instructions.
+-- costs ~1,000 instructions. Alone, they parse by arithmetic (`s + 0`): Lua 5.1's tonumber(s) is a C
+-- call that parses the numeral twice (lua_isnumber, then lua_tonumber), ~2,000 instructions against
+-- ~1,000 (bench/RESULTS.md, issue 42). Every numeral the app sends is valid; a field read may be nil.
 local number_of = tonumber
 local parsed_numbers = hash_memo and {}
 if parsed_numbers then
@@ -188,7 +190,7 @@ end
 local function num_at(r, f)
   local v = r[f]
   if v then
-    v = tonumber(v)
+    v = v + 0
     r[f] = v
   end
   return v
@@ -276,7 +278,7 @@ local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spent
     if state == 'revoked' or state == 'killed' then stopped = true end
     local e = r[F_EXPIRES]
     if e then
-      e = tonumber(e)
+      e = e + 0
       if not expires or e < expires then expires = e end
     end
     if r[F_ALLOW] then allow = true end
@@ -357,16 +359,16 @@ local batch_new = nil --@batch-new 7
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
-local now = parsed_numbers and parsed_numbers[ARGV[1]] or number_of(ARGV[1])
+local now = parsed_numbers and (parsed_numbers[ARGV[1]] or number_of(ARGV[1])) or ARGV[1] + 0
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = parsed_numbers and parsed_numbers[ARGV[5]] or number_of(ARGV[5])
+local price = parsed_numbers and (parsed_numbers[ARGV[5]] or number_of(ARGV[5])) or ARGV[5] + 0
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = parsed_numbers and parsed_numbers[ARGV[8]] or number_of(ARGV[8])
-local default_daily_cap = parsed_numbers and parsed_numbers[ARGV[9]] or number_of(ARGV[9])
+local rate_limit = parsed_numbers and (parsed_numbers[ARGV[8]] or number_of(ARGV[8])) or ARGV[8] + 0
+local default_daily_cap = parsed_numbers and (parsed_numbers[ARGV[9]] or number_of(ARGV[9])) or ARGV[9] + 0
 local idem_fp = ARGV[18] or ''      -- ARGV[14..19] may be absent: read as ''
 local day_ttl = ARGV[10]
 local account_id = ARGV[11]
@@ -490,8 +492,8 @@ if hash_memo then
   weighted, to_window_end = rate_weigh(now, hash_memo[KEYS[5]] or memo_count(KEYS[5]), hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
   local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
-  weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
-  day_spent_read = tonumber(got[3] or '0')
+  weighted, to_window_end = rate_weigh(now, (got[1] or 0) + 0, (got[2] or 0) + 0)
+  day_spent_read = (got[3] or 0) + 0
 end
 if weighted >= rate_limit then
   -- When a request is admitted again (not the window's end, where this minute still weighs in full).
@@ -622,7 +624,7 @@ if least_day_room and pend + price > least_day_room then
   end
 end
 local daily_cap = default_daily_cap
-if acct[3] then daily_cap = number_of(acct[3]) end
+if acct[3] then daily_cap = parsed_numbers and number_of(acct[3]) or acct[3] + 0 end
 local spent = account_day_spent
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap',
@@ -644,7 +646,7 @@ end
 -- 9. balance
 -- An enabled mandate's threshold (`refill_below`): a balance under it asks the app for a background
 -- refill (the replies' refill_due).
-local refill_below = acct[6] and number_of(acct[6])
+local refill_below = acct[6] and (parsed_numbers and number_of(acct[6]) or acct[6] + 0)
 if balance < price then
   -- The mandate ref comes along so the 402's enable_url costs no second round trip.
   return {S_INSUFFICIENT_BALANCE, balance, price, (refill_below and balance < refill_below) and 1 or 0, acct[7] or '', affordable}
@@ -689,8 +691,8 @@ if agent then
     end
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then expires[KEYS[11]] = WINDOW_MS * 2 end
   else
-    brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-    brk_same = number_of(agent[13] or ARGV[16])
+    brk_credits = (agent[12] or ARGV[15]) + 0   -- absent: the deployment's defaults
+    brk_same = (agent[13] or ARGV[16]) + 0
     if brk_credits > 0 or brk_same > 0 then
       local same_field = 'f:' .. req_fp
       -- The window gets its expiry with its first count, like the rate window: two minutes from then
@@ -705,7 +707,7 @@ if agent then
       if (brk_credits > 0 and credits) or (brk_same > 0 and same) then
         -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
         local prev = memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
-        prev_credits, prev_same = tonumber(prev[1] or '0'), tonumber(prev[2] or '0')
+        prev_credits, prev_same = (prev[1] or 0) + 0, (prev[2] or 0) + 0
         if hash_memo then
           levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
             brk_credits, brk_same, prev_credits, prev_same, same_field}
@@ -763,7 +765,7 @@ end
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
 local held = 0
-if acct[8] then held = number_of(acct[8]) end
+if acct[8] then held = parsed_numbers and number_of(acct[8]) or acct[8] + 0 end
 if metered and price > 0 then
   if hash_memo then
     held = held + price
@@ -869,7 +871,7 @@ if not metered then
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low
-if acct[6] then low = number_of(acct[6]) else low = parsed_numbers and parsed_numbers[ARGV[12]] or number_of(ARGV[12]) end
+if acct[6] then low = refill_below else low = parsed_numbers and (parsed_numbers[ARGV[12]] or number_of(ARGV[12])) or ARGV[12] + 0 end
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})
