@@ -160,8 +160,6 @@
 ]]
 
 --@include rate-window
---@include agent-entry
---@include chain-ids
 --@include hash-memo
 --@include run-budget
 --@include allowlist
@@ -342,7 +340,8 @@ end
 -- A metered call's reservation for the output ceiling `out` (5b below). The owner's lane charges
 -- fee_pct percent of the cost: its reservation is that percent of the house lane's, rounded up,
 -- which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
-local function reservation_of(out, input_bound, p_bound, p_out, fee_pct)
+-- Made only where a call may be metered (each function a plain call makes costs it ~500 instructions).
+local reservation_of = (hash_memo or (ARGV[21] or '') ~= '') and function(out, input_bound, p_bound, p_out, fee_pct)
   local r = math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1
   if not fee_pct then return r end
   return math.floor((r * fee_pct + 99) / 100)
@@ -382,6 +381,8 @@ local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
 local ids = chain == '' and NONE or (chains and chains[chain])
 if not ids then
+  -- Made here, where a chain is split (a call without ancestors makes no function for it).
+--@include chain-ids
   ids = chain_ids(chain)
   if hash_memo then chains[chain] = ids end
 end
@@ -401,12 +402,13 @@ local balance = num_at(acct, 2)
 -- The same call id again: the client resent this script after losing its reply (a dropped
 -- connection, a Redis restart). It has debited already: answer OK, write nothing.
 if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
+  local spent_today = memo_count and memo_count(KEYS[3]) or (redis.call('GET', KEYS[3]) or 0) + 0
   -- A flat call's record is a string, state|price|… (below); any other a hash.
   if redis.call('TYPE', KEYS[7]).ok == 'string' then
-    return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(string.match(redis.call('GET', KEYS[7]), '^[^|]*|([^|]*)') or '0'), 0, 0}
+    return {S_OK, balance, acct[5] or '', spent_today, 0, tonumber(string.match(redis.call('GET', KEYS[7]), '^[^|]*|([^|]*)') or '0'), 0, 0}
   end
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
-  return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
+  return {S_OK, balance, acct[5] or '', spent_today, 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- The fields of a level's row (F_* above), again as this call's locals: a call's function may use
@@ -462,7 +464,7 @@ if agent then
     rows, hashes, bys = {agent, nil, nil, nil}, {KEYS[2], nil, nil, nil}, {'', nil, nil, nil}
     budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
     for i = 1, #ids do
-      local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+      local a = memo_of and memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
         'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
       if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
       rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
@@ -497,6 +499,8 @@ else
 end
 if weighted >= rate_limit then
   -- When a request is admitted again (not the window's end, where this minute still weighs in full).
+  -- Its functions are made here, by a refusal only.
+--@include rate-read
   return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
@@ -709,7 +713,7 @@ if agent then
       end
       if (brk_credits > 0 and credits) or (brk_same > 0 and same) then
         -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-        local prev = memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
+        local prev = memo_of and memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
         prev_credits, prev_same = (prev[1] or 0) + 0, (prev[2] or 0) + 0
         if hash_memo then
           levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
@@ -738,15 +742,17 @@ if agent then
       -- `brk_reset`: the calls debited up to now counted in the windows deleted below, so their
       -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
-      memo_write(KEYS[2], F_STATE, 'killed')
+      if memo_write then memo_write(KEYS[2], F_STATE, 'killed') end
       levels_epoch = levels_epoch + 1   -- every summary of a level of this agent is stale
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
-      memo_del(KEYS[11], KEYS[12])
+      if memo_del then memo_del(KEYS[11], KEYS[12]) else redis.call('DEL', KEYS[11], KEYS[12]) end
       if pend_levels and hash_memo then settle_levels() end   -- (this agent's: another's was written at its start)
-      memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
+      if memo_flush then memo_flush(KEYS[2]) end   -- the entry reads the agent's hash (its spent_total) from Redis
       if flush_entries then flush_entries(KEYS[8]) end   -- the debits made before it go first
+      -- The agent's entry, made here: a call that does not trip makes no function for it.
+--@include agent-entry
       local a = append_agent_entry(KEYS[2], KEYS[8], account_id, agent_id, v, now_s)
       emit_event(KEYS[8], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
