@@ -355,6 +355,9 @@ local batch_new = nil --@batch-new 7
 -- No line of the script writes KEYS or ARGV: in a batch the calls share the wrapper's tables.
 --@batch-args-read-only
 --@batch-per-call
+-- KEYS and ARGV as locals: alone they are globals, and each global read is a lookup in the globals
+-- table (the owner's call reads them ~60 times). In a batch they are the call's parameters already.
+local KEYS, ARGV = KEYS, ARGV
 -- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
 glob_left = GLOB_STEPS
 
@@ -399,13 +402,27 @@ local acct = memo and memo.account or memo_hmget(KEYS[1], 'account', 'owner', 'b
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
 if acct[9] then raised_row(acct, 9, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
 local balance = num_at(acct, 2)
+-- Alone, both rate windows and the account's spend of this HKT day in one MGET, not three GETs: each
+-- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
+-- the memo reads each once per batch. Nothing writes them before the rate limit weighs them.
+-- A call whose record is a string (a flat call without an Idempotency-Key, an unpriced route or a
+-- run: the call record, below) reads its record in the same MGET, for the resend check next.
+local string_record = not (metered or unpriced) and idem_key == '' and (KEYS[16] == nil or KEYS[16] == KEYS[2])
+local got, got_record = nil, false
+if not hash_memo then
+  got_record = not batch_new and string_record
+  if got_record then got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3], KEYS[7])
+  else got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3]) end
+end
 -- The same call id again: the client resent this script after losing its reply (a dropped
--- connection, a Redis restart). It has debited already: answer OK, write nothing.
-if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
-  local spent_today = memo_count and memo_count(KEYS[3]) or (redis.call('GET', KEYS[3]) or 0) + 0
+-- connection, a Redis restart). It has debited already: answer OK, write nothing. (A string
+-- record stays a string while it exists: the filing and the refund SET it.)
+if not batch_new and (got_record and got[4] or not got_record and redis.call('EXISTS', KEYS[7]) == 1) then
+  local spent_today = got and (got[3] or 0) + 0 or memo_count(KEYS[3])
   -- A flat call's record is a string, state|price|… (below); any other a hash.
-  if redis.call('TYPE', KEYS[7]).ok == 'string' then
-    return {S_OK, balance, acct[5] or '', spent_today, 0, tonumber(string.match(redis.call('GET', KEYS[7]), '^[^|]*|([^|]*)') or '0'), 0, 0}
+  local record = got_record and got[4] or redis.call('TYPE', KEYS[7]).ok == 'string' and redis.call('GET', KEYS[7])
+  if record then
+    return {S_OK, balance, acct[5] or '', spent_today, 0, tonumber(string.match(record, '^[^|]*|([^|]*)') or '0'), 0, 0}
   end
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
   return {S_OK, balance, acct[5] or '', spent_today, 0,
@@ -484,16 +501,13 @@ end
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
 local weighted, to_window_end
--- Alone, both windows and the account's spend of this HKT day in one MGET, not three GETs: each
--- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
--- the memo reads each once per batch.
+-- Alone, both windows and the day's spend are the MGET's (above).
 local day_spent_read = nil
 if hash_memo then
   -- The memo holds a counter read or counted this batch as its number: a later call takes both
   -- straight from it (each Lua call costs ~1,000 instructions).
   weighted, to_window_end = rate_weigh(now, hash_memo[KEYS[5]] or memo_count(KEYS[5]), hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
-  local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
   weighted, to_window_end = rate_weigh(now, (got[1] or 0) + 0, (got[2] or 0) + 0)
   day_spent_read = (got[3] or 0) + 0
 end

@@ -51,6 +51,26 @@ describe("a flat call's record", () => {
     }
   })
 
+  test('a resent debit whose record is a hash (metered, an Idempotency-Key, an unpriced route) answers what it holds, and debits nothing more', async () => {
+    const metered = { model: 'm', inputBound: 100, input: 1_000, cachedInput: 100, output: 4_000, ceiling: 200, maxOutput: 1_000, minOutput: 16 }
+    const shapes: [string, Partial<DebitArgs>][] = [
+      ['metered', { metered }],
+      ['idem', { idempotency: { key: 'k1', fingerprint: 'fp1' } }],
+      ['unpriced', { unpriced: true, price: 0 }],
+    ]
+    for (const [name, extra] of shapes) {
+      const acct = `acc_07_crehash_${name}`
+      await account(acct, null)
+      const args = { ...debitArgs(acct, null, `call_${acct}`, 6), ...extra }
+      const first = await runDebit(ctx, args)
+      expect(first.status).toBe('ok')
+      expect(await redis.type(keys.call(acct, args.callId))).toBe('hash')
+      const balance = await redis.hget(keys.account(acct), 'balance')
+      expect(await runDebit(ctx, args)).toEqual({ ...first, refillDue: false })
+      expect(await redis.hget(keys.account(acct), 'balance')).toBe(balance)
+    }
+  })
+
   test('refund.lua gives back what the string names, its entry naming the target; a record field by field the same', async () => {
     const w = windowsAt(NOW)
     for (const shape of ['string', 'fields'] as const) {
