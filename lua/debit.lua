@@ -162,8 +162,6 @@
 --@include rate-window
 --@include hash-memo
 --@include run-budget
---@include allowlist
---@include raised-row
 -- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
 -- Alone, a table that grows entry by entry would cost more than it saves. A call's common numbers
@@ -184,8 +182,9 @@ if parsed_numbers then
   end
 end
 -- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
--- a batch shares among its calls through the memo (each later call skips the parse).
-local function num_at(r, f)
+-- a batch shares among its calls through the memo (each later call skips the parse). Made where
+-- summarize is (below): a plain owner's call parses its one number in place.
+local num_at = (hash_memo or ARGV[3] ~= '') and function(r, f)
   local v = r[f]
   if v then
     v = v + 0
@@ -254,6 +253,8 @@ local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spent
     local r = rows[i]
     local at = i == 1 and 15 or 11   -- where the row holds `raises`
     if r[at] then
+      -- Made here, for a row with raises only (lib/raised-row.lua).
+--@include raised-row
       raised_row(r, at, now)
       volatile = true
     end
@@ -358,8 +359,6 @@ local batch_new = nil --@batch-new 7
 -- KEYS and ARGV as locals: alone they are globals, and each global read is a lookup in the globals
 -- table (the owner's call reads them ~60 times). In a batch they are the call's parameters already.
 local KEYS, ARGV = KEYS, ARGV
--- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
-glob_left = GLOB_STEPS
 
 local now = parsed_numbers and (parsed_numbers[ARGV[1]] or number_of(ARGV[1])) or ARGV[1] + 0
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
@@ -400,8 +399,11 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 local memo = hash_memo and hash_memo[KEYS[1]]
 local acct = memo and memo.account or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
-if acct[9] then raised_row(acct, 9, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
-local balance = num_at(acct, 2)
+if acct[9] then   -- a lapsed temporary raise reads as its base (lib/raises.lua)
+--@include raised-row
+  raised_row(acct, 9, now)
+end
+local balance = num_at and num_at(acct, 2) or acct[2] + 0
 -- Alone, both rate windows and the account's spend of this HKT day in one MGET, not three GETs: each
 -- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
 -- the memo reads each once per batch. Nothing writes them before the rate limit weighs them.
@@ -535,14 +537,18 @@ if any_stopped or (first_expiry and first_expiry <= now) then
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
--- (a level without a list allows everything)
-if any_allow then
-  for i = 1, #rows do
-    local r = rows[i]
-    if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+-- (a level without a list allows everything). The matching is made here, where a list is set, with
+-- the call's budget of glob steps for all its walks (lib/allowlist.lua).
+if any_allow or acct[4] then
+--@include allowlist
+  if any_allow then
+    for i = 1, #rows do
+      local r = rows[i]
+      if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+    end
   end
+  if acct[4] and not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 end
-if acct[4] and not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
 -- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
 -- above, so a token that may no longer make this call is not handed its answer either.
