@@ -352,7 +352,7 @@ end
 local batch_new = nil --@batch-new 7
 -- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
 -- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
--- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 43).
+-- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 53).
 -- No line of the script writes KEYS or ARGV: in a batch the calls share the wrapper's tables.
 --@batch-args-read-only
 --@batch-per-call
