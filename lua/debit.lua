@@ -168,7 +168,8 @@
 -- look the table up in place (`parsed_numbers and parsed_numbers[s] or number_of(s)`): a Lua call
 -- costs ~1,000 instructions. Alone, they parse by arithmetic (`s + 0`): Lua 5.1's tonumber(s) is a C
 -- call that parses the numeral twice (lua_isnumber, then lua_tonumber), ~2,000 instructions against
--- ~1,000 (bench/RESULTS.md, issue 42). Every numeral the app sends is valid; a field read may be nil.
+-- ~1,000 (bench/RESULTS.md, issue 42, sixth round). Every numeral the app sends is valid; a field
+-- read may be nil (absent), so `(f or 0) + 0`.
 local number_of = tonumber
 local parsed_numbers = hash_memo and {}
 if parsed_numbers then
