@@ -125,7 +125,8 @@
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice. A batch checks
   all its calls' records with one EXISTS first (the wrapper): none there, no call of it is a resend
-  and none checks its own; a resent batch finds them and every call checks.
+  and none checks its own; a resent batch finds them and every call checks. Alone, a call whose
+  record is a string reads it with the rate windows' MGET; any other checks it by EXISTS.
 
   A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
   call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
