@@ -30,6 +30,7 @@
 
 --@include status
 --@include rate-window
+--@include rate-read
 local now, token_hash, agent_id, limit = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 
 local agent = nil

@@ -19,6 +19,7 @@
 
 --@include status
 --@include rate-window
+--@include rate-read
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 
 -- owner hash at sign-in, form token, expiry of the session; a missing record reads as all nil

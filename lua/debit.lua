@@ -127,7 +127,8 @@
   A call id that has debited already (its call record exists) answers OK again and writes nothing:
   ioredis resends a script whose reply was lost, and that must never debit twice. A batch checks
   all its calls' records with one EXISTS first (the wrapper): none there, no call of it is a resend
-  and none checks its own; a resent batch finds them and every call checks.
+  and none checks its own; a resent batch finds them and every call checks. Alone, a call whose
+  record is a string reads it with the rate windows' MGET; any other checks it by EXISTS.
 
   A flat debit's outbox entry is packed: kind `packed_debit`, field `d` = acct|agent|amount|bal|
   call|at|target, read by src/write-behind/outbox.ts as the `debit` entry (docs/architecture.md).
@@ -162,17 +163,16 @@
 ]]
 
 --@include rate-window
---@include agent-entry
---@include chain-ids
 --@include hash-memo
 --@include run-budget
---@include allowlist
---@include raised-row
 -- In a batch, a number of an argument or a field is parsed once for all its calls (they mostly send
 -- the same limits and read the same account): a tonumber of a long numeral costs more than a lookup.
 -- Alone, a table that grows entry by entry would cost more than it saves. A call's common numbers
 -- look the table up in place (`parsed_numbers and parsed_numbers[s] or number_of(s)`): a Lua call
--- costs ~1,000 instructions.
+-- costs ~1,000 instructions. Alone, they parse by arithmetic (`s + 0`): Lua 5.1's tonumber(s) is a C
+-- call that parses the numeral twice (lua_isnumber, then lua_tonumber), ~2,000 instructions against
+-- ~1,000 (bench/RESULTS.md, issue 42, sixth round). Every numeral the app sends is valid; a field
+-- read may be nil (absent), so `(f or 0) + 0`.
 local number_of = tonumber
 local parsed_numbers = hash_memo and {}
 if parsed_numbers then
@@ -186,11 +186,12 @@ if parsed_numbers then
   end
 end
 -- A numeric field as a number, parsed once: the parsed value replaces the string in the reply, which
--- a batch shares among its calls through the memo (each later call skips the parse).
-local function num_at(r, f)
+-- a batch shares among its calls through the memo (each later call skips the parse). Made where
+-- summarize is (below): a plain owner's call parses its one number in place.
+local num_at = (hash_memo or ARGV[3] ~= '') and function(r, f)
   local v = r[f]
   if v then
-    v = tonumber(v)
+    v = v + 0
     r[f] = v
   end
   return v
@@ -256,6 +257,8 @@ local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spent
     local r = rows[i]
     local at = i == 1 and 15 or 11   -- where the row holds `raises`
     if r[at] then
+      -- Made here, for a row with raises only (lib/raised-row.lua).
+--@include raised-row
       raised_row(r, at, now)
       volatile = true
     end
@@ -278,7 +281,7 @@ local summarize = (hash_memo or ARGV[3] ~= '') and function(rows, budgets, spent
     if state == 'revoked' or state == 'killed' then stopped = true end
     local e = r[F_EXPIRES]
     if e then
-      e = tonumber(e)
+      e = e + 0
       if not expires or e < expires then expires = e end
     end
     if r[F_ALLOW] then allow = true end
@@ -342,7 +345,8 @@ end
 -- A metered call's reservation for the output ceiling `out` (5b below). The owner's lane charges
 -- fee_pct percent of the cost: its reservation is that percent of the house lane's, rounded up,
 -- which bounds floor((r + cost × pct / 100) / 1e6) as R bounds the whole.
-local function reservation_of(out, input_bound, p_bound, p_out, fee_pct)
+-- Made only where a call may be metered (each function a plain call makes costs it ~500 instructions).
+local reservation_of = (hash_memo or (ARGV[21] or '') ~= '') and function(out, input_bound, p_bound, p_out, fee_pct)
   local r = math.ceil((input_bound * p_bound + out * p_out) / 1000000) + 1
   if not fee_pct then return r end
   return math.floor((r * fee_pct + 99) / 100)
@@ -352,23 +356,24 @@ end
 local batch_new = nil --@batch-new 7
 -- Above: the libraries, the batch's helpers and the statuses, no call's state. In a batch they are
 -- made once for the batch's calls, below this marker once per call (src/redis/batched-scripts.ts);
--- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 43).
+-- what a call uses of them is an upvalue of its function (Lua allows 60: the debit uses 53).
 -- No line of the script writes KEYS or ARGV: in a batch the calls share the wrapper's tables.
 --@batch-args-read-only
 --@batch-per-call
--- Each call of a batch its own budget of glob steps (lib/allowlist.lua).
-glob_left = GLOB_STEPS
+-- KEYS and ARGV as locals: alone they are globals, and each global read is a lookup in the globals
+-- table (the owner's call reads them ~60 times). In a batch they are the call's parameters already.
+local KEYS, ARGV = KEYS, ARGV
 
-local now = parsed_numbers and parsed_numbers[ARGV[1]] or number_of(ARGV[1])
+local now = parsed_numbers and (parsed_numbers[ARGV[1]] or number_of(ARGV[1])) or ARGV[1] + 0
 local now_s = ARGV[1]              -- as given, for the writes (a Lua number is formatted anew by each command)
 local token_hash = ARGV[2]
 local agent_id = ARGV[3]            -- '' = the owner token
 local target = ARGV[4]
-local price = parsed_numbers and parsed_numbers[ARGV[5]] or number_of(ARGV[5])
+local price = parsed_numbers and (parsed_numbers[ARGV[5]] or number_of(ARGV[5])) or ARGV[5] + 0
 local unpriced = ARGV[6] == '1'
 local call_id = ARGV[7]
-local rate_limit = parsed_numbers and parsed_numbers[ARGV[8]] or number_of(ARGV[8])
-local default_daily_cap = parsed_numbers and parsed_numbers[ARGV[9]] or number_of(ARGV[9])
+local rate_limit = parsed_numbers and (parsed_numbers[ARGV[8]] or number_of(ARGV[8])) or ARGV[8] + 0
+local default_daily_cap = parsed_numbers and (parsed_numbers[ARGV[9]] or number_of(ARGV[9])) or ARGV[9] + 0
 local idem_fp = ARGV[18] or ''      -- ARGV[14..19] may be absent: read as ''
 local day_ttl = ARGV[10]
 local account_id = ARGV[11]
@@ -382,6 +387,8 @@ local model = ARGV[21] or ''        -- '' = a flat-priced request
 local metered = model ~= ''
 local ids = chain == '' and NONE or (chains and chains[chain])
 if not ids then
+  -- Made here, where a chain is split (a call without ancestors makes no function for it).
+--@include chain-ids
   ids = chain_ids(chain)
   if hash_memo then chains[chain] = ids end
 end
@@ -394,25 +401,42 @@ local agent_ref = agent_id ~= '' and agent_id or cjson.null
 -- 1. token
 -- (memo_of inlined for the rows every call reads: a Lua call costs ~1,000 instructions.)
 local memo = hash_memo and hash_memo[KEYS[1]]
-local acct = memo and memo.account or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'mref', 'held', 'thresholds', 'raises')
+local acct = memo and memo.account or memo_hmget(KEYS[1], 'account', 'owner', 'balance', 'daily_cap', 'allow', 'referrer', 'refill_below', 'held', 'thresholds', 'raises')
 if not acct[2] then return {S_UNAUTHORIZED, 0} end
-if acct[10] then raised_row(acct, 10, now) end   -- a lapsed temporary raise reads as its base (lib/raises.lua)
-local balance = num_at(acct, 2)
+if acct[9] then   -- a lapsed temporary raise reads as its base (lib/raises.lua)
+--@include raised-row
+  raised_row(acct, 9, now)
+end
+local balance = num_at and num_at(acct, 2) or acct[2] + 0
+-- Alone, both rate windows and the account's spend of this HKT day in one MGET, not three GETs: each
+-- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
+-- the memo reads each once per batch. Nothing writes them before the rate limit weighs them.
+-- A call whose record is a string (a flat call without an Idempotency-Key, an unpriced route or a
+-- run: the call record, below) reads its record in the same MGET, for the resend check next.
+local string_record = not (metered or unpriced) and idem_key == '' and (KEYS[16] == nil or KEYS[16] == KEYS[2])
+local got, got_record = nil, false
+if not hash_memo then
+  got_record = not batch_new and string_record
+  if got_record then got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3], KEYS[7])
+  else got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3]) end
+end
 -- The same call id again: the client resent this script after losing its reply (a dropped
--- connection, a Redis restart). It has debited already: answer OK, write nothing.
-if not batch_new and redis.call('EXISTS', KEYS[7]) == 1 then
+-- connection, a Redis restart). It has debited already: answer OK, write nothing. (A string
+-- record stays a string while it exists: the filing and the refund SET it.)
+if not batch_new and (got_record and got[4] or not got_record and redis.call('EXISTS', KEYS[7]) == 1) then
+  local spent_today = got and (got[3] or 0) + 0 or memo_count(KEYS[3])
   -- The common record is a string (below): a flat call's state|price|…, a metered one's m|metered|
   -- state|price|… with its max_out and clamped after the flat fields; any other a hash.
-  if redis.call('TYPE', KEYS[7]).ok == 'string' then
-    local raw = redis.call('GET', KEYS[7])
-    if string.sub(raw, 1, 2) == 'm|' then
-      local was_price, was_out, was_clamped = string.match(raw, '^m|[^|]*|[^|]*|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|([^|]*)|([^|]*)|')
-      return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(was_price or '0'), tonumber(was_out or '0'), tonumber(was_clamped or '0')}
+  local record = got_record and got[4] or redis.call('TYPE', KEYS[7]).ok == 'string' and redis.call('GET', KEYS[7])
+  if record then
+    if string.sub(record, 1, 2) == 'm|' then
+      local was_price, was_out, was_clamped = string.match(record, '^m|[^|]*|[^|]*|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|([^|]*)|([^|]*)|')
+      return {S_OK, balance, acct[5] or '', spent_today, 0, tonumber(was_price or '0'), tonumber(was_out or '0'), tonumber(was_clamped or '0')}
     end
-    return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0, tonumber(string.match(raw, '^[^|]*|([^|]*)') or '0'), 0, 0}
+    return {S_OK, balance, acct[5] or '', spent_today, 0, tonumber(string.match(record, '^[^|]*|([^|]*)') or '0'), 0, 0}
   end
   local was = redis.call('HMGET', KEYS[7], 'price', 'max_out', 'clamped')
-  return {S_OK, balance, acct[5] or '', memo_count(KEYS[3]), 0,
+  return {S_OK, balance, acct[5] or '', spent_today, 0,
     tonumber(was[1] or '0'), tonumber(was[2] or '0'), tonumber(was[3] or '0')}
 end
 -- The fields of a level's row (F_* above), again as this call's locals: a call's function may use
@@ -468,7 +492,7 @@ if agent then
     rows, hashes, bys = {agent, nil, nil, nil}, {KEYS[2], nil, nil, nil}, {'', nil, nil, nil}
     budgets, spents, day_spents = {nil, nil, nil, nil}, {nil, nil, nil, nil}, {nil, nil, nil, nil}
     for i = 1, #ids do
-      local a = memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
+      local a = memo_of and memo_of(KEYS[12 + i], 'ancestor') or memo_hmget(KEYS[12 + i], 'ancestor', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max',
         'budget', 'spent_total', 'day', 'day_spent', 'carved', 'raises')
       if not a[F_STATE] then return redis.error_reply('debit: ancestor ' .. ids[i] .. ' is missing') end
       rows[i + 1], hashes[i + 1], bys[i + 1] = a, KEYS[12 + i], ids[i]
@@ -488,21 +512,20 @@ end
 -- 2. rate limit: sliding window over the current and the previous minute. Every request of the
 -- token that passes it counts, whatever the later checks decide (a killed token's too).
 local weighted, to_window_end
--- Alone, both windows and the account's spend of this HKT day in one MGET, not three GETs: each
--- redis.call costs the script a few thousand instructions (bench/RESULTS.md, issue 42). In a batch
--- the memo reads each once per batch.
+-- Alone, both windows and the day's spend are the MGET's (above).
 local day_spent_read = nil
 if hash_memo then
   -- The memo holds a counter read or counted this batch as its number: a later call takes both
   -- straight from it (each Lua call costs ~1,000 instructions).
   weighted, to_window_end = rate_weigh(now, hash_memo[KEYS[5]] or memo_count(KEYS[5]), hash_memo[KEYS[6]] or memo_count(KEYS[6]))
 else
-  local got = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3])
-  weighted, to_window_end = rate_weigh(now, tonumber(got[1] or '0'), tonumber(got[2] or '0'))
-  day_spent_read = tonumber(got[3] or '0')
+  weighted, to_window_end = rate_weigh(now, (got[1] or 0) + 0, (got[2] or 0) + 0)
+  day_spent_read = (got[3] or 0) + 0
 end
 if weighted >= rate_limit then
   -- When a request is admitted again (not the window's end, where this minute still weighs in full).
+  -- Its functions are made here, by a refusal only.
+--@include rate-read
   return {S_RATE_LIMITED, 0, rate_retry_ms(now, KEYS[5], KEYS[6], rate_limit, memo_count), rate_limit}
 end
 local elapsed = WINDOW_MS - to_window_end   -- the breaker weighs its window the same way
@@ -523,14 +546,18 @@ if any_stopped or (first_expiry and first_expiry <= now) then
 end
 
 -- 4. allowlists: the agent's (and each ancestor's) and the account's must all allow the target
--- (a level without a list allows everything)
-if any_allow then
-  for i = 1, #rows do
-    local r = rows[i]
-    if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+-- (a level without a list allows everything). The matching is made here, where a list is set, with
+-- the call's budget of glob steps for all its walks (lib/allowlist.lua).
+if any_allow or acct[4] then
+--@include allowlist
+  if any_allow then
+    for i = 1, #rows do
+      local r = rows[i]
+      if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
+    end
   end
+  if acct[4] and not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 end
-if not allowed(acct[4], target) then return {S_DENIED_ACCOUNT_ALLOWLIST, balance} end
 
 -- 5. idempotency: a finished key replays its stored answer and charges nothing. After the gates
 -- above, so a token that may no longer make this call is not handed its answer either.
@@ -632,7 +659,7 @@ if least_day_room and pend + price > least_day_room then
   end
 end
 local daily_cap = default_daily_cap
-if acct[3] then daily_cap = number_of(acct[3]) end
+if acct[3] then daily_cap = parsed_numbers and number_of(acct[3]) or acct[3] + 0 end
 local spent = account_day_spent
 if spent + price > daily_cap then
   note_cap(KEYS[1], 'cap_noted', today, KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_cap',
@@ -654,15 +681,18 @@ end
 -- 9. balance
 -- An enabled mandate's threshold (`refill_below`): a balance under it asks the app for a background
 -- refill (the replies' refill_due).
-local refill_below = acct[6] and number_of(acct[6])
+local refill_below = acct[6] and (parsed_numbers and number_of(acct[6]) or acct[6] + 0)
 if balance < price then
-  -- The mandate ref comes along so the 402's enable_url costs no second round trip.
-  return {S_INSUFFICIENT_BALANCE, balance, price, (refill_below and balance < refill_below) and 1 or 0, acct[7] or '', affordable}
+  -- The mandate ref comes along so the 402's enable_url costs no second round trip. Read here, not
+  -- with the account's row: each field of that HMGET costs every call ~1,600 instructions.
+  return {S_INSUFFICIENT_BALANCE, balance, price, (refill_below and balance < refill_below) and 1 or 0,
+    redis.call('HGET', KEYS[1], 'mref') or '', affordable}
 end
 
 -- The price goes to the writes as a string: Redis formats a Lua number anew for every command it
--- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.)
-local price_s = formatted and formatted[price]
+-- is passed to. (`'0'`, not `'-0'`, for a free call: Redis refuses "-0" as an integer.) A flat
+-- call's is the argument as sent (the catalog's integer, src/lua/debit.ts), with no format to pay.
+local price_s = metered and formatted and formatted[price] or not metered and ARGV[5]
 if not price_s then
   price_s = string.format('%d', price)
   if formatted then formatted[price] = price_s end
@@ -699,8 +729,8 @@ if agent then
     end
     if (credits or same) and (credits or price) == price and (same or 1) == 1 then expires[KEYS[11]] = WINDOW_MS * 2 end
   else
-    brk_credits = number_of(agent[12] or ARGV[15])   -- absent: the deployment's defaults
-    brk_same = number_of(agent[13] or ARGV[16])
+    brk_credits = (agent[12] or ARGV[15]) + 0   -- absent: the deployment's defaults
+    brk_same = (agent[13] or ARGV[16]) + 0
     if brk_credits > 0 or brk_same > 0 then
       local same_field = 'f:' .. req_fp
       -- The window gets its expiry with its first count, like the rate window: two minutes from then
@@ -714,8 +744,8 @@ if agent then
       end
       if (brk_credits > 0 and credits) or (brk_same > 0 and same) then
         -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
-        local prev = memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
-        prev_credits, prev_same = tonumber(prev[1] or '0'), tonumber(prev[2] or '0')
+        local prev = memo_of and memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
+        prev_credits, prev_same = (prev[1] or 0) + 0, (prev[2] or 0) + 0
         if hash_memo then
           levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
             brk_credits, brk_same, prev_credits, prev_same, same_field}
@@ -743,15 +773,17 @@ if agent then
       -- `brk_reset`: the calls debited up to now counted in the windows deleted below, so their
       -- give-backs leave the revived agent's fresh windows alone (lua/lib/breaker-window.lua).
       redis.call('HSET', KEYS[2], 'state', 'killed', 'changed', now_s, 'kill_reason', 'breaker', 'brk_reset', now_s)
-      memo_write(KEYS[2], F_STATE, 'killed')
+      if memo_write then memo_write(KEYS[2], F_STATE, 'killed') end
       levels_epoch = levels_epoch + 1   -- every summary of a level of this agent is stale
       local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
       -- A revived agent starts from an empty window, not from the burst that tripped it.
       -- (Its memo needs no update: the agent is refused before its breaker for the rest of a batch.)
-      memo_del(KEYS[11], KEYS[12])
+      if memo_del then memo_del(KEYS[11], KEYS[12]) else redis.call('DEL', KEYS[11], KEYS[12]) end
       if pend_levels and hash_memo then settle_levels() end   -- (this agent's: another's was written at its start)
-      memo_flush(KEYS[2])   -- the entry reads the agent's hash (its spent_total) from Redis
+      if memo_flush then memo_flush(KEYS[2]) end   -- the entry reads the agent's hash (its spent_total) from Redis
       if flush_entries then flush_entries(KEYS[8]) end   -- the debits made before it go first
+      -- The agent's entry, made here: a call that does not trip makes no function for it.
+--@include agent-entry
       local a = append_agent_entry(KEYS[2], KEYS[8], account_id, agent_id, v, now_s)
       emit_event(KEYS[8], account_id, now_s, 'evt_' .. agent_id .. '_v' .. v, 'agent.killed',
         {agent_id = agent_id, name = a[2], reason = 'breaker', rule = rule, limit = limit, observed = seen, target = target})
@@ -773,11 +805,11 @@ end
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
 local held = 0
-if acct[8] then held = number_of(acct[8]) end
+if acct[7] then held = parsed_numbers and number_of(acct[7]) or acct[7] + 0 end
 if metered and price > 0 then
   if hash_memo then
     held = held + price
-    memo_set(KEYS[1], 8, 'held', held)
+    memo_set(KEYS[1], 7, 'held', held)
   else
     held = redis.call('HINCRBY', KEYS[1], 'held', price_s)
   end
@@ -899,7 +931,7 @@ if not metered then
 end
 -- balance.low: only the debit that crosses the threshold (the mandate's while auto-refill is on).
 local low
-if acct[6] then low = number_of(acct[6]) else low = parsed_numbers and parsed_numbers[ARGV[12]] or number_of(ARGV[12]) end
+if acct[6] then low = refill_below else low = parsed_numbers and (parsed_numbers[ARGV[12]] or number_of(ARGV[12])) or ARGV[12] + 0 end
 if price > 0 and low > 0 and balance < low and balance + price >= low then
   emit_event(KEYS[8], account_id, now_s, 'evt_' .. call_id .. '_low', 'balance.low',
     {balance = balance, threshold = low, auto_refill = acct[6] ~= false, agent_id = agent_ref, call_id = call_id})

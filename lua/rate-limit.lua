@@ -14,6 +14,7 @@
 
 --@include status
 --@include rate-window
+--@include rate-read
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 
 local weighted, to_window_end = rate_window(now, KEYS[1], KEYS[2])

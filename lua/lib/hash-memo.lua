@@ -48,20 +48,21 @@ local function memo_hmget(key, list, ...)
 end
 
 -- A hash's lists are walked by `next, m`, not pairs(m): one C call less each time.
--- The batch-only functions below are made only in a batch (`hash_memo and function …`): the script
--- alone never calls them, and each closure made costs a plain call ~700 instructions.
-
+-- The batch-only functions below are made only in a batch (`hash_memo and function …`): each closure
+-- made costs a plain call ~500 instructions. The script alone reads and writes Redis itself where a
+-- batch calls them (`memo_count and memo_count(key) or …`); a call of a batch run without the memo
+-- (its hash_memo nil) still has them, and they then do what the script alone does.
 
 -- After the script wrote field number `pos` (of its lists) of the hash `key`: `value` is what HMGET
 -- would now give, or that number.
-local function memo_write(key, pos, value)
+local memo_write = hash_memo and function(key, pos, value)
   local m = hash_memo and hash_memo[key]
   if not m then return end
   for _, reply in next, m do reply[pos] = value end
 end
 
 -- A counter's value (0 when absent), through the memo.
-local function memo_count(key)
+local memo_count = hash_memo and function(key)
   if not hash_memo then return tonumber(redis.call('GET', key) or '0') end
   local n = hash_memo[key]
   if n == nil then
@@ -73,7 +74,7 @@ end
 
 -- In a batch, the list's reply when a call before read it, else nil: a call that finds it passes no
 -- field names (memo_hmget's dozen arguments, on every call, cost more than the lookup).
-local function memo_of(key, list)
+local memo_of = hash_memo and function(key, list)
   local m = hash_memo and hash_memo[key]
   return m and m[list]
 end
@@ -148,7 +149,7 @@ local function memo_zadd(key, score, member)
 end
 
 -- DEL k1 k2, and in a batch nothing of them left to read or write later (deferred fields dropped).
-local function memo_del(k1, k2)
+local memo_del = hash_memo and function(k1, k2)
   redis.call('DEL', k1, k2)
   if not hash_memo then return end
   hash_memo[k1], hash_dirty[k1], expires[k1] = nil, nil, nil
@@ -156,7 +157,7 @@ local function memo_del(k1, k2)
 end
 
 -- Writes `key`'s deferred fields now: before something reads the hash other than through the memo.
-local function memo_flush(key)
+local memo_flush = hash_memo and function(key)
   local d = hash_dirty and hash_dirty[key]
   if not d then return end
   write_deferred(key, d)

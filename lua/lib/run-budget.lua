@@ -52,8 +52,7 @@ local run_charge = names_run and function(key, index, call_key, run, price_s, ag
 end
 
 -- The run's part of the debit's OK reply: its spend after the debit, its max and its end.
-local NO_RUN = {}   -- never written: a call without a run allocates nothing for its reply
-local function run_reply(run)
-  if not run then return NO_RUN end
+-- Made where run_of is: only a call that names a run replies with one.
+local run_reply = names_run and function(run)
   return {run.spent, run.max, run.expires}
 end

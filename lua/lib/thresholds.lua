@@ -3,7 +3,7 @@
 -- lifetime budget tells the owner once per level and period with a `cap.threshold` event.
 -- A block, not a function: a debit whose spend stays under the lowest level of every cap makes one
 -- comparison per cap, creates no closure and allocates nothing (each allocation costs Redis' Lua
--- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 9,
+-- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 8,
 -- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
 -- before the debit (rows, hashes, bys, budgets, spents, day_spents, each level's spend + pend, and
 -- in a batch the agent's `levels`), agent, F_DAILY_CAP, today, call_id, agent_id, agent_ref,
@@ -13,11 +13,11 @@
 -- limits (`thr_day`, `thr_budget`: "<period>:<highest level told>"), so a refund that lowers the
 -- spend never makes a level tell twice. A daily cap's period is its HKT day and amount, a budget's
 -- its amount: a changed cap arms its levels again.
-if price > 0 and acct[9] ~= '' then
-  local percents = acct[9] or '50,80,100'
+if price > 0 and acct[8] ~= '' then
+  local percents = acct[8] or '50,80,100'
   -- The lowest level: a scope whose spend stays under it is passed over at one comparison.
   local lowest = 50
-  if acct[9] then lowest = tonumber(string.match(percents, '^%d+')) or 101 end
+  if acct[8] then lowest = tonumber(string.match(percents, '^%d+')) or 101 end
   local due = daily_cap > 0 and lowest * daily_cap <= spent * 100
   if not due and agent then
     -- A level is due when lowest × cap <= (its spend + pend + price) × 100: the least of

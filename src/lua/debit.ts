@@ -185,6 +185,8 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
   // call leaves them out at the end (src/redis/scripts.ts).
   const owner = a.agentId === null
   const idem = a.idempotency
+  // A flat call's price is written as sent (debit.lua's price_s): an integer numeral, never '5.5' or '1e+21'.
+  if (!Number.isSafeInteger(a.price) || a.price < 0) throw new Error(`debit: price ${a.price} is not an integer >= 0`)
   const argv: (string | number)[] = [
     a.now,
     a.tokenHash,

@@ -51,6 +51,26 @@ describe("a flat call's record", () => {
     }
   })
 
+  test('a resent debit whose record is not a flat string (a metered string, an Idempotency-Key or an unpriced route hash) answers what it holds, and debits nothing more', async () => {
+    const metered = { model: 'm', inputBound: 100, input: 1_000, cachedInput: 100, output: 4_000, ceiling: 200, maxOutput: 1_000, minOutput: 16 }
+    const shapes: [string, Partial<DebitArgs>, string][] = [
+      ['metered', { metered }, 'string'],
+      ['idem', { idempotency: { key: 'k1', fingerprint: 'fp1' } }, 'hash'],
+      ['unpriced', { unpriced: true, price: 0 }, 'hash'],
+    ]
+    for (const [name, extra, type] of shapes) {
+      const acct = `acc_07_crehash_${name}`
+      await account(acct, null)
+      const args = { ...debitArgs(acct, null, `call_${acct}`, 6), ...extra }
+      const first = await runDebit(ctx, args)
+      if (first.status !== 'ok') throw new Error(`${name}: ${first.status}`)
+      expect(await redis.type(keys.call(acct, args.callId))).toBe(type)
+      const balance = await redis.hget(keys.account(acct), 'balance')
+      expect(await runDebit(ctx, args)).toEqual({ ...first, refillDue: false })
+      expect(await redis.hget(keys.account(acct), 'balance')).toBe(balance)
+    }
+  })
+
   test('refund.lua gives back what the string names, its entry naming the target; a record field by field the same', async () => {
     const w = windowsAt(NOW)
     for (const shape of ['string', 'fields'] as const) {

@@ -170,13 +170,15 @@ describe('debit.lua along a depth-4 chain', () => {
       for (let i = 0; i < 5; i++) expect((await runDebit(ctx, debitArgs(acct, ids, 'depth4'))).status).toBe('ok')
     })
     // 4 levels × (HMGET, one HSET of spent_total, day, day_spent and an ancestor's carved), and
-    // the breaker's two counts of this minute and one HMGET of the previous: 9 + 11 = 20 against
-    // the owner's 9 (10 while the call record was a hash and its EXPIRE, not one SET; 12 while the
+    // the breaker's two counts of this minute and one HMGET of the previous: 8 + 11 = 19 against
+    // the owner's 8 (9 while the resend check was an EXISTS of its own, not a key of the MGET; 10
+    // while the call record was a hash and its EXPIRE, not one SET; 12 while the
     // two rate windows and the day spend were three GETs, not one MGET; 18 more, 30, when each
     // level's day spend was a key of its own: an INCRBY per level, a HINCRBY of spent_total and one
     // of each parent's carved; 22 more before that, when the breaker read both minutes field by
     // field, wrote this one's counts after, and re-set its expiry on every call).
-    expect(owner.total).toBe(9)
+    expect(owner.total).toBe(8)
+    expect(owner.by.exists ?? 0).toBe(0)
     expect(owner.by.set).toBe(1)
     expect(owner.by.expire ?? 0).toBe(0)
     expect(owner.by.mget).toBe(1)
