@@ -38,18 +38,26 @@ export function readScripts(dir = LUA_DIR): LuaScript[] {
       const keys = /^--\[\[\r?\n {2}keys: (\d+|n)\b/.exec(lua)
       if (!keys) throw new Error(`lua/${file}: its header's second line must declare \`keys: <N>\` (or \`keys: n\` for a batch)`)
       const numberOfKeys = keys[1] === 'n' ? null : Number(keys[1])
-      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys, lua: withIncludes(lua, dir, file) }
+      const body = withIncludes(lua, dir, file)
+      return { file, name: camel(m[1]!) as ScriptName, numberOfKeys, lua: body.replace(STATUS_MARK, () => statusInclude(statusesUsed(body))) }
     })
 }
 
 /**
  * The script statuses as Lua locals (`local S_OK, S_REPLAY, … = 0, 1, …`), generated from the one
- * `ScriptStatus` table: a script says `--@include status` and never copies a number by hand.
+ * `ScriptStatus` table: a script says `--@include status` and never copies a number by hand. A
+ * script gets the ones it names (`used`): each local is an instruction and a register every run of
+ * it makes (all ~90 of them cost a plain debit ~1,100 instructions, bench/RESULTS.md).
  */
-export function statusInclude(): string {
-  const entries = Object.entries(ScriptStatus).filter(([, v]) => typeof v === 'number') as [string, number][]
+export function statusInclude(used?: ReadonlySet<string>): string {
+  const entries = (Object.entries(ScriptStatus).filter(([, v]) => typeof v === 'number') as [string, number][]).filter(([k]) => !used || used.has(`S_${k}`))
+  if (entries.length === 0) return ''
   return `local ${entries.map(([k]) => `S_${k}`).join(', ')} = ${entries.map(([, v]) => v).join(', ')}`
 }
+
+/** Where `--@include status` stood, filled once the whole script (its libraries too) is known. */
+const STATUS_MARK = /^--@status$/m
+const statusesUsed = (lua: string) => new Set(lua.replace(STATUS_MARK, '').match(/\bS_[A-Z0-9_]+\b/g) ?? [])
 
 /**
  * Splices `lua/lib/<name>.lua` where a script says `--@include <name>`: logic several scripts share
@@ -58,7 +66,7 @@ export function statusInclude(): string {
  */
 function withIncludes(lua: string, dir: string, file: string, within: readonly string[] = []): string {
   return lua.replace(/^--@include ([a-z0-9-]+)$/gm, (_, name: string) => {
-    if (name === 'status') return statusInclude()
+    if (name === 'status') return '--@status'
     if (within.includes(name)) throw new Error(`lua/${file}: lua/lib/${name}.lua includes itself (${[...within, name].join(' → ')})`)
     let lib: string
     try {

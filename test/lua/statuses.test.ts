@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ScriptStatus } from '../../src/redis/codes'
-import { LUA_DIR, statusInclude } from '../../src/redis/scripts'
+import { LUA_DIR, readScripts, statusInclude } from '../../src/redis/scripts'
 
 /** Problems of one Lua source (as written on disk, before includes are spliced). */
 function statusProblems(file: string, lua: string): string[] {
@@ -38,6 +38,17 @@ describe('script statuses', () => {
     expect(Object.fromEntries(pairs)).toEqual(
       Object.fromEntries(Object.entries(ScriptStatus).filter(([, v]) => typeof v === 'number').map(([k, v]) => [`S_${k}`, v])),
     )
+  })
+
+  test("each loaded script defines the statuses it names, its libraries' too, and no other", () => {
+    for (const s of readScripts()) {
+      const line = /^local (S_[A-Z0-9_, ]+) = ([0-9, ]+)$/m.exec(s.lua)
+      const defined = line ? line[1]!.split(', ') : []
+      const rest = line ? s.lua.replace(line[0], '') : s.lua
+      expect([s.file, [...defined].sort()]).toEqual([s.file, [...new Set(rest.match(/\bS_[A-Z0-9_]+\b/g) ?? [])].sort()])
+      const values = line ? line[2]!.split(', ').map(Number) : []
+      expect(defined.map((n, i) => [n, values[i]])).toEqual(defined.map((n) => [n, ScriptStatus[n.slice(2) as keyof typeof ScriptStatus]]))
+    }
   })
 
   test('a hand-copied status, an unknown one, or a missing include is caught', () => {
