@@ -95,10 +95,15 @@
   ARGV[19] the raw Idempotency-Key ('' without one), kept so the sweeper can free it
   ARGV[20] the agent's chain: ancestor ids, parent first, joined by ',' ('' for a top-level agent
            or the owner); at most 3
-  ARGV[21..28] a metered request (docs/api.md §7, docs/metering.md), absent (or '' in ARGV[21]) for a
-           flat one: model, input bound (tokens, never below the true count), prices in credits per 1M tokens
-           (input, cached input, output), the request's output ceiling ('' = none named), the
-           model's max_output, the catalog's min_output. The reservation
+  ARGV[21..23] a metered request (docs/api.md §7, docs/metering.md), absent (or '' in ARGV[21]) for a
+           flat one. ARGV[21] what the model always has, one argument (a batch parses it once per
+           model, src/lua/debit.ts meterSpec):
+             p_in|p_cached|p_out|max_output|min_output|p_bound|p_cw|p_cw1h|fee|model
+           the prices in credits per 1M tokens (input, cached input, output), the model's
+           max_output, the catalog's min_output, then three prices '' when every input token costs
+           `input` (below), the owner's lane's fee ('' on the house lane), the model last (it may
+           hold a '|'). ARGV[22] the input bound (tokens, never below the true count), ARGV[23] the
+           request's output ceiling ('' or absent = none named). The reservation
            ceil((input_bound × input + ceiling × output) / 1e6) + 1 is then the price every check
            below weighs. With no ceiling named and max_output past what the limits leave (balance,
            per-call max, agent and account daily caps), the largest ceiling that fits (≥ min_output)
@@ -107,20 +112,20 @@
            the call record, so the settle (settle.lua) charges what was reserved against, and
            `hold` = 1 (the reservation is in `held`, not in the ledger; a metered string record's
            shape says so).
-  ARGV[29..31] a metered request whose input tokens may cost more than `input` each (Anthropic's
-           cache writes), absent when none may: the price each token of the input bound is
+           p_bound, p_cw, p_cw1h: for a model whose input tokens may cost more than `input` each
+           (Anthropic's cache writes), '' when none may: the price each token of the input bound is
            reserved at (in place of `input` in the reservation above), and the prices of a cache
            write with the 5-minute and with the 1-hour lifetime, kept on the call record for the
-           settle. Absent: `input`, all three.
-  ARGV[32] the owner's lane (docs/api.md §12: the account's vaulted key, which the provider bills
-           directly): the fee percent, 0..100, of the exact cost; absent on the house lane (and
-           then ARGV[29..31] may be too). The reservation is then ceil(R × pct / 100), R the house
+           settle. '': `input`, all three.
+           fee: the owner's lane (docs/api.md §12: the account's vaulted key, which the provider bills
+           directly): the fee percent, 0..100, of the exact cost; '' on the house lane (and then
+           p_bound, p_cw, p_cw1h may be too). The reservation is then ceil(R × pct / 100), R the house
            lane's reservation above, and the clamp weighs that; the percent goes on the call record
            (`metered` = 'fee:<pct>' where the house lane's is '1') for the settle. At 0 the reservation is 0 (the call is unpriced: ARGV[6]).
-  ARGV[33..36] a run budget (docs/api.md §13c, lua/lib/run-budget.lua), absent without one (ARGV[20..32]
+  ARGV[24..27] a run budget (docs/api.md §13c, lua/lib/run-budget.lua), absent without one (ARGV[20..23]
            are then all sent, '' where absent): the run id, its max (credits), its TTL (ms) and how
            long its record is kept past its end (ms). The max and TTL count only at its opening.
-  ARGV[20..28] may be left out altogether (a flat call without ancestors), and ARGV[21..28] for a
+  ARGV[20..23] may be left out altogether (a flat call without ancestors), and ARGV[21..23] for a
   flat call with ancestors: read as ''; then ARGV[14..19] too, where the call needs none of them. The chain comes first so that a sub-agent's flat call, the
   fleet's common one, sends one argument more than the owner's, not nine.
 
@@ -380,10 +385,10 @@ local account_id = ARGV[11]
 local req_fp = ARGV[14] or ''
 local abandon_at = ARGV[13]
 local idem_key = ARGV[19] or ''
--- ARGV[20..28] are absent on the common call (flat, owner or top-level agent), ARGV[21..28] on a
+-- ARGV[20..23] are absent on the common call (flat, owner or top-level agent), ARGV[21..23] on a
 -- sub-agent's flat call: fewer strings to encode and send per call.
 local chain = ARGV[20] or ''
-local model = ARGV[21] or ''        -- '' = a flat-priced request
+local model = ARGV[21] or ''        -- the model's part (5b); '' = a flat-priced request
 local metered = model ~= ''
 local ids = chain == '' and NONE or (chains and chains[chain])
 if not ids then
@@ -574,7 +579,7 @@ end
 local run, run_refused = nil, nil
 if KEYS[16] and KEYS[16] ~= KEYS[2] then
   if not agent then return redis.error_reply('debit: a run without an agent') end
-  run, run_refused = run_of(KEYS[16], ARGV[33], ARGV[34], ARGV[35], agent_id, ids, now)
+  run, run_refused = run_of(KEYS[16], ARGV[24], ARGV[25], ARGV[26], agent_id, ids, now)
   if run_refused then return {S_DENIED_RUN_BUDGET, balance, run.max, run.spent, run_refused, run.expires} end
 end
 
@@ -587,36 +592,56 @@ local account_day_spent = day_spent_read or memo_count(KEYS[3])
 local max_out, clamped, affordable = 0, 0, 0
 -- The ceiling as the string the call record takes: the argument it came as, formatted only when clamped.
 local max_out_s = nil
-local p_in, p_cached, p_out = 0, 0, 0
+-- The model's part of ARGV[21], parsed: in a batch once per model (`formatted`, keyed by the
+-- argument: the per-call function has no upvalue to spare for a table of its own).
+local meter = nil
 if metered then
-  local input_bound = tonumber(ARGV[22])
-  p_in, p_cached, p_out = tonumber(ARGV[23]), tonumber(ARGV[24]), tonumber(ARGV[25])
-  local asked, model_max, min_out = ARGV[26], tonumber(ARGV[27]), tonumber(ARGV[28])
-  -- Each token of the input bound at the most an input token can cost (a cache write may cost more).
-  local p_bound = ARGV[29] and tonumber(ARGV[29]) or p_in
-  -- The owner's lane: the percent of the cost it charges (reservation_of, above).
-  local fee_pct = ARGV[32] and tonumber(ARGV[32]) or nil
-  local room = balance
-  -- The levels' least per-call max and room under a budget and a daily cap (summarize).
-  if least_pcm then room = math.min(room, least_pcm) end
-  if least_day_room then room = math.min(room, least_day_room - pend) end
-  if least_room then room = math.min(room, least_room - pend) end
-  room = math.min(room, number_of(acct[3] or default_daily_cap) - account_day_spent)
-  if run then room = math.min(room, run.max - run.spent) end
-  -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
-  local house_room = room
-  if fee_pct and fee_pct > 0 then house_room = math.floor(room * 100 / fee_pct) end
-  -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
-  local fits = model_max
-  if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
-  if reservation_of(0, input_bound, p_bound, p_out, fee_pct) > room then fits = 0 end
-  fits = math.max(0, math.min(fits, model_max))
-  if fits >= min_out then affordable = fits end
-  if asked ~= '' then max_out, max_out_s = tonumber(asked), asked
-  elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out, max_out_s = model_max, ARGV[27]
-  elseif affordable > 0 then max_out, clamped = affordable, 1
-  else max_out, max_out_s = min_out, ARGV[28] end   -- not even min_output fits: refused by the limit the smallest ceiling passes
-  price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
+  meter = formatted and formatted[model]
+  if not meter then
+    local p_in, p_cached, p_out, model_max, min_out, p_bound, p_cw, p_cw1h, fee, name = string.match(model,
+      '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if not name then return redis.error_reply('debit: the model ' .. model) end
+    local p_in_n = p_in + 0
+    -- Numbers for the reservation, then the strings the call record takes (the prices as the caller
+    -- sent them): its lane, and its part from p_in to the model's '|' after it, made once.
+    meter = {p_in_n, p_out + 0, model_max + 0, min_out + 0, p_bound == '' and p_in_n or p_bound + 0, fee ~= '' and fee + 0,
+      fee ~= '' and 'fee:' .. fee or '1', p_in .. '|' .. p_cached .. '|' .. p_out .. '|' .. p_cw .. '|' .. p_cw1h .. '|' .. #name .. '|' .. name .. '|',
+      model_max, min_out, name, p_cached, p_cw, p_cw1h, p_in, p_out}
+    if formatted then formatted[model] = meter end
+  end
+  local p_out, model_max, min_out, p_bound, fee_pct = meter[2], meter[3], meter[4], meter[5], meter[6] or nil
+  local input_bound = parsed_numbers and (parsed_numbers[ARGV[22]] or number_of(ARGV[22])) or ARGV[22] + 0
+  local asked = ARGV[23] or ''
+  if asked ~= '' then
+    max_out, max_out_s = parsed_numbers and (parsed_numbers[asked] or number_of(asked)) or asked + 0, asked
+    price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
+  end
+  -- The room the limits leave: what the clamp picks by, and what a refusal by the balance reports
+  -- (`affordable`); a named ceiling that the balance covers needs neither.
+  if asked == '' or balance < price then
+    local room = balance
+    -- The levels' least per-call max and room under a budget and a daily cap (summarize).
+    if least_pcm and least_pcm < room then room = least_pcm end
+    if least_day_room and least_day_room - pend < room then room = least_day_room - pend end
+    if least_room and least_room - pend < room then room = least_room - pend end
+    local day_room = number_of(acct[3] or default_daily_cap) - account_day_spent
+    if day_room < room then room = day_room end
+    if run and run.max - run.spent < room then room = run.max - run.spent end
+    -- On the owner's lane: ceil(R × pct / 100) <= room  <=>  R <= floor(room × 100 / pct), for an integer R.
+    local house_room = room
+    if fee_pct and fee_pct > 0 then house_room = math.floor(room * 100 / fee_pct) end
+    -- ceil(x / 1e6) + 1 <= room  <=>  x <= (room - 1) × 1e6, for an integer x
+    local fits = model_max
+    if p_out > 0 and fee_pct ~= 0 then fits = math.floor(((house_room - 1) * 1000000 - input_bound * p_bound) / p_out) end
+    if reservation_of(0, input_bound, p_bound, p_out, fee_pct) > room then fits = 0 end
+    fits = math.max(0, math.min(fits, model_max))
+    if fits >= min_out then affordable = fits end
+    if asked ~= '' then
+    elseif reservation_of(model_max, input_bound, p_bound, p_out, fee_pct) <= room then max_out, max_out_s = model_max, meter[9]
+    elseif affordable > 0 then max_out, clamped = affordable, 1
+    else max_out, max_out_s = min_out, meter[10] end   -- not even min_output fits: refused by the limit the smallest ceiling passes
+    if asked == '' then price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct) end
+  end
 end
 
 -- 6. per-call maximum of the agent and its ancestors
@@ -865,18 +890,9 @@ end
 -- absent one as '0' or ''), as each field more is a search and a growth of the record's listpack.
 if not (unpriced or run) and idem_key == '' then
   if metered then
-    -- The model's byte length formatted once a batch (`formatted`, as the day and the price: the
-    -- per-call function has no upvalue to spare for a table of its own).
-    local bytes = #model
-    local model_len = formatted and formatted[bytes]
-    if not model_len then
-      model_len = string.format('%d', bytes)
-      if formatted then formatted[bytes] = model_len end
-    end
-    -- The prices and the ceiling as the caller sent them (integers), not the numbers parsed from them.
-    redis.call('SET', KEYS[7], 'm|' .. ((ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1') .. '|debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' ..
-      (max_out_s or string.format('%d', max_out)) .. '|' .. (clamped == 1 and '1' or '0') .. '|' .. ARGV[23] .. '|' .. ARGV[24] .. '|' .. ARGV[25] .. '|' .. (ARGV[30] or '') .. '|' .. (ARGV[31] or '') .. '|' ..
-      model_len .. '|' .. model .. '|' .. target, 'EX', '172800')   -- two days
+    -- The ceiling as the caller sent it (an integer), the prices and the model as the spec's part.
+    redis.call('SET', KEYS[7], 'm|' .. meter[7] .. '|debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' ..
+      (max_out_s or string.format('%d', max_out)) .. '|' .. (clamped == 1 and '1' or '0') .. '|' .. meter[8] .. target, 'EX', '172800')   -- two days
   else
     redis.call('SET', KEYS[7], 'debited|' .. price_s .. '|' .. today .. '|' .. now_s .. '|' .. agent_id .. '|' .. chain .. '|' .. (brk_counted and '1' or '') .. '|' .. target,
       'EX', '172800')   -- two days
@@ -902,13 +918,13 @@ else
   if metered then
     -- The prices as the caller sent them (integers), not the numbers parsed from them.
     -- `metered`: '1' on the house lane, 'fee:<pct>' on the owner's (the settle reads it with the rest).
-    redis.call('HSET', KEYS[7], 'metered', (ARGV[32] or '') ~= '' and 'fee:' .. ARGV[32] or '1', 'hold', '1', 'model', model, 'p_in', ARGV[23], 'p_cached', ARGV[24], 'p_out', ARGV[25],
+    redis.call('HSET', KEYS[7], 'metered', meter[7], 'hold', '1', 'model', meter[11], 'p_in', meter[15], 'p_cached', meter[12], 'p_out', meter[16],
       'max_out', string.format('%d', max_out), 'clamped', clamped == 1 and '1' or '0')
-    if ARGV[30] then redis.call('HSET', KEYS[7], 'p_cw', ARGV[30], 'p_cw1h', ARGV[31]) end
+    if meter[13] ~= '' then redis.call('HSET', KEYS[7], 'p_cw', meter[13], 'p_cw1h', meter[14]) end
   end
   redis.call('EXPIRE', KEYS[7], '172800')   -- two days
 end
-if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[36])) end
+if run then run_charge(KEYS[16], KEYS[17], KEYS[7], run, price_s, agent_id, chain, now, tonumber(ARGV[27])) end
 -- Until record-call or refund takes it out, the call is in flight; past its deadline it was cut off.
 -- In a batch, one ZADD of all its calls after the last (nothing in the script reads the set).
 memo_zadd(KEYS[9], abandon_at, account_id .. '|' .. call_id)

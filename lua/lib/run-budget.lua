@@ -9,8 +9,8 @@
 -- key the script has already (as the chain's unused slots do), so a call without one reads nothing more.
 
 -- run_of and run_charge are made only where a call may name a run (a batch, or a plain call whose
--- ARGV[33] names one): each function a plain debit makes costs it ~700 instructions.
-local names_run = hash_memo or ARGV[33] ~= nil
+-- ARGV[24] names one): each function a plain debit makes costs it ~700 instructions.
+local names_run = hash_memo or ARGV[24] ~= nil
 
 -- The run a call names, read before the checks: {id, max, spent, expires, fresh} with the numbers
 -- parsed, or a refusal reason ('ended' | 'other_agent') and the run. `ids`: the caller's ancestors.

@@ -264,25 +264,34 @@ export async function runDebit(ctx: RedisContext, a: DebitArgs): Promise<DebitRe
 }
 
 /**
- * ARGV[20..32]: the chain (20) and the metering (21..32). A flat call sends only what it has: none of
+ * ARGV[20..23]: the chain (20) and the metering (21..23). A flat call sends only what it has: none of
  * them without ancestors (the common call), the chain alone with them (the script reads the absent
- * ones as ''): each argument costs ioredis an encoding per call. Likewise a model whose input tokens
- * all cost the input price (every OpenAI one) sends no 29..31 on the house lane; the owner's lane
- * sends them all and its fee percent (32).
+ * ones as ''): each argument costs ioredis an encoding per call and Redis ~1,000 instructions. A
+ * metered call sends what its model always has as one argument (meterSpec), which a batch parses
+ * once, then its input bound and its ceiling.
  */
 function tailArgs(a: DebitArgs): (string | number)[] {
   const chain = (a.chain ?? []).join(',')
   const m = a.metered
-  if (!m) return a.run ? [chain, ...Array<string>(12).fill(''), ...runArgs(a.run)] : chain === '' ? [] : [chain]
-  const args = [chain, m.model, m.inputBound, m.input, m.cachedInput, m.output, m.ceiling ?? '', m.maxOutput, m.minOutput]
-  const [bound, write, write1h] = [m.boundInput ?? m.input, m.cacheWrite ?? m.input, m.cacheWrite1h ?? m.input]
-  if (bound !== m.input || write !== m.input || write1h !== m.input || m.feePct !== undefined || a.run) args.push(bound, write, write1h)
-  if (m.feePct !== undefined || a.run) args.push(m.feePct ?? '')
+  if (!m) return a.run ? [chain, '', '', '', ...runArgs(a.run)] : chain === '' ? [] : [chain]
+  const args = [chain, meterSpec(m), m.inputBound, m.ceiling ?? '']
   if (a.run) args.push(...runArgs(a.run))
   return args
 }
 
-/** ARGV[33..36]: a run's id, max, TTL and keep (ms), after ARGV[20..32] sent whole ('' where absent). */
+/**
+ * ARGV[21] (lua/debit.lua): p_in|p_cached|p_out|max_output|min_output|p_bound|p_cw|p_cw1h|fee|model.
+ * A model whose input tokens all cost the input price (every OpenAI one) leaves p_bound, p_cw and
+ * p_cw1h '' on the house lane; the owner's lane names them all and its fee percent. The model last,
+ * as it may hold a '|'.
+ */
+function meterSpec(m: DebitMetering): string {
+  const [bound, write, write1h] = [m.boundInput ?? m.input, m.cacheWrite ?? m.input, m.cacheWrite1h ?? m.input]
+  const all = bound !== m.input || write !== m.input || write1h !== m.input || m.feePct !== undefined
+  return `${m.input}|${m.cachedInput}|${m.output}|${m.maxOutput}|${m.minOutput}|${all ? `${bound}|${write}|${write1h}` : '||'}|${m.feePct ?? ''}|${m.model}`
+}
+
+/** ARGV[24..27]: a run's id, max, TTL and keep (ms), after ARGV[20..23] sent whole ('' where absent). */
 function runArgs(r: DebitRun): (string | number)[] {
   return [r.id, r.max, r.ttlS * 1000, r.keptS * 1000]
 }

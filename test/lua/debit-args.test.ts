@@ -37,7 +37,7 @@ const base = (accountId: string, agentId: string | null): DebitArgs => ({
 const metering: DebitMetering = { model: 'gpt-x', inputBound: 12, input: 100, cachedInput: 10, output: 400, ceiling: null, maxOutput: 4096, minOutput: 16 }
 
 describe('lua/debit arguments', () => {
-  test("an owner's priced flat call without a key sends 13 ARGV, an agent's 16, with ancestors 20 (the chain at ARGV[20]); a metered one 28", async () => {
+  test("an owner's priced flat call without a key sends 13 ARGV, an agent's 16, with ancestors 20 (the chain at ARGV[20]); a metered one 22 (its model's prices and bounds one argument, then the input bound; no ceiling named)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 3 }), async (isAgent, metered, depth) => {
         const acct = newAccountId(null)
@@ -58,9 +58,9 @@ describe('lua/debit arguments', () => {
           expect(keys.slice(12, 15)).toEqual([keys[1]!, keys[1]!, keys[1]!])
           return
         }
-        expect(argv.length).toBe(metered ? 28 : 20)
+        expect(argv.length).toBe(metered ? 22 : 20)
         expect(argv[19]).toBe(chain.join(','))
-        if (metered) expect(argv[20]).toBe('gpt-x')
+        if (metered) expect(argv.slice(20)).toEqual(['100|10|400|4096|16|||||gpt-x', 12])
         for (let i = 0; i < 3; i++) {
           expect(keys[12 + i]).toBe(i < depth ? new Keys('dargs').agent(acct, chain[i]!) : keys[1])
         }
@@ -69,7 +69,7 @@ describe('lua/debit arguments', () => {
     )
   })
 
-  test('a call that names a run sends ARGV[20..32] whole and the run at ARGV[33..36], its keys at KEYS[16..17]', async () => {
+  test('a call that names a run sends ARGV[20..23] whole and the run at ARGV[24..27], its keys at KEYS[16..17]', async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.integer({ min: 0, max: 3 }), fc.boolean(), async (metered, depth, feeLane) => {
         const acct = newAccountId(null)
@@ -80,12 +80,13 @@ describe('lua/debit arguments', () => {
         const k = new Keys('dargs')
         expect(keys.length).toBe(17)
         expect(keys.slice(15)).toEqual([k.run(acct, 'job-7'), k.runs(acct)])
-        expect(argv.length).toBe(36)
-        expect(argv.slice(32)).toEqual(['job-7', 120, 60_000, 600_000])
+        expect(argv.length).toBe(27)
+        expect(argv.slice(23)).toEqual(['job-7', 120, 60_000, 600_000])
         expect(argv[19]).toBe(chain.join(','))
-        // Flat: every metering slot ''; metered: the prices in 29..31 and the fee percent, or '' on the house lane.
-        if (!metered) expect(argv.slice(20, 32)).toEqual(Array(12).fill(''))
-        else expect(argv.slice(28, 32)).toEqual([100, 100, 100, feeLane ? 5 : ''])
+        // Flat: every metering slot ''; metered: the model's part (the prices 29..31 of before and the
+        // fee percent only on the owner's lane), the input bound, no ceiling.
+        if (!metered) expect(argv.slice(20, 23)).toEqual(['', '', ''])
+        else expect(argv.slice(20, 23)).toEqual([feeLane ? '100|10|400|4096|16|100|100|100|5|gpt-x' : '100|10|400|4096|16|||||gpt-x', 12, ''])
       }),
       { numRuns: 40 },
     )
