@@ -152,6 +152,10 @@ local shapes = {}
 local NO_IDS = {}
 -- A call record that holds nothing a settle is for (none, filed, flat, damaged): read only.
 local NO_CALL = {}
+-- A metered string record's part from p_in on (its prices, the model and the target: the same for the
+-- calls of a model and target), parsed once a batch: {p_in, p_cached, p_out, p_cw, p_cw1h, model,
+-- target}, false when damaged.
+local tails = {}
 -- The accounts the batch settles more than one call of (true), each of the rest false.
 local shared = {}
 -- The agents' and ancestors' hashes more than one call of the batch releases along (lib/release-memo.lua).
@@ -276,19 +280,34 @@ for i = 1, n do
   if type(raw) == 'string' then
     if raw == 'filed' then
       was_filed, call = true, NO_CALL
-    elseif string.sub(raw, 1, 2) == 'm|' then
-      local lane, state, price, day, at, agent, chain_was, brk, p_in, p_cached, p_out, cw_p, cw1h_p, len, model_at = string.match(raw,
-        '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)|()')
-      local model_end = len and model_at + len - 1
-      if not len or string.byte(raw, model_end + 1) ~= 124 then
+    else
+      -- The fields by one match, the part from p_in on (`tails`) parsed once a batch. A string the
+      -- match does not take is a flat call's, or damaged when it starts as a metered one.
+      local lane, state, price, day, at, agent, chain_was, brk, tail_at = string.match(raw,
+        '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|()')
+      local t = nil
+      if tail_at then
+        local tail = string.sub(raw, tail_at)
+        t = tails[tail]
+        if t == nil then
+          local p_in, p_cached, p_out, cw_p, cw1h_p, len, model_at = string.match(tail, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)|()')
+          local model_end = len and model_at + len - 1
+          t = false
+          if len and string.byte(tail, model_end + 1) == 124 then
+            t = {p_in, p_cached, p_out, cw_p, cw1h_p, string.sub(tail, model_at, model_end), string.sub(tail, model_end + 2)}
+          end
+          tails[tail] = t
+        end
+      end
+      if t then
+        call = {state, price, agent, t[7], lane, t[6], t[1], t[3], at, '1', false,
+          owner and t[2] or chain_was, day, brk, t[2]}
+        metered_s, str_cw, str_cw1h = raw, t[4], t[5]
+      elseif tail_at or string.sub(raw, 1, 2) == 'm|' then
         damaged, call = true, NO_CALL
       else
-        call = {state, price, agent, string.sub(raw, model_end + 2), lane, string.sub(raw, model_at, model_end), p_in, p_out, at, '1', false,
-          owner and p_cached or chain_was, day, brk, p_cached}
-        metered_s, str_cw, str_cw1h = raw, cw_p, cw1h_p
+        call = NO_CALL
       end
-    else
-      call = NO_CALL
     end
   elseif raw then
     if owner then
