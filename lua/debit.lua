@@ -614,7 +614,15 @@ if metered then
   local asked = ARGV[23] or ''
   if asked ~= '' then
     max_out, max_out_s = parsed_numbers and (parsed_numbers[asked] or number_of(asked)) or asked + 0, asked
-    price = reservation_of(max_out, input_bound, p_bound, p_out, fee_pct)
+    -- reservation_of inline, floor(x) as x - x % 1 (no call into C): a named ceiling is the common call.
+    local x = (input_bound * p_bound + max_out * p_out) / 1000000
+    price = x - x % 1
+    if price < x then price = price + 1 end
+    price = price + 1
+    if fee_pct then
+      x = (price * fee_pct + 99) / 100
+      price = x - x % 1
+    end
   end
   -- The room the limits leave: what the clamp picks by, and what a refusal by the balance reports
   -- (`affordable`); a named ceiling that the balance covers needs neither.

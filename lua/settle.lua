@@ -283,8 +283,14 @@ for i = 1, n do
     else
       -- The fields by one match, the part from p_in on (`tails`) parsed once a batch. A string the
       -- match does not take is a flat call's, or damaged when it starts as a metered one.
-      local lane, state, price, day, at, agent, chain_was, brk, tail_at = string.match(raw,
-        '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|()')
+      -- (The owner's call captures only what it reads: each capture is a string made, ~700 instructions.)
+      local lane, state, price, day, at, agent, chain_was, brk, tail_at
+      if owner then
+        lane, state, price, at, agent, tail_at = string.match(raw, '^m|([^|]*)|([^|]*)|([^|]*)|[^|]*|([^|]*)|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|()')
+      else
+        lane, state, price, day, at, agent, chain_was, brk, tail_at = string.match(raw,
+          '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|()')
+      end
       local t = nil
       if tail_at then
         local tail = string.sub(raw, tail_at)
@@ -294,7 +300,9 @@ for i = 1, n do
           local model_end = len and model_at + len - 1
           t = false
           if len and string.byte(tail, model_end + 1) == 124 then
-            t = {p_in, p_cached, p_out, cw_p, cw1h_p, string.sub(tail, model_at, model_end), string.sub(tail, model_end + 2)}
+            -- The prices as numbers, parsed here once (a string is parsed again by each product).
+            t = {tonumber(p_in) or p_in, tonumber(p_cached) or p_cached, tonumber(p_out) or p_out, cw_p, cw1h_p,
+              string.sub(tail, model_at, model_end), string.sub(tail, model_end + 2)}
           end
           tails[tail] = t
         end
