@@ -426,7 +426,7 @@ for i = 1, n do
     -- Each number goes to the writes as one string, formatted once (a Lua number passed to a command
     -- or joined into a string is formatted anew each time; every value here is an integer).
     local charged_s, released_s, rem_s = formatted[charged] or int_s(charged), formatted[released] or int_s(released), string.format('%d', r)
-    local minus_charged_s = charged > 0 and '-' .. charged_s or '0'
+    local minus_charged_s = charged > 0 and (formatted[-charged] or int_s(-charged)) or '0'
 
     if head ~= '' then
       -- Filed, the record only guards against a resent settle or filing: the bare word record-calls.lua
@@ -517,24 +517,31 @@ for i = 1, n do
       -- layout a flusher of before them reads; it leaves them out of the row, the amount still right).
       local writes = t_cw > 0 or t_cw1h > 0
       local cw_line = writes and cw or ''
-      -- In a batch of several, a filed call's settle is made as the rest of its line's head (`pre`
-      -- before it: call id, organic, charged, cache writes, the settle's byte length summed from its
-      -- parts): one string, where the settle and 14 table slots were.
-      local pre = ''
+      -- In a batch of several, a filed call's settle is made as the rest of its line's head (`pre_len`
+      -- bytes before it: call id, organic, charged, cache writes, the settle's byte length summed from
+      -- its parts): one string, where the settle and 14 table slots were. One concatenation each
+      -- (one string made), not a table and table.concat, nor the head made apart.
+      local settle, pre_len
       if lined and hold then
         local bytes = #account_id + #call[3] + #amount_s + #posted_s + #rem_s + #uncharged_s + #s_in + #s_cached + #s_out + #usage + #dated +
           #target_length + #call[4] + #call[6] + 13
-        pre = call_id .. '|' .. organic .. '|' .. charged_s .. '|' .. cw_line .. '|' .. (formatted[bytes] or int_s(bytes)) .. '|'
+        local bytes_s = formatted[bytes] or int_s(bytes)
+        pre_len = #call_id + #organic + #charged_s + #cw_line + #bytes_s + 5
+        settle = call_id .. '|' .. organic .. '|' .. charged_s .. '|' .. cw_line .. '|' .. bytes_s .. '|' ..
+          account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+          s_in .. '|' .. s_cached .. '|' .. s_out .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
+          call[4] .. '|' .. call[6]
+      else
+        pre_len = 0
+        settle = account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
+          s_in .. '|' .. s_cached .. '|' .. s_out .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
+          call[4] .. '|' .. call[6]
       end
-      -- One concatenation (one string made), not a table and table.concat.
-      local settle = pre .. account_id .. '|' .. call[3] .. '|' .. amount_s .. '|' .. posted_s .. '|' .. rem_s .. '|' .. uncharged_s .. '|' ..
-        s_in .. '|' .. s_cached .. '|' .. s_out .. '|' .. usage .. '|' .. dated .. '|' .. target_length .. '|' ..
-        call[4] .. '|' .. call[6]
       if hold then
         -- A line of the batch's entry (header above); the cache writes as the shape gave them.
         filed = filed + 1
         if filed == 1 then
-          lone_id, lone_organic, lone_charged, lone_cw, lone_record, lone_at = call_id, organic, charged_s, cw_line, record, #pre
+          lone_id, lone_organic, lone_charged, lone_cw, lone_record, lone_at = call_id, organic, charged_s, cw_line, record, pre_len
           if not lined then lone_settle = settle end
         end
         if lined then
