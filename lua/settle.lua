@@ -119,6 +119,9 @@
 --@include release-memo
 
 local MICRO = 1000000
+-- KEYS, ARGV, redis, string and type as locals: each global read is a lookup in the globals table, and a
+-- call reads them some thirty times.
+local KEYS, ARGV, redis, string, type = KEYS, ARGV, redis, string, type
 -- Strings the writes can take as given (the TTL, the token counts): a Lua number would be
 -- formatted anew for every command it is passed to.
 local keep, settled_ttl = tonumber(ARGV[1]), ARGV[2]
