@@ -268,8 +268,9 @@ for i = 1, n do
 
   -- The call record. The common one is a string (debit.lua), read by one GET:
   --   m|metered|state|price|day|at|agent|chain|brk|max_out|clamped|p_in|p_cached|p_out|p_cw|p_cw1h|<bytes of model>|model|target
-  -- cut by one match into the places the hash's HMGET gives below (`metered_s` keeps it, for the state
-  -- it may rewrite, and `str_cw`, `str_cw1h` its cache-write prices, '' where none). The bare word
+  -- cut by one match into the places the hash's HMGET gives below, its part from p_in on (the same for
+  -- a model and target) parsed once a batch (`metered_s` keeps it, for the state it may rewrite, and
+  -- `str_cw`, `str_cw1h` its cache-write prices, '' where none). The bare word
   -- `filed` (this script's or record-calls.lua's) answers ALREADY_APPLIED, a flat call's string, which
   -- no settle is for, NOT_FOUND as a record of no metered call does, and a string no debit writes an
   -- error: each for its call alone, the batch's others settle. A hash (a record with an
@@ -287,16 +288,15 @@ for i = 1, n do
       -- The fields by one match, the part from p_in on (`tails`) parsed once a batch. A string the
       -- match does not take is a flat call's, or damaged when it starts as a metered one.
       -- (The owner's call captures only what it reads: each capture is a string made, ~700 instructions.)
-      local lane, state, price, day, at, agent, chain_was, brk, tail_at
+      local lane, state, price, day, at, agent, chain_was, brk, tail
       if owner then
-        lane, state, price, at, agent, tail_at = string.match(raw, '^m|([^|]*)|([^|]*)|([^|]*)|[^|]*|([^|]*)|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|()')
+        lane, state, price, at, agent, tail = string.match(raw, '^m|([^|]*)|([^|]*)|([^|]*)|[^|]*|([^|]*)|([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
       else
-        lane, state, price, day, at, agent, chain_was, brk, tail_at = string.match(raw,
-          '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|()')
+        lane, state, price, day, at, agent, chain_was, brk, tail = string.match(raw,
+          '^m|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|(.*)$')
       end
       local t = nil
-      if tail_at then
-        local tail = string.sub(raw, tail_at)
+      if tail then
         t = tails[tail]
         if t == nil then
           local p_in, p_cached, p_out, cw_p, cw1h_p, len, model_at = string.match(tail, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)|()')
@@ -314,7 +314,7 @@ for i = 1, n do
         call = {state, price, agent, t[7], lane, t[6], t[1], t[3], at, '1', false,
           owner and t[2] or chain_was, day, brk, t[2]}
         metered_s, str_cw, str_cw1h = raw, t[4], t[5]
-      elseif tail_at or string.sub(raw, 1, 2) == 'm|' then
+      elseif tail or string.sub(raw, 1, 2) == 'm|' then
         damaged, call = true, NO_CALL
       else
         call = NO_CALL
