@@ -838,7 +838,8 @@ end
 -- hold"): `balance` is what the account can spend, `held` what its calls in flight have reserved,
 -- and every ledger entry carries the posted balance, balance + held, which its entries sum to.
 local held = 0
-if acct[7] then held = parsed_numbers and number_of(acct[7]) or acct[7] + 0 end
+-- (`+ 0`, not number_of: in a batch the field is the number the last call's memo_set left, each new.)
+if acct[7] then held = acct[7] + 0 end
 if metered and price > 0 then
   if hash_memo then
     held = held + price
