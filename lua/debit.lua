@@ -850,7 +850,7 @@ if metered and price > 0 then
 end
 if price > 0 then
   if hash_memo then
-    spent = memo_incr(KEYS[3], price, number_of(day_ttl) * 1000)
+    spent = memo_incr(KEYS[3], price, (parsed_numbers[day_ttl] or number_of(day_ttl)) * 1000)
   else
     spent = redis.call('INCRBY', KEYS[3], price_s)
     if spent == price then redis.call('EXPIRE', KEYS[3], day_ttl) end
