@@ -2,7 +2,7 @@
  * What runDebit sends: always debit.lua's 17 KEYS (the script's fixed key count; a slot the call does
  * not use repeats the agent's key, and the plain call leaves those out at the end: src/redis/scripts.ts),
  * and of ARGV only what the call needs: ARGV[14..19] (an agent's breaker, an unpriced route's cap, an
- * Idempotency-Key) and ARGV[20..28] are left out at the end when unused, since every argument costs
+ * Idempotency-Key) and ARGV[20..23] are left out at the end when unused, since every argument costs
  * ioredis an encoding and Redis ~1,000 instructions per call; the script reads the absent ones as ''.
  * Behaviour on both shapes is covered by the call, metering and sub-agent tests; this pins the shape itself.
  */
