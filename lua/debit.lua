@@ -313,14 +313,19 @@ local brk_count = hash_memo and function(key, price, field)
   end
   hash_memo[key] = nil   -- this minute is a later call's previous one when its minute is next
   local credits, same
+  if price > 0 then credits = d.credits end
+  if field then same = d[field] end
+  -- What the window held before the batch, both counts by one command where both are first counted.
+  if price > 0 and credits == nil and field and same == nil then
+    local got = redis.call('HMGET', key, 'credits', field)
+    credits, same = tonumber(got[1] or '0'), tonumber(got[2] or '0')
+  end
   if price > 0 then
-    credits = d.credits
     if credits == nil then credits = tonumber(redis.call('HGET', key, 'credits') or '0') end
     credits = credits + price
     d.credits = credits
   end
   if field then
-    same = d[field]
     if same == nil then same = tonumber(redis.call('HGET', key, field) or '0') end
     same = same + 1
     d[field] = same
@@ -718,11 +723,13 @@ if agent then
   local brk_credits, brk_same, credits, same, prev_credits, prev_same = 0, 0, nil, nil, 0, 0
   -- In a batch, the breaker as this agent's call before left it (levels.brk, of the same minutes,
   -- fingerprint and defaults): its policy parsed, its minute's deferred counts and the previous
-  -- minute's counts, good while no other call wrote or read those windows (a trip deletes them, a
-  -- later minute's call reads this one as its previous). A call then only adds its counts.
+  -- minute's counts. Only this agent's calls touch its windows, and each that counts or reads them
+  -- other than here makes levels.brk anew or drops it (a trip deletes them, and its agent is refused
+  -- before its breaker for the rest of the batch), so the keys and arguments are all it checks.
+  -- A call then only adds its counts.
   local b = levels and levels.brk
   if b and b[1] == KEYS[11] and b[2] == KEYS[12] and b[3] == req_fp and b[4] == ARGV[15] and b[5] == ARGV[16]
-    and hash_dirty[KEYS[11]] == b[6] and hash_memo[KEYS[11]] == nil and hash_memo[KEYS[12]] == b[7] and (price <= 0 or b[6].credits) then
+    and (price <= 0 or b[6].credits) then
     local d = b[6]
     brk_credits, brk_same, prev_credits, prev_same = b[8], b[9], b[10], b[11]
     if price > 0 then
@@ -742,6 +749,7 @@ if agent then
       -- The window gets its expiry with its first count, like the rate window: two minutes from then
       -- outlive the minute after it, its last reader. A count past this one's own shows it had it.
       if hash_memo then
+        levels.brk = false   -- made anew below, or none: these counts are not the ones it holds
         credits, same = brk_count(KEYS[11], price, req_fp ~= '' and same_field)
       else
         credits = price > 0 and redis.call('HINCRBY', KEYS[11], 'credits', price_s) or nil

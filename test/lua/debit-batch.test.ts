@@ -73,6 +73,8 @@ interface CallSpec {
   run?: DebitArgs['run']
   /** Resent: the call id of the call at this index again (ioredis resending a lost reply's script). */
   resends?: number
+  /** Arguments of this call only (the breaker's defaults). */
+  args?: Partial<DebitArgs>
 }
 
 const depthOf = (agents: AgentSpec[], i: number): number => (agents[i]!.parent === null ? 1 : 1 + depthOf(agents, agents[i]!.parent!))
@@ -169,6 +171,7 @@ function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
     lowBalanceAlert: 40, abandonAt: now + 60_000,
     ...(c.run && agent !== null ? { run: c.run } : {}),
     ...(c.metered ? { metered: { model: 'm1', inputBound: 2_000, input: 1_000, cachedInput: 100, output: 4_000, ceiling: null, maxOutput: 6_000, minOutput: 500 } } : {}),
+    ...c.args,
   }
 }
 
@@ -320,6 +323,23 @@ describe('debit.lua in a batch', () => {
     const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
     const replies = await sameEitherWay(fleet, [call(30_200), call(0), call(40), call(30_200), call(30_200)], { breakerIdenticalPerMinute: 2 })
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
+  })
+
+  test('a previous minute counted, not weighed, by a call of other breaker defaults is read again by the next call that weighs it', async () => {
+    // The first call weighs its credits (3 a minute) in the minute after NOW's; the second, whose
+    // defaults weigh only identical requests and which sends no fingerprint, counts its 3 credits into
+    // NOW's minute (the first's previous one) without weighing; the third, of the first's arguments,
+    // must weigh them: floor(3 × ~1) + 2 > 3 trips the breaker.
+    const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
+    const weighs: Partial<DebitArgs> = { breakerCreditsPerMinute: 3, breakerIdenticalPerMinute: 0 }
+    const calls: CallSpec[] = [
+      { who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at: 30_000, args: weighs },
+      { who: 0, price: 3, target: 'a.x', fingerprint: '', metered: false, at: 0, args: { breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 5 } },
+      { who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at: 30_000, args: weighs },
+    ]
+    const replies = await sameEitherWay(fleet, calls)
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'agent_killed'])
   })
 
   test('calls of a chain straddling the HKT midnight in one batch, back and forth: each level\'s day spend is of its call\'s day, as one at a time', async () => {
