@@ -495,7 +495,8 @@ if agent then
         summarize(levels[1], levels[4], levels[5], levels[6], today, now)
       levels.epoch, levels.today, levels.thr_lowest = levels_epoch, today, false
     end
-    rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6]
+    -- Its arrays are taken where a check walks them (a refusal, a threshold crossed): a call that
+    -- passes weighs only the summary.
     pend = levels.pend
     any_stopped, any_allow, first_expiry = levels.stopped, levels.allow, levels.expires
     least_pcm, least_room, least_day_room = levels.pcm, levels.room, levels.day_room
@@ -547,6 +548,7 @@ if hash_memo then memo_incr(KEYS[5], 1, WINDOW_MS * 2) else rate_count(KEYS[5]) 
 -- walks the levels, to find the first that does.
 -- 3. agent state: the agent's, then every ancestor's (a stopped ancestor stops its subtree)
 if any_stopped or (first_expiry and first_expiry <= now) then
+  if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
   for i = 1, #rows do
     local r = rows[i]
     local state = r[F_STATE]
@@ -562,6 +564,7 @@ end
 if any_allow or acct[4] then
 --@include allowlist
   if any_allow then
+    if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
     for i = 1, #rows do
       local r = rows[i]
       if not allowed(r[F_ALLOW], target) then return {S_DENIED_AGENT_ALLOWLIST, balance, bys[i]} end
@@ -632,6 +635,7 @@ end
 
 -- 6. per-call maximum of the agent and its ancestors
 if least_pcm and price > least_pcm then
+  if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
   for i = 1, #rows do
     local r = rows[i]
     if r[F_PER_CALL_MAX] and price > r[F_PER_CALL_MAX] then
@@ -642,6 +646,7 @@ end
 
 -- 6b. lifetime budgets: the agent's and every ancestor's spent_total (which counts its subtree)
 if least_room and pend + price > least_room then
+  if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
   for i = 1, #rows do
     if budgets[i] and spents[i] + pend + price > budgets[i] then
       return {S_DENIED_AGENT_BUDGET, balance, budgets[i], spents[i] + pend, bys[i]}
@@ -657,6 +662,7 @@ end
 -- 7. agent daily caps (the agent's, then each ancestor's, which counts its subtree), then the
 -- account daily cap: denied when spent + price > cap
 if least_day_room and pend + price > least_day_room then
+  if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
   for i = 1, #rows do
     local r = rows[i]
     if r[F_DAILY_CAP] then
