@@ -226,7 +226,10 @@ local levels_epoch = 0
 -- batch adds them up and writes them into the rows once, before another agent's call reads a row,
 -- before the breaker's kill reads the agent's hash, and after the last call (--@batch-end).
 local pend_levels = nil
-local settle_levels = hash_memo and function()
+-- Called with `last` after the batch's last call, when nothing reads the memo any more: a level with
+-- no other deferred field is then written by its own HSET, without the memo's copy (memo_defer and the
+-- wrapper's generic write cost a level ~4,000 instructions more).
+local settle_levels = hash_memo and function(last)
   local l = pend_levels
   if not l then return end
   pend_levels = nil
@@ -239,8 +242,19 @@ local settle_levels = hash_memo and function()
     local r = rows[i]
     local carved = i > 1 and budgets[i - 1] and tonumber(r[F_CARVED] or '0') - p
     -- `day` only where it changes: each field of an HSET is a search of the hash's listpack.
-    memo_defer(hashes[i], F_SPENT, 'spent_total', spents[i] + p, F_DAY_SPENT, 'day_spent', day_spents[i] + p,
-      carved and F_CARVED, 'carved', carved, r[F_DAY] ~= l.today and F_DAY, 'day', l.today)
+    local h = hashes[i]
+    if last and not hash_dirty[h] then
+      local fmt = string.format
+      local spent_s, day_s = fmt('%d', spents[i] + p), fmt('%d', day_spents[i] + p)
+      local day = r[F_DAY] ~= l.today and l.today
+      if carved and day then redis.call('HSET', h, 'spent_total', spent_s, 'day_spent', day_s, 'carved', fmt('%d', carved), 'day', day)
+      elseif carved then redis.call('HSET', h, 'spent_total', spent_s, 'day_spent', day_s, 'carved', fmt('%d', carved))
+      elseif day then redis.call('HSET', h, 'spent_total', spent_s, 'day_spent', day_s, 'day', day)
+      else redis.call('HSET', h, 'spent_total', spent_s, 'day_spent', day_s) end
+    else
+      memo_defer(h, F_SPENT, 'spent_total', spents[i] + p, F_DAY_SPENT, 'day_spent', day_spents[i] + p,
+        carved and F_CARVED, 'carved', carved, r[F_DAY] ~= l.today and F_DAY, 'day', l.today)
+    end
   end
 end
 --@batch-end settle_levels

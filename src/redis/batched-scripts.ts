@@ -72,7 +72,8 @@ export function batchedLua(body: string, perCall: number): string {
   // stream entry per outbox: each XADD costs Redis a command and a stream node's growth (issue 42).
   const entries = /^local debit_entries = nil --@batch-entries$/m.test(body)
   // A memo body's `--@batch-end <function>` line: what it keeps pending across its calls, written
-  // into the memo by that function (of its part made once) after the last call, before the flush.
+  // by that function (of its part made once) after the last call, before the flush; it is given
+  // `true` (no call reads the memo after it).
   const end = memo ? /^--@batch-end (\w+)$/m.exec(once) : null
   return `-- batched by src/redis/batched-scripts.ts
 local batch_memo, batch_dirty, batch_counts, batch_adds, batch_expires = {}, {}, {}, {}, {}
@@ -201,7 +202,7 @@ ${own ? `  tkeys[${own}] = KEYS[i]\n` : ''}${memo ? '  hash_memo = not alone and
 end
 ${end ? `-- The body's pending writes, into the memo (the last call may have run without it).
 hash_memo = batch_memo
-${end[1]}()
+${end[1]}(true)
 ` : ''}for key, fields in pairs(batch_dirty) do batch_write(key, fields) end
 -- The expiry of a hash the deferred writes may have made.
 for key, ms in pairs(batch_expires) do redis.call('PEXPIRE', key, ms) end

@@ -40,6 +40,8 @@ interface AgentSpec {
   brkCredits: number | null
   /** A temporary raise standing on the hash (lua/lib/raises.lua, docs/api.md §13b); absent = none. */
   raise?: RaiseSpec
+  /** What it spent on NOW's HKT day already (its `day` and `day_spent`); absent = nothing that day. */
+  spentToday?: number
 }
 interface RaiseSpec {
   field: 'daily_cap' | 'allow' | 'budget'
@@ -155,6 +157,7 @@ async function seed(keys: Keys, f: Fleet): Promise<void> {
     const carved = f.agents.reduce((s, c) => (c.parent === i && c.budget !== null ? s + Math.max(0, c.budget - c.spent) : s), 0)
     if (carved > 0) h.carved = carved
     withRaise(h, a.raise)
+    if (a.spentToday !== undefined) Object.assign(h, { day: windowsAt(NOW).day, day_spent: a.spentToday })
     await redis.hset(keys.agent(ACCT, agentId(i)), h)
   }
 }
@@ -323,6 +326,22 @@ describe('debit.lua in a batch', () => {
     const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
     const replies = await sameEitherWay(fleet, [call(30_200), call(0), call(40), call(30_200), call(30_200)], { breakerIdenticalPerMinute: 2 })
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
+  })
+
+  test("a sub-agent's calls of one batch leave each level's spend, day spend and carve as one at a time (written once, after the last call)", async () => {
+    // The batch's last settle writes each level whose hash has nothing else deferred by its own HSET
+    // (settle_levels in lua/debit.lua): with `day` on a level's first spend of the day, without it after.
+    const level = (parent: number | null, budget: number, spent: number): AgentSpec => ({ parent, budget, spent, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null })
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [level(null, 500, 10), level(0, 200, 10), level(1, 100, 10)] }
+    const call = (who: number, price: number): CallSpec => ({ who, price, target: 'a.x', fingerprint: 'f1', metered: false, at: 0 })
+    const replies = await sameEitherWay(fleet, [call(2, 5), call(2, 7), call(2, 3), call(2, 4)])
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok'])
+    // Levels that spent today already: no `day` written.
+    const today: Fleet = { ...fleet, agents: fleet.agents.map((a) => ({ ...a, spentToday: 4 })) }
+    await sameEitherWay(today, [call(2, 5), call(2, 7), call(2, 3)])
+    // A top-level agent (no carve to write), of either day.
+    await sameEitherWay(today, [call(0, 5), call(0, 7)])
+    await sameEitherWay(fleet, [call(0, 5), call(0, 7)])
   })
 
   test('a previous minute counted, not weighed, by a call of other breaker defaults is read again by the next call that weighs it', async () => {
