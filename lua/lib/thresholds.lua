@@ -6,7 +6,7 @@
 -- collector work: bench/script-cost.ts). It reads the debit's locals: price, acct (field 8,
 -- `thresholds`), spent (the account's day spend after the debit), daily_cap, the chain as read
 -- before the debit (rows, hashes, bys, budgets, spents, day_spents, each level's spend + pend, and
--- in a batch the agent's `levels`), agent, F_DAILY_CAP, today, call_id, agent_id, agent_ref,
+-- in a batch the agent's `levels`, whose arrays it takes where it walks them), agent, F_DAILY_CAP, today, call_id, agent_id, agent_ref,
 -- account_id, now_s, and emit_event.
 -- Levels: the account hash's `thresholds`, percentages ascending joined by ',' (absent = 50,80,100;
 -- '' = off). Only a debit that crosses a level reads and writes its mark, a field of the hash it
@@ -26,6 +26,7 @@ if price > 0 and acct[8] ~= '' then
     if levels and levels.thr_lowest == lowest then
       need = levels.thr_need
     else
+      if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
       for i = 1, #rows do
         local cap, budget = rows[i][F_DAILY_CAP], budgets[i]
         if cap and cap > 0 and (not need or lowest * cap - day_spents[i] * 100 < need) then need = lowest * cap - day_spents[i] * 100 end
@@ -36,6 +37,7 @@ if price > 0 and acct[8] ~= '' then
     due = need and need <= (pend + price) * 100
   end
   if due then
+    if levels and rows == NONE then rows, hashes, bys, budgets, spents, day_spents = levels[1], levels[2], levels[3], levels[4], levels[5], levels[6] end
     -- Some spend reached the lowest level: each scope's highest level in (before, after] (the
     -- levels are ascending) and, when there is one, each level up to it not told yet this period
     -- (the mark), each its own event.

@@ -107,3 +107,37 @@ test('calls of different keys go as plain scripts, however many in a turn', asyn
   expect(rs.map((r) => r[0])).toEqual(Array.from({ length: 12 }, (_, i) => i + 1))
   expect(sent).toEqual({ evalsha: 0, single: 12 })
 })
+
+// A memo body that defers field ARGV[1] of hash KEYS[1] to ARGV[2] (a number when it is one): the
+// wrapper writes each hash's deferred fields after the last call, however many they are.
+const DEFER = `
+local hash_memo = nil --@batch-memo
+local hash_dirty = nil --@batch-dirty
+--@batch-per-call
+local d = hash_dirty[KEYS[1]]
+if not d then
+  d = {}
+  hash_dirty[KEYS[1]] = d
+end
+d[ARGV[1]] = tonumber(ARGV[2]) or ARGV[2]
+return 1
+`
+
+test("a hash's deferred fields, one to six of them, numbers formatted as integers, are written whole", async () => {
+  const tag = `{defer-${Date.now()}}`
+  const single = (keys: string[], argv: (string | number)[]) => redis.eval(DEFER, keys.length, ...keys, ...argv) as Promise<(string | number | null)[]>
+  const call = batchedCaller(redis as unknown as RedisClient, 'testDefer', DEFER, 1, single, undefined, 0)
+  const calls: Promise<unknown>[] = []
+  const want: Record<string, Record<string, string>> = {}
+  for (let n = 1; n <= 6; n++) {
+    const key = `${tag}:h${n}`
+    want[key] = {}
+    for (let j = 1; j <= n; j++) {
+      const v = j % 2 === 1 ? String(1e15 + j) : `s${j}`
+      want[key]![`f${j}`] = v
+      calls.push(call([key], [`f${j}`, v]))
+    }
+  }
+  await Promise.all(calls)
+  for (const [key, fields] of Object.entries(want)) expect(await redis.hgetall(key)).toEqual(fields)
+})

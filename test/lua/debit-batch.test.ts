@@ -40,6 +40,8 @@ interface AgentSpec {
   brkCredits: number | null
   /** A temporary raise standing on the hash (lua/lib/raises.lua, docs/api.md §13b); absent = none. */
   raise?: RaiseSpec
+  /** What it spent on NOW's HKT day already (its `day` and `day_spent`); absent = nothing that day. */
+  spentToday?: number
 }
 interface RaiseSpec {
   field: 'daily_cap' | 'allow' | 'budget'
@@ -73,6 +75,8 @@ interface CallSpec {
   run?: DebitArgs['run']
   /** Resent: the call id of the call at this index again (ioredis resending a lost reply's script). */
   resends?: number
+  /** Arguments of this call only (the breaker's defaults). */
+  args?: Partial<DebitArgs>
 }
 
 const depthOf = (agents: AgentSpec[], i: number): number => (agents[i]!.parent === null ? 1 : 1 + depthOf(agents, agents[i]!.parent!))
@@ -153,6 +157,7 @@ async function seed(keys: Keys, f: Fleet): Promise<void> {
     const carved = f.agents.reduce((s, c) => (c.parent === i && c.budget !== null ? s + Math.max(0, c.budget - c.spent) : s), 0)
     if (carved > 0) h.carved = carved
     withRaise(h, a.raise)
+    if (a.spentToday !== undefined) Object.assign(h, { day: windowsAt(NOW).day, day_spent: a.spentToday })
     await redis.hset(keys.agent(ACCT, agentId(i)), h)
   }
 }
@@ -169,6 +174,7 @@ function argsOf(f: Fleet, c: CallSpec, n: number): DebitArgs {
     lowBalanceAlert: 40, abandonAt: now + 60_000,
     ...(c.run && agent !== null ? { run: c.run } : {}),
     ...(c.metered ? { metered: { model: 'm1', inputBound: 2_000, input: 1_000, cachedInput: 100, output: 4_000, ceiling: null, maxOutput: 6_000, minOutput: 500 } } : {}),
+    ...c.args,
   }
 }
 
@@ -320,6 +326,39 @@ describe('debit.lua in a batch', () => {
     const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
     const replies = await sameEitherWay(fleet, [call(30_200), call(0), call(40), call(30_200), call(30_200)], { breakerIdenticalPerMinute: 2 })
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'agent_killed', 'agent_killed'])
+  })
+
+  test("a sub-agent's calls of one batch leave each level's spend, day spend and carve as one at a time (written once, after the last call)", async () => {
+    // The batch's last settle writes each level whose hash has nothing else deferred by its own HSET
+    // (settle_levels in lua/debit.lua): with `day` on a level's first spend of the day, without it after.
+    const level = (parent: number | null, budget: number, spent: number): AgentSpec => ({ parent, budget, spent, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null })
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [level(null, 500, 10), level(0, 200, 10), level(1, 100, 10)] }
+    const call = (who: number, price: number): CallSpec => ({ who, price, target: 'a.x', fingerprint: 'f1', metered: false, at: 0 })
+    const replies = await sameEitherWay(fleet, [call(2, 5), call(2, 7), call(2, 3), call(2, 4)])
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok'])
+    // Levels that spent today already: no `day` written.
+    const today: Fleet = { ...fleet, agents: fleet.agents.map((a) => ({ ...a, spentToday: 4 })) }
+    await sameEitherWay(today, [call(2, 5), call(2, 7), call(2, 3)])
+    // A top-level agent (no carve to write), of either day.
+    await sameEitherWay(today, [call(0, 5), call(0, 7)])
+    await sameEitherWay(fleet, [call(0, 5), call(0, 7)])
+  })
+
+  test('a previous minute counted, not weighed, by a call of other breaker defaults is read again by the next call that weighs it', async () => {
+    // The first call weighs its credits (3 a minute) in the minute after NOW's; the second, whose
+    // defaults weigh only identical requests and which sends no fingerprint, counts its 3 credits into
+    // NOW's minute (the first's previous one) without weighing; the third, of the first's arguments,
+    // must weigh them: floor(3 × ~1) + 2 > 3 trips the breaker.
+    const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
+    const weighs: Partial<DebitArgs> = { breakerCreditsPerMinute: 3, breakerIdenticalPerMinute: 0 }
+    const calls: CallSpec[] = [
+      { who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at: 30_000, args: weighs },
+      { who: 0, price: 3, target: 'a.x', fingerprint: '', metered: false, at: 0, args: { breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 5 } },
+      { who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at: 30_000, args: weighs },
+    ]
+    const replies = await sameEitherWay(fleet, calls)
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'agent_killed'])
   })
 
   test('calls of a chain straddling the HKT midnight in one batch, back and forth: each level\'s day spend is of its call\'s day, as one at a time', async () => {
