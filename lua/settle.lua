@@ -116,7 +116,6 @@
 
 --@include run-release
 --@include recent-calls
---@include release-memo
 
 local MICRO = 1000000
 -- KEYS, ARGV, redis, string and type as locals: each global read is a lookup in the globals table, and a

@@ -24,6 +24,8 @@ end
 
 --@include chain-ids
 
+--@include release-memo
+
 -- Gives `amount` back along an agent's chain (a refund, or a settle's release): hashes[1] is the
 -- agent, hashes[i + 1] its ancestors nearest first; `day` the HKT day the call was debited on (the
 -- call record's). Each level's spent_total goes down, and its day spend (`day_spent`, the spend of
@@ -33,31 +35,5 @@ end
 -- per level, the carve set in the ancestor's own HSET (values computed from its HMGET). A child
 -- whose carve was freed (it expired) holds nothing either side of the release: its parent's carve
 -- stays. Only a chain with an ancestor reads that marker (a lone agent has no carve to move).
-local function release_chain(hashes, day, amount)
-  if amount <= 0 then return end
-  day = tostring(day)
-  local rows = {}
-  for i, h in ipairs(hashes) do
-    if #hashes > 1 then
-      rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved', 'carve_freed')
-    else
-      rows[i] = redis.call('HMGET', h, 'state', 'budget', 'spent_total', 'day', 'day_spent', 'carved')
-    end
-  end
-  for i, h in ipairs(hashes) do
-    local r = rows[i]
-    local fields = {'spent_total', string.format('%d', tonumber(r[3] or '0') - amount)}
-    if r[4] == day then
-      fields[#fields + 1], fields[#fields + 2] = 'day_spent', string.format('%d', tonumber(r[5] or '0') - amount)
-    end
-    if i > 1 then
-      local c = rows[i - 1]   -- the child on the path
-      local before = tonumber(c[3] or '0')
-      local delta = carve_of(c[1], c[2], before - amount, c[7]) - carve_of(c[1], c[2], before, c[7])
-      if delta ~= 0 then
-        fields[#fields + 1], fields[#fields + 2] = 'carved', string.format('%d', tonumber(r[6] or '0') + delta)
-      end
-    end
-    redis.call('HSET', h, unpack(fields))
-  end
-end
+local NO_BUSY = {}
+local function release_chain(hashes, day, amount) release_levels(hashes, day, amount, NO_BUSY) end

@@ -1,9 +1,10 @@
--- settle.lua's release along an agent's chain (lib/budget.lua release_chain, the same rule) for a
--- batch: a hash several calls of the batch release along (`busy`, an agent settling many calls in one
--- turn) is read by one HMGET the first time and written by one HSET after the batch's last call
--- (release_flush), each call applying its release to the row the calls before it left, exactly as the
--- same calls one script at a time would. Any other hash reads and writes as it goes, as release_chain
--- does: the memo's tables cost more than they save for it.
+-- The release along an agent's chain (lib/budget.lua, which includes this after carve_of: its
+-- release_chain is release_levels with no busy hash), and settle.lua's memo of it for a batch: a hash
+-- several calls of the batch release along (`busy`, an agent settling many calls in one turn) is read
+-- by one HMGET the first time and written by one HSET after the batch's last call (release_flush),
+-- each call applying its release to the row the calls before it left, exactly as the same calls one
+-- script at a time would. Any other hash reads and writes as it goes: the memo's tables cost more than
+-- they save for it.
 local memo_rows, memo_keys = {}, {}
 
 local function release_levels(hashes, day, amount, busy)
