@@ -401,6 +401,52 @@ redis.call('ZREM', KEYS[2], unpack(landed))`,
     }, name)
     rows.push({ case: `floor: ${name}, alone`, perCall: Math.round(n / CALLS) })
   }
+  // What a fleet's flat paid call asks of Redis at the least with this design's commands (issue 42's
+  // 40 µs): the owner's plain debit alone (its 9 keys and 13 arguments; the 8 commands it runs under the
+  // fleet's load: bench/redis-cpu.ts) and its filing as a group of one (5 keys, 7 arguments, its 6
+  // commands), each doing nothing else. The flusher's reads and acks come on top.
+  const fleet: [string, string, (id: string) => [string[], string[]]][] = [
+    [
+      "a lone flat debit's 8 commands (HMGET of 9 fields, MGET, INCR, HINCRBY, INCRBY, SET … EX, ZADD, XADD), 9 keys and 13 arguments",
+      `local a = redis.call('HMGET', KEYS[1], 'balance', 'state', 'cap', 'budget', 'plan', 'low', 'rate', 'allow', 'day')
+local m = redis.call('MGET', KEYS[5], KEYS[6], KEYS[3], KEYS[7])
+redis.call('INCR', KEYS[5])
+local bal = redis.call('HINCRBY', KEYS[1], 'balance', -5)
+redis.call('INCRBY', KEYS[3], 5)
+redis.call('SET', KEYS[7], ARGV[1], 'EX', 172800)
+redis.call('ZADD', KEYS[9], ARGV[2], ARGV[3])
+redis.call('XADD', KEYS[8], '*', 'kind', 'packed_debit', 'd', ARGV[4])
+return {0, bal}`,
+      (id) => [
+        ['{s}:acct:acc', '{s}:agent:acc:_owner', '{s}:spent:acc:20000', '{s}:reqs:acc:20000', '{s}:rl:acc:_:1', '{s}:rl:acc:_:0', `{s}:call:${id}`, '{s}:outbox', '{s}:inflight'],
+        ['5|||bench.search|debited|20000|1790000000000', '1790000060000', `acc|${id}`, `acc||-5|999995|${id}|1790000000000|bench.search`, ...Array.from({ length: 9 }, (_, i) => `argument-${i}`)],
+      ],
+    ],
+    [
+      "a lone flat filing's 6 commands (SET … GET, LPUSH, XADD, ZREM, 2 HINCRBY), 5 keys and 7 arguments",
+      `local was = redis.call('SET', KEYS[5], 'filed', 'EX', ARGV[2], 'GET')
+redis.call('LPUSH', KEYS[4], ARGV[5])
+redis.call('XADD', KEYS[2], '*', 'kind', 'call', 'id', ARGV[6] .. ':call', 'organic', '1', 'charged', ARGV[7], 'rec', ARGV[5])
+redis.call('ZREM', KEYS[3], ARGV[6])
+redis.call('HINCRBY', KEYS[1], 'organic_calls_routed', 1)
+redis.call('HINCRBY', KEYS[1], 'credits_honored', 5)
+return {0}`,
+      (id) => [
+        ['{s}:stats', '{s}:outbox', '{s}:inflight', '{s}:calls:acc', `{s}:call:${id}`],
+        ['100', '300', '1', '1', rec(id), `acc|${id}`, '5'],
+      ],
+    ],
+  ]
+  for (const [name, lua, call] of fleet) {
+    const sha = (await r.script('LOAD', lua)) as string
+    const n = await server.count(async () => {
+      for (let i = 0; i < CALLS; i++) {
+        const [k, a] = call(`call_fleet_${i}`)
+        await r.evalsha(sha, k.length, ...k, ...a)
+      }
+    }, name)
+    rows.push({ case: `floor: ${name}, alone`, perCall: Math.round(n / CALLS) })
+  }
   await server.stop()
   return rows
 }
