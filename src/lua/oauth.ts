@@ -9,6 +9,7 @@ export type GrantReply =
   | { status: 'reused' }
   | { status: 'expired' }
   | { status: 'mismatch' }
+  | { status: 'agent_ended' }
 
 export interface NewTokens {
   accessHash: string
@@ -43,13 +44,16 @@ export interface RefreshArgs extends NewTokens {
   grantId: string
   clientId: string
   presentedHash: string
+  /** The agent the grant names, as read from it (the script checks it still does). */
+  agentId: string
+  now: number
 }
 
 export async function runOauthRefresh(ctx: RedisContext, a: RefreshArgs): Promise<GrantReply> {
   const { keys } = ctx
   const reply = await ctx.scripts.oauthRefresh(
-    [keys.oauthGrant(a.accountId, a.grantId), keys.oauthGrantUsed(a.accountId, a.grantId)],
-    [a.clientId, a.presentedHash, a.accessHash, a.accessExpiresAt, a.refreshHash, a.grantTtlMs],
+    [keys.oauthGrant(a.accountId, a.grantId), keys.oauthGrantUsed(a.accountId, a.grantId), keys.agent(a.accountId, a.agentId)],
+    [a.clientId, a.presentedHash, a.accessHash, a.accessExpiresAt, a.refreshHash, a.grantTtlMs, a.agentId, a.now],
   )
   return grantReply('oauth-refresh.lua', reply)
 }
@@ -66,6 +70,8 @@ function grantReply(script: string, reply: Awaited<ReturnType<RedisContext['scri
       return { status: 'expired' }
     case S.GRANT_MISMATCH:
       return { status: 'mismatch' }
+    case S.GRANT_AGENT_ENDED:
+      return { status: 'agent_ended' }
     default:
       throw unexpected(script, reply)
   }

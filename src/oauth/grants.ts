@@ -101,6 +101,8 @@ function refused(reply: Exclude<GrantReply, { status: 'ok' }>, what: string): OA
       return new OAuthError('invalid_grant', `the ${what} was issued for another client, redirect_uri, resource or code_verifier`)
     case 'not_found':
       return new OAuthError('invalid_grant', `unknown, expired or revoked ${what}`)
+    case 'agent_ended':
+      return new OAuthError('invalid_grant', `the agent this ${what}'s grant acts as is revoked or expired: the grant is ended`)
   }
 }
 
@@ -129,8 +131,13 @@ export async function redeemCode(ctx: RedisContext, p: { code: string; clientId:
 export async function refreshGrant(ctx: RedisContext, p: { refreshToken: string; clientId: string }): Promise<TokenAnswer> {
   const rt = parseGrantToken(p.refreshToken, 'ort')
   if (!rt) throw new OAuthError('invalid_grant', 'unknown, expired or revoked refresh token')
-  const pair = newPair(rt.accountId, rt.grantId, ctx.clock.now())
-  const reply = await runOauthRefresh(ctx, { accountId: rt.accountId, grantId: rt.grantId, clientId: p.clientId, presentedHash: rt.secretHash, ...pair.tokens })
+  // The agent's hash is one of the script's keys: its id is read from the grant first (the script
+  // checks the grant still names it).
+  const agentId = await ctx.redis.hget(ctx.keys.oauthGrant(rt.accountId, rt.grantId), 'agent')
+  if (!agentId) throw new OAuthError('invalid_grant', 'unknown, expired or revoked refresh token')
+  const now = ctx.clock.now()
+  const pair = newPair(rt.accountId, rt.grantId, now)
+  const reply = await runOauthRefresh(ctx, { accountId: rt.accountId, grantId: rt.grantId, clientId: p.clientId, presentedHash: rt.secretHash, agentId, now, ...pair.tokens })
   if (reply.status !== 'ok') throw refused(reply, 'refresh token')
   return answer(pair.access.value, pair.refresh.value)
 }

@@ -91,4 +91,6 @@ export enum ScriptStatus {
   GRANT_EXPIRED = 101,
   /** A code presented with another client, redirect URI, resource or PKCE verifier than authorized. */
   GRANT_MISMATCH = 102,
+  /** A refresh of a grant whose agent is revoked or past its expiry: the grant is deleted. */
+  GRANT_AGENT_ENDED = 103,
 }
