@@ -12,6 +12,10 @@ WORKDIR /app
 # until STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are set (and BASE_URL names the public URL).
 # PAYMENTS=sandbox here is refused too, unless PAYMENTS_SANDBOX_PUBLIC=1 says it is meant.
 ENV NODE_ENV=production PORT=8080 LISTEN_HOST=0.0.0.0 PAYMENTS=stripe
+# Bun's allocator (mimalloc) keeps the memory a request frees for the next one instead of handing it
+# back to the OS 100 ms later: at load each paid call faulted ~1.5 pages back in (~25% of the service's
+# CPU a call, docs/decisions.md). Its resident size then stays at its peak.
+ENV MIMALLOC_PURGE_DELAY=-1
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json catalog.json ./
 COPY src ./src

@@ -35,7 +35,7 @@ import { checkLedger, type LedgerCheck } from './lib/ledger-check'
 import { mcpRequest } from './lib/mcp'
 import { depthAgent } from './lib/sub-agents'
 import { clientRuntime, runLoad, type LoadOptions } from './lib/load'
-import { freePort, loadAverage, measureCpu, pidsByComm, postgresBackendsOf, startChild, waitHttp, type Child } from './lib/proc'
+import { IMAGE_ALLOCATOR_ENV, freePort, loadAverage, measureCpu, pidsByComm, postgresBackendsOf, startChild, waitHttp, type Child } from './lib/proc'
 import { median } from './lib/ratios'
 import { render, sectionTitle, writeSection, type Report, type Row, type Skipped } from './lib/report'
 import { BENCH_PRICE, BENCH_SLUG, ROOT, startService, type BenchService } from './lib/service'
@@ -133,7 +133,7 @@ try {
   await waitHttp(floorUrl, floor)
   console.error('starting the service...')
   svc = await startService({ port: freePort(), upstreamUrl, outDir: OUT, pglite: opt.pglite!, profile: opt.profile!, flusher: !opt['no-flusher'], flusherProcess: opt['flusher-process'] })
-  machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? (opt['flusher-process'] ? 'on, as its own process (`bun run flusher`) beside the API' : 'on') : '**off (diagnosis run)**'}, rate limit and caps opened wide`)
+  machine.push(`Service: ${svc.postgres === 'external' ? 'external Postgres (a fresh database)' : 'embedded PGlite'}, Redis at ${process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'}, LOG=silent, flusher ${svc.flusher ? (opt['flusher-process'] ? 'on, as its own process (`bun run flusher`) beside the API' : 'on') : '**off (diagnosis run)**'}, rate limit and caps opened wide; every Bun process with the image's allocator settings, the bench's environment first (${Object.entries(IMAGE_ALLOCATOR_ENV).map(([k, v]) => `${k}=${process.env[k] ?? v}`).join(' ') || 'none'})`)
 
   const wanted = new Set(opt.rows!.split(','))
   if (baseline && wanted.has('baseline')) {

@@ -1,5 +1,6 @@
 /** Child processes of the bench and the machine's CPU accounting (Linux /proc). */
 import { readFileSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 
 /** A port the OS just handed out; the child binds it a moment later (a tiny race, fine on loopback). */
@@ -16,9 +17,17 @@ export interface Child {
   stop(): Promise<void>
 }
 
+/**
+ * The allocator settings the image runs Bun with (the Dockerfile's `ENV MIMALLOC_*`): every process a
+ * bench starts runs with them, the ledger floor and a baseline as ours; the bench's own environment wins.
+ */
+export const IMAGE_ALLOCATOR_ENV: Record<string, string> = Object.fromEntries(
+  [...readFileSync(join(import.meta.dir, '..', '..', 'Dockerfile'), 'utf8').matchAll(/^ENV\s+(MIMALLOC_\w+)=(\S+)\s*$/gm)].map((m) => [m[1]!, m[2]!]),
+)
+
 /** `cwd`: the tree the child runs in (a baseline checkout runs its own src/ and lua/); default ours. */
 export function startChild(name: string, cmd: string[], env: Record<string, string | undefined>, logFile: string, o: { cwd?: string } = {}): Child {
-  const proc = Bun.spawn(cmd, { env: { ...process.env, ...env } as Record<string, string>, stdout: Bun.file(logFile), stderr: Bun.file(logFile), cwd: o.cwd })
+  const proc = Bun.spawn(cmd, { env: { ...IMAGE_ALLOCATOR_ENV, ...process.env, ...env } as Record<string, string>, stdout: Bun.file(logFile), stderr: Bun.file(logFile), cwd: o.cwd })
   return {
     name,
     proc,

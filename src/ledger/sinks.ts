@@ -61,6 +61,20 @@ const LEDGER_COLUMNS = [
   'mc_rem',
 ] as const
 
+/**
+ * Epoch ms as an ISO instant. A flush's debits mostly share their turn's millisecond, so the last one
+ * formatted is kept: a Date and its toISOString an entry less. NaN never equals itself: it still throws.
+ */
+let lastMs = NaN
+let lastIso = ''
+function instantOf(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastIso
+}
+
 /** A money entry's row, in LEDGER_COLUMNS' order: the one builder of both ways in. */
 function ledgerRow(e: OutboxEntry): CopyValue[] {
   const m = moneyFields(e)
@@ -78,7 +92,7 @@ function ledgerRow(e: OutboxEntry): CopyValue[] {
     // `reason` also names a refund's cause; it is the uncredited part's only beside `uncredited`.
     m.uncredited !== null ? m.reason : null,
     // Epoch ms as an instant; an `at` that is no time throws here (RangeError: the entry is poison).
-    new Date(m.at).toISOString(),
+    instantOf(m.at),
     writtenId(e),
     m.model,
     m.tokens?.input,

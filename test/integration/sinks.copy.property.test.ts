@@ -185,3 +185,23 @@ test('what one way refuses the other refuses too, and the flusher reads both as 
   }
   expect(Number(rowsOf<{ n: string | number }>(await h.db.execute(sql`select count(*) as n from calls where call_id like 'call_%'`))[0]!.n)).toBe(1)
 })
+
+test("each money row holds its own entry's instant, whether a round's entries share one or not; an `at` that is no time is poison after a good one", async () => {
+  const base = fc.sample(money, 1)[0]!
+  const t = 1_795_984_709_121
+  // Runs of one millisecond (a turn's debits), a change, a return to an earlier one.
+  const ats = [t, t, t + 1, t + 1, t, t + 86_400_000, t]
+  const es = ats.map((at) => moneyEntry({ ...base, at }))
+  for (const fresh of [true, false]) {
+    const rows = (await rowsWritten(es, [], fresh)) as { ledger: { id: string; at: Date | string }[] }
+    const byId = new Map(rows.ledger.map((r) => [r.id, new Date(r.at).getTime()]))
+    expect(es.map((e) => byId.get(e.fields.id!))).toEqual(ats)
+  }
+  const bad = [moneyEntry({ ...base, at: t }), { ...moneyEntry(base), fields: { ...moneyEntry(base).fields, at: 'yesterday' } }]
+  for (const fresh of [true, false]) {
+    const outcome = await h.db
+      .transaction(async (tx) => LEDGER_SINKS[bad[0]!.kind]!(tx as unknown as Database, bad, { fresh }))
+      .then(() => 'written', (e) => classifyFlushError(e))
+    expect(outcome).toBe('poison')
+  }
+})
