@@ -14,15 +14,17 @@ interface Node {
   children?: number[]
 }
 
+// A sample goes to the first part that matches any frame of its stack: the flusher's and the two hot
+// scripts' callers before src/paid-request/ as a whole, and our code before the libraries it calls.
 const PARTS: [string, RegExp][] = [
   ['flusher: drizzle query building', /drizzle-orm/],
-  ['flusher: own code', /ledger\/flusher\.ts/],
+  ['flusher: own code (read, rows, COPY text, ack)', /src\/write-behind\/|src\/ledger\/sinks\.ts|src\/db\/copy\.ts|src\/lua\/ack-outbox\.ts/],
   ['flusher: postgres driver', /node_modules\/postgres\//],
-  ['call: record-call (filing)', /ledger\/calls\.ts|ledger\/call-filing\.ts|lua\/record-calls\.ts/],
-  ['call: debit (script wrapper, keys, args)', /ledger\/debit\.ts|src\/lua\/debit\.ts|redis\/keys\.ts/],
-  ['call: settle pipeline', /ledger\/paid-call\//],
+  ['call: filing (record-calls)', /paid-request\/call-filing\.ts|paid-request\/calls\.ts|src\/lua\/record-calls\.ts/],
+  ['call: debit (script wrapper, batches, keys, args)', /paid-request\/debit\.ts|src\/lua\/debit\.ts|redis\/keys\.ts|redis\/batched-scripts\.ts|redis\/turn-batch\.ts|redis\/variable-keys\.ts/],
+  ['call: the paid request (open, outcome, refund, settle)', /src\/paid-request\/|src\/lua\/(settle|refund)\.ts/],
   ['call: upstream fetch', /src\/upstream\//],
-  ['edge: body, text checks, auth first', /src\/edge\/|auth\/first\.ts|src\/http\.ts|auth\/guard\.ts|auth\/principal\.ts/],
+  ['edge: body, text checks, auth', /src\/edge\/|src\/http\.ts|src\/auth\/|src\/admission\.ts|src\/route-access\.ts/],
   ['metrics and observers', /src\/metrics\.ts|src\/observe\.ts|prom-client|alarms\/spend\.ts/],
   ['call: handler, params, response', /modules\/call\/|src\/calls\//],
   ['ioredis (auto-pipeline writes, replies)', /ioredis|redis-parser/],
