@@ -56,3 +56,21 @@ export function nextHktMonthStart(ms: number): number {
 export function previousHktMonth(month: string): string {
   return hktMonth(hktMonthStart(month) - 1)
 }
+
+/**
+ * An epoch-ms → ISO-instant formatter that keeps the last one it made: the calls and entries of a
+ * turn mostly share a millisecond, so most ask for the same string again (a Date and its toISOString
+ * each time otherwise). One per caller, so two callers' instants do not push each other out. An
+ * instant that is no time throws RangeError, as toISOString does (NaN never equals the last one).
+ */
+export function isoInstants(): (ms: number) => string {
+  let lastMs = NaN
+  let lastIso = ''
+  return (ms) => {
+    if (ms !== lastMs) {
+      lastIso = new Date(ms).toISOString()
+      lastMs = ms
+    }
+    return lastIso
+  }
+}

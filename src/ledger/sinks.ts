@@ -5,6 +5,7 @@
  * DO NOTHING on its own id, so it changes nothing.
  */
 import { eq, sql } from 'drizzle-orm'
+import { isoInstants } from '../clock'
 import type { Database } from '../db/client'
 import { accounts } from '../db/schema'
 import { shardOfAccount } from '../redis/keys'
@@ -61,19 +62,8 @@ const LEDGER_COLUMNS = [
   'mc_rem',
 ] as const
 
-/**
- * Epoch ms as an ISO instant. A flush's debits mostly share their turn's millisecond, so the last one
- * formatted is kept: a Date and its toISOString an entry less. NaN never equals itself: it still throws.
- */
-let lastMs = NaN
-let lastIso = ''
-function instantOf(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString()
-    lastMs = ms
-  }
-  return lastIso
-}
+/** Epoch ms as an ISO instant: a flush's debits mostly share their turn's millisecond. */
+const instantOf = isoInstants()
 
 /** A money entry's row, in LEDGER_COLUMNS' order: the one builder of both ways in. */
 function ledgerRow(e: OutboxEntry): CopyValue[] {

@@ -9,6 +9,7 @@
  * call at its deadline; a failed filing or bonus is logged and never fails the request.
  */
 import type { Principal } from '../auth/principal'
+import { isoInstants } from '../clock'
 import type { Log } from '../log'
 import type { RedisContext } from '../redis/context'
 import { runSettle } from '../lua/settle'
@@ -228,16 +229,5 @@ export class DebitedCall {
   }
 }
 
-/**
- * An instant as the call record writes it. The calls of one turn mostly share their debit's
- * millisecond, so the last one formatted is kept: a Date and its toISOString a call less.
- */
-let lastMs = NaN
-let lastIso = ''
-function isoInstant(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString()
-    lastMs = ms
-  }
-  return lastIso
-}
+/** An instant as the call record writes it: the calls of one turn mostly share their debit's millisecond. */
+const isoInstant = isoInstants()
