@@ -18,6 +18,7 @@ import postgres from 'postgres'
 import { openDatabase, type Database } from '../src/db/client'
 import type { OutboxEntry } from '../src/write-behind/outbox'
 import { SINKS } from '../src/sinks'
+import { timeLedId } from '../src/auth/tokens'
 import { pidsByComm } from './lib/proc'
 import { readFileSync } from 'node:fs'
 
@@ -51,8 +52,9 @@ function runUs(pid: number): number {
 const rand = () => Math.random().toString(36).slice(2, 12)
 let seq = 0
 function callEntries(acct: string): OutboxEntry[] {
-  const call = `call_${rand()}${rand()}`
   const at = Date.now()
+  // The service's call id (src/paid-request/debit.ts): it leads both rows' primary keys.
+  const call = `call_${timeLedId(at)}`
   const streamId = `${at}-${seq++}`
   const rec = { call_id: call, slug: 'bench.echo', agent_id: null, charged: 5, refunded: false, outcome: 'ok', http_status: 200, latency_ms: 3, at: new Date(at).toISOString(), account_id: acct }
   return [

@@ -47,3 +47,29 @@ export function pooledId(bytes = 16): string {
   used += bytes
   return pool.toString('base64url', used - bytes, used)
 }
+
+/** Base-64 digits in ASCII order (base64url's characters): a number's digits compare byte by byte as it does. */
+const SORTABLE = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz'
+let headMs = NaN
+let head = ''
+
+/**
+ * A pooledId led by its time: 8 characters of epoch ms (SORTABLE: ids minted later sort later, byte
+ * by byte, until the year 10889), then 10 random bytes (14 characters, base64url): 22 characters, as
+ * pooledId's. A paid call's id leads the primary keys of its Postgres rows (`calls`, and its ledger
+ * entries' `<call id>:debit`), so each insert lands at the right edge of the index instead of on a
+ * random page (bench/RESULTS.md, issue 42).
+ */
+export function timeLedId(ms: number): string {
+  if (ms !== headMs) {
+    let t = Math.floor(ms)
+    let h = ''
+    for (let i = 0; i < 8; i++) {
+      h = SORTABLE[t % 64]! + h
+      t = Math.floor(t / 64)
+    }
+    headMs = ms
+    head = h
+  }
+  return head + pooledId(10)
+}

@@ -4,7 +4,7 @@
  *         CONFLICT (idempotency), PAYMENT_REQUIRED (thrown by the caller via `insufficient`).
  */
 import type { Principal } from '../auth/principal'
-import { pooledId } from '../auth/tokens'
+import { timeLedId } from '../auth/tokens'
 import { runDebit, type DebitMetering, type RunState } from '../lua/debit'
 import type { RedisContext } from '../redis/context'
 import { DAY_KEY_TTL_S } from '../ledger/constants'
@@ -63,7 +63,7 @@ export async function debit(ctx: RedisContext, req: DebitRequest): Promise<Debit
   const { accountId: acct, agentId, tokenHash } = req.principal
   const now = ctx.clock.now()
   const w = windowsAt(now)
-  const callId = 'call_' + pooledId()
+  const callId = 'call_' + timeLedId(now)
   const reply = await runDebit(ctx, {
     now,
     accountId: acct,
