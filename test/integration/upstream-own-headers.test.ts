@@ -1,8 +1,8 @@
 /**
- * A provider request without client headers (a capability call) copies headers made once for its
- * provider, key and body type (upstream/request.ts ownHeaders): each request still goes out with
- * exactly what the header policy builds for it, and a change of key, static headers, auth or body
- * type is seen on the next request. A request with client headers (the proxy) builds its own.
+ * What a provider request goes out with (upstream/request.ts, headers.ts, whose auth pairs are kept
+ * per provider for its last key): each request carries exactly what the header policy builds for
+ * it, and a change of key, static headers, auth or body type is seen on the next request. A request
+ * with client headers (the proxy) passes them, and the next one without carries none of them.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Server } from 'bun'
@@ -53,7 +53,7 @@ test('requests without client headers go out with the policy headers of their pr
   const post = { provider: p, method: 'POST', apiKey: 'key-one', contentType: 'application/json', body: '{"q":1}' }
   for (const r of [
     post,
-    // the same again: the copy of the made headers
+    // the same again: the auth pairs kept for the provider
     post,
     // another key
     { ...post, apiKey: 'key-two' },
@@ -77,7 +77,7 @@ test('requests without client headers go out with the policy headers of their pr
   expect(got['x-api-key']).toBeUndefined()
 })
 
-test('a request with client headers builds its own: the client headers pass, the made copy is not reused', async () => {
+test('a request with client headers passes the client headers; the next request without carries none of them', async () => {
   const p = provider()
   await sent({ provider: p, method: 'POST', apiKey: 'key-one', contentType: 'application/json', body: '{}' })
   const incoming = new Headers({ 'x-client': 'mine', 'x-api-key': 'client-key', 'content-length': '2' })
