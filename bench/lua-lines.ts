@@ -21,7 +21,7 @@
 import Redis from 'ioredis'
 import { parseArgs } from 'node:util'
 import { hashToken } from '../src/auth/tokens'
-import { runDebit, type DebitArgs } from '../src/lua/debit'
+import { runDebit } from '../src/lua/debit'
 import { batchedCaller, batchedLua } from '../src/redis/batched-scripts'
 import type { RedisClient } from '../src/redis/client'
 import type { RedisContext } from '../src/redis/context'
@@ -30,6 +30,7 @@ import { loadScripts, readScripts } from '../src/redis/scripts'
 import { variableKeysCaller } from '../src/redis/variable-keys'
 import { windowsAt } from '../src/windows'
 import { freePorts, waitPing } from '../test/helpers/redis-server'
+import { debitCases, seedAccount, type Who } from './lib/debit-cases'
 
 const { values: opt } = parseArgs({
   options: {
@@ -76,30 +77,10 @@ const take = async (): Promise<Map<number, number>> => {
   return m
 }
 
-// An account and a depth-4 chain as create-agent.lua leaves them (budgets far beyond the run), as in script-cost.ts.
 const acct = 'acc_07_lualines'
-const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
-await redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
-for (let i = 0; i < 4; i++) {
-  const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
-  if (i > 0) Object.assign(h, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
-  if (i < 3) h.carved = 1e9 - i - 1
-  await redis.hset(keys.agent(acct, ids[i]!), h)
-}
-type Who = 'owner' | 'depth-1' | 'depth-4'
+await seedAccount(redis, keys, hashToken, acct)
 const now = Date.now()
-const w = windowsAt(now)
-let seq = 0
-const args = (who: Who): DebitArgs => {
-  const agent = who === 'owner' ? null : who === 'depth-1' ? 0 : 3
-  return {
-    now, accountId: acct, agentId: agent === null ? null : ids[agent]!, chain: agent === null ? [] : ids.slice(0, agent).reverse(),
-    tokenHash: hashToken(agent === null ? 'owner' : ids[agent]!), target: 'bench.search', price: 5, unpriced: false,
-    callId: `call_lines_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12,
-    unpricedRequestCap: 1e9, fingerprint: 'fp', dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9,
-    lowBalanceAlert: 0, abandonAt: now + 60_000,
-  }
-}
+const args = debitCases({ hashToken, acct, now, windows: windowsAt(now), idPrefix: 'call_lines_' })
 
 const perCase = new Map<Who, Map<number, number>>()
 for (const who of ['owner', 'depth-1', 'depth-4'] as const) {

@@ -23,6 +23,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import Redis from 'ioredis'
 import { resolveBaseline } from './lib/baseline'
+import { debitCases, seedAccount } from './lib/debit-cases'
 import { freePort } from './lib/proc'
 import { replaceSection } from './lib/sections'
 
@@ -93,7 +94,6 @@ async function startCountedRedis() {
   }
 }
 
-type Who = 'owner' | 'depth-1' | 'depth-4'
 interface Row {
   case: string
   perCall: number
@@ -130,32 +130,12 @@ async function measureTree(root: string): Promise<Row[]> {
     if (BATCHED.has(s.name)) await server.redis.script('LOAD', batchedLua(s.lua, s.numberOfKeys))
   }
   const acct = 'acc_07_scriptcost'
-  const ids = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4']
-  // An account and a depth-4 chain as create-agent.lua leaves them (budgets far beyond the run).
-  await server.redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
+  await seedAccount(server.redis, keys, hashToken, acct)
   // The spread cases' accounts: each call of a batch another account's (of the same shard).
   const spread = Array.from({ length: BATCH }, (_, j) => `${acct}_${j}`)
   for (const a of spread) await server.redis.hset(keys.account(a), { owner: hashToken('owner'), balance: 1e12 })
-  for (let i = 0; i < 4; i++) {
-    const h: Record<string, string | number> = { token: hashToken(ids[i]!), name: ids[i]!, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
-    if (i > 0) Object.assign(h, { parent: ids[i - 1]!, chain: ids.slice(0, i).reverse().join(',') })
-    if (i < 3) h.carved = 1e9 - i - 1
-    await server.redis.hset(keys.agent(acct, ids[i]!), h)
-  }
   const now = Date.now()
-  const w = windowsAt(now)
-  let seq = 0
-  const debitArgs = (who: Who, metered = false, accountId = acct) => {
-    const agent = who === 'owner' ? null : who === 'depth-1' ? 0 : 3
-    return {
-      now, accountId, agentId: agent === null ? null : ids[agent], chain: agent === null ? [] : ids.slice(0, agent).reverse(),
-      tokenHash: hashToken(agent === null ? 'owner' : ids[agent]!), target: metered ? 'proxy:llm/m1' : 'bench.search', price: 5, unpriced: false,
-      callId: `call_cost_${++seq}`, day: w.day, rateWindow: w.rate, prevRateWindow: w.prevRate, rateLimit: 1e9, defaultDailyCap: 1e12,
-      unpricedRequestCap: 1e9, fingerprint: 'fp', dayKeyTtlS: 172_800, breakerCreditsPerMinute: 0, breakerIdenticalPerMinute: 1e9,
-      lowBalanceAlert: 0, abandonAt: now + 60_000,
-      ...(metered ? { metered: { model: 'm1', inputBound: 120, input: 1000, cachedInput: 100, output: 4000, ceiling: 256, maxOutput: 4096, minOutput: 16 } } : {}),
-    }
-  }
+  const debitArgs = debitCases({ hashToken, acct, now, windows: windowsAt(now), idPrefix: 'call_cost_' })
   const batches = <T>(make: () => T) => Array.from({ length: CALLS / BATCH }, () => Array.from({ length: BATCH }, make))
   const rows: Row[] = []
   const measure = async (name: string, fn: () => Promise<void>) => rows.push({ case: name, perCall: Math.round((await server.count(fn, name)) / CALLS) })
