@@ -16,7 +16,8 @@
   KEYS[4] unpriced requests of the call's HKT day
   KEYS[5] outbox stream               {s}:outbox
   KEYS[6] in-flight calls of the shard {s}:inflight
-  KEYS[7] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner)
+  KEYS[7] the call's agent hash       {s}:agent:<acct>:<agent|_owner>  (never written for the owner; the
+          record's agent's, or the call fails)
   KEYS[8]  ancestor 1's hash          \  the chain, parent first; a slot past its
   KEYS[9]  ancestor 2's hash           | length repeats KEYS[7]
   KEYS[10] ancestor 3's hash          /
@@ -80,6 +81,10 @@ if not call[1] then return {S_NOT_FOUND, 0} end
 if call[11] and KEYS[12] == KEYS[7] then return redis.error_reply('refund: the call\'s run ' .. call[11] .. ' was not given') end
 local chain = ARGV[6] or ''
 if (call[6] or '') ~= chain then return redis.error_reply('refund: chain ' .. chain .. ' is not the call\'s') end
+-- The agent hash given back to must be the one the record names (its account's, `_owner` for the
+-- owner's call): the chain alone cannot tell two top-level agents apart.
+local own = ':agent:' .. ARGV[3] .. ':' .. ((call[3] or '') ~= '' and call[3] or '_owner')
+if string.sub(KEYS[7], -#own) ~= own then return redis.error_reply('refund: agent hash ' .. KEYS[7] .. ' is not the call\'s') end
 if call[1] ~= 'debited' then
   return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end

@@ -33,7 +33,7 @@
   its `spent_total` and, along its chain (docs/api.md §8), every ancestor's spent_total and day spend,
   exactly as the debit counted them (lua/lib/budget.lua release_chain's rule, applied by
   lua/lib/release-memo.lua: a hash several calls of the batch release along is read and written once;
-  the chain must be the call record's).
+  the agent and the chain must be the call record's).
 
   KEYS[1] outbox stream                {s}:outbox
   KEYS[2] in-flight calls of the shard {s}:inflight
@@ -46,7 +46,7 @@
     j = 3  account spend of the call's HKT day  {s}:spent:<acct>:<day>
     j = 4  recent calls list              {s}:calls:<acct>  (written only when the call is filed)
     for an agent's call (its shape says so, below):
-    j = 5  the call's agent hash          {s}:agent:<acct>:<agent>
+    j = 5  the call's agent hash          {s}:agent:<acct>:<agent>  (the record's agent's, or the call fails)
     j = 6  the agent's breaker window of the debit's minute  {s}:brk:<acct>:<agent>:<minute>
            (the shape's minute; with none, the agent hash again)
     j = 7, 8, …  per ancestor, parent first: its hash
@@ -342,6 +342,10 @@ for i = 1, n do
     answer(i, 'settle: run ' .. run_id .. ' is not the call\'s', 0)
   elseif owner and call[3] ~= '' then
     answer(i, 'settle: the call is agent ' .. call[3] .. '\'s, not the owner\'s', 0)
+  elseif not owner and string.sub(agent_hash, -(#account_id + #(call[3] or '') + 8)) ~= ':agent:' .. account_id .. ':' .. (call[3] or '') then
+    -- The agent hash given back to must be the one the record names: the chain alone cannot tell
+    -- two top-level agents apart.
+    answer(i, 'settle: agent hash ' .. agent_hash .. ' is not the call\'s', 0)
   elseif call[1] ~= 'debited' then
     answer(i, S_ALREADY_APPLIED, balance_of(acct))
   else
