@@ -8,7 +8,9 @@
   (docs/api.md §8), to every ancestor's spent_total and day spend, exactly as the debit took them
   (lua/lib/budget.lua release_chain: an agent's day spend is its hash's `day_spent`, lowered only
   while the hash's `day` is still the call's day, the call record's `day`). The chain comes from
-  the caller (immutable, cached) and must be the one the debit stored on the call record.
+  the caller (immutable, cached) and must be the one the debit stored on the call record; the agent
+  hash (KEYS[7]) must be the record's agent's, and the call must be in flight under the account it
+  is given for (KEYS[6]: the record does not name its account), or the refund fails, writing nothing.
 
   KEYS[1] account hash                {s}:acct:<acct>
   KEYS[2] call record                 {s}:call:<call_id>
@@ -88,14 +90,20 @@ if string.sub(KEYS[7], -#own) ~= own then return redis.error_reply('refund: agen
 if call[1] ~= 'debited' then
   return {S_ALREADY_APPLIED, tonumber(redis.call('HGET', KEYS[1], 'balance') or '0')}
 end
+local member = ARGV[3] .. '|' .. call_id
 if ARGV[5] and ARGV[5] ~= '' then
-  local deadline = redis.call('ZSCORE', KEYS[6], ARGV[3] .. '|' .. call_id)
+  local deadline = redis.call('ZSCORE', KEYS[6], member)
   if deadline and tonumber(deadline) > tonumber(ARGV[5]) then return {S_NOT_DUE, 0} end
 end
 local price = tonumber(call[2])
 
+-- A debited call is in the shard's in-flight set under its account until its filing, settle or
+-- refund takes it out (debit.lua), and its record does not name the account: found there and
+-- taken out first, before any other write, it proves the call is the given account's.
+if redis.call('ZREM', KEYS[6], member) == 0 then
+  return redis.error_reply('refund: call ' .. call_id .. ' is not in flight for account ' .. ARGV[3])
+end
 if rest then redis.call('SET', KEYS[2], head .. 'refunded' .. rest, 'KEEPTTL') else redis.call('HSET', KEYS[2], 'state', 'refunded') end
-redis.call('ZREM', KEYS[6], ARGV[3] .. '|' .. call_id)
 -- A metered call's reservation is a hold (`hold` on its call record, lua/debit.lua): what the
 -- account still holds of it goes back — all of it, unless the account was restored from the
 -- ledger while the call ran and its holds were lost with the hash.

@@ -3,7 +3,9 @@
  * agent, and refund.lua and settle.lua refuse an agent hash that is not that agent's (the app builds
  * the key from the request's principal; the sweeper from the record). Two top-level agents share
  * the empty chain, so the chain check alone cannot tell them apart: given the sibling's key, each
- * script fails, and nothing moves — no balance, no hold, no agent's spend, no record state.
+ * script fails, and nothing moves — no balance, no hold, no agent's spend, no record state. A
+ * record does not name its account: a refund finds the call in flight under the account it was
+ * given (the debit put it there), or fails the same way.
  *
  *   bun test test/integration/agent-key-mismatch.test.ts
  */
@@ -75,4 +77,26 @@ test("a refund of the owner's call given an agent's key fails", async () => {
   const refund = runRefund(t.s.ctx, { now: Date.now(), accountId: owner.account_id, agentId: a.id, callId: call.callId, day: 0, reason: 'test', chain: [] })
   await expect(refund).rejects.toThrow('is not the call')
   expect(await state(owner.account_id, [a.id], call.callId)).toEqual(before)
+})
+
+test("a refund given another account of the call's shard fails and credits neither", async () => {
+  // Two accounts of one shard: their call keys share a hash slot, so only the in-flight entry tells them apart.
+  const byShard = new Map<number, { account_id: string; token: string }>()
+  let pair: [{ account_id: string; token: string }, { account_id: string; token: string }] | null = null
+  for (let i = 0; i < 64 && !pair; i++) {
+    const a = await t.signup()
+    const shard = t.s.ctx.keys.shardOf(a.account_id)
+    const other = byShard.get(shard)
+    if (other) pair = [other, a]
+    else byShard.set(shard, a)
+  }
+  const [x, y] = pair!
+  const call = await openMeteredCall(t.s, (await t.s.guard.tokens.resolve(x.token))!, PRICE)
+  const read = async () => ({ x: await state(x.account_id, [], call.callId), y: await t.s.ctx.redis.hmget(t.s.ctx.keys.account(y.account_id), 'balance', 'held') })
+  const before = await read()
+  const refund = runRefund(t.s.ctx, { now: Date.now(), accountId: y.account_id, agentId: null, callId: call.callId, day: 0, reason: 'test', chain: [] })
+  await expect(refund).rejects.toThrow('is not in flight')
+  expect(await read()).toEqual(before)
+  const ok = await runRefund(t.s.ctx, { now: Date.now(), accountId: x.account_id, agentId: null, callId: call.callId, day: 0, reason: 'test', chain: [] })
+  expect(ok.status).toBe('ok')
 })
