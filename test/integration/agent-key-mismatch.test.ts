@@ -79,18 +79,21 @@ test("a refund of the owner's call given an agent's key fails", async () => {
   expect(await state(owner.account_id, [a.id], call.callId)).toEqual(before)
 })
 
-test("a refund given another account of the call's shard fails and credits neither", async () => {
-  // Two accounts of one shard: their call keys share a hash slot, so only the in-flight entry tells them apart.
-  const byShard = new Map<number, { account_id: string; token: string }>()
-  let pair: [{ account_id: string; token: string }, { account_id: string; token: string }] | null = null
-  for (let i = 0; i < 64 && !pair; i++) {
-    const a = await t.signup()
-    const shard = t.s.ctx.keys.shardOf(a.account_id)
-    const other = byShard.get(shard)
-    if (other) pair = [other, a]
-    else byShard.set(shard, a)
+type Signed = { account_id: string; token: string }
+/** Two accounts of one shard: their call keys share a hash slot, so only the in-flight entry tells their calls apart. */
+async function sameShard(): Promise<[Signed, Signed]> {
+  const byShard = new Map<number, Signed>()
+  for (let i = 0; i < 64; i++) {
+    const a: Signed = await t.signup()
+    const other = byShard.get(t.s.ctx.keys.shardOf(a.account_id))
+    if (other) return [other, a]
+    byShard.set(t.s.ctx.keys.shardOf(a.account_id), a)
   }
-  const [x, y] = pair!
+  throw new Error('no two accounts of one shard in 64 signups')
+}
+
+test("a refund given another account of the call's shard fails and credits neither", async () => {
+  const [x, y] = await sameShard()
   const call = await openMeteredCall(t.s, (await t.s.guard.tokens.resolve(x.token))!, PRICE)
   const read = async () => ({ x: await state(x.account_id, [], call.callId), y: await t.s.ctx.redis.hmget(t.s.ctx.keys.account(y.account_id), 'balance', 'held') })
   const before = await read()
