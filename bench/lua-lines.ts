@@ -25,6 +25,7 @@ import { runDebit } from '../src/lua/debit'
 import { batchedCaller, batchedLua } from '../src/redis/batched-scripts'
 import type { RedisClient } from '../src/redis/client'
 import type { RedisContext } from '../src/redis/context'
+import { LAYOUT_FIELD, LAYOUT_VALUE } from '../src/redis/hash-layout'
 import { Keys } from '../src/redis/keys'
 import { loadScripts, readScripts } from '../src/redis/scripts'
 import { variableKeysCaller } from '../src/redis/variable-keys'
@@ -78,7 +79,7 @@ const take = async (): Promise<Map<number, number>> => {
 }
 
 const acct = 'acc_07_lualines'
-await seedAccount(redis, keys, hashToken, acct)
+await seedAccount(redis, keys, hashToken, acct, { [LAYOUT_FIELD]: LAYOUT_VALUE })
 const now = Date.now()
 const args = debitCases({ hashToken, acct, now, windows: windowsAt(now), idPrefix: 'call_lines_' })
 

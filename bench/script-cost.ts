@@ -130,7 +130,9 @@ async function measureTree(root: string): Promise<Row[]> {
     if (BATCHED.has(s.name)) await server.redis.script('LOAD', batchedLua(s.lua, s.numberOfKeys))
   }
   const acct = 'acc_07_scriptcost'
-  await seedAccount(server.redis, keys, hashToken, acct)
+  // The agents' hashes as the tree's create-agent.lua makes them: a hashtable where it writes the layout field.
+  const layout = (await Bun.file(join(root, 'src/redis/hash-layout.ts')).exists()) ? await mod('src/redis/hash-layout.ts') : null
+  await seedAccount(server.redis, keys, hashToken, acct, layout ? { [layout.LAYOUT_FIELD]: layout.LAYOUT_VALUE } : {})
   // The spread cases' accounts: each call of a batch another account's (of the same shard).
   const spread = Array.from({ length: BATCH }, (_, j) => `${acct}_${j}`)
   for (const a of spread) await server.redis.hset(keys.account(a), { owner: hashToken('owner'), balance: 1e12 })

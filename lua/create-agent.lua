@@ -147,7 +147,9 @@ if #ids > 0 then
   if parent[4] and (not expires or expires > tonumber(parent[4])) then expires = tonumber(parent[4]) end
 end
 
-redis.call('HSET', KEYS[1], 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1,
+-- LAYOUT_FIELD: this write makes the hash a hashtable, not a listpack (src/redis/hash-layout.ts).
+--@include hash-layout
+redis.call('HSET', KEYS[1], LAYOUT_FIELD, LAYOUT_VALUE, 'token', ARGV[4], 'name', ARGV[5], 'state', 'active', 'created', now, 'v', 1,
   'depth', depth, 'spent_total', 0)
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'daily_cap', ARGV[7]) end
 if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'allow', ARGV[9]) end

@@ -13,11 +13,15 @@ type RedisLike = { hset(key: string, fields: Record<string, string | number>): P
 export type Who = 'owner' | 'depth-1' | 'depth-4'
 export const CHAIN = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4'] as const
 
-/** The account (funded far beyond any run) and its depth-4 chain. */
-export async function seedAccount(redis: RedisLike, keys: CaseKeys, hashToken: Hash, acct: string): Promise<void> {
+/**
+ * The account (funded far beyond any run) and its depth-4 chain. `layout`: the field the tree's
+ * create-agent.lua writes to keep an agent's hash a hashtable (src/redis/hash-layout.ts), none in a
+ * tree before it.
+ */
+export async function seedAccount(redis: RedisLike, keys: CaseKeys, hashToken: Hash, acct: string, layout: Record<string, string> = {}): Promise<void> {
   await redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
   for (const [i, id] of CHAIN.entries()) {
-    const h: Record<string, string | number> = { token: hashToken(id), name: id, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
+    const h: Record<string, string | number> = { ...layout, token: hashToken(id), name: id, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
     if (i > 0) Object.assign(h, { parent: CHAIN[i - 1]!, chain: CHAIN.slice(0, i).reverse().join(',') })
     if (i < 3) h.carved = 1e9 - i - 1
     await redis.hset(keys.agent(acct, id), h)

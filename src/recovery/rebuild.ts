@@ -21,6 +21,7 @@ import { randomId } from '../auth/tokens'
 import { runRestoreAccount } from '../lua/accounts'
 import { runRecountAgents } from '../lua/agents'
 import { SHARDS } from '../redis/keys'
+import { LAYOUT_FIELD, LAYOUT_VALUE } from '../redis/hash-layout'
 import type { RedisContext } from '../redis/context'
 import { CHARGE_TTL_S, DAY_KEY_TTL_S } from '../ledger/constants'
 import { accountFields, accountPolicyFields, agentFields, ownerFields, scanOutbox, type AccountFields, type AccountPolicyFields, type AgentFields } from '../write-behind/outbox'
@@ -330,7 +331,7 @@ export async function applyRebuild(ctx: RedisContext, plan: RebuildPlan, opt: { 
   }
 
   for (const a of plan.agents) {
-    const hash: Fields = { token: a.tokenHash, name: a.name, state: a.state, created: String(a.createdMs), v: String(a.version) }
+    const hash: Fields = { [LAYOUT_FIELD]: LAYOUT_VALUE, token: a.tokenHash, name: a.name, state: a.state, created: String(a.createdMs), v: String(a.version) }
     if (a.dailyCap !== null) hash.daily_cap = String(a.dailyCap)
     if (a.allow !== null) hash.allow = a.allow
     if (a.perCallMax !== null) hash.per_call_max = String(a.perCallMax)

@@ -11,6 +11,7 @@ import { batchedCaller } from './batched-scripts'
 import type { RedisClient } from './client'
 import { variableKeysCaller } from './variable-keys'
 import { ScriptStatus } from './codes'
+import { hashLayoutInclude } from './hash-layout'
 import { TurnBatch } from './turn-batch'
 
 export const LUA_DIR = join(import.meta.dir, '..', '..', 'lua')
@@ -62,11 +63,12 @@ const statusesUsed = (lua: string) => new Set(lua.replace(STATUS_MARK, '').match
 /**
  * Splices `lua/lib/<name>.lua` where a script says `--@include <name>`: logic several scripts share
  * (the rate window) is written once, and each script still loads as one self-contained body.
- * `status` is generated (statusInclude) rather than read from a file.
+ * `status` and `hash-layout` are generated (statusInclude, hashLayoutInclude) rather than read from a file.
  */
 function withIncludes(lua: string, dir: string, file: string, within: readonly string[] = []): string {
   return lua.replace(/^--@include ([a-z0-9-]+)$/gm, (_, name: string) => {
     if (name === 'status') return '--@status'
+    if (name === 'hash-layout') return hashLayoutInclude()
     if (within.includes(name)) throw new Error(`lua/${file}: lua/lib/${name}.lua includes itself (${[...within, name].join(' → ')})`)
     let lib: string
     try {
