@@ -35,7 +35,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 if referrer ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then return {S_NOT_FOUND, 0} end
 
-redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'balance', grant, 'email', ARGV[4],
+-- LAYOUT_FIELD: this write makes the hash a hashtable, not a listpack (src/redis/hash-layout.ts).
+--@include hash-layout
+redis.call('HSET', KEYS[1], LAYOUT_FIELD, LAYOUT_VALUE, 'owner', ARGV[3], 'balance', grant, 'email', ARGV[4],
   'public_ref', ARGV[5], 'balance_cap', ARGV[9], 'mref', ARGV[10], 'created', now)
 if referrer ~= '' then redis.call('HSET', KEYS[1], 'referrer', referrer) end
 

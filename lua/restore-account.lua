@@ -33,7 +33,9 @@ if balance < 0 then return redis.error_reply('restore-account: negative balance 
 if balance - held < 0 then return redis.error_reply('restore-account: balance ' .. balance .. ' below the holds ' .. held) end
 
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'balance', balance - held)
+-- LAYOUT_FIELD: a hashtable, as create-account.lua makes it (src/redis/hash-layout.ts).
+--@include hash-layout
+redis.call('HSET', KEYS[1], LAYOUT_FIELD, LAYOUT_VALUE, 'balance', balance - held)
 if held > 0 then redis.call('HSET', KEYS[1], 'held', held) end
 for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if spent > 0 then

@@ -15,11 +15,11 @@ export const CHAIN = ['agt_c1', 'agt_c2', 'agt_c3', 'agt_c4'] as const
 
 /**
  * The account (funded far beyond any run) and its depth-4 chain. `layout`: the field the tree's
- * create-agent.lua writes to keep an agent's hash a hashtable (src/redis/hash-layout.ts), none in a
- * tree before it.
+ * create-account.lua and create-agent.lua write to keep the hashes hashtables
+ * (src/redis/hash-layout.ts), none in a tree before it.
  */
 export async function seedAccount(redis: RedisLike, keys: CaseKeys, hashToken: Hash, acct: string, layout: Record<string, string> = {}): Promise<void> {
-  await redis.hset(keys.account(acct), { owner: hashToken('owner'), balance: 1e12 })
+  await redis.hset(keys.account(acct), { ...layout, owner: hashToken('owner'), balance: 1e12 })
   for (const [i, id] of CHAIN.entries()) {
     const h: Record<string, string | number> = { ...layout, token: hashToken(id), name: id, created: 1, v: 1, state: 'active', spent_total: 0, depth: i + 1, budget: 1e9 - i }
     if (i > 0) Object.assign(h, { parent: CHAIN[i - 1]!, chain: CHAIN.slice(0, i).reverse().join(',') })

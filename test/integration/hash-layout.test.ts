@@ -1,9 +1,10 @@
 /**
- * An agent's hash is kept a hashtable, not a listpack (docs/redis-keys.md, "The agent hash's
- * layout"): every paid call of the agent and of its sub-agents reads 11–16 of its fields, and in a
- * listpack each field is found by a scan of the whole hash (an absent one, the rule for an agent
- * without a per-call max, daily cap, allowlist, expiry or breaker policy, scans all of it). Created
- * either way, by create-agent.lua or by the ledger rebuild, the hash carries the field that keeps it so.
+ * An account's and an agent's hashes are kept hashtables, not listpacks (docs/redis-keys.md, "The
+ * layout of the account and agent hashes"): every paid call reads 9 fields of its account's hash and
+ * 11–16 of its agent's and each ancestor's, and in a listpack each field is found by a scan of the
+ * whole hash (an absent one, the rule for an account or agent without a cap, allowlist or other
+ * limit of its own, scans all of it). Created either way, by its script or by the ledger rebuild,
+ * the hash carries the field that keeps it so.
  *
  *   bun test test/integration/hash-layout.test.ts
  */
@@ -22,6 +23,17 @@ afterAll(async () => {
 })
 
 const encoding = (key: string) => t.redis.object('ENCODING', key)
+
+test('an account is created as a hashtable, and rebuilt as one', async () => {
+  const o = await t.signup()
+  const key = t.s.ctx.keys.account(o.account_id)
+  expect(await encoding(key)).toBe('hashtable')
+  await flushAll(t)
+  await t.redis.del(key)
+  expect((await restoreMissing(t.s.ctx, t.s.db.db)).failed).toEqual([])
+  expect(await encoding(key)).toBe('hashtable')
+  expect((await t.req('GET', '/v1/balance', { token: o.token })).body.balance).toBe(o.balance)
+})
 
 test('an agent and a sub-agent are created as hashtables, and rebuilt as hashtables', async () => {
   const o = await t.signup()
