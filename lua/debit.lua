@@ -473,15 +473,22 @@ end
 -- at most 60 upvalues (Lua 5.1), and these would be ten of them.
 local F_STATE, F_EXPIRES, F_DAILY_CAP, F_ALLOW, F_PER_CALL_MAX, F_CARVED = 1, 2, 3, 4, 5, 10
 local agent = nil
+-- In a batch, the agent's levels table (below) once a call of it made one: its first row is the
+-- agent's row of the memo (the same table), so a later call takes it from there.
+local levels = nil
 if agent_id == '' then
   if acct[1] ~= token_hash then return {S_UNAUTHORIZED, 0} end
 else
+  levels = hash_memo and levels_of[KEYS[2]]
   -- Another agent's debits not yet in the rows this call may read (one of its levels may be this
   -- agent's or an ancestor's): written first. (A call without the memo is another account's.)
-  if pend_levels and hash_memo and pend_levels.key ~= KEYS[2] then settle_levels() end
-  memo = hash_memo and hash_memo[KEYS[2]]
-  agent = memo and memo.agent or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
-    'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
+  if pend_levels and hash_memo and pend_levels ~= levels then settle_levels() end
+  if levels then agent = levels[1][1]
+  else
+    memo = hash_memo and hash_memo[KEYS[2]]
+    agent = memo and memo.agent or memo_hmget(KEYS[2], 'agent', 'state', 'expires', 'daily_cap', 'allow', 'per_call_max', 'budget',
+      'spent_total', 'day', 'day_spent', 'carved', 'token', 'brk_credits', 'brk_same', 'chain', 'raises')
+  end
   if agent[11] ~= token_hash then return {S_UNAUTHORIZED, 0} end
   if (agent[14] or '') ~= chain then return redis.error_reply('debit: chain ' .. chain .. ' is not the agent\'s') end
 end
@@ -501,18 +508,19 @@ end
 -- call of a C function, several per level and check (bench/script-cost.ts).
 local rows, hashes, bys, budgets, spents, day_spents = NONE, NONE, NONE, NONE, NONE, NONE
 -- The levels' summary (summarize; the owner's: nothing to weigh), and in a batch the agent's levels
--- table, which keeps it while no row changed.
-local levels, pend = nil, 0
+-- table (`levels`, above), which keeps it while no row changed.
+local pend = 0
 local any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = false, false, false, false, false, false
 if agent then
-  levels = hash_memo and levels_of[KEYS[2]]
   if levels then
-    -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
-    if levels.pend > 0 and levels.today ~= today then settle_levels() end
-    if levels.epoch ~= levels_epoch or levels.today ~= today or levels.volatile then
+    -- A summary holds while no row changed (`epoch`, false for a row with a raise: made anew each
+    -- call) on the same HKT day.
+    if levels.epoch ~= levels_epoch or levels.today ~= today then
+      -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
+      if levels.pend > 0 and levels.today ~= today then settle_levels() end
       levels.volatile, levels.stopped, levels.allow, levels.expires, levels.pcm, levels.room, levels.day_room =
         summarize(levels[1], levels[4], levels[5], levels[6], today, now)
-      levels.epoch, levels.today, levels.thr_lowest = levels_epoch, today, false
+      levels.epoch, levels.today, levels.thr_lowest = not levels.volatile and levels_epoch, today, false
     end
     -- Its arrays are taken where a check walks them (a refusal, a threshold crossed): a call that
     -- passes weighs only the summary.
@@ -532,7 +540,7 @@ if agent then
     volatile, any_stopped, any_allow, first_expiry, least_pcm, least_room, least_day_room = summarize(rows, budgets, spents, day_spents, today, now)
     if hash_memo then
       -- Every field made here (false: none yet), so the table is made at its size once.
-      levels = {rows, hashes, bys, budgets, spents, day_spents, key = KEYS[2], pend = 0, epoch = levels_epoch, today = today,
+      levels = {rows, hashes, bys, budgets, spents, day_spents, pend = 0, epoch = not volatile and levels_epoch, today = today,
         volatile = volatile, stopped = any_stopped, allow = any_allow, expires = first_expiry, pcm = least_pcm, room = least_room,
         day_room = least_day_room, thr_lowest = false, thr_need = false, brk = false}
       levels_of[KEYS[2]] = levels
@@ -773,30 +781,40 @@ local minus_price = price > 0 and '-' .. price_s or '0'
 -- only then does its give-back come off that window (lua/lib/breaker-window.lua).
 local brk_counted = false
 if agent then
-  local brk_credits, brk_same, credits, same, prev_credits, prev_same = 0, 0, nil, nil, 0, 0
+  local b, credits, same, brk_credits, brk_same, prev_credits, prev_same, weigh
   -- In a batch, the breaker as this agent's call before left it (levels.brk, of the same minutes,
-  -- fingerprint and defaults): its policy parsed, its minute's deferred counts and the previous
-  -- minute's counts. Only this agent's calls touch its windows, and each that counts or reads them
-  -- other than here makes levels.brk anew or drops it (a trip deletes them, and its agent is refused
-  -- before its breaker for the rest of the batch), so the keys and arguments are all it checks.
-  -- A call then only adds its counts.
-  local b = levels and levels.brk
+  -- fingerprint and defaults): its policy parsed, its minute's deferred counts, the previous
+  -- minute's counts, and how far each rule then stood from tripping (`room`, as of its `elapsed`).
+  -- Only this agent's calls touch its windows, and each that counts or reads them other than here
+  -- makes levels.brk anew or drops it (a trip deletes them, and its agent is refused before its
+  -- breaker for the rest of the batch), so the keys and arguments are all it checks. A call then
+  -- only adds its counts and takes them off the rooms: the previous minute weighs less as the
+  -- minute goes on, so a room made earlier in it is never more than the rule leaves now, and only a
+  -- call that takes one below 0 weighs its counts exactly (below).
+  b = levels and levels.brk
   if b and b[1] == KEYS[11] and b[2] == KEYS[12] and b[3] == req_fp and b[4] == ARGV[15] and b[5] == ARGV[16]
-    and (price <= 0 or b[6].credits) then
+    and (price <= 0 or b[6].credits) and elapsed >= b[13] then
     local d = b[6]
-    brk_credits, brk_same, prev_credits, prev_same = b[8], b[9], b[10], b[11]
     if price > 0 then
       credits = d.credits + price
       d.credits = credits
+      b[14] = b[14] - price
     end
     if req_fp ~= '' then
-      same = d[b[12]] + 1
-      d[b[12]] = same
+      local f = b[12]
+      same = d[f] + 1
+      d[f] = same
+      b[15] = b[15] - 1
     end
-    if (credits or same) and (credits or price) == price and (same or 1) == 1 then expires[KEYS[11]] = WINDOW_MS * 2 end
+    if b[14] < 0 or b[15] < 0 then
+      weigh = true
+      brk_credits, brk_same, prev_credits, prev_same = b[8], b[9], b[10], b[11]
+    end
   else
+    b = false
     brk_credits = (agent[12] or ARGV[15]) + 0   -- absent: the deployment's defaults
     brk_same = (agent[13] or ARGV[16]) + 0
+    prev_credits, prev_same = 0, 0
     if brk_credits > 0 or brk_same > 0 then
       local same_field = 'f:' .. req_fp
       -- The window gets its expiry with its first count, like the rate window: two minutes from then
@@ -813,27 +831,35 @@ if agent then
         -- The previous minute is only read (a trip deletes it): read once per batch, per fingerprint.
         local prev = memo_of and memo_of(KEYS[12], same_field) or memo_hmget(KEYS[12], same_field, 'credits', same_field)
         prev_credits, prev_same = (prev[1] or 0) + 0, (prev[2] or 0) + 0
+        weigh = true
         if hash_memo then
-          levels.brk = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
-            brk_credits, brk_same, prev_credits, prev_same, same_field}
+          -- Its rooms are set once weighed (below).
+          b = {KEYS[11], KEYS[12], req_fp, ARGV[15], ARGV[16], hash_dirty[KEYS[11]], hash_memo[KEYS[12]],
+            brk_credits, brk_same, prev_credits, prev_same, same_field, 0, -1, -1}
+          levels.brk = b
         end
       end
     end
   end
   brk_counted = credits ~= nil
-  local weigh_credits = brk_credits > 0 and credits
-  local weigh_same = brk_same > 0 and same
-  if weigh_credits or weigh_same then
+  if weigh then
     -- Each count over the sliding minute: the previous minute's weighted by its overlap, plus this one's.
     -- An empty previous minute weighs 0 with no math.floor (a C call, ~1,000 instructions).
-    local rule, limit, seen = nil, 0, 0
-    if weigh_credits then
-      seen = prev_credits == 0 and credits or math.floor(prev_credits * ((WINDOW_MS - elapsed) / WINDOW_MS)) + credits
-      if seen > brk_credits then rule, limit = 'credits_per_minute', brk_credits end
+    local rule, limit, seen, seen_credits, seen_same = nil, 0, 0, nil, nil
+    if brk_credits > 0 and credits then
+      seen_credits = prev_credits == 0 and credits or math.floor(prev_credits * ((WINDOW_MS - elapsed) / WINDOW_MS)) + credits
+      if seen_credits > brk_credits then rule, limit, seen = 'credits_per_minute', brk_credits, seen_credits end
     end
-    if not rule and weigh_same then
-      seen = prev_same == 0 and same or math.floor(prev_same * ((WINDOW_MS - elapsed) / WINDOW_MS)) + same
-      if seen > brk_same then rule, limit = 'identical_per_minute', brk_same end
+    if not rule and brk_same > 0 and same then
+      seen_same = prev_same == 0 and same or math.floor(prev_same * ((WINDOW_MS - elapsed) / WINDOW_MS)) + same
+      if seen_same > brk_same then rule, limit, seen = 'identical_per_minute', brk_same, seen_same end
+    end
+    -- The rooms as of now: a rule that is off never trips (huge); one this call did not weigh
+    -- (a call of no credits) is weighed again by the next call that counts for it (-1).
+    if b and not rule then
+      b[13] = elapsed
+      b[14] = brk_credits <= 0 and math.huge or seen_credits and brk_credits - seen_credits or -1
+      b[15] = (brk_same <= 0 or req_fp == '') and math.huge or seen_same and brk_same - seen_same or -1
     end
     if rule then
       -- The trip, instead of the debit: the agent is killed exactly as agent-state.lua kills it.

@@ -344,6 +344,20 @@ describe('debit.lua in a batch', () => {
     await sameEitherWay(fleet, [call(0, 5), call(0, 7)])
   })
 
+  test("an agent's breaker room: a call the room made earlier in the minute would pass is weighed exactly when the clock steps back", async () => {
+    // The previous minute holds 4 identical requests (limit 6). A call weighs them by what is left of
+    // it; later calls of the batch only take their count off the room the last weighing left, and a
+    // call whose count takes it below 0 weighs exactly. The last call comes earlier in the minute
+    // than that weighing: the previous minute weighs more there, so it must weigh exactly and trip
+    // (3 + 5 > 6), where the room alone (2 − 1) would have let it pass.
+    const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
+    const fleet: Fleet = { balance: 1_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
+    const call = (at: number): CallSpec => ({ who: 0, price: 1, target: 'a.x', fingerprint: 'f1', metered: false, at })
+    const previous = [-30_200, -30_150, -30_100, -30_050].map(call)
+    const replies = await sameEitherWay(fleet, [...previous, call(-29_000), call(25_000), call(25_000), call(25_000), call(-29_000)], { breakerIdenticalPerMinute: 6 })
+    expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'agent_killed'])
+  })
+
   test('a previous minute counted, not weighed, by a call of other breaker defaults is read again by the next call that weighs it', async () => {
     // The first call weighs its credits (3 a minute) in the minute after NOW's; the second, whose
     // defaults weigh only identical requests and which sends no fingerprint, counts its 3 credits into
