@@ -482,7 +482,7 @@ else
   levels = hash_memo and levels_of[KEYS[2]]
   -- Another agent's debits not yet in the rows this call may read (one of its levels may be this
   -- agent's or an ancestor's): written first. (A call without the memo is another account's.)
-  if pend_levels and hash_memo and pend_levels ~= levels then settle_levels() end
+  if pend_levels ~= levels and pend_levels and hash_memo then settle_levels() end
   if levels then agent = levels[1][1]
   else
     memo = hash_memo and hash_memo[KEYS[2]]
