@@ -518,9 +518,10 @@ if agent then
     if levels.epoch ~= levels_epoch or levels.today ~= today then
       -- The debits pending from an earlier HKT day are that day's: written before today's are weighed.
       if levels.pend > 0 and levels.today ~= today then settle_levels() end
-      levels.volatile, levels.stopped, levels.allow, levels.expires, levels.pcm, levels.room, levels.day_room =
+      local volatile
+      volatile, levels.stopped, levels.allow, levels.expires, levels.pcm, levels.room, levels.day_room =
         summarize(levels[1], levels[4], levels[5], levels[6], today, now)
-      levels.epoch, levels.today, levels.thr_lowest = not levels.volatile and levels_epoch, today, false
+      levels.epoch, levels.today, levels.thr_lowest = not volatile and levels_epoch, today, false
     end
     -- Its arrays are taken where a check walks them (a refusal, a threshold crossed): a call that
     -- passes weighs only the summary.
@@ -541,7 +542,7 @@ if agent then
     if hash_memo then
       -- Every field made here (false: none yet), so the table is made at its size once.
       levels = {rows, hashes, bys, budgets, spents, day_spents, pend = 0, epoch = not volatile and levels_epoch, today = today,
-        volatile = volatile, stopped = any_stopped, allow = any_allow, expires = first_expiry, pcm = least_pcm, room = least_room,
+        stopped = any_stopped, allow = any_allow, expires = first_expiry, pcm = least_pcm, room = least_room,
         day_room = least_day_room, thr_lowest = false, thr_need = false, brk = false}
       levels_of[KEYS[2]] = levels
     end
@@ -922,11 +923,11 @@ if price > 0 then
   -- was freed as it expired, was refused by the state checks) and 0 without one.
   if not agent then   -- the owner: no levels
   elseif hash_memo then
-    -- In a batch, added to the agent's pending sum (settle_levels); a row with a raise, whose
-    -- budget may lapse by the next call's clock, is written at once.
+    -- In a batch, added to the agent's pending sum (settle_levels); a row with a raise (no `epoch`),
+    -- whose budget may lapse by the next call's clock, is written at once.
     levels.pend = pend + price
     pend_levels = levels
-    if levels.volatile then settle_levels() end
+    if not levels.epoch then settle_levels() end
   else
     -- Alone, one HSET per level of the values its HMGET read plus the price (the script is atomic:
     -- nothing moved them since). The arguments go straight to redis.call (a table and unpack per
