@@ -358,6 +358,31 @@ describe('debit.lua in a batch', () => {
     expect(replies.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'agent_killed'])
   })
 
+  test("property: one agent's calls over two minutes, its clock going back and forth: the breaker trips in a batch where it trips one call at a time", async () => {
+    // A batch weighs an agent's breaker exactly only when a call takes a rule's room below 0 or comes
+    // earlier in the minute than the last weighing; here the rules are tight and the calls' instants
+    // random over the minute before NOW's and NOW's, so both happen often.
+    const agent: AgentSpec = { parent: null, budget: null, spent: 0, dailyCap: null, perCallMax: null, allow: null, killed: false, brkCredits: null }
+    const fleet: Fleet = { balance: 10_000, rateLimit: 1_000, accountDailyCap: null, thresholds: null, agents: [agent] }
+    const call = fc.record({
+      who: fc.constant(0),
+      price: fc.integer({ min: 0, max: 8 }),
+      target: fc.constant('a.x'),
+      fingerprint: fc.constantFrom('f1', 'f2', ''),
+      metered: fc.constant(false),
+      at: fc.integer({ min: -90_000, max: 29_999 }),
+    })
+    let trips = 0
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 6 }), fc.array(call, { minLength: 2, maxLength: 24 }), async (credits, same, calls) => {
+        const replies = await sameEitherWay(fleet, calls, { breakerCreditsPerMinute: credits, breakerIdenticalPerMinute: same })
+        if (replies.some((r) => r.status === 'agent_killed')) trips++
+      }),
+      { numRuns: 150 },
+    )
+    expect(trips).toBeGreaterThan(0)
+  }, 120_000)
+
   test('a previous minute counted, not weighed, by a call of other breaker defaults is read again by the next call that weighs it', async () => {
     // The first call weighs its credits (3 a minute) in the minute after NOW's; the second, whose
     // defaults weigh only identical requests and which sends no fingerprint, counts its 3 credits into
