@@ -131,11 +131,12 @@ async function measureTree(root: string): Promise<Row[]> {
   }
   const acct = 'acc_07_scriptcost'
   // The account's and agents' hashes as the tree's scripts make them: hashtables where they write the layout field.
-  const layout = (await Bun.file(join(root, 'src/redis/hash-layout.ts')).exists()) ? await mod('src/redis/hash-layout.ts') : null
-  await seedAccount(server.redis, keys, hashToken, acct, layout ? { [layout.LAYOUT_FIELD]: layout.LAYOUT_VALUE } : {})
+  const layoutModule = (await Bun.file(join(root, 'src/redis/hash-layout.ts')).exists()) ? await mod('src/redis/hash-layout.ts') : null
+  const layout: Record<string, string> = layoutModule ? { [layoutModule.LAYOUT_FIELD]: layoutModule.LAYOUT_VALUE } : {}
+  await seedAccount(server.redis, keys, hashToken, acct, layout)
   // The spread cases' accounts: each call of a batch another account's (of the same shard).
   const spread = Array.from({ length: BATCH }, (_, j) => `${acct}_${j}`)
-  for (const a of spread) await server.redis.hset(keys.account(a), { ...(layout ? { [layout.LAYOUT_FIELD]: layout.LAYOUT_VALUE } : {}), owner: hashToken('owner'), balance: 1e12 })
+  for (const a of spread) await server.redis.hset(keys.account(a), { ...layout, owner: hashToken('owner'), balance: 1e12 })
   const now = Date.now()
   const debitArgs = debitCases({ hashToken, acct, now, windows: windowsAt(now), idPrefix: 'call_cost_' })
   const batches = <T>(make: () => T) => Array.from({ length: CALLS / BATCH }, () => Array.from({ length: BATCH }, make))
