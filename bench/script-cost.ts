@@ -28,6 +28,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import Redis from 'ioredis'
 import { resolveBaseline } from './lib/baseline'
+import { UNDER_VALGRIND } from './lib/callgrind-redis'
 import { debitCases, seedAccount } from './lib/debit-cases'
 import { freePort } from './lib/proc'
 import { replaceSection } from './lib/sections'
@@ -55,9 +56,7 @@ async function startCountedRedis() {
   const names = process.env.SCRIPT_COST_KEEP ? ['--compress-strings=no', '--compress-pos=no'] : []
   // --hz 1: the server's timer work (which runs longer under valgrind, so more of it lands in a
   // case on a busy machine) is not a call's cost; at the default 10 it moved a case by up to ±5,000.
-  // No slow log: valgrind runs a batch past its 10 ms threshold, where natively it takes a fraction
-  // of a millisecond, and logging it (its arguments copied) cost a depth-4 batch ~4,500.
-  const proc = Bun.spawn(['valgrind', '--tool=callgrind', ...names, `--callgrind-out-file=${dir}/cg.%p`, 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no', '--hz', '1', '--slowlog-log-slower-than', '-1'], {
+  const proc = Bun.spawn(['valgrind', '--tool=callgrind', ...names, `--callgrind-out-file=${dir}/cg.%p`, 'redis-server', '--port', String(port), ...UNDER_VALGRIND, '--hz', '1'], {
     stdout: 'ignore',
     stderr: 'ignore',
   })

@@ -21,6 +21,7 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePorts, waitPing } from '../test/helpers/redis-server'
+import { UNDER_VALGRIND } from './lib/callgrind-redis'
 import { batchedCaller } from '../src/redis/batched-scripts'
 import type { RedisClient } from '../src/redis/client'
 
@@ -30,8 +31,7 @@ const out = mkdtempSync(join(tmpdir(), 'pab-wrapper-breakdown-'))
 const [port] = await freePorts(1)
 const proc = Bun.spawn(
   ['valgrind', '--tool=callgrind', '--compress-strings=no', '--compress-pos=no', '--dump-instr=no', `--callgrind-out-file=${out}/cg.%p`,
-    // No slow log: under valgrind a script passes its 10 ms threshold that natively takes well under one.
-    process.env.REDIS_BIN ?? 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--dir', out, '--save', '', '--appendonly', 'no', '--slowlog-log-slower-than', '-1'],
+    process.env.REDIS_BIN ?? 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--dir', out, ...UNDER_VALGRIND],
   { stdout: 'ignore', stderr: 'ignore' },
 )
 process.on('exit', () => proc.kill('SIGKILL'))

@@ -112,14 +112,20 @@ export interface CallgrindRedis {
   stop(): Promise<void>
 }
 
+/**
+ * The options every redis-server a bench runs under valgrind takes: nothing kept on disk, and no slow
+ * log (valgrind runs a script ~50–100× slower, past the log's 10 ms threshold, and Redis then copies
+ * its arguments into the log: ~4,500 instructions a depth-4 batch that no native run pays).
+ */
+export const UNDER_VALGRIND = ['--save', '', '--appendonly', 'no', '--slowlog-log-slower-than', '-1']
+
 export async function startCallgrindRedis(): Promise<CallgrindRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'pab-cg-redis-'))
   const [port] = await freePorts(1)
   const dumpsAt = ['evalShaCommand', 'evalCommand'].flatMap((f) => [`--dump-before=${f}`, `--dump-after=${f}`])
   const proc = Bun.spawn(
     ['valgrind', '--tool=callgrind', '--compress-strings=no', '--compress-pos=no', '--dump-instr=no', ...dumpsAt, `--callgrind-out-file=${dir}/cg.%p`,
-      // No slow log: under valgrind a script passes its 10 ms threshold that natively takes well under one.
-      'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--slowlog-log-slower-than', '-1'],
+      'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...UNDER_VALGRIND],
     { stdout: 'ignore', stderr: 'ignore' },
   )
   const kill = () => {
